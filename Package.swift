@@ -1,0 +1,94 @@
+// swift-tools-version: 6.0
+import PackageDescription
+
+// Shared settings for every Swift target (modelled on hummingbird's Package.swift).
+let swiftSettings: [SwiftSetting] = [
+    .enableUpcomingFeature("ExistentialAny"),
+    .enableUpcomingFeature("MemberImportVisibility"),
+]
+
+let nio: [Target.Dependency] = [
+    .product(name: "NIOCore", package: "swift-nio"),
+    .product(name: "NIOPosix", package: "swift-nio"),
+    .product(name: "NIOHTTP1", package: "swift-nio"),
+    .product(name: "NIOConcurrencyHelpers", package: "swift-nio"),
+]
+
+let package = Package(
+    name: "tollgate",
+    platforms: [.macOS(.v14)],
+    products: [
+        .executable(name: "tollgate", targets: ["tollgate"]),
+        .library(name: "TollgateSession", targets: ["TollgateSession"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
+        .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
+        .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+    ],
+    targets: [
+        // C system libraries and the shims for what Swift cannot import (function-like macros).
+        .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
+        .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+
+        .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
+        .target(name: "TollgateTLS", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "TollgateHTTP", swiftSettings: swiftSettings),
+        .target(
+            name: "TollgateCache",
+            dependencies: ["TollgateHTTP", "TollgateStore"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TollgateSession",
+            dependencies: ["TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
+                + nio,
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TollgatePolicy",
+            dependencies: ["TollgateSession", "TollgateHTTP"],
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TollgateProxy",
+            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", .product(name: "Logging", package: "swift-log")]
+                + nio,
+            swiftSettings: swiftSettings
+        ),
+        .executableTarget(
+            name: "tollgate",
+            dependencies: [
+                "TollgateProxy", "TollgatePolicy", "TollgateSession",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ] + nio,
+            swiftSettings: swiftSettings
+        ),
+        .target(
+            name: "TollgateTesting",
+            dependencies: ["TollgateHTTP"] + nio,
+            swiftSettings: swiftSettings
+        ),
+
+        .testTarget(name: "TollgateStoreTests", dependencies: ["TollgateStore"], swiftSettings: swiftSettings),
+        .testTarget(name: "TollgateTLSTests", dependencies: ["TollgateTLS"], swiftSettings: swiftSettings),
+        .testTarget(name: "TollgateHTTPTests", dependencies: ["TollgateHTTP"], swiftSettings: swiftSettings),
+        .testTarget(name: "TollgateCacheTests", dependencies: ["TollgateCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TollgateSessionTests",
+            dependencies: ["TollgateSession", "TollgateTesting", "TollgateHTTP"] + nio,
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TollgatePolicyTests",
+            dependencies: ["TollgatePolicy", "TollgateSession"],
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TollgateProxyTests",
+            dependencies: ["TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting"] + nio,
+            swiftSettings: swiftSettings
+        ),
+    ]
+)
