@@ -1,0 +1,16 @@
+/// How a request uses the cache, with the meaning of URLSession's `URLRequest.CachePolicy`.
+public enum RequestCachePolicy: String, Hashable, Sendable, CaseIterable {
+    /// RFC 9111 semantics: a fresh stored response is used, a stale one is validated, otherwise the network.
+    case `protocol` = "protocol"
+    /// Ignore stored responses; always load from the origin (the response may still be stored).
+    case reload = "reload"
+    /// Use a stored response only after the origin confirmed it (a conditional request every time).
+    case reloadRevalidating = "reload-revalidating"
+    /// Use any stored response, fresh or stale; load from the origin only when nothing is stored.
+    case returnCacheElseLoad = "return-cache-else-load"
+    /// Use any stored response; never touch the network (offline): a miss is an error.
+    case returnCacheDontLoad = "return-cache-dont-load"
+
+    /// Whether this policy ever opens a connection.
+    public var mayLoadFromNetwork: Bool { self != .returnCacheDontLoad }
+}

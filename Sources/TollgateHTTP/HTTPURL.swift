@@ -1,0 +1,218 @@
+/// An absolute `http` or `https` URL as a proxy sees it: scheme, host, port, and the
+/// path with its query.
+///
+/// Parsing is strict on purpose: a proxy must see the same host the origin will, so
+/// anything a URL parser could read two ways (userinfo, spaces, control bytes, a bad port)
+/// is refused rather than guessed at. The fragment is dropped (it never goes on the wire).
+public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
+    /// The scheme, lowercased (`http` or `https`).
+    public var scheme: String
+    /// The host, lowercased, without brackets for IPv6 literals.
+    public var host: String
+    /// The explicit port, if the URL named one.
+    public var port: Int?
+    /// The path and query as sent in origin-form (`/a/b?c`); never empty.
+    public var pathAndQuery: String
+
+    /// Why a string was not accepted as a URL.
+    public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
+        /// What was wrong, for a log line or an error body.
+        public let description: String
+    }
+
+    /// Creates a URL from its parts.
+    public init(scheme: String, host: String, port: Int? = nil, pathAndQuery: String = "/") {
+        self.scheme = scheme.lowercased()
+        self.host = host.lowercased()
+        self.port = port
+        self.pathAndQuery = pathAndQuery.isEmpty ? "/" : pathAndQuery
+    }
+
+    /// Parses an absolute URL; nil if it is not an acceptable absolute http(s) URL.
+    public init?(string: String) {
+        guard let url = try? HTTPURL.parse(string) else { return nil }
+        self = url
+    }
+
+    /// Parses an absolute URL, saying what is wrong when it is not acceptable.
+    public static func parse(_ string: String) throws(ParseError) -> HTTPURL {
+        for byte in string.utf8 where byte <= 0x20 || byte == 0x7F {
+            throw ParseError(description: "URL contains a space or control character")
+        }
+        guard let colon = string.firstIndex(of: ":"), string[colon...].hasPrefix("://") else {
+            throw ParseError(description: "not an absolute URL")
+        }
+        let scheme = string[..<colon].lowercased()
+        guard !scheme.isEmpty, scheme.allSatisfy({ $0.isLetter || $0.isNumber || "+-.".contains($0) }) else {
+            throw ParseError(description: "bad scheme")
+        }
+        var rest = string[string.index(colon, offsetBy: 3)...]
+        if let hash = rest.firstIndex(of: "#") { rest = rest[..<hash] }
+        let authorityEnd = rest.firstIndex(where: { $0 == "/" || $0 == "?" }) ?? rest.endIndex
+        let authority = rest[..<authorityEnd]
+        var pathAndQuery = String(rest[authorityEnd...])
+        if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
+        if pathAndQuery.isEmpty { pathAndQuery = "/" }
+        let (host, port) = try parseAuthority(authority)
+        return HTTPURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
+    }
+
+    /// Splits `host[:port]` (IPv6 in brackets), refusing userinfo and empty hosts.
+    public static func parseAuthority(_ authority: Substring) throws(ParseError) -> (host: String, port: Int?) {
+        if authority.contains("@") {
+            throw ParseError(description: "URL with userinfo is refused")
+        }
+        var host: Substring
+        var portText: Substring?
+        if authority.hasPrefix("[") {
+            guard let close = authority.firstIndex(of: "]") else {
+                throw ParseError(description: "unterminated IPv6 literal")
+            }
+            host = authority[authority.index(after: authority.startIndex)..<close]
+            let after = authority[authority.index(after: close)...]
+            if !after.isEmpty {
+                guard after.hasPrefix(":") else { throw ParseError(description: "junk after IPv6 literal") }
+                portText = after.dropFirst()
+            }
+            guard !host.isEmpty, host.allSatisfy({ $0.isHexDigit || $0 == ":" || $0 == "." }) else {
+                throw ParseError(description: "bad IPv6 literal")
+            }
+        } else if let colon = authority.lastIndex(of: ":") {
+            host = authority[..<colon]
+            portText = authority[authority.index(after: colon)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { throw ParseError(description: "URL has no host") }
+        if !authority.hasPrefix("[") {
+            let allowed = host.unicodeScalars.allSatisfy { scalar in
+                scalar.isASCII
+                    && (scalar.properties.isAlphabetic || ("0"..."9").contains(scalar) || "-._~%!$&'()*+,;=".unicodeScalars.contains(scalar))
+            }
+            guard allowed else { throw ParseError(description: "host contains characters a URL host may not") }
+        }
+        var port: Int?
+        if let portText {
+            if portText.isEmpty {
+                port = nil
+            } else {
+                guard portText.count <= 5, portText.allSatisfy(\.isASCIIDigit), let value = Int(portText),
+                    (1...65535).contains(value)
+                else { throw ParseError(description: "bad port") }
+                port = value
+            }
+        }
+        return (host.lowercased(), port)
+    }
+
+    /// The port the connection goes to: the explicit one, else 443 for https and 80 otherwise.
+    public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
+
+    /// Whether the scheme is `https`.
+    public var isSecure: Bool { scheme == "https" }
+
+    /// The host as it appears in a URL (IPv6 literals in brackets).
+    public var hostForURL: String { host.contains(":") ? "[\(host)]" : host }
+
+    /// `host[:port]`, the port only when it is not the scheme's default (the Host header's value).
+    public var authority: String {
+        if let port, port != (scheme == "https" ? 443 : 80) { return "\(hostForURL):\(port)" }
+        return hostForURL
+    }
+
+    /// `scheme://authority`, the URL's origin (RFC 6454) in serialized form.
+    public var origin: String { "\(scheme)://\(authority)" }
+
+    /// The path without the query.
+    public var path: String {
+        if let q = pathAndQuery.firstIndex(of: "?") { return String(pathAndQuery[..<q]) }
+        return pathAndQuery
+    }
+
+    /// The query without its `?`, or nil.
+    public var query: String? {
+        guard let q = pathAndQuery.firstIndex(of: "?") else { return nil }
+        return String(pathAndQuery[pathAndQuery.index(after: q)...])
+    }
+
+    /// The whole URL.
+    public var absoluteString: String { origin + pathAndQuery }
+
+    public var description: String { absoluteString }
+
+    /// Whether two URLs share scheme, host and port.
+    public func isSameOrigin(as other: HTTPURL) -> Bool {
+        scheme == other.scheme && host == other.host && effectivePort == other.effectivePort
+    }
+
+    /// Resolves a URI reference (as found in Location) against this URL, RFC 3986 §5.2.
+    public func resolving(_ reference: String) throws(ParseError) -> HTTPURL {
+        let trimmed = reference.trimmingASCIIWhitespace()
+        if let colon = trimmed.firstIndex(of: ":"),
+            let slash = trimmed.firstIndex(of: "/"), colon < slash, trimmed[..<colon].allSatisfy(\.isLetter)
+        {
+            return try HTTPURL.parse(trimmed)
+        }
+        for byte in trimmed.utf8 where byte <= 0x20 || byte == 0x7F {
+            throw ParseError(description: "reference contains a space or control character")
+        }
+        var ref = Substring(trimmed)
+        if let hash = ref.firstIndex(of: "#") { ref = ref[..<hash] }
+        if ref.hasPrefix("//") {
+            return try HTTPURL.parse("\(scheme):\(ref)")
+        }
+        if ref.isEmpty { return self }
+        if ref.hasPrefix("?") {
+            return HTTPURL(scheme: scheme, host: host, port: port, pathAndQuery: path + ref)
+        }
+        let (refPath, refQuery): (Substring, Substring?) = {
+            if let q = ref.firstIndex(of: "?") { return (ref[..<q], ref[q...]) }
+            return (ref, nil)
+        }()
+        let merged: String
+        if refPath.hasPrefix("/") {
+            merged = String(refPath)
+        } else {
+            let base = path
+            let directory = base[...(base.lastIndex(of: "/") ?? base.startIndex)]
+            merged = String(directory) + refPath
+        }
+        let normalized = HTTPURL.removeDotSegments(merged)
+        return HTTPURL(scheme: scheme, host: host, port: port, pathAndQuery: normalized + (refQuery ?? ""))
+    }
+
+    /// RFC 3986 §5.2.4.
+    static func removeDotSegments(_ path: String) -> String {
+        var output: [Substring] = []
+        let segments = path.split(separator: "/", omittingEmptySubsequences: false)
+        for (index, segment) in segments.enumerated() {
+            let isLast = index == segments.count - 1
+            switch segment {
+            case ".":
+                if isLast { output.append("") }
+            case "..":
+                if output.count > 1 { output.removeLast() }
+                if isLast { output.append("") }
+            default:
+                output.append(segment)
+            }
+        }
+        let joined = output.joined(separator: "/")
+        return joined.hasPrefix("/") ? joined : "/" + joined
+    }
+}
+
+extension Character {
+    /// `0`…`9` only (Character.isNumber accepts other scripts' digits too).
+    var isASCIIDigit: Bool { asciiValue.map { $0 >= 48 && $0 <= 57 } ?? false }
+}
+
+extension String {
+    /// The string without leading and trailing spaces and tabs (OWS, RFC 9110 §5.6.3).
+    public func trimmingASCIIWhitespace() -> String {
+        var s = Substring(self)
+        while let f = s.first, f == " " || f == "\t" { s = s.dropFirst() }
+        while let l = s.last, l == " " || l == "\t" { s = s.dropLast() }
+        return String(s)
+    }
+}

@@ -1,0 +1,117 @@
+public import TollgateCache
+public import TollgateHTTP
+
+/// The settings a ``Session`` is created with, in the model of `URLSessionConfiguration`.
+///
+/// A value type: the session keeps its own copy, so changing a configuration after the
+/// session was created changes nothing for that session.
+public struct SessionConfiguration: Sendable {
+    /// Where the session's stores live.
+    public struct Kind: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: Hashable, Sendable {
+            case standard
+            case ephemeral
+            case background(String)
+        }
+
+        private let base: Base
+
+        /// Persistent stores (cache, cookies, credentials on disk).
+        public static let `default` = Kind(base: .standard)
+        /// Every store in memory; nothing is written to disk.
+        public static let ephemeral = Kind(base: .ephemeral)
+        /// Like default, and its tasks are tracked under this identifier.
+        public static func background(_ identifier: String) -> Kind { Kind(base: .background(identifier)) }
+
+        /// Whether stores must stay in memory.
+        public var isEphemeral: Bool { base == .ephemeral }
+
+        /// The background identifier, if any.
+        public var backgroundIdentifier: String? {
+            if case .background(let identifier) = base { return identifier }
+            return nil
+        }
+
+        public var description: String {
+            switch base {
+            case .standard: "default"
+            case .ephemeral: "ephemeral"
+            case .background(let identifier): "background(\(identifier))"
+            }
+        }
+    }
+
+    /// Default, ephemeral or background. Default: `.default`.
+    public var kind: Kind
+    /// The cache policy of requests that do not set their own. Default: `.protocol`.
+    public var requestCachePolicy: RequestCachePolicy = .protocol
+    /// The longest a running task may go without sending or receiving a byte. Default: 60 s.
+    public var timeoutIntervalForRequest: Duration = .seconds(60)
+    /// The longest a task may run in all (time spent suspended does not count). Default: 7 days.
+    public var timeoutIntervalForResource: Duration = .seconds(7 * 24 * 3600)
+    /// At most this many simultaneous connections to one origin (scheme, host, port). Default: 6.
+    public var httpMaximumConnectionsPerHost: Int = 6
+    /// Header fields added to every request that does not set them itself. Default: none.
+    public var httpAdditionalHeaders: HeaderFields = [:]
+    /// Whether requests carry cookies from ``cookieStorage``. Default: true.
+    public var httpShouldSetCookies: Bool = true
+    /// Which Set-Cookie fields are stored in ``cookieStorage``. Default: `.onlyFromMainDocumentDomain`.
+    public var httpCookieAcceptPolicy: CookieAcceptPolicy = .onlyFromMainDocumentDomain
+    /// The cookie store; nil means cookies are neither sent nor stored. Default: nil.
+    public var cookieStorage: (any CookieStoring)?
+    /// The response cache (URLCache's role); nil means no caching. Default: nil.
+    public var responseCache: (any ResponseCaching)?
+    /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,
+    /// retrying until the resource timeout. Default: false.
+    public var waitsForConnectivity: Bool = false
+    /// An HTTP proxy every request goes through. Default: none (direct).
+    public var upstreamProxy: UpstreamProxy?
+    /// How long an idle keep-alive connection stays in the pool. Default: 60 s.
+    public var connectionIdleTimeout: Duration = .seconds(60)
+    /// Redirects followed without a delegate before failing with `httpTooManyRedirects`. Default: 16.
+    public var maximumRedirects: Int = 16
+    /// The `User-Agent` sent when the request has none. Default: `tollgate`.
+    public var userAgent: String? = "tollgate"
+
+    /// Creates a configuration of the given kind with every other field at its default.
+    public init(kind: Kind) { self.kind = kind }
+
+    /// Persistent stores.
+    public static var `default`: SessionConfiguration { SessionConfiguration(kind: .default) }
+    /// Nothing written to disk.
+    public static var ephemeral: SessionConfiguration { SessionConfiguration(kind: .ephemeral) }
+    /// A session whose tasks are tracked under `identifier`.
+    public static func background(identifier: String) -> SessionConfiguration {
+        SessionConfiguration(kind: .background(identifier))
+    }
+}
+
+/// Which cookies a session stores, as `HTTPCookie.AcceptPolicy`.
+public enum CookieAcceptPolicy: String, Hashable, Sendable {
+    /// Store every cookie.
+    case always
+    /// Store none.
+    case never
+    /// Store only cookies whose domain matches the main document's (here: the request's host).
+    case onlyFromMainDocumentDomain
+}
+
+/// An HTTP proxy the session sends its requests through (absolute-form requests for http URLs).
+public struct UpstreamProxy: Hashable, Sendable {
+    /// The proxy's host.
+    public var host: String
+    /// The proxy's port.
+    public var port: Int
+
+    /// Creates a proxy setting.
+    public init(host: String, port: Int) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `http://host:port`.
+    public init?(url: String) {
+        guard let parsed = HTTPURL(string: url), parsed.scheme == "http" else { return nil }
+        self.init(host: parsed.host, port: parsed.effectivePort)
+    }
+}

@@ -1,0 +1,265 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import NIOPosix
+
+/// The session's keep-alive connections, per origin: leases them to tasks, makes new ones up to
+/// the per-host limit, queues tasks by priority when the limit is reached, and closes idle ones.
+///
+/// The decisions are made by ``OriginPoolState`` under the lock; the actions (connect, hand a
+/// connection over, close) run outside it.
+final class ConnectionPool: @unchecked Sendable {
+    struct Configuration: Sendable {
+        var maximumConnectionsPerHost: Int
+        var idleTimeout: TimeAmount
+    }
+
+    private struct Entry {
+        var state: OriginPoolState
+        var connections: [Int: OriginConnection] = [:]
+        var idleTimers: [Int: Scheduled<Void>] = [:]
+    }
+
+    private struct Waiter {
+        var key: ConnectionKey
+        var promise: EventLoopPromise<OriginConnection>
+    }
+
+    private let configuration: Configuration
+    private let resolver: NameResolver
+    private let lock = NIOLock()
+    private var entries: [ConnectionKey: Entry] = [:]
+    private var waiters: [Int: Waiter] = [:]
+    private var nextID = 0
+    private var isShutDown = false
+    /// Connections with an identifier up to this one are closed instead of reused (`flush`/`reset`).
+    private var retiredThrough = 0
+
+    init(configuration: Configuration, threadPool: NIOThreadPool) {
+        self.configuration = configuration
+        self.resolver = NameResolver(threadPool: threadPool)
+    }
+
+    /// Asks for a connection to `key`; the future completes when one is free or made.
+    /// Returns an identifier with which the request can be withdrawn.
+    func lease(key: ConnectionKey, priority: Float, eventLoop: any EventLoop) -> (id: Int, future: EventLoopFuture<OriginConnection>) {
+        let promise = eventLoop.makePromise(of: OriginConnection.self)
+        let (id, actions): (Int, [OriginPoolState.Action]) = lock.withLock {
+            nextID += 1
+            let id = nextID
+            if isShutDown { return (id, []) }
+            waiters[id] = Waiter(key: key, promise: promise)
+            var entry = entries[key] ?? Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))
+            let actions = entry.state.leaseRequested(waiter: id, priority: priority)
+            entries[key] = entry
+            return (id, actions)
+        }
+        if lock.withLock({ isShutDown }) {
+            promise.fail(SessionError(.sessionInvalidated, nil, "the session's connections are closed"))
+        }
+        run(actions, key: key, eventLoop: eventLoop)
+        return (id, promise.futureResult)
+    }
+
+    /// Withdraws a lease request that has not been served.
+    func cancelLease(_ id: Int) {
+        let waiter: Waiter? = lock.withLock {
+            guard let waiter = waiters.removeValue(forKey: id) else { return nil }
+            entries[waiter.key]?.state.waiterCancelled(id)
+            return waiter
+        }
+        waiter?.promise.fail(SessionError(.cancelled))
+    }
+
+    /// Gives a connection back; a connection that is not reusable is closed.
+    func release(_ connection: OriginConnection, reusable: Bool) {
+        let actions: [OriginPoolState.Action] = lock.withLock {
+            let keep = reusable && !isShutDown && connection.id > retiredThrough
+            return entries[connection.key]?.state.released(connection.id, reusable: keep) ?? []
+        }
+        run(actions, key: connection.key, eventLoop: connection.eventLoop)
+    }
+
+    /// Makes every existing connection unusable for later requests: idle ones close now,
+    /// leased ones when they are released.
+    func retireConnections() {
+        let idle: [OriginConnection] = lock.withLock {
+            retiredThrough = nextID
+            return entries.values.flatMap { entry in entry.state.idle.compactMap { entry.connections[$0] } }
+        }
+        for connection in idle { connection.channel.close(promise: nil) }
+    }
+
+    /// Closes every connection; later leases fail.
+    func shutdown() {
+        let connections: [OriginConnection] = lock.withLock {
+            isShutDown = true
+            let all = entries.values.flatMap { $0.connections.values }
+            for entry in entries.values { entry.idleTimers.values.forEach { $0.cancel() } }
+            return all
+        }
+        for connection in connections { connection.channel.close(promise: nil) }
+    }
+
+    /// How many connections to `key` exist (idle, leased or being made); for tests and `/tasks`.
+    func connectionCount(for key: ConnectionKey) -> Int {
+        lock.withLock { entries[key]?.state.total ?? 0 }
+    }
+
+    // MARK: actions
+
+    private func run(_ actions: [OriginPoolState.Action], key: ConnectionKey, eventLoop: any EventLoop) {
+        for action in actions {
+            switch action {
+            case .none:
+                break
+            case .connect:
+                connect(key: key, eventLoop: eventLoop)
+            case .lease(let connectionID, let waiterID):
+                let (connection, waiter): (OriginConnection?, Waiter?) = lock.withLock {
+                    entries[key]?.idleTimers.removeValue(forKey: connectionID)?.cancel()
+                    return (entries[key]?.connections[connectionID], waiters.removeValue(forKey: waiterID))
+                }
+                if let connection, let waiter {
+                    waiter.promise.succeed(connection)
+                } else if let connection {
+                    release(connection, reusable: true)
+                }
+            case .park(let connectionID):
+                scheduleIdleTimer(key: key, connectionID: connectionID)
+            case .close(let connectionID):
+                let connection = lock.withLock { entries[key]?.connections[connectionID] }
+                connection?.channel.close(promise: nil)
+            case .fail(let waiterID):
+                // Only reached from connectFailed, which fails the waiter itself.
+                _ = waiterID
+            }
+        }
+    }
+
+    private func scheduleIdleTimer(key: ConnectionKey, connectionID: Int) {
+        guard let connection = lock.withLock({ entries[key]?.connections[connectionID] }) else { return }
+        let timer = connection.eventLoop.scheduleTask(in: configuration.idleTimeout) { [weak self] in
+            guard let self else { return }
+            let actions = self.lock.withLock { () -> [OriginPoolState.Action] in
+                self.entries[key]?.idleTimers.removeValue(forKey: connectionID)
+                return self.entries[key]?.state.idleTimedOut(connectionID) ?? []
+            }
+            self.run(actions, key: key, eventLoop: connection.eventLoop)
+        }
+        lock.withLock { entries[key]?.idleTimers[connectionID] = timer }
+    }
+
+    private func connect(key: ConnectionKey, eventLoop: any EventLoop) {
+        let record = NIOLockedValueBox(OriginConnection.Establishment())
+        record.withLockedValue { $0.domainLookupStart = Date() }
+        resolver.resolve(host: key.host, port: key.port, on: eventLoop).flatMap { addresses in
+            record.withLockedValue {
+                $0.domainLookupEnd = Date()
+                $0.connectStart = Date()
+            }
+            return Self.connectToFirst(addresses, on: eventLoop)
+        }.flatMapError { error in
+            if error is SessionError { return eventLoop.makeFailedFuture(error) }
+            return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): \(error)"))
+        }.whenComplete { [weak self] result in
+            guard let self else { return }
+            switch result {
+            case .success(let (channel, handler)):
+                let establishment = record.withLockedValue {
+                    $0.connectEnd = Date()
+                    $0.remoteAddress = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
+                    return $0
+                }
+                self.connected(channel: channel, handler: handler, key: key, establishment: establishment)
+            case .failure(let error):
+                self.connectFailed(key: key, error: error as? SessionError ?? SessionError(.cannotConnectToHost, nil, "\(error)"))
+            }
+        }
+    }
+
+    private func connected(channel: any Channel, handler: OriginConnectionHandler, key: ConnectionKey, establishment: OriginConnection.Establishment) {
+        let (connection, actions): (OriginConnection, [OriginPoolState.Action]) = lock.withLock {
+            nextID += 1
+            let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
+            entries[key, default: Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))]
+                .connections[connection.id] = connection
+            let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id) ?? [])
+            return (connection, actions)
+        }
+        let id = connection.id
+        channel.eventLoop.execute {
+            handler.onClose = { [weak self] in self?.connectionClosed(key: key, id: id) }
+            if !channel.isActive { handler.onClose?() }
+        }
+        run(actions, key: key, eventLoop: channel.eventLoop)
+    }
+
+    private func connectionClosed(key: ConnectionKey, id: Int) {
+        let (actions, loop): ([OriginPoolState.Action], (any EventLoop)?) = lock.withLock {
+            let connection = entries[key]?.connections.removeValue(forKey: id)
+            entries[key]?.idleTimers.removeValue(forKey: id)?.cancel()
+            let actions = entries[key]?.state.closed(id) ?? []
+            if entries[key]?.state.isUnused == true { entries[key] = nil }
+            return (actions, connection?.eventLoop)
+        }
+        if let loop { run(actions, key: key, eventLoop: loop) }
+    }
+
+    private func connectFailed(key: ConnectionKey, error: SessionError) {
+        let (failed, actions, loop): (Waiter?, [OriginPoolState.Action], (any EventLoop)?) = lock.withLock {
+            let actions = entries[key]?.state.connectFailed() ?? []
+            var failed: Waiter?
+            for case .fail(let waiterID) in actions { failed = waiters.removeValue(forKey: waiterID) }
+            let nextLoop = entries[key]?.state.waiters.first.flatMap { waiters[$0.id]?.promise.futureResult.eventLoop }
+            return (failed, actions, nextLoop ?? failed?.promise.futureResult.eventLoop)
+        }
+        failed?.promise.fail(error)
+        if let loop { run(actions, key: key, eventLoop: loop) }
+    }
+
+    /// Tries each address in turn (IPv6 and IPv4 alike), keeping the first connection made.
+    private static func connectToFirst(
+        _ addresses: [SocketAddress],
+        on eventLoop: any EventLoop
+    ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
+        guard let first = addresses.first else {
+            return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address to connect to"))
+        }
+        let handlerBox = NIOLockedValueBox<OriginConnectionHandler?>(nil)
+        let bootstrap = ClientBootstrap(group: eventLoop)
+            .channelOption(.autoRead, value: false)
+            .channelOption(.socketOption(.tcp_nodelay), value: 1)
+            .connectTimeout(.seconds(10))
+            .channelInitializer { channel in
+                channel.eventLoop.makeCompletedFuture {
+                    let handler = OriginConnectionHandler()
+                    var encoderConfiguration = HTTPRequestEncoder.Configuration()
+                    encoderConfiguration.automaticallySetFramingHeaders = false
+                    try channel.pipeline.syncOperations.addHandlers([
+                        HTTPRequestEncoder(configuration: encoderConfiguration),
+                        ByteToMessageHandler(
+                            HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)
+                        ),
+                        handler,
+                    ])
+                    handlerBox.withLockedValue { $0 = handler }
+                }
+            }
+        return bootstrap.connect(to: first).flatMapThrowing { channel in
+            guard let handler = handlerBox.withLockedValue({ $0 }) else {
+                throw SessionError(.cannotConnectToHost, nil, "pipeline not set up")
+            }
+            return (channel, handler)
+        }.flatMapError { error in
+            let rest = Array(addresses.dropFirst())
+            if rest.isEmpty {
+                return eventLoop.makeFailedFuture(
+                    SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(error)")
+                )
+            }
+            return connectToFirst(rest, on: eventLoop)
+        }
+    }
+}

@@ -1,0 +1,39 @@
+import Foundation
+import NIOCore
+
+/// One keep-alive connection to an origin (or to the upstream proxy), owned by the pool and
+/// leased to one task at a time.
+final class OriginConnection: @unchecked Sendable {
+    /// Unique within the pool.
+    let id: Int
+    let key: ConnectionKey
+    let channel: any Channel
+    let handler: OriginConnectionHandler
+    /// The timings of making this connection, reported in the first transaction it carries.
+    let establishment: Establishment
+    /// How many exchanges this connection has started (only touched by its lessee, one at a time).
+    var exchangeCount = 0
+
+    struct Establishment: Sendable {
+        var domainLookupStart: Date?
+        var domainLookupEnd: Date?
+        var connectStart: Date?
+        var connectEnd: Date?
+        var remoteAddress: String?
+    }
+
+    init(id: Int, key: ConnectionKey, channel: any Channel, handler: OriginConnectionHandler, establishment: Establishment) {
+        self.id = id
+        self.key = key
+        self.channel = channel
+        self.handler = handler
+        self.establishment = establishment
+    }
+
+    var eventLoop: any EventLoop { channel.eventLoop }
+
+    /// Runs `body` on the connection's event loop (at once when already there).
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if channel.eventLoop.inEventLoop { body() } else { channel.eventLoop.execute(body) }
+    }
+}

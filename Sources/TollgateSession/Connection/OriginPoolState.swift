@@ -1,0 +1,109 @@
+/// The bookkeeping of the connections to one origin: which are idle, which are leased, how
+/// many are being made, and who waits — a pure state machine, so it is tested without sockets.
+///
+/// Waiters are served by priority (higher first), then in arrival order. At most `limit`
+/// connections exist or are being made at once.
+struct OriginPoolState {
+    struct Waiter: Equatable {
+        var id: Int
+        var priority: Float
+        var sequence: Int
+    }
+
+    enum Action: Equatable {
+        /// Hand this idle connection to this waiter.
+        case lease(connection: Int, waiter: Int)
+        /// Start making a new connection.
+        case connect
+        /// Keep the connection idle (start its idle timer).
+        case park(connection: Int)
+        /// Close the connection.
+        case close(connection: Int)
+        /// Fail this waiter (its connection attempt failed).
+        case fail(waiter: Int)
+        /// Nothing to do.
+        case none
+    }
+
+    let limit: Int
+    private(set) var idle: [Int] = []
+    private(set) var leased: Set<Int> = []
+    private(set) var connecting = 0
+    private(set) var waiters: [Waiter] = []
+    private var sequence = 0
+
+    init(limit: Int) { self.limit = max(1, limit) }
+
+    var total: Int { idle.count + leased.count + connecting }
+    var isUnused: Bool { total == 0 && waiters.isEmpty }
+
+    /// A task wants a connection.
+    mutating func leaseRequested(waiter id: Int, priority: Float) -> [Action] {
+        if let connection = idle.popLast() {
+            leased.insert(connection)
+            return [.lease(connection: connection, waiter: id)]
+        }
+        sequence += 1
+        let waiter = Waiter(id: id, priority: priority, sequence: sequence)
+        let index = waiters.firstIndex { $0.priority < priority } ?? waiters.endIndex
+        waiters.insert(waiter, at: index)
+        return connectIfUseful()
+    }
+
+    /// A waiter gave up (its task was cancelled).
+    mutating func waiterCancelled(_ id: Int) {
+        waiters.removeAll { $0.id == id }
+    }
+
+    /// A new connection is ready.
+    mutating func connected(_ connection: Int) -> [Action] {
+        connecting -= 1
+        return offer(connection)
+    }
+
+    /// A connection attempt failed: the first waiter learns of it.
+    mutating func connectFailed() -> [Action] {
+        connecting -= 1
+        guard !waiters.isEmpty else { return [] }
+        let first = waiters.removeFirst()
+        return [.fail(waiter: first.id)] + connectIfUseful()
+    }
+
+    /// A lessee is done with a connection.
+    mutating func released(_ connection: Int, reusable: Bool) -> [Action] {
+        guard leased.remove(connection) != nil else { return [] }
+        guard reusable else { return [.close(connection: connection)] + connectIfUseful() }
+        return offer(connection)
+    }
+
+    /// A connection closed (server close, error, idle timeout).
+    mutating func closed(_ connection: Int) -> [Action] {
+        let wasKnown = leased.remove(connection) != nil || idle.contains(connection)
+        idle.removeAll { $0 == connection }
+        return wasKnown ? connectIfUseful() : []
+    }
+
+    /// An idle connection's timer fired.
+    mutating func idleTimedOut(_ connection: Int) -> [Action] {
+        guard let index = idle.firstIndex(of: connection) else { return [] }
+        idle.remove(at: index)
+        return [.close(connection: connection)]
+    }
+
+    private mutating func offer(_ connection: Int) -> [Action] {
+        if !waiters.isEmpty {
+            let waiter = waiters.removeFirst()
+            leased.insert(connection)
+            return [.lease(connection: connection, waiter: waiter.id)]
+        }
+        idle.append(connection)
+        return [.park(connection: connection)]
+    }
+
+    /// One more connection is worth making while more tasks wait than connections are coming.
+    private mutating func connectIfUseful() -> [Action] {
+        guard waiters.count > connecting, total < limit else { return [] }
+        connecting += 1
+        return [.connect]
+    }
+}

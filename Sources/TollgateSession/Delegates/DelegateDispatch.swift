@@ -1,0 +1,43 @@
+import NIOConcurrencyHelpers
+import NIOPosix
+
+/// Delivers a message to the first delegate that implements it.
+///
+/// Swift protocols have no optional methods, so the default implementations of notification
+/// methods call ``markNotImplemented()``: the dispatcher calls the task's delegate, and if that
+/// call only reached the default, it calls the session delegate next. Delegate calls are
+/// synchronous on the task's event loop, so a per-thread flag is enough.
+enum DelegateDispatch {
+    private final class Flag {
+        var notImplemented = false
+    }
+
+    // ThreadSpecificVariable is per-thread by construction, hence safe to share.
+    nonisolated(unsafe) private static let flag = ThreadSpecificVariable<Flag>()
+
+    /// Called by default implementations: the message was not handled.
+    static func markNotImplemented() {
+        currentFlag.notImplemented = true
+    }
+
+    private static var currentFlag: Flag {
+        if let flag = flag.currentValue { return flag }
+        let fresh = Flag()
+        flag.currentValue = fresh
+        return fresh
+    }
+
+    /// Calls `body` on each receiver in turn until one implements the message.
+    /// Returns whether any did.
+    @discardableResult
+    static func notify<D>(_ receivers: [D], _ body: (D) -> Void) -> Bool {
+        let flag = currentFlag
+        for receiver in receivers {
+            flag.notImplemented = false
+            body(receiver)
+            if !flag.notImplemented { return true }
+        }
+        flag.notImplemented = false
+        return false
+    }
+}

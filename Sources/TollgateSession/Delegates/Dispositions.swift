@@ -1,0 +1,114 @@
+/// The answer to an authentication challenge, as `URLSession.AuthChallengeDisposition`.
+public struct ChallengeDisposition: Sendable {
+    enum Base: Sendable {
+        case useCredential(Credential?)
+        case performDefaultHandling
+        case cancelAuthenticationChallenge
+        case rejectProtectionSpace
+        /// The delegate does not implement this handler: route the challenge onward.
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Answer with this credential (nil: continue without one).
+    public static func useCredential(_ credential: Credential?) -> ChallengeDisposition {
+        ChallengeDisposition(base: .useCredential(credential))
+    }
+
+    /// Do what the session would do without a delegate.
+    public static let performDefaultHandling = ChallengeDisposition(base: .performDefaultHandling)
+    /// Cancel the task.
+    public static let cancelAuthenticationChallenge = ChallengeDisposition(base: .cancelAuthenticationChallenge)
+    /// Refuse this protection space; the session tries the next one the server offered.
+    public static let rejectProtectionSpace = ChallengeDisposition(base: .rejectProtectionSpace)
+    static let notImplemented = ChallengeDisposition(base: .notImplemented)
+}
+
+/// What to do with a response whose head arrived, as `URLSession.ResponseDisposition`.
+public struct ResponseDisposition: Sendable {
+    enum Base: Sendable {
+        case allow
+        case cancel
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Go on receiving the body.
+    public static let allow = ResponseDisposition(base: .allow)
+    /// Cancel the task (it completes with `cancelled`).
+    public static let cancel = ResponseDisposition(base: .cancel)
+    static let notImplemented = ResponseDisposition(base: .notImplemented)
+}
+
+/// The answer to `willPerformHTTPRedirection`: follow (possibly a changed request) or stop
+/// and deliver the redirect response itself (URLSession's `completionHandler(nil)`).
+public struct RedirectDecision: Sendable {
+    enum Base: Sendable {
+        case follow(Request)
+        case deliverRedirectResponse
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Follow, sending this request.
+    public static func follow(_ request: Request) -> RedirectDecision { RedirectDecision(base: .follow(request)) }
+    /// Do not follow; the redirect response becomes the task's response.
+    public static let deliverRedirectResponse = RedirectDecision(base: .deliverRedirectResponse)
+    static let notImplemented = RedirectDecision(base: .notImplemented)
+}
+
+/// The answer to `willCacheResponse`: store this (possibly changed) response, or nothing.
+public struct CacheDecision: Sendable {
+    enum Base: Sendable {
+        case store(CachedResponse)
+        case doNotStore
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Store this response.
+    public static func store(_ response: CachedResponse) -> CacheDecision { CacheDecision(base: .store(response)) }
+    /// Store nothing.
+    public static let doNotStore = CacheDecision(base: .doNotStore)
+    static let notImplemented = CacheDecision(base: .notImplemented)
+}
+
+/// The answer to `willBeginDelayedRequest`, as `URLSession.DelayedRequestDisposition`.
+public struct DelayedRequestDisposition: Sendable {
+    enum Base: Sendable {
+        case continueLoading
+        case useNewRequest(Request)
+        case cancel
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Load the original request.
+    public static let continueLoading = DelayedRequestDisposition(base: .continueLoading)
+    /// Load this request instead.
+    public static func useNewRequest(_ request: Request) -> DelayedRequestDisposition {
+        DelayedRequestDisposition(base: .useNewRequest(request))
+    }
+    /// Cancel the task.
+    public static let cancel = DelayedRequestDisposition(base: .cancel)
+    static let notImplemented = DelayedRequestDisposition(base: .notImplemented)
+}
+
+/// The answer to `needNewBodyStream`: a fresh stream, or nil when the body cannot be given again.
+public struct BodyStreamDecision: Sendable {
+    enum Base: Sendable {
+        case stream(BodyStream?)
+        case notImplemented
+    }
+
+    let base: Base
+
+    /// Send this stream as the body (nil: none can be given; the task fails).
+    public static func stream(_ stream: BodyStream?) -> BodyStreamDecision { BodyStreamDecision(base: .stream(stream)) }
+    static let notImplemented = BodyStreamDecision(base: .notImplemented)
+}

@@ -1,0 +1,133 @@
+public import NIOCore
+public import TollgateHTTP
+
+/// Task-level messages, in the model of `URLSessionTaskDelegate`.
+///
+/// A task's own delegate receives them first; for a method it does not implement, the session
+/// delegate does (if it conforms); without either, the seeds' default applies. Every method
+/// has a default implementation; called on the task's event loop.
+public protocol TaskDelegate: AnyObject, Sendable {
+    /// The task was created (before it is resumed).
+    func taskDidCreate(_ task: SessionTask)
+
+    /// A task with an `earliestBeginDate` is about to start; answer continue, a new request, or cancel.
+    /// Default: continue loading.
+    func task(
+        _ task: SessionTask,
+        willBeginDelayedRequest request: Request,
+        completionHandler: @escaping @Sendable (DelayedRequestDisposition) -> Void
+    )
+
+    /// A connection could not be made and the session waits for connectivity (called once per task,
+    /// only when `waitsForConnectivity` is on).
+    func taskIsWaitingForConnectivity(_ task: SessionTask)
+
+    /// The server answered with a redirect. Default: follow it.
+    func task(
+        _ task: SessionTask,
+        willPerformHTTPRedirection response: HTTPResponseHead,
+        newRequest: Request,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    )
+
+    /// A task-level challenge (Basic, Digest, or a session-level one the session delegate did not
+    /// handle). Default: `performDefaultHandling`.
+    func task(
+        _ task: SessionTask,
+        didReceive challenge: AuthenticationChallenge,
+        completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
+    )
+
+    /// The task needs its body stream (for the first send, or again for a redirect or retry).
+    /// Default: none (the task fails with `requestBodyStreamExhausted`).
+    func task(_ task: SessionTask, needNewBodyStream completionHandler: @escaping @Sendable (BodyStreamDecision) -> Void)
+
+    /// Body bytes were written to the connection.
+    func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
+
+    /// The task's metrics are complete (called before `didCompleteWithError`).
+    func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics)
+
+    /// The task ended: `error` is nil on success.
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?)
+}
+
+extension TaskDelegate {
+    public func taskDidCreate(_ task: SessionTask) { DelegateDispatch.markNotImplemented() }
+
+    public func task(
+        _ task: SessionTask,
+        willBeginDelayedRequest request: Request,
+        completionHandler: @escaping @Sendable (DelayedRequestDisposition) -> Void
+    ) { completionHandler(.notImplemented) }
+
+    public func taskIsWaitingForConnectivity(_ task: SessionTask) { DelegateDispatch.markNotImplemented() }
+
+    public func task(
+        _ task: SessionTask,
+        willPerformHTTPRedirection response: HTTPResponseHead,
+        newRequest: Request,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    ) { completionHandler(.notImplemented) }
+
+    public func task(
+        _ task: SessionTask,
+        didReceive challenge: AuthenticationChallenge,
+        completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
+    ) { completionHandler(.notImplemented) }
+
+    public func task(
+        _ task: SessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (BodyStreamDecision) -> Void
+    ) { completionHandler(.notImplemented) }
+
+    public func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        DelegateDispatch.markNotImplemented()
+    }
+
+    public func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
+        DelegateDispatch.markNotImplemented()
+    }
+
+    public func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        DelegateDispatch.markNotImplemented()
+    }
+}
+
+/// Data-task messages, in the model of `URLSessionDataDelegate`.
+public protocol DataTaskDelegate: TaskDelegate {
+    /// The response head arrived; answer allow or cancel.
+    /// Default: allow.
+    func dataTask(
+        _ task: DataTask,
+        didReceive response: HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    )
+
+    /// A piece of the body arrived (pieces arrive in order, as they come off the connection).
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer)
+
+    /// The complete response is about to be stored; answer with it, a changed copy, or nothing.
+    /// Default: store the proposed response.
+    func dataTask(
+        _ task: DataTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    )
+}
+
+extension DataTaskDelegate {
+    public func dataTask(
+        _ task: DataTask,
+        didReceive response: HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    ) { completionHandler(.notImplemented) }
+
+    public func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { DelegateDispatch.markNotImplemented() }
+
+    public func dataTask(
+        _ task: DataTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    ) { completionHandler(.notImplemented) }
+}

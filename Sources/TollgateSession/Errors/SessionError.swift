@@ -1,0 +1,101 @@
+public import TollgateHTTP
+
+/// The error a task completes with, in the model of `URLError`.
+///
+/// A struct with a private code enum (not a public enum) so that codes can be added
+/// without breaking callers; compare with the static members (`error.code == .timedOut`).
+public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// The kind of failure.
+    public struct Code: Hashable, Sendable, CustomStringConvertible {
+        private enum Base: String, Hashable, Sendable {
+            case cancelled
+            case timedOut
+            case cannotFindHost
+            case cannotConnectToHost
+            case networkConnectionLost
+            case badServerResponse
+            case httpTooManyRedirects
+            case badURL
+            case unsupportedURL
+            case serverCertificateUntrusted
+            case pinMismatch
+            case clientCertificateRequired
+            case secureConnectionFailed
+            case userAuthenticationRequired
+            case userCancelledAuthentication
+            case requestBodyStreamExhausted
+            case resourceUnavailable
+            case cannotWriteToFile
+            case sessionInvalidated
+            case notConnectedToInternet
+        }
+
+        private let base: Base
+        private init(_ base: Base) { self.base = base }
+
+        /// The task was cancelled (`cancel()`, or a delegate answered cancel).
+        public static let cancelled = Code(.cancelled)
+        /// A request or resource timeout fired.
+        public static let timedOut = Code(.timedOut)
+        /// Name resolution failed.
+        public static let cannotFindHost = Code(.cannotFindHost)
+        /// Every address of the host refused or failed the connection.
+        public static let cannotConnectToHost = Code(.cannotConnectToHost)
+        /// The connection closed or failed while a request was in flight.
+        public static let networkConnectionLost = Code(.networkConnectionLost)
+        /// The server's response could not be parsed as HTTP/1.1.
+        public static let badServerResponse = Code(.badServerResponse)
+        /// More redirects than the session allows (16).
+        public static let httpTooManyRedirects = Code(.httpTooManyRedirects)
+        /// The URL could not be parsed.
+        public static let badURL = Code(.badURL)
+        /// The URL's scheme is not http or https.
+        public static let unsupportedURL = Code(.unsupportedURL)
+        /// The server's certificate chain was not trusted.
+        public static let serverCertificateUntrusted = Code(.serverCertificateUntrusted)
+        /// The server's chain was trusted but matched none of the configured pins.
+        public static let pinMismatch = Code(.pinMismatch)
+        /// The server asked for a client certificate and none was given.
+        public static let clientCertificateRequired = Code(.clientCertificateRequired)
+        /// The TLS handshake failed for another reason.
+        public static let secureConnectionFailed = Code(.secureConnectionFailed)
+        /// The origin required authentication that could not be given.
+        public static let userAuthenticationRequired = Code(.userAuthenticationRequired)
+        /// A challenge was answered with cancel.
+        public static let userCancelledAuthentication = Code(.userCancelledAuthentication)
+        /// The body stream could not be provided again (for a redirect or a retry).
+        public static let requestBodyStreamExhausted = Code(.requestBodyStreamExhausted)
+        /// The cache policy forbade the network and nothing usable was stored.
+        public static let resourceUnavailable = Code(.resourceUnavailable)
+        /// A download could not be written to its file.
+        public static let cannotWriteToFile = Code(.cannotWriteToFile)
+        /// The session was invalidated before the task could run.
+        public static let sessionInvalidated = Code(.sessionInvalidated)
+        /// Waiting for connectivity timed out (only with `waitsForConnectivity`).
+        public static let notConnectedToInternet = Code(.notConnectedToInternet)
+
+        /// A stable short name, suitable for a metric label.
+        public var description: String { base.rawValue }
+    }
+
+    /// The kind of failure.
+    public var code: Code
+    /// The URL the task was loading when it failed.
+    public var failingURL: HTTPURL?
+    /// What exactly happened, in one line (no secrets).
+    public var detail: String
+
+    /// Creates an error.
+    public init(_ code: Code, _ url: HTTPURL? = nil, _ detail: String = "") {
+        self.code = code
+        self.failingURL = url
+        self.detail = detail
+    }
+
+    public var description: String {
+        var text = code.description
+        if let failingURL { text += " (\(failingURL.absoluteString))" }
+        if !detail.isEmpty { text += ": \(detail)" }
+        return text
+    }
+}

@@ -1,0 +1,203 @@
+public import NIOCore
+import NIOConcurrencyHelpers
+public import NIOPosix
+public import TollgateHTTP
+
+/// Creates and runs tasks that load HTTP requests, in the model of `URLSession`.
+///
+/// A session keeps its own copy of its ``SessionConfiguration``, a pool of keep-alive
+/// connections, and every task it created until that task completes. Delegate messages are
+/// delivered on each task's event loop (the session's "delegate queue"). After
+/// ``finishTasksAndInvalidate()`` or ``invalidateAndCancel()`` no task can be created.
+///
+/// ```swift
+/// let session = Session(configuration: .ephemeral)
+/// let (body, response) = try await session.data(for: Request(string: "http://127.0.0.1:8080/")!)
+/// ```
+public final class Session: @unchecked Sendable {
+    /// The session's configuration (a copy; changing the original changes nothing here).
+    public let configuration: SessionConfiguration
+    /// The event loops tasks run on.
+    public let eventLoopGroup: any EventLoopGroup
+    /// A description for logs and the admin API.
+    public var sessionDescription: String? {
+        get { state.withLockedValue { $0.description } }
+        set { state.withLockedValue { $0.description = newValue } }
+    }
+
+    private struct State {
+        var delegate: (any SessionDelegate)?
+        var description: String?
+        var tasks: [Int: SessionTask] = [:]
+        var nextIdentifier = 0
+        var invalidation: Invalidation = .valid
+    }
+
+    private enum Invalidation {
+        case valid
+        /// `finishTasksAndInvalidate`: no new tasks; invalid once the last one completes.
+        case finishing
+        case invalidated
+    }
+
+    private let state: NIOLockedValueBox<State>
+    let pool: ConnectionPool
+    let fileIO: NonBlockingFileIO
+
+    /// Creates a session.
+    /// - Parameters:
+    ///   - configuration: copied; later changes to it do not affect the session.
+    ///   - delegate: receives session messages, and task messages of tasks without their own delegate.
+    ///     The session holds it strongly until it is invalidated.
+    ///   - eventLoopGroup: where tasks run; the shared NIO group by default.
+    public init(
+        configuration: SessionConfiguration,
+        delegate: (any SessionDelegate)? = nil,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.configuration = configuration
+        self.eventLoopGroup = eventLoopGroup
+        self.state = NIOLockedValueBox(State(delegate: delegate))
+        self.pool = ConnectionPool(
+            configuration: .init(
+                maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
+                idleTimeout: TimeAmount(configuration.connectionIdleTimeout)
+            ),
+            threadPool: .singleton
+        )
+        self.fileIO = NonBlockingFileIO(threadPool: .singleton)
+    }
+
+    /// The session's delegate (nil after invalidation).
+    public var delegate: (any SessionDelegate)? { state.withLockedValue { $0.delegate } }
+
+    // MARK: creating tasks
+
+    /// A data task for `request`; its body, if any, is sent as an upload.
+    public func dataTask(with request: Request, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> DataTask {
+        try makeTask(request: request, eventLoop: eventLoop) { DataTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil) }
+    }
+
+    /// A data task whose result goes to `completionHandler` (body, response, error) instead of the
+    /// data-delivery delegate methods; challenges and redirects still go to the delegate.
+    public func dataTask(
+        with request: Request,
+        on eventLoop: (any EventLoop)? = nil,
+        completionHandler: @escaping @Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void
+    ) throws(SessionError) -> DataTask {
+        let task = try dataTask(with: request, on: eventLoop)
+        task.engine.completionHandler = completionHandler
+        return task
+    }
+
+    /// An upload task sending `body` (replacing any body of `request`).
+    public func uploadTask(with request: Request, from body: ByteBuffer, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> UploadTask {
+        var request = request
+        request.body = .bytes(body)
+        return try makeUpload(request, eventLoop)
+    }
+
+    /// An upload task sending the file at `path`.
+    public func uploadTask(with request: Request, fromFile path: String, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> UploadTask {
+        var request = request
+        request.body = .file(path: path)
+        return try makeUpload(request, eventLoop)
+    }
+
+    /// An upload task whose body the delegate supplies through `needNewBodyStream`.
+    public func uploadTask(withStreamedRequest request: Request, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> UploadTask {
+        var request = request
+        request.body = .stream
+        return try makeUpload(request, eventLoop)
+    }
+
+    private func makeUpload(_ request: Request, _ eventLoop: (any EventLoop)?) throws(SessionError) -> UploadTask {
+        try makeTask(request: request, eventLoop: eventLoop) { UploadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil) }
+    }
+
+    private func makeTask<T: SessionTask>(
+        request: Request,
+        eventLoop: (any EventLoop)?,
+        _ make: (Int, any EventLoop) -> T
+    ) throws(SessionError) -> T {
+        let loop = eventLoop ?? eventLoopGroup.next()
+        let task: T? = state.withLockedValue { state in
+            guard case .valid = state.invalidation else { return nil }
+            state.nextIdentifier += 1
+            let task = make(state.nextIdentifier, loop)
+            state.tasks[task.taskIdentifier] = task
+            return task
+        }
+        guard let task else {
+            throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
+        }
+        let receivers = task.taskDelegates
+        task.onLoop { DelegateDispatch.notify(receivers) { $0.taskDidCreate(task) } }
+        return task
+    }
+
+    // MARK: tasks and life
+
+    /// Every task that has not completed, in creation order.
+    public var allTasks: [SessionTask] {
+        state.withLockedValue { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } }
+    }
+
+    /// Lets running tasks finish, refuses new ones, and invalidates the session when the last
+    /// task completes (`didBecomeInvalidWithError(nil)`).
+    public func finishTasksAndInvalidate() {
+        let invalidateNow = state.withLockedValue { state -> Bool in
+            guard case .valid = state.invalidation else { return false }
+            state.invalidation = .finishing
+            return state.tasks.isEmpty
+        }
+        if invalidateNow { becomeInvalid(error: nil) }
+    }
+
+    /// Cancels every task, refuses new ones, and invalidates the session.
+    public func invalidateAndCancel() {
+        let tasks = state.withLockedValue { state -> [SessionTask]? in
+            if case .invalidated = state.invalidation { return nil }
+            state.invalidation = .finishing
+            return Array(state.tasks.values)
+        }
+        guard let tasks else { return }
+        for task in tasks { task.cancel() }
+        if state.withLockedValue({ $0.tasks.isEmpty }) { becomeInvalid(error: nil) }
+    }
+
+    /// Makes later requests use new connections (keep-alive connections are closed once idle) and
+    /// asks the stores to write what they hold.
+    public func flush() {
+        pool.retireConnections()
+    }
+
+    /// Empties the cache and cookie stores and makes later requests use new connections.
+    public func reset() {
+        configuration.responseCache?.removeAll()
+        configuration.cookieStorage?.removeAll()
+        pool.retireConnections()
+    }
+
+    func taskDidComplete(_ task: SessionTask) {
+        let invalidateNow = state.withLockedValue { state -> Bool in
+            state.tasks[task.taskIdentifier] = nil
+            if case .finishing = state.invalidation, state.tasks.isEmpty { return true }
+            return false
+        }
+        if invalidateNow { becomeInvalid(error: nil) }
+    }
+
+    private func becomeInvalid(error: (any Error)?) {
+        let delegate = state.withLockedValue { state -> (any SessionDelegate)? in
+            guard case .finishing = state.invalidation else { return nil }
+            state.invalidation = .invalidated
+            defer { state.delegate = nil }
+            return state.delegate
+        }
+        pool.shutdown()
+        if let delegate {
+            eventLoopGroup.next().execute { delegate.session(self, didBecomeInvalidWithError: error) }
+        }
+    }
+}

@@ -1,0 +1,259 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import TollgateCache
+import TollgateHTTP
+
+/// Starting a task: the delay, the cache, the body, the connection, the request.
+extension SessionTask {
+    func start() {
+        engine.startDate = Date()
+        engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
+        startResourceTimer()
+        guard let request = originalRequest else {
+            fail(SessionError(.badURL, nil, "the task has no request"))
+            return
+        }
+        if let begin = earliestBeginDate, begin.timeIntervalSinceNow > 0 {
+            let delay = TimeAmount.nanoseconds(Int64(begin.timeIntervalSinceNow * 1_000_000_000))
+            let scheduled = eventLoop.scheduleTask(in: delay) { [self] in
+                engine.phase = .idle
+                askDelayedRequestDisposition(request)
+            }
+            engine.phase = .delayed(scheduled)
+            return
+        }
+        beginLoading(request)
+    }
+
+    private func askDelayedRequestDisposition(_ request: Request) {
+        let generation = engine.generation
+        ask(
+            taskDelegates,
+            { delegate, answer in delegate.task(self, willBeginDelayedRequest: request, completionHandler: answer) },
+            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+        ) { [self] disposition in
+            guard engine.generation == generation, !isDone else { return }
+            switch disposition?.base {
+            case .useNewRequest(let newRequest):
+                observed.withLockedValue { $0.currentRequest = newRequest }
+                beginLoading(newRequest)
+            case .cancel:
+                cancel()
+            case .continueLoading, .notImplemented, .none:
+                beginLoading(request)
+            }
+        }
+    }
+
+    /// Loads `request`: from the cache when its policy allows, otherwise over the network.
+    func beginLoading(_ request: Request) {
+        let prepared = prepare(request)
+        engine.request = prepared
+        observed.withLockedValue { $0.currentRequest = prepared }
+        guard prepared.url.scheme == "http" || prepared.url.scheme == "https" else {
+            fail(SessionError(.unsupportedURL, prepared.url, "only http and https URLs can be loaded"))
+            return
+        }
+        guard prepared.url.scheme == "http" else {
+            fail(SessionError(.unsupportedURL, prepared.url, "https upstreams need the TLS layer, which this build does not have yet"))
+            return
+        }
+        let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
+        if let cache = session.configuration.responseCache, policy != .reload {
+            if let cached = cache.cachedResponse(for: prepared.head, policy: policy) {
+                deliverFromCache(cached, request: prepared)
+                return
+            }
+        }
+        guard policy.mayLoadFromNetwork else {
+            engine.transactions.append(TransactionMetrics(request: prepared))
+            fail(SessionError(.resourceUnavailable, prepared.url, "not in the cache, and the cache policy forbids the network"))
+            return
+        }
+        obtainBody(for: prepared) { [self] source in
+            sendRequest(prepared, body: source)
+        }
+    }
+
+    /// The request as it goes out: the session's additional headers, User-Agent and cookies added.
+    private func prepare(_ request: Request) -> Request {
+        var prepared = request
+        let configuration = session.configuration
+        for field in configuration.httpAdditionalHeaders where !prepared.headerFields.contains(field.name) {
+            prepared.headerFields.add(name: field.name, value: field.value)
+        }
+        if let agent = configuration.userAgent, !prepared.headerFields.contains("User-Agent") {
+            prepared.headerFields.add(name: "User-Agent", value: agent)
+        }
+        if configuration.httpShouldSetCookies, let storage = configuration.cookieStorage,
+            !prepared.headerFields.contains("Cookie"), let cookies = storage.cookieHeader(for: prepared.url)
+        {
+            prepared.headerFields.add(name: "Cookie", value: cookies)
+        }
+        return prepared
+    }
+
+    /// Finds the body of `request`: bytes and files are read again for each send; a stream is
+    /// asked of the delegate each time (`needNewBodyStream`).
+    func obtainBody(for request: Request, then: @escaping (BodySource) -> Void) {
+        switch request.body {
+        case .none:
+            setExpectedToSend(0)
+            then(.none)
+        case .bytes(let buffer):
+            setExpectedToSend(Int64(buffer.readableBytes))
+            then(.bytes(buffer))
+        case .file(let path):
+            guard let size = FileSize.of(path) else {
+                fail(SessionError(.requestBodyStreamExhausted, request.url, "cannot read the body file \(path)"))
+                return
+            }
+            setExpectedToSend(size)
+            then(.file(path: path, fileIO: session.fileIO))
+        case .stream:
+            let generation = engine.generation
+            ask(
+                taskDelegates,
+                { delegate, answer in delegate.task(self, needNewBodyStream: answer) },
+                isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            ) { [self] decision in
+                guard engine.generation == generation, !isDone else { return }
+                guard case .stream(.some(let stream)) = decision?.base else {
+                    fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
+                    return
+                }
+                engine.bodyStream = stream
+                let declared = request.headerFields["Content-Length"].flatMap { Int64($0) }
+                setExpectedToSend(declared ?? -1)
+                then(.stream(stream))
+            }
+        }
+    }
+
+    private func setExpectedToSend(_ count: Int64) {
+        observed.withLockedValue {
+            $0.countOfBytesExpectedToSend = count
+            $0.countOfBytesSent = 0
+        }
+    }
+
+    /// Asks the pool for a connection and sends `request` on it.
+    func sendRequest(_ request: Request, body: BodySource) {
+        engine.generation += 1
+        engine.body = body
+        var metrics = TransactionMetrics(request: request)
+        metrics.fetchStartDate = Date()
+        metrics.isProxyConnection = session.configuration.upstreamProxy != nil
+        engine.transactions.append(metrics)
+        let key = connectionKey(for: request.url)
+        restartIdleTimer()
+        let generation = engine.generation
+        let (leaseID, future) = session.pool.lease(key: key, priority: priority, eventLoop: eventLoop)
+        engine.phase = .leasing(leaseID)
+        future.hop(to: eventLoop).whenComplete { [self] result in
+            switch result {
+            case .success(let connection):
+                guard engine.generation == generation, case .leasing = engine.phase, !isDone else {
+                    session.pool.release(connection, reusable: true)
+                    return
+                }
+                startExchange(on: connection, request: request, body: body)
+            case .failure(let error):
+                guard engine.generation == generation, case .leasing = engine.phase, !isDone else { return }
+                connectionFailed(error as? SessionError ?? SessionError(.cannotConnectToHost, request.url, "\(error)"))
+            }
+        }
+    }
+
+    private func connectionKey(for url: HTTPURL) -> ConnectionKey {
+        if let proxy = session.configuration.upstreamProxy {
+            return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
+        }
+        return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
+    }
+
+    private func connectionFailed(_ error: SessionError) {
+        var error = error
+        error.failingURL = engine.request?.url
+        let retriable = error.code == .cannotConnectToHost || error.code == .cannotFindHost
+        guard session.configuration.waitsForConnectivity, retriable, let request = engine.request else {
+            fail(error)
+            return
+        }
+        if !engine.reportedWaitingForConnectivity {
+            engine.reportedWaitingForConnectivity = true
+            DelegateDispatch.notify(taskDelegates) { $0.taskIsWaitingForConnectivity(self) }
+        }
+        // The idle timeout does not apply while waiting; the resource timeout ends the wait.
+        engine.idleTimer?.cancel()
+        engine.transactions.removeLast()
+        let body = engine.body
+        let retry = eventLoop.scheduleTask(in: .milliseconds(500)) { [self] in
+            guard case .waitingForConnectivity = engine.phase, !isDone else { return }
+            engine.phase = .idle
+            sendRequest(request, body: body)
+        }
+        engine.phase = .waitingForConnectivity(retry)
+    }
+
+    private func startExchange(on connection: OriginConnection, request: Request, body: BodySource) {
+        engine.phase = .exchanging(connection)
+        connection.exchangeCount += 1
+        if connection.exchangeCount == 1 {
+            let made = connection.establishment
+            engine.transaction.domainLookupStartDate = made.domainLookupStart
+            engine.transaction.domainLookupEndDate = made.domainLookupEnd
+            engine.transaction.connectStartDate = made.connectStart
+            engine.transaction.connectEndDate = made.connectEnd
+        } else {
+            engine.transaction.isReusedConnection = true
+        }
+        engine.transaction.remoteAddress = connection.establishment.remoteAddress
+        engine.transaction.networkProtocolName = "http/1.1"
+        engine.transaction.resourceFetchType = .networkLoad
+        engine.requestTime = ContinuousClock.now
+        let head = WireConversions.requestHead(
+            for: request.head,
+            bodyLength: body.knownLength,
+            hasBody: request.body != nil,
+            viaProxy: connection.key.viaProxy
+        )
+        let sink = TaskExchange(task: self, generation: engine.generation)
+        let readNow = !engine.isSuspended
+        connection.onLoop {
+            connection.handler.startExchange(head: head, body: body, sink: sink)
+            if !readNow { connection.handler.setReadDemand(false) }
+        }
+    }
+
+    // MARK: request progress
+
+    func requestHeadWritten(bytes: Int) {
+        engine.transaction.requestStartDate = Date()
+        engine.transaction.countOfRequestHeaderBytesSent = Int64(bytes)
+    }
+
+    func requestBodyWritten(bytes: Int) {
+        restartIdleTimer()
+        engine.transaction.countOfRequestBodyBytesSent += Int64(bytes)
+        let (sent, expected) = observed.withLockedValue { state -> (Int64, Int64) in
+            state.countOfBytesSent += Int64(bytes)
+            return (state.countOfBytesSent, state.countOfBytesExpectedToSend)
+        }
+        DelegateDispatch.notify(taskDelegates) {
+            $0.task(self, didSendBodyData: Int64(bytes), totalBytesSent: sent, totalBytesExpectedToSend: expected)
+        }
+    }
+
+    func requestFinished() {
+        engine.transaction.requestEndDate = Date()
+    }
+
+    /// Whether the task has completed (or is completing).
+    var isDone: Bool {
+        if case .done = engine.phase { return true }
+        return false
+    }
+}

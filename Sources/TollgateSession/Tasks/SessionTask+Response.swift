@@ -1,0 +1,241 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOHTTP1
+import TollgateHTTP
+
+/// Receiving a response: redirects, the response decision, the body, the end.
+extension SessionTask {
+    func responseHeadReceived(_ wireHead: NIOHTTP1.HTTPResponseHead) {
+        restartIdleTimer()
+        let head = WireConversions.responseHead(wireHead)
+        engine.responseTime = ContinuousClock.now
+        engine.transaction.responseStartDate = Date()
+        engine.transaction.response = head
+        engine.transaction.countOfResponseHeaderBytesReceived = Int64(head.headerFields.wireSize + head.reason.utf8.count + 15)
+        storeCookies(from: head)
+        if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
+            let target = try? request.url.resolving(location)
+        {
+            beginRedirect(head: head, to: redirectRequest(from: request, to: target, status: head.status))
+            return
+        }
+        deliverResponse(head)
+    }
+
+    func responseBodyReceived(_ buffer: ByteBuffer) {
+        restartIdleTimer()
+        engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
+        if var redirect = engine.redirect {
+            redirect.bodyBytes += buffer.readableBytes
+            if redirect.follow == nil { redirect.body.append(buffer) }
+            engine.redirect = redirect
+            return
+        }
+        observed.withLockedValue { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
+        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
+            engine.held.append(buffer)
+            return
+        }
+        deliverBody(buffer)
+    }
+
+    func responseEnded(reusable: Bool) {
+        engine.transaction.responseEndDate = Date()
+        if case .exchanging(let connection) = engine.phase {
+            session.pool.release(connection, reusable: reusable)
+            engine.phase = .idle
+        }
+        engine.generation += 1
+        if var redirect = engine.redirect {
+            redirect.ended = true
+            engine.redirect = redirect
+            if let next = redirect.follow { followRedirect(to: next) }
+            return
+        }
+        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
+            engine.endHeld = true
+            return
+        }
+        finishSuccessfully()
+    }
+
+    func exchangeFailed(_ error: SessionError, responseStarted: Bool) {
+        var error = error
+        error.failingURL = engine.request?.url
+        guard case .exchanging(let connection) = engine.phase else { return }
+        session.pool.release(connection, reusable: false)
+        engine.phase = .idle
+        engine.generation += 1
+        // A kept-alive connection the server closed before answering: send once more on a new one.
+        if !responseStarted, connection.exchangeCount > 1, !engine.retriedCurrentRequest,
+            error.code == .networkConnectionLost, let request = engine.request, request.method.isIdempotent
+        {
+            engine.retriedCurrentRequest = true
+            engine.transactions.removeLast()
+            obtainBody(for: request) { [self] source in sendRequest(request, body: source) }
+            return
+        }
+        if engine.isSuspended {
+            engine.heldFailure = error
+            return
+        }
+        fail(error)
+    }
+
+    // MARK: redirects
+
+    /// The request a redirect leads to (RFC 9110 §15.4): 303, and 301/302 after POST, become GET
+    /// without a body; 307 and 308 keep method and body. Credentials and cookies set for the old
+    /// origin are not carried to another.
+    private func redirectRequest(from request: Request, to target: HTTPURL, status: Int) -> Request {
+        var next = request
+        next.url = target
+        let becomesGet = (status == 303 && request.method != .head) || ((status == 301 || status == 302) && request.method == .post)
+        if becomesGet {
+            next.method = .get
+            next.body = nil
+            for name in ["Content-Length", "Content-Type", "Content-Encoding", "Transfer-Encoding"] {
+                next.headerFields.remove(name)
+            }
+        }
+        if !target.isSameOrigin(as: request.url) {
+            next.headerFields.remove("Authorization")
+            next.headerFields.remove("Cookie")
+        }
+        next.headerFields.remove("Host")
+        return next
+    }
+
+    private func beginRedirect(head: TollgateHTTP.HTTPResponseHead, to newRequest: Request) {
+        guard engine.redirectCount < session.configuration.maximumRedirects else {
+            abandonExchange()
+            fail(SessionError(.httpTooManyRedirects, engine.request?.url, "more than \(session.configuration.maximumRedirects) redirects"))
+            return
+        }
+        engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest)
+        let generation = engine.generation
+        ask(
+            taskDelegates,
+            { delegate, answer in
+                delegate.task(self, willPerformHTTPRedirection: head, newRequest: newRequest, completionHandler: answer)
+            },
+            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+        ) { [self] decision in
+            guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
+            switch decision?.base {
+            case .deliverRedirectResponse:
+                engine.redirect = nil
+                deliverResponse(redirect.head)
+                for piece in redirect.body { responseBodyReceived(piece) }
+                if redirect.ended { responseEnded(reusable: false) }
+            case .follow(let request):
+                redirect.follow = request
+                redirect.body = []
+                engine.redirect = redirect
+                if redirect.ended { followRedirect(to: request) }
+            case .notImplemented, .none:
+                redirect.follow = redirect.newRequest
+                redirect.body = []
+                engine.redirect = redirect
+                if redirect.ended { followRedirect(to: redirect.newRequest) }
+            }
+        }
+    }
+
+    private func followRedirect(to request: Request) {
+        engine.redirect = nil
+        engine.redirectCount += 1
+        engine.retriedCurrentRequest = false
+        beginLoading(request)
+    }
+
+    // MARK: delivery
+
+    /// Hands the response head to the delegate and waits for its disposition before delivering body.
+    func deliverResponse(_ head: TollgateHTTP.HTTPResponseHead) {
+        observed.withLockedValue {
+            $0.response = head
+            $0.countOfBytesExpectedToReceive = head.contentLength ?? -1
+        }
+        engine.responseDelivered = true
+        if engine.completionHandler != nil || wantsBodyForCache(head) {
+            engine.wholeBody = ByteBuffer()
+        }
+        guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        engine.awaitingResponseDecision = true
+        setReadDemand(false)
+        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        ask(
+            receivers,
+            { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
+            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+        ) { [self] disposition in
+            guard !isDone else { return }
+            engine.awaitingResponseDecision = false
+            switch disposition?.base {
+            case .cancel:
+                cancel()
+            case .allow, .notImplemented, .none:
+                releaseHeld()
+                if !engine.isSuspended { setReadDemand(true) }
+            }
+        }
+    }
+
+    /// Delivers pieces held back while suspended or while waiting for a decision, then the end.
+    func releaseHeld() {
+        while !engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone {
+            deliverBody(engine.held.removeFirst())
+        }
+        guard engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone else { return }
+        if let failure = engine.heldFailure {
+            engine.heldFailure = nil
+            fail(failure)
+        } else if engine.endHeld {
+            engine.endHeld = false
+            finishSuccessfully()
+        }
+    }
+
+    func deliverBody(_ buffer: ByteBuffer) {
+        if engine.wholeBody != nil {
+            engine.wholeBody!.writeImmutableBuffer(buffer)
+        }
+        guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didReceive: buffer) }
+    }
+
+    func setReadDemand(_ demand: Bool) {
+        guard case .exchanging(let connection) = engine.phase else { return }
+        connection.onLoop { connection.handler.setReadDemand(demand) }
+    }
+
+    /// Closes the running exchange's connection (it cannot be reused mid-response).
+    func abandonExchange() {
+        switch engine.phase {
+        case .exchanging(let connection):
+            engine.generation += 1
+            connection.onLoop { connection.handler.close() }
+            session.pool.release(connection, reusable: false)
+        case .leasing(let id):
+            engine.generation += 1
+            session.pool.cancelLease(id)
+        case .delayed(let scheduled), .waitingForConnectivity(let scheduled):
+            scheduled.cancel()
+        case .idle, .done:
+            break
+        }
+        engine.phase = .idle
+    }
+
+    private func storeCookies(from head: TollgateHTTP.HTTPResponseHead) {
+        let configuration = session.configuration
+        guard let storage = configuration.cookieStorage, configuration.httpCookieAcceptPolicy != .never,
+            let url = engine.request?.url
+        else { return }
+        let values = head.headerFields.values(for: "Set-Cookie")
+        if !values.isEmpty { storage.store(setCookieValues: values, from: url, policy: configuration.httpCookieAcceptPolicy) }
+    }
+}

@@ -1,0 +1,180 @@
+public import Foundation
+import NIOConcurrencyHelpers
+public import NIOCore
+public import TollgateHTTP
+
+/// One request carried out by a ``Session``, in the model of `URLSessionTask`.
+///
+/// Tasks start suspended; ``resume()`` starts them. A suspended task reads nothing from the
+/// network and no timeout runs for it; ``cancel()`` ends it with a `cancelled` error.
+/// The public methods and properties may be used from any thread; the delegate is called on
+/// the task's ``eventLoop``.
+public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible {
+    /// The state of a task, as `URLSessionTask.State`.
+    public enum State: Int, Sendable {
+        /// Running.
+        case running = 0
+        /// Suspended (new tasks start here).
+        case suspended = 1
+        /// `cancel()` was called; the task has not yet told its delegate it completed.
+        case canceling = 2
+        /// Completed (successfully or not).
+        case completed = 3
+    }
+
+    /// Default priority (0.5), as `URLSessionTask.defaultPriority`.
+    public static let defaultPriority: Float = 0.5
+    /// Low priority (0.25).
+    public static let lowPriority: Float = 0.25
+    /// High priority (0.75).
+    public static let highPriority: Float = 0.75
+
+    /// Unique among the tasks of its session.
+    public let taskIdentifier: Int
+    /// The request the task was created with.
+    public let originalRequest: Request?
+    /// The session that created the task.
+    public let session: Session
+    /// The event loop the task works and calls its delegate on.
+    public let eventLoop: any EventLoop
+
+    struct Observed {
+        var lifecycle = TaskLifecycle()
+        var currentRequest: Request?
+        var response: HTTPResponseHead?
+        var error: SessionError?
+        var taskDescription: String?
+        var priority: Float = SessionTask.defaultPriority
+        var earliestBeginDate: Date?
+        var delegate: (any TaskDelegate)?
+        var countOfBytesSent: Int64 = 0
+        var countOfBytesExpectedToSend: Int64 = 0
+        var countOfBytesReceived: Int64 = 0
+        var countOfBytesExpectedToReceive: Int64 = -1
+    }
+
+    let observed: NIOLockedValueBox<Observed>
+    /// Everything below is touched only on ``eventLoop``.
+    var engine: TaskEngine
+
+    init(session: Session, identifier: Int, request: Request?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
+        self.session = session
+        self.taskIdentifier = identifier
+        self.originalRequest = request
+        self.eventLoop = eventLoop
+        var observed = Observed()
+        observed.currentRequest = request
+        observed.delegate = delegate
+        self.observed = NIOLockedValueBox(observed)
+        self.engine = TaskEngine()
+    }
+
+    // MARK: public properties
+
+    /// The task's state.
+    public var state: State {
+        switch observed.withLockedValue({ $0.lifecycle.state }) {
+        case .suspended: .suspended
+        case .running: .running
+        case .canceling: .canceling
+        case .completed: .completed
+        }
+    }
+
+    /// The request being loaded now (changes when a redirect is followed).
+    public var currentRequest: Request? { observed.withLockedValue { $0.currentRequest } }
+    /// The response head, once it arrived.
+    public var response: HTTPResponseHead? { observed.withLockedValue { $0.response } }
+    /// The error the task completed with, or nil.
+    public var error: SessionError? { observed.withLockedValue { $0.error } }
+    /// Body bytes sent.
+    public var countOfBytesSent: Int64 { observed.withLockedValue { $0.countOfBytesSent } }
+    /// Body bytes the task expects to send (0 without a body, −1 when unknown).
+    public var countOfBytesExpectedToSend: Int64 { observed.withLockedValue { $0.countOfBytesExpectedToSend } }
+    /// Body bytes received.
+    public var countOfBytesReceived: Int64 { observed.withLockedValue { $0.countOfBytesReceived } }
+    /// Body bytes the response announced (Content-Length), −1 when unknown.
+    public var countOfBytesExpectedToReceive: Int64 { observed.withLockedValue { $0.countOfBytesExpectedToReceive } }
+
+    /// A description of the task for the application's own use.
+    public var taskDescription: String? {
+        get { observed.withLockedValue { $0.taskDescription } }
+        set { observed.withLockedValue { $0.taskDescription = newValue } }
+    }
+
+    /// 0 (lowest) … 1 (highest); orders this task among those waiting for a connection to the same host.
+    public var priority: Float {
+        get { observed.withLockedValue { $0.priority } }
+        set { observed.withLockedValue { $0.priority = min(1, max(0, newValue)) } }
+    }
+
+    /// The task does not start loading before this date (set before `resume()`).
+    public var earliestBeginDate: Date? {
+        get { observed.withLockedValue { $0.earliestBeginDate } }
+        set { observed.withLockedValue { $0.earliestBeginDate = newValue } }
+    }
+
+    /// The task's own delegate; it receives the task's messages before the session delegate.
+    public var delegate: (any TaskDelegate)? {
+        get { observed.withLockedValue { $0.delegate } }
+        set { observed.withLockedValue { $0.delegate = newValue } }
+    }
+
+    // MARK: control
+
+    /// Starts or continues the task.
+    public func resume() {
+        let action = observed.withLockedValue { $0.lifecycle.resume() }
+        onLoop { self.run(action) }
+    }
+
+    /// Pauses the task: nothing more is read from the network, and its timeouts stop.
+    public func suspend() {
+        let action = observed.withLockedValue { $0.lifecycle.suspend() }
+        onLoop { self.run(action) }
+    }
+
+    /// Cancels the task; it completes with a `cancelled` error (at once, even when suspended).
+    public func cancel() {
+        let action = observed.withLockedValue { $0.lifecycle.cancel() }
+        onLoop { self.run(action) }
+    }
+
+    func run(_ action: TaskLifecycle.Action) {
+        switch action {
+        case .start: start()
+        case .unpause: unpause()
+        case .pause: pause()
+        case .cancel: cancelWork()
+        case .complete, .none: break
+        }
+    }
+
+    /// Runs `body` on the task's event loop (at once when already there).
+    func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
+    }
+
+    public static func == (lhs: SessionTask, rhs: SessionTask) -> Bool { lhs === rhs }
+    public func hash(into hasher: inout Hasher) { hasher.combine(ObjectIdentifier(self)) }
+
+    public var description: String {
+        "\(type(of: self))(\(taskIdentifier), \(state), \(currentRequest?.url.absoluteString ?? "-"))"
+    }
+
+    /// The receivers of this task's messages: its own delegate, then the session delegate.
+    var taskDelegates: [any TaskDelegate] {
+        var receivers: [any TaskDelegate] = []
+        if let own = delegate { receivers.append(own) }
+        if let sessionDelegate = session.delegate as? any TaskDelegate, sessionDelegate !== delegate {
+            receivers.append(sessionDelegate)
+        }
+        return receivers
+    }
+}
+
+/// A task that loads a response into memory or streams it to its delegate (`URLSessionDataTask`).
+public class DataTask: SessionTask, @unchecked Sendable {}
+
+/// A data task that sends a body from memory, a file or a stream (`URLSessionUploadTask`).
+public final class UploadTask: DataTask, @unchecked Sendable {}

@@ -1,0 +1,72 @@
+import Foundation
+import NIOCore
+import TollgateHTTP
+
+/// The working state of a running task; touched only on the task's event loop.
+struct TaskEngine {
+    enum Phase {
+        /// Not started, or between steps.
+        case idle
+        /// Waiting for `earliestBeginDate`.
+        case delayed(Scheduled<Void>)
+        /// Asked the pool for a connection.
+        case leasing(Int)
+        /// An exchange runs on this connection.
+        case exchanging(OriginConnection)
+        /// Waiting before trying to connect again (`waitsForConnectivity`).
+        case waitingForConnectivity(Scheduled<Void>)
+        /// Completed.
+        case done
+    }
+
+    /// A redirect response waiting for the delegate's decision.
+    struct PendingRedirect {
+        var head: HTTPResponseHead
+        var newRequest: Request
+        var body: [ByteBuffer] = []
+        var bodyBytes = 0
+        var ended = false
+        var follow: Request?
+        var decided = false
+    }
+
+    var phase: Phase = .idle
+    /// Bumped for each exchange, so late events of an earlier one are ignored.
+    var generation = 0
+    var startDate: Date?
+    var transactions: [TransactionMetrics] = []
+    var redirectCount = 0
+    var retriedCurrentRequest = false
+    var request: Request?
+    var body: BodySource = .none
+    var bodyStream: BodyStream?
+
+    var redirect: PendingRedirect?
+    var awaitingResponseDecision = false
+    var responseDelivered = false
+    /// Body pieces received but not yet delivered (suspended, or awaiting a decision).
+    var held: [ByteBuffer] = []
+    /// The response ended while pieces were held.
+    var endHeld = false
+    /// A failure that arrived while suspended, delivered on resume.
+    var heldFailure: SessionError?
+    /// The body kept whole: for completion handlers and the cache.
+    var wholeBody: ByteBuffer?
+    var bodyLimitForCache = 0
+    var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
+
+    var idleTimer: Scheduled<Void>?
+    var resourceTimer: Scheduled<Void>?
+    /// What is left of the resource timeout; it does not run while the task is suspended.
+    var resourceBudget: TimeAmount?
+    var runningSince: NIODeadline?
+    var reportedWaitingForConnectivity = false
+    var requestTime: ContinuousClock.Instant?
+    var responseTime: ContinuousClock.Instant?
+    var isSuspended = false
+
+    var transaction: TransactionMetrics {
+        get { transactions[transactions.count - 1] }
+        set { transactions[transactions.count - 1] = newValue }
+    }
+}
