@@ -33,15 +33,15 @@ let package = Package(
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
         .target(name: "TollgateTLS", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
-        .target(name: "TollgateHTTP", exclude: ["CacheControl.swift", "EntityTag.swift", "FieldList.swift", "HTTPDate.swift", "Pragma.swift", "FieldScanner.swift"], swiftSettings: swiftSettings),
+        .target(name: "TollgateHTTP", swiftSettings: swiftSettings),
         .target(
             name: "TollgateCache",
-            dependencies: ["TollgateHTTP"],
+            dependencies: ["TollgateHTTP", "TollgateStore"],
             swiftSettings: swiftSettings
         ),
         .target(
             name: "TollgateSession",
-            dependencies: ["TollgateHTTP", "TollgateCache", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
                 + nio,
             swiftSettings: swiftSettings
         ),

@@ -1,4 +1,4 @@
-public import NIOConcurrencyHelpers
+import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
 

@@ -20,6 +20,7 @@ extension SessionTask {
             beginRedirect(head: head, to: redirectRequest(from: request, to: target, status: head.status))
             return
         }
+        if handleAuthenticationRequired(head) { return }
         deliverResponse(head)
     }
 
@@ -113,7 +114,7 @@ extension SessionTask {
             fail(SessionError(.httpTooManyRedirects, engine.request?.url, "more than \(session.configuration.maximumRedirects) redirects"))
             return
         }
-        engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest)
+        engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest, countsAsRedirect: true)
         let generation = engine.generation
         ask(
             taskDelegates,
@@ -143,9 +144,9 @@ extension SessionTask {
         }
     }
 
-    private func followRedirect(to request: Request) {
+    func followRedirect(to request: Request) {
+        if engine.redirect?.countsAsRedirect ?? true { engine.redirectCount += 1 }
         engine.redirect = nil
-        engine.redirectCount += 1
         engine.retriedCurrentRequest = false
         beginLoading(request)
     }

@@ -27,7 +27,8 @@ struct TaskEngine {
         var bodyBytes = 0
         var ended = false
         var follow: Request?
-        var decided = false
+        /// False for a retry with credentials after a 401 (it is not a redirect).
+        var countsAsRedirect = true
     }
 
     var phase: Phase = .idle
@@ -64,6 +65,8 @@ struct TaskEngine {
     var requestTime: ContinuousClock.Instant?
     var responseTime: ContinuousClock.Instant?
     var isSuspended = false
+    /// Credentials that failed per protection space (`previousFailureCount`).
+    var authenticationFailures: [ProtectionSpace: Int] = [:]
 
     var transaction: TransactionMetrics {
         get { transactions[transactions.count - 1] }

@@ -1,0 +1,35 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An integer with one value per thread (a `pthread_key_t`), starting at 0 on every thread.
+///
+/// `Environment` counts the transactions each thread is inside, so that it can refuse the
+/// nestings that would deadlock instead of hanging. Transaction closures are synchronous,
+/// so the count on the calling thread is exact even with `MDB_NOTLS`.
+final class ThreadLocalCounter: @unchecked Sendable {
+    // @unchecked: each thread only ever sees its own slot.
+    private let key: pthread_key_t
+
+    init() {
+        var key = pthread_key_t()
+        let rc = pthread_key_create(&key, nil)
+        precondition(rc == 0, "pthread_key_create failed: \(rc)")
+        self.key = key
+    }
+
+    deinit {
+        pthread_key_delete(key)
+    }
+
+    /// The calling thread's value. The integer is stored as the pointer's bit pattern,
+    /// so nothing is allocated and no destructor is needed.
+    var value: Int {
+        get { Int(bitPattern: pthread_getspecific(key)) }
+        set { pthread_setspecific(key, UnsafeRawPointer(bitPattern: newValue)) }
+    }
+}

@@ -1,0 +1,88 @@
+import Testing
+@testable import TollgateSession
+
+@Suite("Connection pool state machine")
+struct OriginPoolStateTests {
+    @Test("The first lease makes a connection and hands it over when connected")
+    func firstLeaseConnects() {
+        var pool = OriginPoolState(limit: 2)
+        #expect(pool.leaseRequested(waiter: 1, priority: 0.5) == [.connect])
+        #expect(pool.connected(10) == [.lease(connection: 10, waiter: 1)])
+        #expect(pool.released(10, reusable: true) == [.park(connection: 10)])
+        #expect(pool.leaseRequested(waiter: 2, priority: 0.5) == [.lease(connection: 10, waiter: 2)])
+    }
+
+    @Test("No more connections than the limit; later waiters queue")
+    func limitHolds() {
+        var pool = OriginPoolState(limit: 1)
+        #expect(pool.leaseRequested(waiter: 1, priority: 0.5) == [.connect])
+        #expect(pool.leaseRequested(waiter: 2, priority: 0.5) == [])
+        #expect(pool.connected(10) == [.lease(connection: 10, waiter: 1)])
+        #expect(pool.total == 1)
+        #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 2)])
+    }
+
+    @Test("Queued waiters are served by priority, then in arrival order")
+    func priorityOrder() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.25)
+        _ = pool.leaseRequested(waiter: 3, priority: 0.75)
+        _ = pool.leaseRequested(waiter: 4, priority: 0.5)
+        _ = pool.leaseRequested(waiter: 5, priority: 0.75)
+        var order: [Int] = []
+        for _ in 0..<4 {
+            guard case .lease(_, let waiter)? = pool.released(10, reusable: true).first else { break }
+            order.append(waiter)
+        }
+        #expect(order == [3, 5, 4, 2])
+    }
+
+    @Test("A connection that cannot be reused is closed and replaced for a waiter")
+    func unusableReplaced() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5)
+        #expect(pool.released(10, reusable: false) == [.close(connection: 10), .connect])
+    }
+
+    @Test("A failed connection attempt fails the first waiter")
+    func connectFailure() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        #expect(pool.connectFailed() == [.fail(waiter: 1)])
+        #expect(pool.isUnused)
+    }
+
+    @Test("An idle connection that closes is never leased")
+    func closedIdleForgotten() {
+        var pool = OriginPoolState(limit: 2)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10)
+        _ = pool.released(10, reusable: true)
+        _ = pool.closed(10)
+        #expect(pool.leaseRequested(waiter: 2, priority: 0.5) == [.connect])
+    }
+
+    @Test("A cancelled waiter is not served")
+    func cancelledWaiter() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5)
+        pool.waiterCancelled(2)
+        #expect(pool.released(10, reusable: true) == [.park(connection: 10)])
+    }
+
+    @Test("An idle timeout closes only idle connections")
+    func idleTimeout() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10)
+        #expect(pool.idleTimedOut(10) == [])
+        _ = pool.released(10, reusable: true)
+        #expect(pool.idleTimedOut(10) == [.close(connection: 10)])
+    }
+}
