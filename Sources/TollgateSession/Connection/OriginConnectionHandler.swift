@@ -209,7 +209,10 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         let sessionError: SessionError
-        if error is HTTPParserError {
+        if let parserError = error as? HTTPParserError, parserError == .invalidEOFState {
+            // The parser saw EOF inside a message: the connection died mid-response.
+            sessionError = SessionError(.networkConnectionLost, nil, "the connection closed before the response was complete")
+        } else if error is HTTPParserError {
             sessionError = SessionError(.badServerResponse, nil, "invalid HTTP response: \(error)")
         } else {
             sessionError = SessionError(.networkConnectionLost, nil, "\(error)")

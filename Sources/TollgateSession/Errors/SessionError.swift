@@ -92,6 +92,11 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// Errors are equal when their codes are (the URL and detail describe, they do not identify).
+    public static func == (lhs: SessionError, rhs: SessionError) -> Bool { lhs.code == rhs.code }
+
+    public func hash(into hasher: inout Hasher) { hasher.combine(code) }
+
     public var description: String {
         var text = code.description
         if let failingURL { text += " (\(failingURL.absoluteString))" }

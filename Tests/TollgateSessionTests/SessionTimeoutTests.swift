@@ -1,0 +1,116 @@
+import NIOCore
+import Testing
+import TollgateHTTP
+@testable import TollgateSession
+import TollgateTesting
+
+@Suite("Timeouts, suspension and back-pressure", .timeLimit(.minutes(1)))
+struct SessionTimeoutTests {
+    @Test("The request timeout fires when the origin goes quiet mid-response")
+    func requestTimeout() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(status: 200, headers: ["Content-Length": "10"])
+            respond.write("abc")
+        }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        let started = ContinuousClock.now
+        let task = try session.dataTask(
+            with: Request(url: origin.url(), timeoutInterval: .milliseconds(400))
+        ) { _, _, _ in }
+        task.resume()
+        try await eventually("done") { task.state == .completed }
+        #expect(task.error?.code == .timedOut)
+        #expect(ContinuousClock.now - started >= .milliseconds(400))
+    }
+
+    @Test("The resource timeout ends a task whose origin keeps trickling bytes")
+    func resourceTimeout() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(status: 200, headers: ["Transfer-Encoding": "chunked"])
+            @Sendable func trickle(_ n: Int) {
+                guard n > 0 else { return }
+                respond.after(.milliseconds(100)) {
+                    respond.writeChunk("x")
+                    trickle(n - 1)
+                }
+            }
+            trickle(100)
+        }
+        defer { origin.stop() }
+        var configuration = SessionConfiguration.ephemeral
+        configuration.timeoutIntervalForResource = .milliseconds(700)
+        configuration.timeoutIntervalForRequest = .seconds(5)
+        let session = Session(configuration: configuration)
+        let task = try session.dataTask(with: Request(url: origin.url())) { _, _, _ in }
+        task.resume()
+        try await eventually("done") { task.state == .completed }
+        #expect(task.error?.code == .timedOut)
+        #expect(task.countOfBytesReceived > 0)
+    }
+
+    @Test("A suspended task reads nothing from the socket and is not subject to timeouts")
+    func suspendMidBody() async throws {
+        let size = 8 * 1024 * 1024
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, bytes: [UInt8](repeating: 0x61, count: size))
+        }
+        defer { origin.stop() }
+        let recorder = EventRecorder()
+        recorder.onData = { task, _ in
+            if task.taskDescription == nil {
+                task.taskDescription = "suspended once"
+                task.suspend()
+            }
+        }
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        let task = try session.dataTask(with: Request(url: origin.url(), timeoutInterval: .milliseconds(300)))
+        task.resume()
+        try await eventually("suspended") { task.state == .suspended }
+        try await Task.sleep(for: .milliseconds(100))
+        let receivedWhileSuspended = task.countOfBytesReceived
+        #expect(receivedWhileSuspended < size)
+        // Longer than the request timeout: a suspended task must not time out.
+        try await Task.sleep(for: .milliseconds(700))
+        #expect(task.countOfBytesReceived == receivedWhileSuspended)
+        #expect(recorder.bodyCount <= Int(receivedWhileSuspended))
+        #expect(!recorder.completed)
+        task.resume()
+        try await eventually("done") { recorder.completed }
+        #expect(recorder.error == nil)
+        #expect(recorder.bodyCount == size)
+    }
+
+    @Test("A suspended task sends no request until resumed")
+    func suspendBeforeStartIsSilent() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        let task = try session.dataTask(with: Request(url: origin.url())) { _, _, _ in }
+        task.resume()
+        task.suspend()
+        task.resume()
+        try await eventually("done") { task.state == .completed }
+        #expect(task.error == nil)
+        #expect(origin.requestCount == 1)
+    }
+
+    @Test("A task with an earliestBeginDate waits, then asks willBeginDelayedRequest")
+    func delayedStart() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        let recorder = EventRecorder()
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        let task = try session.dataTask(with: Request(url: origin.url()))
+        task.earliestBeginDate = Date().addingTimeInterval(0.4)
+        let started = ContinuousClock.now
+        task.resume()
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(origin.requestCount == 0)
+        try await eventually("done") { recorder.completed }
+        #expect(ContinuousClock.now - started >= .milliseconds(380))
+        #expect(recorder.events.first == "delayed")
+    }
+}
+
+import Foundation
