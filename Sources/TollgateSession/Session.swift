@@ -111,6 +111,29 @@ public final class Session: @unchecked Sendable {
         return try makeUpload(request, eventLoop)
     }
 
+    /// A download task: the body goes to a temporary file handed to `didFinishDownloadingTo`.
+    public func downloadTask(with request: Request, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> DownloadTask {
+        try makeTask(request: request, eventLoop: eventLoop) {
+            DownloadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil)
+        }
+    }
+
+    /// Registers the download task a data task becomes (same request, same loop, same delegate).
+    func adoptDownload(from task: SessionTask) -> DownloadTask {
+        state.withLockedValue { state in
+            state.nextIdentifier += 1
+            let download = DownloadTask(
+                session: self, identifier: state.nextIdentifier, request: task.originalRequest,
+                eventLoop: task.eventLoop, delegate: task.delegate
+            )
+            state.tasks[download.taskIdentifier] = download
+            return download
+        }
+    }
+
+    /// Distinguishes sessions in temporary file names.
+    var identity: String { String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 36) }
+
     private func makeUpload(_ request: Request, _ eventLoop: (any EventLoop)?) throws(SessionError) -> UploadTask {
         try makeTask(request: request, eventLoop: eventLoop) { UploadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil) }
     }

@@ -30,11 +30,14 @@ public struct ResponseDisposition: Sendable {
     enum Base: Sendable {
         case allow
         case cancel
+        case becomeDownload
         case notImplemented
     }
 
     let base: Base
 
+    /// Turn the data task into a download task that writes the rest of the body to a file.
+    public static let becomeDownload = ResponseDisposition(base: .becomeDownload)
     /// Go on receiving the body.
     public static let allow = ResponseDisposition(base: .allow)
     /// Cancel the task (it completes with `cancelled`).

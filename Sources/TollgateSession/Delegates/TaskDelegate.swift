@@ -96,7 +96,7 @@ extension TaskDelegate {
 
 /// Data-task messages, in the model of `URLSessionDataDelegate`.
 public protocol DataTaskDelegate: TaskDelegate {
-    /// The response head arrived; answer allow or cancel.
+    /// The response head arrived; answer allow, cancel or become download.
     /// Default: allow.
     func dataTask(
         _ task: DataTask,
@@ -106,6 +106,10 @@ public protocol DataTaskDelegate: TaskDelegate {
 
     /// A piece of the body arrived (pieces arrive in order, as they come off the connection).
     func dataTask(_ task: DataTask, didReceive data: ByteBuffer)
+
+    /// The task became a download task (after `.becomeDownload`); it gets no more messages,
+    /// the download task gets the rest.
+    func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask)
 
     /// The complete response is about to be stored; answer with it, a changed copy, or nothing.
     /// Default: store the proposed response.
@@ -125,9 +129,39 @@ extension DataTaskDelegate {
 
     public func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { DelegateDispatch.markNotImplemented() }
 
+    public func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask) { DelegateDispatch.markNotImplemented() }
+
     public func dataTask(
         _ task: DataTask,
         willCacheResponse proposed: CachedResponse,
         completionHandler: @escaping @Sendable (CacheDecision) -> Void
     ) { completionHandler(.notImplemented) }
+}
+
+/// Download-task messages, in the model of `URLSessionDownloadDelegate`.
+public protocol DownloadTaskDelegate: TaskDelegate {
+    /// Body bytes were written to the download's file.
+    func downloadTask(
+        _ task: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    )
+
+    /// The download finished; the file at `location` is removed when this method returns, so move
+    /// or read it here.
+    func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String)
+}
+
+extension DownloadTaskDelegate {
+    public func downloadTask(
+        _ task: DownloadTask,
+        didWriteData bytesWritten: Int64,
+        totalBytesWritten: Int64,
+        totalBytesExpectedToWrite: Int64
+    ) { DelegateDispatch.markNotImplemented() }
+
+    public func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String) {
+        DelegateDispatch.markNotImplemented()
+    }
 }

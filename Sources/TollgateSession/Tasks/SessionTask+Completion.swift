@@ -11,6 +11,10 @@ extension SessionTask {
             fail(SessionError(.badServerResponse, engine.request?.url, "the response ended before its head"))
             return
         }
+        if engine.download != nil {
+            finishDownload()
+            return
+        }
         if wantsBodyForCache(head), let cache = session.configuration.responseCache, let body = engine.wholeBody,
             let dataTask = self as? DataTask
         {

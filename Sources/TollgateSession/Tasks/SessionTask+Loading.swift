@@ -221,6 +221,7 @@ extension SessionTask {
             viaProxy: connection.key.viaProxy
         )
         let sink = TaskExchange(task: self, generation: engine.generation)
+        engine.exchange = sink
         let readNow = !engine.isSuspended
         connection.onLoop {
             connection.handler.startExchange(head: head, body: body, sink: sink)

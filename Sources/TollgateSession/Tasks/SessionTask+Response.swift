@@ -163,6 +163,10 @@ extension SessionTask {
         if engine.completionHandler != nil || wantsBodyForCache(head) {
             engine.wholeBody = ByteBuffer()
         }
+        if self is DownloadTask {
+            startDownloadFile()
+            return
+        }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         engine.awaitingResponseDecision = true
         setReadDemand(false)
@@ -177,6 +181,8 @@ extension SessionTask {
             switch disposition?.base {
             case .cancel:
                 cancel()
+            case .becomeDownload:
+                becomeDownload()
             case .allow, .notImplemented, .none:
                 releaseHeld()
                 if !engine.isSuspended { setReadDemand(true) }
@@ -200,6 +206,10 @@ extension SessionTask {
     }
 
     func deliverBody(_ buffer: ByteBuffer) {
+        if engine.download != nil {
+            writeToDownloadFile(buffer)
+            return
+        }
         if engine.wholeBody != nil {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }

@@ -65,6 +65,10 @@ struct TaskEngine {
     var requestTime: ContinuousClock.Instant?
     var responseTime: ContinuousClock.Instant?
     var isSuspended = false
+    /// The running exchange's event forwarder.
+    var exchange: TaskExchange?
+    /// Where a download task writes the body.
+    var download: DownloadFile?
     /// Credentials that failed per protection space (`previousFailureCount`).
     var authenticationFailures: [ProtectionSpace: Int] = [:]
 

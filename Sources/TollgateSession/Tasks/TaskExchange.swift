@@ -1,19 +1,26 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 
 /// Forwards one exchange's events from the connection's event loop to its task's, tagged with
 /// the exchange's generation so the task ignores events of an exchange it has abandoned.
 final class TaskExchange: ExchangeSink, @unchecked Sendable {
-    private let task: SessionTask
+    /// Replaced when a data task becomes a download task mid-response.
+    private let target: NIOLockedValueBox<SessionTask>
     let generation: Int
 
     init(task: SessionTask, generation: Int) {
-        self.task = task
+        self.target = NIOLockedValueBox(task)
         self.generation = generation
     }
 
+    /// Sends the rest of this exchange's events to another task (which took over the engine).
+    func retarget(to task: SessionTask) {
+        target.withLockedValue { $0 = task }
+    }
+
     private func forward(_ body: @escaping @Sendable (SessionTask) -> Void) {
-        let task = self.task
+        let task = target.withLockedValue { $0 }
         let generation = self.generation
         task.onLoop {
             guard task.engine.generation == generation else { return }

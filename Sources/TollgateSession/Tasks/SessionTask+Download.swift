@@ -1,0 +1,110 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// The file a download task writes, and the chain of pending writes (kept in order, off the loop).
+/// Touched only on the task's event loop (futures of that loop complete on it).
+final class DownloadFile: @unchecked Sendable {
+    let path: String
+    let handle: NIOFileHandle
+    var written: Int64 = 0
+    var pending: EventLoopFuture<Void>
+
+    init(path: String, handle: NIOFileHandle, eventLoop: any EventLoop) {
+        self.path = path
+        self.handle = handle
+        self.pending = eventLoop.makeSucceededVoidFuture()
+    }
+}
+
+/// Downloads: the temp file, `didWriteData`, `didFinishDownloadingTo`, and becoming a download.
+extension SessionTask {
+    /// Opens the temporary file the body goes to.
+    func startDownloadFile() {
+        let path = FileManager.default.temporaryDirectory
+            .appendingPathComponent("tollgate-download-\(session.identity)-\(taskIdentifier)-\(UUID().uuidString).tmp").path
+        do {
+            let handle = try NIOFileHandle(
+                _deprecatedPath: path, mode: .write, flags: .posix(flags: O_CREAT | O_TRUNC | O_WRONLY, mode: 0o600)
+            )
+            engine.download = DownloadFile(path: path, handle: handle, eventLoop: eventLoop)
+        } catch {
+            fail(SessionError(.cannotWriteToFile, engine.request?.url, "cannot create \(path): \(error)"))
+        }
+    }
+
+    func writeToDownloadFile(_ buffer: ByteBuffer) {
+        guard let file = engine.download else { return }
+        let fileIO = session.fileIO
+        let loop = eventLoop
+        let count = Int64(buffer.readableBytes)
+        file.pending = file.pending.flatMap {
+            fileIO.write(fileHandle: file.handle, buffer: buffer, eventLoop: loop)
+        }
+        file.pending.whenSuccess { [self] in
+            guard !isDone, let downloadTask = self as? DownloadTask else { return }
+            file.written += count
+            let expected = countOfBytesExpectedToReceive
+            let receivers = taskDelegates.compactMap { $0 as? any DownloadTaskDelegate }
+            DelegateDispatch.notify(receivers) {
+                $0.downloadTask(downloadTask, didWriteData: count, totalBytesWritten: file.written, totalBytesExpectedToWrite: expected)
+            }
+        }
+    }
+
+    func finishDownload() {
+        guard let file = engine.download else { return }
+        file.pending.whenComplete { [self] result in
+            try? file.handle.close()
+            engine.download = nil
+            defer { try? FileManager.default.removeItem(atPath: file.path) }
+            guard !isDone else { return }
+            if case .failure(let error) = result {
+                fail(SessionError(.cannotWriteToFile, engine.request?.url, "writing \(file.path): \(error)"))
+                return
+            }
+            if let downloadTask = self as? DownloadTask {
+                let receivers = taskDelegates.compactMap { $0 as? any DownloadTaskDelegate }
+                DelegateDispatch.notify(receivers) { $0.downloadTask(downloadTask, didFinishDownloadingTo: file.path) }
+            }
+            complete(with: nil)
+        }
+    }
+
+    /// Hands the running exchange to a new download task; this data task ends silently.
+    func becomeDownload() {
+        guard let dataTask = self as? DataTask else { return }
+        let download = session.adoptDownload(from: self)
+        download.engine = engine
+        download.engine.completionHandler = nil
+        download.engine.awaitingResponseDecision = false
+        download.observed.withLockedValue { state in
+            let mine = observed.withLockedValue { $0 }
+            state.currentRequest = mine.currentRequest
+            state.response = mine.response
+            state.countOfBytesReceived = mine.countOfBytesReceived
+            state.countOfBytesExpectedToReceive = mine.countOfBytesExpectedToReceive
+            state.countOfBytesSent = mine.countOfBytesSent
+            state.countOfBytesExpectedToSend = mine.countOfBytesExpectedToSend
+            state.priority = mine.priority
+            _ = state.lifecycle.resume()
+        }
+        engine.exchange?.retarget(to: download)
+        engine.idleTimer?.cancel()
+        engine.resourceTimer?.cancel()
+        engine = TaskEngine()
+        engine.phase = .done
+        _ = observed.withLockedValue { $0.lifecycle.finished() }
+        session.taskDidComplete(self)
+
+        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
+        download.engine.resourceTimer = nil
+        download.startResourceTimer()
+        download.restartIdleTimer()
+        download.startDownloadFile()
+        download.releaseHeld()
+        if !download.isDone { download.setReadDemand(true) }
+    }
+}
