@@ -25,6 +25,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-nio.git", from: "2.101.3"),
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
+        .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
     ],
     targets: [
         // C system libraries and the shims for what Swift cannot import (function-like macros).
@@ -32,11 +33,11 @@ let package = Package(
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
-        .target(name: "TollgateTLS", dependencies: ["COpenSSL"], swiftSettings: swiftSettings),
+        .target(name: "TollgateTLS", dependencies: ["COpenSSL"] + nio, swiftSettings: swiftSettings),
         .target(name: "TollgateHTTP", swiftSettings: swiftSettings),
         .target(
             name: "TollgateCache",
-            dependencies: ["TollgateHTTP", "TollgateStore"],
+            dependencies: ["TollgateHTTP", "TollgateStore", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -47,7 +48,10 @@ let package = Package(
         ),
         .target(
             name: "TollgatePolicy",
-            dependencies: ["TollgateSession", "TollgateHTTP"],
+            dependencies: [
+                "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS",
+                .product(name: "Yams", package: "Yams"),
+            ],
             swiftSettings: swiftSettings
         ),
         .target(
@@ -72,9 +76,17 @@ let package = Package(
         ),
 
         .testTarget(name: "TollgateStoreTests", dependencies: ["TollgateStore"], swiftSettings: swiftSettings),
-        .testTarget(name: "TollgateTLSTests", dependencies: ["TollgateTLS"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TollgateTLSTests",
+            dependencies: ["TollgateTLS", .product(name: "NIOEmbedded", package: "swift-nio")] + nio,
+            swiftSettings: swiftSettings
+        ),
         .testTarget(name: "TollgateHTTPTests", dependencies: ["TollgateHTTP"], swiftSettings: swiftSettings),
-        .testTarget(name: "TollgateCacheTests", dependencies: ["TollgateCache"], swiftSettings: swiftSettings),
+        .testTarget(
+            name: "TollgateCacheTests",
+            dependencies: ["TollgateCache", "TollgateStore", "TollgateHTTP", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: swiftSettings
+        ),
         .testTarget(
             name: "TollgateSessionTests",
             dependencies: ["TollgateSession", "TollgateTesting", "TollgateHTTP"] + nio,
@@ -82,7 +94,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgatePolicyTests",
-            dependencies: ["TollgatePolicy", "TollgateSession"],
+            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache"],
             swiftSettings: swiftSettings
         ),
         .testTarget(
