@@ -1,0 +1,114 @@
+# Tollgate: build, run and test on Debian 12 (GNU make).
+#
+#   make deps      check (and, as root, install) the Debian packages the build and tests need
+#   make build     debug build            make release   release build
+#   make run       release build, then `tollgate serve` on 127.0.0.1:3128
+#   make test      build the tests, run the whole suite (at most 20 minutes)
+#
+# `make` alone prints the list of targets.
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+SWIFT ?= swift
+# Extra flags for every `swift build` / `swift test`, e.g. `make test SWIFT_FLAGS="-j 1"`.
+SWIFT_FLAGS ?=
+# STYLE.md §9 build flags; opt in with `make build STRICT=1` (not yet on in CI).
+ifeq ($(STRICT),1)
+SWIFT_FLAGS += -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
+endif
+
+# What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates
+# The whole test suite must finish within this many seconds.
+TEST_TIMEOUT ?= 1200
+TEST_LOG := .build/test.log
+
+.PHONY: help deps build release run test bench clean format lint
+
+help: ## List the targets
+	@echo "Tollgate: make TARGET"
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z]+:.*## / { printf "  make %-8s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+
+deps: ## Check the Debian packages and Swift; install missing packages when root
+	@if ! command -v $(SWIFT) >/dev/null 2>&1; then \
+		echo "deps: Swift 6 is needed and '$(SWIFT)' is not on PATH (e.g. export PATH=/opt/swift/usr/bin:\$$PATH)" >&2; \
+		exit 1; \
+	fi
+	@major=$$($(SWIFT) --version 2>/dev/null | sed -n 's/.*Swift version \([0-9][0-9]*\)\..*/\1/p' | head -n 1); \
+	if [ -z "$$major" ] || [ "$$major" -lt 6 ]; then \
+		echo "deps: Swift 6 is needed; found: $$($(SWIFT) --version 2>&1 | head -n 1)" >&2; \
+		exit 1; \
+	fi
+	@if ! command -v dpkg-query >/dev/null 2>&1; then \
+		echo "deps: no dpkg-query (not Debian?): make sure these are installed: $(DEB_PACKAGES)" >&2; \
+		exit 0; \
+	fi; \
+	missing=""; \
+	for pkg in $(DEB_PACKAGES); do \
+		dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null | grep -q 'install ok installed' || missing="$$missing $$pkg"; \
+	done; \
+	if [ -z "$$missing" ]; then \
+		echo "deps: ok ($(DEB_PACKAGES))"; \
+		exit 0; \
+	fi; \
+	if [ "$$(id -u)" -eq 0 ]; then \
+		echo "deps: installing$$missing"; \
+		apt-get update; \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
+	else \
+		echo "deps: missing Debian packages:$$missing" >&2; \
+		echo "deps: install them with:" >&2; \
+		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends$$missing" >&2; \
+		exit 1; \
+	fi
+
+build: deps ## Debug build (swift build)
+	$(SWIFT) build $(SWIFT_FLAGS)
+
+release: deps ## Release build (swift build -c release)
+	$(SWIFT) build -c release $(SWIFT_FLAGS)
+
+run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0.0.1:3128)
+	exec .build/release/tollgate serve
+
+test: deps ## Build the tests, then run the whole suite (at most 20 minutes)
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@mkdir -p .build
+	@set +e; \
+	timeout --kill-after=30 $(TEST_TIMEOUT) $(SWIFT) test --skip-build $(SWIFT_FLAGS) 2>&1 | tee $(TEST_LOG); \
+	status=$${PIPESTATUS[0]}; \
+	set -e; \
+	echo "--- test summary ($(TEST_LOG))"; \
+	grep -E 'Executed [1-9][0-9]* tests?,' $(TEST_LOG) | tail -n 1 || true; \
+	grep -E 'Test run with [0-9]+ tests?' $(TEST_LOG) | tail -n 1 || true; \
+	if [ "$$status" -eq 124 ] || [ "$$status" -eq 137 ]; then \
+		echo "test: the suite did not finish within $(TEST_TIMEOUT) seconds" >&2; \
+	fi; \
+	exit $$status
+
+bench: ## Run bench/run.sh (not written yet)
+	@if [ -f bench/run.sh ]; then \
+		exec bash bench/run.sh; \
+	else \
+		echo "bench: bench/run.sh does not exist yet; there is no benchmark to run" >&2; \
+		exit 1; \
+	fi
+
+clean: ## Remove the build folder (.build)
+	rm -rf .build
+
+format: ## Format the git-tracked Swift files in place (swift format)
+	@if $(SWIFT) format --version >/dev/null 2>&1; then \
+		git ls-files -z '*.swift' | xargs -0 --no-run-if-empty $(SWIFT) format format --parallel --in-place; \
+	else \
+		echo "format: 'swift format' is not available; nothing formatted" >&2; \
+	fi
+
+lint: ## Check the git-tracked Swift files against .swift-format (swift format lint --strict)
+	@if $(SWIFT) format --version >/dev/null 2>&1; then \
+		git ls-files -z '*.swift' | xargs -0 --no-run-if-empty $(SWIFT) format lint --strict --parallel; \
+	else \
+		echo "lint: 'swift format' is not available; skipped" >&2; \
+	fi
