@@ -118,6 +118,14 @@ public final class Session: @unchecked Sendable {
         }
     }
 
+    /// A stream task: a TCP connection to `host:port`, made on `resume()`.
+    public func streamTask(withHostName host: String, port: Int, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> StreamTask {
+        let url = HTTPURL(scheme: "tcp", host: host, port: port)
+        return try makeTask(request: Request(url: url), eventLoop: eventLoop) {
+            StreamTask(session: self, identifier: $0, host: host, port: port, eventLoop: $1, delegate: nil)
+        }
+    }
+
     /// Registers the download task a data task becomes (same request, same loop, same delegate).
     func adoptDownload(from task: SessionTask) -> DownloadTask {
         state.withLockedValue { state in
@@ -128,6 +136,19 @@ public final class Session: @unchecked Sendable {
             )
             state.tasks[download.taskIdentifier] = download
             return download
+        }
+    }
+
+    /// Registers the stream task an upgraded data task becomes.
+    func adoptStream(from task: SessionTask) -> StreamTask {
+        state.withLockedValue { state in
+            state.nextIdentifier += 1
+            let stream = StreamTask(
+                session: self, identifier: state.nextIdentifier, host: nil, port: nil,
+                eventLoop: task.eventLoop, delegate: task.delegate
+            )
+            state.tasks[stream.taskIdentifier] = stream
+            return stream
         }
     }
 
@@ -154,8 +175,8 @@ public final class Session: @unchecked Sendable {
         guard let task else {
             throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
         }
-        let receivers = task.taskDelegates
-        task.onLoop { DelegateDispatch.notify(receivers) { $0.taskDidCreate(task) } }
+        // Receivers are looked up on the loop, so a delegate set right after creation is told too.
+        task.onLoop { DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) } }
         return task
     }
 
@@ -189,8 +210,8 @@ public final class Session: @unchecked Sendable {
         if state.withLockedValue({ $0.tasks.isEmpty }) { becomeInvalid(error: nil) }
     }
 
-    /// Makes later requests use new connections (keep-alive connections are closed once idle) and
-    /// asks the stores to write what they hold.
+    /// Makes later requests use new connections: idle keep-alive connections close now, busy ones
+    /// when their exchange ends. (The stores write through, so there is nothing else to flush.)
     public func flush() {
         pool.retireConnections()
     }

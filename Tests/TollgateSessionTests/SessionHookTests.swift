@@ -137,6 +137,25 @@ struct SessionHookTests {
     }
 }
 
+extension SessionHookTests {
+    @Test("A chunked body that grows past the cache's entry limit is not offered to the cache")
+    func cacheEntryLimit() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let size = request.path == "/big" ? 4096 : 10
+            respond.send(status: 200, headers: ["Transfer-Encoding": "chunked"], bytes: [UInt8](repeating: 98, count: size))
+        }
+        defer { origin.stop() }
+        let cache = RecordingCache(maximumEntrySize: 1000)
+        var configuration = SessionConfiguration.ephemeral
+        configuration.responseCache = cache
+        let session = Session(configuration: configuration)
+        let (big, _) = try await session.data(for: Request(url: origin.url("/big")))
+        #expect(big.readableBytes == 4096)
+        _ = try await session.data(for: Request(url: origin.url("/small")))
+        #expect(cache.stored.keys.sorted() == [origin.url("/small").absoluteString])
+    }
+}
+
 final class RecordingCookieStore: CookieStoring, @unchecked Sendable {
     private let lock = NIOLock()
     private var _received: [String] = []
@@ -156,7 +175,11 @@ final class RecordingCache: ResponseCaching, @unchecked Sendable {
     func cachedResponse(for request: HTTPRequestHead, policy: RequestCachePolicy) -> CachedResponse? {
         lock.withLock { _stored[request.url.absoluteString] }
     }
-    func mayStore(_ response: HTTPResponseHead, for request: HTTPRequestHead, bodyLength: Int) -> Bool { response.status == 200 }
+    let maximumEntrySize: Int
+    init(maximumEntrySize: Int = 1 << 20) { self.maximumEntrySize = maximumEntrySize }
+    func mayStore(_ response: HTTPResponseHead, for request: HTTPRequestHead, bodyLength: Int?) -> Bool {
+        response.status == 200 && (bodyLength ?? 0) <= maximumEntrySize
+    }
     func store(_ cached: CachedResponse) { lock.withLock { _stored[cached.request.url.absoluteString] = cached } }
     func removeAll() { lock.withLock { _stored = [:] } }
 }

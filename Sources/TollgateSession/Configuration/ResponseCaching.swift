@@ -42,8 +42,12 @@ public struct CachedResponse: Sendable {
 public protocol ResponseCaching: AnyObject, Sendable {
     /// A stored response usable for `request` under `policy`, or nil.
     func cachedResponse(for request: HTTPRequestHead, policy: RequestCachePolicy) -> CachedResponse?
-    /// Whether this response may be proposed for storing at all (status, Cache-Control, size).
-    func mayStore(_ response: HTTPResponseHead, for request: HTTPRequestHead, bodyLength: Int) -> Bool
+    /// Whether this response may be proposed for storing at all (status, Cache-Control, size);
+    /// `bodyLength` is nil when the response did not announce it.
+    func mayStore(_ response: HTTPResponseHead, for request: HTTPRequestHead, bodyLength: Int?) -> Bool
+    /// The largest body the cache takes (the seeds' 5 % of capacity); a body that grows past it
+    /// while it arrives is not kept.
+    var maximumEntrySize: Int { get }
     /// Stores a response (after the delegate agreed).
     func store(_ cached: CachedResponse)
     /// Removes everything stored (`Session.reset()`).

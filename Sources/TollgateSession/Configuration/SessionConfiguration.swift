@@ -68,7 +68,8 @@ public struct SessionConfiguration: Sendable {
     public var upstreamProxy: UpstreamProxy?
     /// How long an idle keep-alive connection stays in the pool. Default: 60 s.
     public var connectionIdleTimeout: Duration = .seconds(60)
-    /// Redirects followed without a delegate before failing with `httpTooManyRedirects`. Default: 16.
+    /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a
+    /// delegate approves each). Default: 16.
     public var maximumRedirects: Int = 16
     /// The `User-Agent` sent when the request has none. Default: `tollgate`.
     public var userAgent: String? = "tollgate"

@@ -81,6 +81,15 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: connection.key, eventLoop: connection.eventLoop)
     }
 
+    /// Takes a leased connection out of the pool without closing it (it became a stream task's).
+    func detach(_ connection: OriginConnection) {
+        let actions: [OriginPoolState.Action] = lock.withLock {
+            entries[connection.key]?.connections.removeValue(forKey: connection.id)
+            return entries[connection.key]?.state.detached(connection.id) ?? []
+        }
+        run(actions, key: connection.key, eventLoop: connection.eventLoop)
+    }
+
     /// Makes every existing connection unusable for later requests: idle ones close now,
     /// leased ones when they are released.
     func retireConnections() {

@@ -22,7 +22,7 @@ protocol ExchangeSink: AnyObject, Sendable {
 enum BodySource: Sendable {
     case none
     case bytes(ByteBuffer)
-    case file(path: String, fileIO: NonBlockingFileIO)
+    case file(path: String, size: Int64, fileIO: NonBlockingFileIO)
     case stream(BodyStream)
 
     /// The declared length, when it is known before sending.
@@ -30,7 +30,7 @@ enum BodySource: Sendable {
         switch self {
         case .none: 0
         case .bytes(let buffer): Int64(buffer.readableBytes)
-        case .file(let path, fileIO: _): FileSize.of(path)
+        case .file(_, let size, fileIO: _): size
         case .stream: nil
         }
     }

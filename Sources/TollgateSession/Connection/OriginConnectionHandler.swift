@@ -16,6 +16,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private enum State {
         case idle
         case exchanging(Exchange)
+        /// A 101 response ended the HTTP part; the connection waits to become a byte stream.
+        case upgraded
         case closed
     }
 
@@ -32,6 +34,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var state: State = .idle
     private var context: ChannelHandlerContext?
     private var readInFlight = false
+    /// Bytes of a body file written so far (checked against the declared size).
+    private var fileBytesSent: Int64 = 0
     /// Called once when the channel closes (the pool forgets the connection).
     var onClose: (@Sendable () -> Void)?
 
@@ -50,6 +54,7 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             sink.exchangeDidFail(SessionError(.networkConnectionLost, nil, "connection closed before the request"), responseStarted: false)
             return
         }
+        fileBytesSent = 0
         state = .exchanging(
             Exchange(sink: sink, isHead: head.method == .HEAD, requestKeepAlive: head.isKeepAlive)
         )
@@ -85,6 +90,32 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         context.read()
     }
 
+    /// After a 101: replaces the HTTP handlers by a byte-stream handler, which also receives the
+    /// bytes the server sent right after the 101 (the decoder forwards them when removed).
+    func convertToStream(context: ChannelHandlerContext) throws -> StreamConnectionHandler {
+        guard case .upgraded = state else {
+            throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
+        }
+        state = .closed
+        onClose = nil
+        let pipeline = context.pipeline.syncOperations
+        let stream = StreamConnectionHandler()
+        try pipeline.addHandler(stream)
+        let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
+        let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
+        pipeline.removeHandler(encoder, promise: nil)
+        pipeline.removeHandler(decoder, promise: nil)
+        pipeline.removeHandler(context: context, promise: nil)
+        context.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
+        return stream
+    }
+
+    /// ``convertToStream(context:)`` from outside the pipeline (on the channel's event loop).
+    func convertToStream() throws -> StreamConnectionHandler {
+        guard let context else { throw SessionError(.networkConnectionLost, nil, "the connection is gone") }
+        return try convertToStream(context: context)
+    }
+
     // MARK: body
 
     private func writeBody(_ body: BodySource, context: ChannelHandlerContext, sink: any ExchangeSink) {
@@ -95,18 +126,19 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
             sink.exchangeDidWriteBody(bytes: buffer.readableBytes)
             finishRequest(context: context, sink: sink)
-        case .file(let path, let fileIO):
+        case .file(let path, let size, let fileIO):
             let loop = context.eventLoop
             do {
                 let handle = try NIOFileHandle(_deprecatedPath: path)
                 let future = fileIO.readChunked(
-                    fileHandle: handle, byteCount: Int.max, chunkSize: 64 * 1024,
+                    fileHandle: handle, byteCount: Int(size), chunkSize: 64 * 1024,
                     allocator: context.channel.allocator, eventLoop: loop
                 ) { [weak self] (chunk: ByteBuffer) -> EventLoopFuture<Void> in
                     guard let self, let context = self.context, self.isExchanging(sink) else {
                         return loop.makeFailedFuture(SessionError(.cancelled))
                     }
                     let count = chunk.readableBytes
+                    self.fileBytesSent += Int64(count)
                     return context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(chunk)))).map {
                         sink.exchangeDidWriteBody(bytes: count)
                     }
@@ -115,6 +147,9 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
                     try? handle.close()
                     guard let self, let context = self.context, self.isExchanging(sink) else { return }
                     switch result {
+                    case .success where self.fileBytesSent != size:
+                        // The file shrank while it was sent: the declared length cannot be met.
+                        self.failExchange(SessionError(.requestBodyStreamExhausted, nil, "the body file changed size while it was sent"))
                     case .success: self.finishRequest(context: context, sink: sink)
                     case .failure(let error): self.failExchange(SessionError(.networkConnectionLost, nil, "reading the body file: \(error)"))
                     }
@@ -188,6 +223,11 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             exchange.sink.exchangeDidReceiveBody(buffer)
         case .end:
             let head = exchange.responseHead
+            if head?.status.code == 101 {
+                state = .upgraded
+                exchange.sink.exchangeDidReceiveEnd(reusable: false)
+                return
+            }
             let reusable = exchange.requestFinished && exchange.requestKeepAlive && (head?.isKeepAlive ?? false)
                 && head?.status.code != 101
                 && (head.map { Self.hasSelfDelimitedBody($0, isHead: exchange.isHead) } ?? false)

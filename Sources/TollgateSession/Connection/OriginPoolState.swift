@@ -83,6 +83,11 @@ struct OriginPoolState {
         return wasKnown ? connectIfUseful() : []
     }
 
+    /// A lessee took the connection out of the pool for good (it became a stream).
+    mutating func detached(_ connection: Int) -> [Action] {
+        closed(connection)
+    }
+
     /// An idle connection's timer fired.
     mutating func idleTimedOut(_ connection: Int) -> [Action] {
         guard let index = idle.firstIndex(of: connection) else { return [] }

@@ -31,6 +31,7 @@ public struct ResponseDisposition: Sendable {
         case allow
         case cancel
         case becomeDownload
+        case becomeStream
         case notImplemented
     }
 
@@ -38,6 +39,8 @@ public struct ResponseDisposition: Sendable {
 
     /// Turn the data task into a download task that writes the rest of the body to a file.
     public static let becomeDownload = ResponseDisposition(base: .becomeDownload)
+    /// Turn the data task into a stream task that owns the connection (after a 101 upgrade).
+    public static let becomeStream = ResponseDisposition(base: .becomeStream)
     /// Go on receiving the body.
     public static let allow = ResponseDisposition(base: .allow)
     /// Cancel the task (it completes with `cancelled`).

@@ -96,7 +96,7 @@ extension TaskDelegate {
 
 /// Data-task messages, in the model of `URLSessionDataDelegate`.
 public protocol DataTaskDelegate: TaskDelegate {
-    /// The response head arrived; answer allow, cancel or become download.
+    /// The response head arrived; answer allow, cancel, become download, or (for a 101) become stream.
     /// Default: allow.
     func dataTask(
         _ task: DataTask,
@@ -110,6 +110,10 @@ public protocol DataTaskDelegate: TaskDelegate {
     /// The task became a download task (after `.becomeDownload`); it gets no more messages,
     /// the download task gets the rest.
     func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask)
+
+    /// The task became a stream task (after `.becomeStream` on a 101 response); it gets no more
+    /// messages, the stream task owns the connection.
+    func dataTask(_ task: DataTask, didBecome streamTask: StreamTask)
 
     /// The complete response is about to be stored; answer with it, a changed copy, or nothing.
     /// Default: store the proposed response.
@@ -130,6 +134,8 @@ extension DataTaskDelegate {
     public func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { DelegateDispatch.markNotImplemented() }
 
     public func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask) { DelegateDispatch.markNotImplemented() }
+
+    public func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) { DelegateDispatch.markNotImplemented() }
 
     public func dataTask(
         _ task: DataTask,

@@ -40,11 +40,15 @@ extension SessionTask {
             realm: realm, authenticationMethod: .httpBasic
         )
         let failures = engine.authenticationFailures[space, default: 0]
+        // A delegate that keeps answering with bad credentials must not loop forever.
+        guard failures < SessionTask.maximumAuthenticationAttempts else { return false }
         engine.authenticationFailures[space] = failures + 1
         let challenge = AuthenticationChallenge(protectionSpace: space, previousFailureCount: failures, failureResponse: head)
         engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
+        setReadDemand(false)
         raise(challenge) { [self] disposition in
             guard !isDone, var pending = engine.redirect else { return }
+            setReadDemand(true)
             switch disposition?.base {
             case .useCredential(let credential?) where credential.user != nil:
                 var retry = request
@@ -55,12 +59,9 @@ extension SessionTask {
                 engine.redirect = pending
                 if pending.ended { followRedirect(to: retry) }
             case .cancelAuthenticationChallenge:
-                fail(SessionError(.cancelled, request.url, "the authentication challenge was cancelled"))
+                fail(SessionError(.userCancelledAuthentication, request.url, "the authentication challenge was cancelled"))
             default:
-                engine.redirect = nil
-                deliverResponse(pending.head)
-                for piece in pending.body { responseBodyReceived(piece) }
-                if pending.ended { responseEnded(reusable: false) }
+                deliverPendingAsResponse(pending)
             }
         }
         return true
@@ -73,17 +74,32 @@ enum BasicChallenge {
     static func realm(in values: [String]) -> String? {
         for value in values {
             let trimmed = value.trimmingASCIIWhitespace()
-            guard trimmed.lowercased().hasPrefix("basic") else { continue }
-            let rest = trimmed.dropFirst(5)
-            guard rest.isEmpty || rest.first == " " else { continue }
-            guard let realmRange = rest.lowercased().range(of: "realm=") else { return "" }
-            let offset = rest.lowercased().distance(from: rest.lowercased().startIndex, to: realmRange.upperBound)
-            var realm = rest.dropFirst(offset)
-            if realm.first == "\"" {
-                realm = realm.dropFirst()
-                return String(realm.prefix { $0 != "\"" })
+            let scheme = trimmed.prefix { $0 != " " }
+            guard scheme.lowercased() == "basic" else { continue }
+            // auth-params are `name=value` (value a token or quoted-string) separated by commas.
+            var rest = Substring(trimmed.dropFirst(scheme.count))
+            while !rest.isEmpty {
+                rest = rest.drop { $0 == " " || $0 == "," }
+                let name = rest.prefix { $0 != "=" && $0 != "," && $0 != " " }
+                rest = rest.dropFirst(name.count).drop { $0 == " " }
+                guard rest.first == "=" else { continue }
+                rest = rest.dropFirst().drop { $0 == " " }
+                var parsed = ""
+                if rest.first == "\"" {
+                    rest = rest.dropFirst()
+                    while let c = rest.first, c != "\"" {
+                        if c == "\\", rest.count > 1 { rest = rest.dropFirst() }
+                        parsed.append(rest.first!)
+                        rest = rest.dropFirst()
+                    }
+                    rest = rest.dropFirst()
+                } else {
+                    parsed = String(rest.prefix { $0 != "," && $0 != " " })
+                    rest = rest.dropFirst(parsed.count)
+                }
+                if name.lowercased() == "realm" { return parsed }
             }
-            return String(realm.prefix { $0 != "," && $0 != " " })
+            return ""
         }
         return nil
     }

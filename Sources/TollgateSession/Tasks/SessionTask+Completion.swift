@@ -15,9 +15,11 @@ extension SessionTask {
             finishDownload()
             return
         }
-        if wantsBodyForCache(head), let cache = session.configuration.responseCache, let body = engine.wholeBody,
+        if engine.keepsBodyForCache, let cache = session.configuration.responseCache, let body = engine.wholeBody,
             let dataTask = self as? DataTask
         {
+            // The request timeout does not run while the delegate decides about a complete response.
+            engine.idleTimer?.cancel()
             let proposed = CachedResponse(
                 request: request.head, response: head, body: body,
                 requestTime: engine.requestTime, responseTime: engine.responseTime
@@ -28,6 +30,7 @@ extension SessionTask {
                 { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
                 isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
             ) { [self] decision in
+                guard !isDone else { return }
                 switch decision?.base {
                 case .store(let chosen): cache.store(chosen)
                 case .notImplemented, .none: cache.store(proposed)
@@ -47,7 +50,7 @@ extension SessionTask {
         else { return false }
         let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
         guard policy.mayLoadFromNetwork else { return false }
-        return cache.mayStore(head, for: request.head, bodyLength: Int(head.contentLength ?? 0))
+        return cache.mayStore(head, for: request.head, bodyLength: head.contentLength.map { Int($0) })
     }
 
     /// Answers the task from a stored response (no connection is opened).
@@ -88,6 +91,7 @@ extension SessionTask {
         engine.idleTimer?.cancel()
         engine.resourceTimer?.cancel()
         engine.bodyStream?.close()
+        discardDownloadFile()
         let action = observed.withLockedValue { state -> TaskLifecycle.Action in
             state.error = error
             return state.lifecycle.finished()

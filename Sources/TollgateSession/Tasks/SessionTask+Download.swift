@@ -10,6 +10,10 @@ final class DownloadFile: @unchecked Sendable {
     let handle: NIOFileHandle
     var written: Int64 = 0
     var pending: EventLoopFuture<Void>
+    /// Writes queued but not finished; reading pauses while too many are (a slow disk).
+    var queuedWrites = 0
+
+    static let pauseAt = 8
 
     init(path: String, handle: NIOFileHandle, eventLoop: any EventLoop) {
         self.path = path
@@ -39,10 +43,14 @@ extension SessionTask {
         let fileIO = session.fileIO
         let loop = eventLoop
         let count = Int64(buffer.readableBytes)
+        file.queuedWrites += 1
+        if file.queuedWrites == DownloadFile.pauseAt { setReadDemand(false) }
         file.pending = file.pending.flatMap {
             fileIO.write(fileHandle: file.handle, buffer: buffer, eventLoop: loop)
         }
         file.pending.whenSuccess { [self] in
+            file.queuedWrites -= 1
+            if file.queuedWrites == DownloadFile.pauseAt - 2, !engine.isSuspended, !isDone { setReadDemand(true) }
             guard !isDone, let downloadTask = self as? DownloadTask else { return }
             file.written += count
             let expected = countOfBytesExpectedToReceive
@@ -50,6 +58,16 @@ extension SessionTask {
             DelegateDispatch.notify(receivers) {
                 $0.downloadTask(downloadTask, didWriteData: count, totalBytesWritten: file.written, totalBytesExpectedToWrite: expected)
             }
+        }
+    }
+
+    /// A download that ends without finishing leaves no file behind.
+    func discardDownloadFile() {
+        guard let file = engine.download else { return }
+        engine.download = nil
+        file.pending.whenComplete { _ in
+            try? file.handle.close()
+            try? FileManager.default.removeItem(atPath: file.path)
         }
     }
 
@@ -88,7 +106,8 @@ extension SessionTask {
             state.countOfBytesSent = mine.countOfBytesSent
             state.countOfBytesExpectedToSend = mine.countOfBytesExpectedToSend
             state.priority = mine.priority
-            _ = state.lifecycle.resume()
+            // Same state as the data task: a suspended data task becomes a suspended download.
+            state.lifecycle = mine.lifecycle
         }
         engine.exchange?.retarget(to: download)
         engine.idleTimer?.cancel()
@@ -105,6 +124,6 @@ extension SessionTask {
         download.restartIdleTimer()
         download.startDownloadFile()
         download.releaseHeld()
-        if !download.isDone { download.setReadDemand(true) }
+        if !download.isDone, !download.engine.isSuspended { download.setReadDemand(true) }
     }
 }

@@ -8,6 +8,10 @@ import TollgateHTTP
 /// Starting a task: the delay, the cache, the body, the connection, the request.
 extension SessionTask {
     func start() {
+        if let stream = self as? StreamTask {
+            stream.startStream()
+            return
+        }
         engine.startDate = Date()
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
         startResourceTimer()
@@ -111,7 +115,7 @@ extension SessionTask {
                 return
             }
             setExpectedToSend(size)
-            then(.file(path: path, fileIO: session.fileIO))
+            then(.file(path: path, size: size, fileIO: session.fileIO))
         case .stream:
             let generation = engine.generation
             ask(

@@ -33,6 +33,12 @@ extension SessionTask {
             engine.redirect = redirect
             return
         }
+        acceptBody(buffer)
+    }
+
+    /// Counts a piece of the task's response body and delivers it, or holds it while the task is
+    /// suspended or waiting for the delegate.
+    func acceptBody(_ buffer: ByteBuffer) {
         observed.withLockedValue { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
         if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
             engine.held.append(buffer)
@@ -43,6 +49,15 @@ extension SessionTask {
 
     func responseEnded(reusable: Bool) {
         engine.transaction.responseEndDate = Date()
+        if response?.status == 101 {
+            // The connection stays with the task until its delegate decides (become a stream or not).
+            if engine.awaitingResponseDecision || engine.isSuspended {
+                engine.endHeld = true
+            } else {
+                finishSuccessfully()
+            }
+            return
+        }
         if case .exchanging(let connection) = engine.phase {
             session.pool.release(connection, reusable: reusable)
             engine.phase = .idle
@@ -115,6 +130,8 @@ extension SessionTask {
             return
         }
         engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest, countsAsRedirect: true)
+        // The redirect's body is held (small) or dropped; read no more of it until the delegate answers.
+        setReadDemand(false)
         let generation = engine.generation
         ask(
             taskDelegates,
@@ -124,12 +141,10 @@ extension SessionTask {
             isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
         ) { [self] decision in
             guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
+            setReadDemand(true)
             switch decision?.base {
             case .deliverRedirectResponse:
-                engine.redirect = nil
-                deliverResponse(redirect.head)
-                for piece in redirect.body { responseBodyReceived(piece) }
-                if redirect.ended { responseEnded(reusable: false) }
+                deliverPendingAsResponse(redirect)
             case .follow(let request):
                 redirect.follow = request
                 redirect.body = []
@@ -151,6 +166,20 @@ extension SessionTask {
         beginLoading(request)
     }
 
+    /// A held redirect or 401 becomes the task's response after all (not followed, not answered).
+    func deliverPendingAsResponse(_ pending: TaskEngine.PendingRedirect) {
+        engine.redirect = nil
+        deliverResponse(pending.head)
+        for piece in pending.body { acceptBody(piece) }
+        if pending.ended {
+            if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
+                engine.endHeld = true
+            } else {
+                finishSuccessfully()
+            }
+        }
+    }
+
     // MARK: delivery
 
     /// Hands the response head to the delegate and waits for its disposition before delivering body.
@@ -160,7 +189,8 @@ extension SessionTask {
             $0.countOfBytesExpectedToReceive = head.contentLength ?? -1
         }
         engine.responseDelivered = true
-        if engine.completionHandler != nil || wantsBodyForCache(head) {
+        engine.keepsBodyForCache = wantsBodyForCache(head)
+        if engine.completionHandler != nil || engine.keepsBodyForCache {
             engine.wholeBody = ByteBuffer()
         }
         if self is DownloadTask {
@@ -183,6 +213,8 @@ extension SessionTask {
                 cancel()
             case .becomeDownload:
                 becomeDownload()
+            case .becomeStream:
+                becomeStream()
             case .allow, .notImplemented, .none:
                 releaseHeld()
                 if !engine.isSuspended { setReadDemand(true) }
@@ -212,6 +244,12 @@ extension SessionTask {
         }
         if engine.wholeBody != nil {
             engine.wholeBody!.writeImmutableBuffer(buffer)
+            if engine.keepsBodyForCache, let limit = session.configuration.responseCache?.maximumEntrySize,
+                engine.wholeBody!.readableBytes > limit
+            {
+                engine.keepsBodyForCache = false
+                if engine.completionHandler == nil { engine.wholeBody = nil }
+            }
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
@@ -225,6 +263,7 @@ extension SessionTask {
 
     /// Closes the running exchange's connection (it cannot be reused mid-response).
     func abandonExchange() {
+        (self as? StreamTask)?.closeStream()
         switch engine.phase {
         case .exchanging(let connection):
             engine.generation += 1

@@ -29,6 +29,9 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// High priority (0.75).
     public static let highPriority: Float = 0.75
 
+    /// How many credentials a task tries for one protection space before it gives the 401 back.
+    static let maximumAuthenticationAttempts = 5
+
     /// Unique among the tasks of its session.
     public let taskIdentifier: Int
     /// The request the task was created with.
@@ -140,13 +143,29 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         onLoop { self.run(action) }
     }
 
+    /// Runs a lifecycle action on the event loop. Actions are decided under the lock by the
+    /// calling thread but run later, so calls from two threads can arrive out of order: start
+    /// does nothing once the task ended, and suspension follows the state as it is *now*.
     func run(_ action: TaskLifecycle.Action) {
         switch action {
-        case .start: start()
-        case .unpause: unpause()
-        case .pause: pause()
-        case .cancel: cancelWork()
-        case .complete, .none: break
+        case .start:
+            if !isDone { start() }
+        case .unpause, .pause:
+            syncSuspension()
+        case .cancel:
+            cancelWork()
+        case .complete, .none:
+            break
+        }
+    }
+
+    /// Pauses or unpauses the work so that it matches the lifecycle state.
+    func syncSuspension() {
+        guard !isDone else { return }
+        switch observed.withLockedValue({ $0.lifecycle.state }) {
+        case .suspended(started: true) where !engine.isSuspended: pause()
+        case .running where engine.isSuspended: unpause()
+        default: break
         }
     }
 

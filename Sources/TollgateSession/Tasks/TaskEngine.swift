@@ -53,7 +53,8 @@ struct TaskEngine {
     var heldFailure: SessionError?
     /// The body kept whole: for completion handlers and the cache.
     var wholeBody: ByteBuffer?
-    var bodyLimitForCache = 0
+    /// The whole body is being kept to offer it to the cache (until it grows past the cache's limit).
+    var keepsBodyForCache = false
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
 
     var idleTimer: Scheduled<Void>?

@@ -25,7 +25,7 @@ struct TaskLifecycle: Sendable {
         case none
     }
 
-    private(set) var state: State = .suspended(started: false)
+    var state: State = .suspended(started: false)
 
     mutating func resume() -> Action {
         switch state {

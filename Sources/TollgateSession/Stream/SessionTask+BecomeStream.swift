@@ -1,0 +1,43 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import TollgateHTTP
+
+extension SessionTask {
+    /// Hands an upgraded connection (after a 101) to a new stream task; this data task ends silently.
+    func becomeStream() {
+        guard let dataTask = self as? DataTask, response?.status == 101, case .exchanging(let connection) = engine.phase else {
+            fail(SessionError(.badServerResponse, engine.request?.url, "only a 101 (Switching Protocols) response can become a stream"))
+            return
+        }
+        session.pool.detach(connection)
+        let stream = session.adoptStream(from: self)
+        stream.observed.withLockedValue { state in
+            state.currentRequest = currentRequest
+            state.response = response
+            _ = state.lifecycle.resume()
+        }
+        stream.engine.startDate = Date()
+        stream.engine.transactions = engine.transactions
+        engine.idleTimer?.cancel()
+        engine.resourceTimer?.cancel()
+        engine = TaskEngine()
+        engine.phase = .done
+        _ = observed.withLockedValue { $0.lifecycle.finished() }
+        session.taskDidComplete(self)
+
+        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: stream) }
+        connection.onLoop {
+            let handler = try? connection.handler.convertToStream()
+            stream.onLoop {
+                if let handler {
+                    stream.adopt(channel: connection.channel, handler: handler)
+                } else {
+                    connection.channel.close(promise: nil)
+                    stream.fail(SessionError(.networkConnectionLost, nil, "the upgraded connection is gone"))
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,103 @@
+import NIOCore
+
+/// The byte pipe under a stream task: buffers what arrives, hands it out to reads as asked,
+/// and reads from the socket only while a read is waiting for more (back-pressure).
+final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    struct PendingRead {
+        var minLength: Int
+        var maxLength: Int
+        var promise: EventLoopPromise<(ByteBuffer?, Bool)>
+    }
+
+    private var buffer = ByteBuffer()
+    private var reads: [PendingRead] = []
+    private var inputClosed = false
+    private var context: ChannelHandlerContext?
+    private var readInFlight = false
+    /// Called when the peer closed its side (EOF): `readClosed`.
+    var onInputClosed: (@Sendable () -> Void)?
+    /// Called once when the connection is gone.
+    var onInactive: (@Sendable () -> Void)?
+
+    func handlerAdded(context: ChannelHandlerContext) { self.context = context }
+
+    /// Takes over bytes that arrived before this handler (leftovers after an upgrade).
+    func prepend(_ bytes: ByteBuffer) {
+        var bytes = bytes
+        buffer.writeBuffer(&bytes)
+    }
+
+    /// Withdraws a read that has not been served (its timeout fired); its promise fails with `error`.
+    func cancelRead(_ promise: EventLoopPromise<(ByteBuffer?, Bool)>, error: any Error) {
+        guard let index = reads.firstIndex(where: { $0.promise.futureResult === promise.futureResult }) else { return }
+        reads.remove(at: index)
+        promise.fail(error)
+    }
+
+    /// Reads between `minLength` and `maxLength` bytes; fewer only at EOF (`atEOF` true).
+    func read(minLength: Int, maxLength: Int, promise: EventLoopPromise<(ByteBuffer?, Bool)>) {
+        reads.append(PendingRead(minLength: max(0, minLength), maxLength: max(1, maxLength), promise: promise))
+        serveReads()
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        var bytes = unwrapInboundIn(data)
+        buffer.writeBuffer(&bytes)
+    }
+
+    func channelReadComplete(context: ChannelHandlerContext) {
+        readInFlight = false
+        serveReads()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event {
+            inputClosed = true
+            serveReads()
+            onInputClosed?()
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        inputClosed = true
+        serveReads()
+        onInactive?()
+        onInactive = nil
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        let pending = reads
+        reads = []
+        for read in pending { read.promise.fail(error) }
+        context.close(promise: nil)
+    }
+
+    private func serveReads() {
+        while let first = reads.first {
+            if buffer.readableBytes >= max(1, first.minLength) || (inputClosed && buffer.readableBytes > 0) {
+                reads.removeFirst()
+                let count = min(first.maxLength, buffer.readableBytes)
+                let slice = buffer.readSlice(length: count)
+                buffer.discardReadBytes()
+                first.promise.succeed((slice, inputClosed && buffer.readableBytes == 0))
+            } else if inputClosed {
+                reads.removeFirst()
+                first.promise.succeed((nil, true))
+            } else if first.minLength == 0 {
+                reads.removeFirst()
+                first.promise.succeed((nil, false))
+            } else {
+                break
+            }
+        }
+        if !reads.isEmpty, !inputClosed, !readInFlight, let context, context.channel.isActive {
+            readInFlight = true
+            context.read()
+        }
+    }
+}

@@ -1,0 +1,134 @@
+import Foundation
+public import NIOCore
+import NIOPosix
+
+/// A task that gives its owner a TCP connection as a byte stream (`URLSessionStreamTask`):
+/// reads and writes with completion handlers, and half-close with ``closeRead()`` and
+/// ``closeWrite()``. The proxy carries CONNECT tunnels and upgraded connections on these.
+///
+/// It connects on `resume()`; reads and writes made before that wait for the connection.
+public final class StreamTask: SessionTask, @unchecked Sendable {
+    /// The host and port it connects to (nil for a stream task made from an upgraded data task).
+    public let hostName: String?
+    /// The port.
+    public let port: Int?
+
+    /// Touched only on the event loop.
+    var channel: (any Channel)?
+    var streamHandler: StreamConnectionHandler?
+    var waitingForChannel: [@Sendable () -> Void] = []
+    var readClosedReported = false
+    var writeClosed = false
+
+    init(session: Session, identifier: Int, host: String?, port: Int?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
+        self.hostName = host
+        self.port = port
+        super.init(session: session, identifier: identifier, request: nil, eventLoop: eventLoop, delegate: delegate)
+    }
+
+    /// Reads at least `minLength` and at most `maxLength` bytes. The handler gets the bytes (nil
+    /// when none), whether the peer closed its side (EOF), and an error. Fewer than `minLength`
+    /// bytes arrive only at EOF. A `timeout` of zero waits forever.
+    public func readData(
+        ofMinLength minLength: Int,
+        maxLength: Int,
+        timeout: Duration,
+        completionHandler: @escaping @Sendable (ByteBuffer?, Bool, SessionError?) -> Void
+    ) {
+        whenConnected { [self] in
+            guard let handler = streamHandler else {
+                completionHandler(nil, true, error ?? SessionError(.networkConnectionLost, nil, "the stream is closed"))
+                return
+            }
+            let promise = eventLoop.makePromise(of: (ByteBuffer?, Bool).self)
+            let timer: Scheduled<Void>? = timeout > .zero
+                ? eventLoop.scheduleTask(in: TimeAmount(timeout)) {
+                    handler.cancelRead(promise, error: SessionError(.timedOut, nil, "no data within \(timeout)"))
+                }
+                : nil
+            handler.read(minLength: minLength, maxLength: maxLength, promise: promise)
+            promise.futureResult.whenComplete { result in
+                timer?.cancel()
+                switch result {
+                case .success(let (bytes, eof)): completionHandler(bytes, eof, nil)
+                case .failure(let error):
+                    completionHandler(nil, false, error as? SessionError ?? SessionError(.networkConnectionLost, nil, "\(error)"))
+                }
+            }
+        }
+    }
+
+    /// Writes `data`; the handler runs once the bytes were handed to the kernel (or failed).
+    public func write(_ data: ByteBuffer, timeout: Duration, completionHandler: @escaping @Sendable (SessionError?) -> Void) {
+        whenConnected { [self] in
+            guard let channel, !writeClosed else {
+                completionHandler(SessionError(.networkConnectionLost, nil, "the stream's write side is closed"))
+                return
+            }
+            let timer: Scheduled<Void>? = timeout > .zero
+                ? eventLoop.scheduleTask(in: TimeAmount(timeout)) { channel.close(promise: nil) }
+                : nil
+            channel.writeAndFlush(data).whenComplete { result in
+                timer?.cancel()
+                switch result {
+                case .success: completionHandler(nil)
+                case .failure(let error): completionHandler(SessionError(.networkConnectionLost, nil, "\(error)"))
+                }
+            }
+        }
+    }
+
+    /// Stops reading: the peer's further bytes are discarded (shutdown of the socket's read side).
+    public func closeRead() {
+        whenConnected { [self] in
+            channel?.close(mode: .input, promise: nil)
+            reportReadClosed()
+            finishIfBothClosed()
+        }
+    }
+
+    /// Sends EOF to the peer (shutdown of the socket's write side); reads go on.
+    public func closeWrite() {
+        whenConnected { [self] in
+            guard let channel, !writeClosed else { return }
+            writeClosed = true
+            channel.close(mode: .output).whenComplete { [self] _ in
+                let receivers = taskDelegates.compactMap { $0 as? any StreamTaskDelegate }
+                DelegateDispatch.notify(receivers) { $0.streamTask(self, writeClosedFor: ()) }
+                finishIfBothClosed()
+            }
+        }
+    }
+
+    func reportReadClosed() {
+        guard !readClosedReported else { return }
+        readClosedReported = true
+        let receivers = taskDelegates.compactMap { $0 as? any StreamTaskDelegate }
+        DelegateDispatch.notify(receivers) { $0.streamTask(self, readClosedFor: ()) }
+    }
+
+    func finishIfBothClosed() {
+        if readClosedReported && writeClosed {
+            channel?.close(promise: nil)
+        }
+    }
+
+    private func whenConnected(_ body: @escaping @Sendable () -> Void) {
+        onLoop { [self] in
+            if channel != nil || isDone { body() } else { waitingForChannel.append(body) }
+        }
+    }
+}
+
+/// Stream-task messages, in the model of `URLSessionStreamDelegate`.
+public protocol StreamTaskDelegate: TaskDelegate {
+    /// The peer closed its side: reads return what is buffered, then EOF.
+    func streamTask(_ task: StreamTask, readClosedFor: Void)
+    /// The write side is closed (after ``StreamTask/closeWrite()``).
+    func streamTask(_ task: StreamTask, writeClosedFor: Void)
+}
+
+extension StreamTaskDelegate {
+    public func streamTask(_ task: StreamTask, readClosedFor: Void) { DelegateDispatch.markNotImplemented() }
+    public func streamTask(_ task: StreamTask, writeClosedFor: Void) { DelegateDispatch.markNotImplemented() }
+}
