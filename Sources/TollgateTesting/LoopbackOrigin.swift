@@ -85,7 +85,7 @@ public final class LoopbackOrigin: Sendable {
 }
 
 /// Parses requests on one origin connection and hands each to the script.
-private final class OriginConnectionScriptHandler: ChannelInboundHandler, @unchecked Sendable {
+final class OriginConnectionScriptHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
 
     private let connectionNumber: Int
@@ -93,6 +93,8 @@ private final class OriginConnectionScriptHandler: ChannelInboundHandler, @unche
     private let script: LoopbackOrigin.Script
     private var parser = OriginRequestParser()
     private var count = 0
+    /// After an upgrade: every byte is echoed back instead of parsed as HTTP.
+    var echoesRawBytes = false
 
     init(connectionNumber: Int, state: NIOLockedValueBox<LoopbackOrigin.State>, script: @escaping LoopbackOrigin.Script) {
         self.connectionNumber = connectionNumber
@@ -101,6 +103,10 @@ private final class OriginConnectionScriptHandler: ChannelInboundHandler, @unche
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if echoesRawBytes {
+            context.writeAndFlush(data, promise: nil)
+            return
+        }
         parser.feed(unwrapInboundIn(data))
         while true {
             switch parser.next() {

@@ -69,6 +69,13 @@ public struct OriginResponder: Sendable {
     /// Ends a chunked body.
     public func endChunked() { write("0\r\n\r\n") }
 
+    /// From now on the connection echoes raw bytes (a stand-in for a WebSocket after its 101).
+    public func echoRawBytes() {
+        if let handler = try? channel.pipeline.syncOperations.handler(type: OriginConnectionScriptHandler.self) {
+            handler.echoesRawBytes = true
+        }
+    }
+
     /// Closes the connection.
     public func close() { channel.close(promise: nil) }
 

@@ -1,5 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
+import TollgateHTTP
 import Testing
 @testable import TollgateSession
 import TollgateTesting
@@ -86,5 +87,45 @@ struct SessionStreamTaskTests {
         try await eventually("complete") { !recorder.events.withLockedValue { $0 }.isEmpty }
         #expect(recorder.events.withLockedValue { $0 } == ["complete cannotConnectToHost"])
         await #expect(throws: SessionError.self) { _ = try await task.read() }
+    }
+}
+
+/// Answers becomeStream to a 101 and keeps the stream task it gets.
+final class UpgradeRecorder: SessionDelegate, DataTaskDelegate, @unchecked Sendable {
+    let stream = NIOLockedValueBox<StreamTask?>(nil)
+    func dataTask(_ task: DataTask, didReceive response: HTTPResponseHead, completionHandler: @escaping @Sendable (ResponseDisposition) -> Void) {
+        completionHandler(response.status == 101 ? .becomeStream : .allow)
+    }
+    func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {
+        stream.withLockedValue { $0 = streamTask }
+    }
+}
+
+@Suite("Upgrades", .timeLimit(.minutes(1)))
+struct SessionUpgradeTests {
+    @Test("A 101 answered with becomeStream gives a stream task on the same connection, bytes both ways")
+    func upgradeBecomesStream() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.echoRawBytes()
+            respond.write("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\r\nearly")
+        }
+        defer { origin.stop() }
+        let recorder = UpgradeRecorder()
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        let request = Request(url: origin.url("/ws"), headerFields: ["Connection": "Upgrade", "Upgrade": "websocket"])
+        let task = try session.dataTask(with: request)
+        task.resume()
+        try await eventually("stream") { recorder.stream.withLockedValue { $0 } != nil }
+        let stream = try #require(recorder.stream.withLockedValue { $0 })
+        #expect(stream.response?.status == 101)
+        // Bytes the server sent right behind the 101 are not lost.
+        let (early, _) = try await stream.read(min: 5)
+        #expect(early == "early")
+        try await stream.write("ping")
+        let (echo, _) = try await stream.read(min: 4)
+        #expect(echo == "ping")
+        #expect(task.state == .completed)
+        #expect(origin.connectionCount == 1)
+        stream.cancel()
     }
 }

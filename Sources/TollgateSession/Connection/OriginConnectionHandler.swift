@@ -8,7 +8,7 @@ import NIOPosix
 /// (``setReadDemand(_:)``), which is how a suspended task stops reading from the socket.
 /// Between exchanges it keeps one read pending so a server's close is noticed at once and the
 /// connection is never handed to a new request after the server dropped it.
-final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
+final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTPClientResponsePart
     typealias OutboundIn = Never
     typealias OutboundOut = HTTPClientRequestPart
@@ -103,9 +103,11 @@ final class OriginConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         try pipeline.addHandler(stream)
         let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
         let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
+        // This handler leaves first: the decoder forwards the bytes that followed the 101 as it is
+        // removed, and they must reach the stream handler, not this one.
+        pipeline.removeHandler(context: context, promise: nil)
         pipeline.removeHandler(encoder, promise: nil)
         pipeline.removeHandler(decoder, promise: nil)
-        pipeline.removeHandler(context: context, promise: nil)
         context.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
         return stream
     }

@@ -10,6 +10,11 @@ extension SessionTask {
             fail(SessionError(.badServerResponse, engine.request?.url, "only a 101 (Switching Protocols) response can become a stream"))
             return
         }
+        // The HTTP handlers can only leave the pipeline once the 101 has fully ended.
+        guard engine.upgradeEnded else {
+            engine.becomeStreamPending = true
+            return
+        }
         session.pool.detach(connection)
         let stream = session.adoptStream(from: self)
         stream.observed.withLockedValue { state in

@@ -51,7 +51,10 @@ extension SessionTask {
         engine.transaction.responseEndDate = Date()
         if response?.status == 101 {
             // The connection stays with the task until its delegate decides (become a stream or not).
-            if engine.awaitingResponseDecision || engine.isSuspended {
+            engine.upgradeEnded = true
+            if engine.becomeStreamPending {
+                becomeStream()
+            } else if engine.awaitingResponseDecision || engine.isSuspended {
                 engine.endHeld = true
             } else {
                 finishSuccessfully()

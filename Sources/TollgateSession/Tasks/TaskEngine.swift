@@ -68,6 +68,10 @@ struct TaskEngine {
     var isSuspended = false
     /// The running exchange's event forwarder.
     var exchange: TaskExchange?
+    /// A 101's end arrived: the connection can now be handed to a stream task.
+    var upgradeEnded = false
+    /// The delegate answered becomeStream before the 101's end arrived.
+    var becomeStreamPending = false
     /// Where a download task writes the body.
     var download: DownloadFile?
     /// Credentials that failed per protection space (`previousFailureCount`).
