@@ -7,7 +7,9 @@ public enum ConfigValueParsers {
         for (suffix, milliseconds) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)
             // "ms" also ends in "s": only accept a plain number before the suffix.
-            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(number) else { continue }
+            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(number) else {
+                continue
+            }
             let (product, overflow) = value.multipliedReportingOverflow(by: milliseconds)
             guard !overflow else { return nil }
             return .milliseconds(product)
@@ -17,10 +19,14 @@ public enum ConfigValueParsers {
 
     /// A size in bytes, or nil. Binary units (KiB, MiB, GiB, TiB) and a bare byte count are accepted.
     public static func size(_ text: String) -> Int64? {
-        let units: [(String, Int64)] = [("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("B", 1), ("", 1)]
+        let units: [(String, Int64)] = [
+            ("KiB", 1 << 10), ("MiB", 1 << 20), ("GiB", 1 << 30), ("TiB", 1 << 40), ("B", 1), ("", 1),
+        ]
         for (suffix, factor) in units where text.hasSuffix(suffix) {
             let number = text.dropLast(suffix.count)
-            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(number) else { continue }
+            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(number) else {
+                continue
+            }
             let (product, overflow) = value.multipliedReportingOverflow(by: factor)
             return overflow ? nil : product
         }

@@ -1,0 +1,96 @@
+public import Foundation
+import TollgateCache
+public import TollgateHTTP
+import TollgateSession
+import TollgateTLS
+
+extension PolicyDecisions {
+    /// Header fields whose values are never printed.
+    static let secretHeaderWords = ["authorization", "cookie", "token", "secret", "key", "password", "session"]
+
+    /// What the policy decides for `url`, one `item: value` per line, for `tollgate explain`.
+    ///
+    /// Lines, in order: `url`, `rule`, `session`, `deny`, `cache`, `cache-key`, `trust`,
+    /// `client-identity`, `redirects`, `upstream-proxy`, `headers`, `credentials` (one line each),
+    /// `intercept`. Passwords never appear (only their source), and header values whose name
+    /// suggests a secret (Authorization, Cookie, …token…, …key…) are shown as `(hidden)`.
+    public func explain(_ url: HTTPURL, now: Date = Date()) -> String {
+        let decision = decide(for: url, now: now)
+        var lines: [String] = ["url: \(url)"]
+
+        if let rule = decision.rule {
+            var text = "hosts[\(rule.index)] \"\(rule.firstPattern)\""
+            if rule.matchedPattern != rule.firstPattern { text += " (by its pattern \"\(rule.matchedPattern)\")" }
+            if let line = rule.line { text += ", line \(line)" }
+            lines.append("rule: \(text)")
+        } else {
+            lines.append("rule: none matches; defaults apply")
+        }
+        let session = decision.session
+        lines.append(
+            "session: \(decision.sessionName) (configuration \(session.configuration), "
+                + "cache-policy \(session.cachePolicy.rawValue), cookies \(session.cookies))"
+        )
+        lines.append("deny: \(decision.deny ? "yes, requests are refused (host-denied)" : "no")")
+
+        switch decision.cacheStore {
+        case .doNotStore: lines.append("cache: store deny (nothing from this host is stored)")
+        case .store(let ttl?): lines.append("cache: store allow, force-ttl \(PolicyDecisions.format(ttl))")
+        case .store(nil): lines.append("cache: store allow (as the HTTP caching rules allow)")
+        }
+        let key = decision.cache.key
+        if key.isIdentity {
+            lines.append("cache-key: the full URL")
+        } else {
+            var parts: [String] = []
+            if key.ignoreQuery { parts.append("ignore-query") }
+            if !key.dropQuery.isEmpty { parts.append("drop-query [\(key.dropQuery.joined(separator: ", "))]") }
+            if key.sortQuery { parts.append("sort-query") }
+            lines.append("cache-key: \(parts.joined(separator: ", ")) -> \(key.normalize(url))")
+        }
+
+        let trust = decision.trust
+        var trustText = trust.insecure ? "INSECURE, no certificate verification" : "roots \(trust.roots)"
+        if trust.pins.isEmpty {
+            trustText += ", no pins"
+        } else {
+            trustText += ", pins [\(trust.pins.map(\.description).joined(separator: ", "))] \(trust.pinMode)"
+            if trust.pinsExpired { trustText += " (pins expired: report only)" }
+        }
+        lines.append("trust: \(trustText)")
+        if let identity = decision.clientIdentity {
+            lines.append("client-identity: certificate \(identity.certificate), key \(identity.key)")
+        } else {
+            lines.append("client-identity: none")
+        }
+        lines.append("redirects: \(decision.redirects)")
+        lines.append("upstream-proxy: \(decision.upstreamProxy.map { "\($0.host):\($0.port)" } ?? "none (direct)")")
+        if decision.additionalHeaders.isEmpty {
+            lines.append("headers: none added")
+        } else {
+            let shown = decision.additionalHeaders.map { field in
+                let lower = field.name.lowercased()
+                let secret = PolicyDecisions.secretHeaderWords.contains { lower.contains($0) }
+                return "\(field.name): \(secret ? "(hidden)" : field.value)"
+            }
+            lines.append("headers: \(shown.joined(separator: "; "))")
+        }
+        if decision.credentials.isEmpty {
+            lines.append("credentials: none")
+        } else {
+            lines += decision.credentials.map { "credentials: \($0)" }
+        }
+        lines.append("intercept: \(decision.intercept ? "yes" : "no")")
+        return lines.joined(separator: "\n")
+    }
+
+    /// A duration in the file's own units: `10m`, `90s`, `500ms`.
+    static func format(_ duration: Duration) -> String {
+        let milliseconds = duration.components.seconds * 1000 + duration.components.attoseconds / 1_000_000_000_000_000
+        for (unit, size) in [("d", Int64(86_400_000)), ("h", 3_600_000), ("m", 60_000), ("s", 1000)]
+        where milliseconds >= size && milliseconds % size == 0 {
+            return "\(milliseconds / size)\(unit)"
+        }
+        return "\(milliseconds)ms"
+    }
+}

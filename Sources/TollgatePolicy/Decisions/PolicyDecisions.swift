@@ -1,0 +1,98 @@
+public import Foundation
+public import TollgateHTTP
+
+/// The policy engine's decisions as pure functions of a configuration: which rule and session
+/// a request gets, and the answers the policy delegate gives the session for it (cache or not,
+/// follow redirects or not, trust, credentials, added headers, parent proxy, deny).
+///
+/// No I/O and no clock of its own: time-dependent answers (pin expiry) take `now`. The session
+/// delegate of the proxy calls these; `tollgate explain` prints them (``explain(_:now:)``).
+public struct PolicyDecisions: Sendable {
+    /// The configuration decided from.
+    public let configuration: PolicyConfiguration
+    /// The host rules' matcher.
+    public let matcher: HostRuleMatcher
+
+    /// Decisions from `configuration`.
+    public init(configuration: PolicyConfiguration) {
+        self.configuration = configuration
+        self.matcher = HostRuleMatcher(rules: configuration.hosts)
+    }
+
+    /// Everything decided for a request to `url`.
+    public func decide(for url: HTTPURL, now: Date = Date()) -> PolicyDecision {
+        decide(host: url.host, port: url.effectivePort, now: now)
+    }
+
+    /// Everything decided for `host` on `port` (a CONNECT target has no URL).
+    public func decide(host: String, port: Int, now: Date = Date()) -> PolicyDecision {
+        let match = matcher.firstMatch(host: host, port: port)
+        let rule = match?.rule ?? HostRule(patterns: [])
+        // A rule naming an undeclared session does not load; this fallback only serves models built in code.
+        let sessionName = configuration.session(named: rule.session) == nil ? SessionSettings.defaultName : rule.session
+        let session = configuration.session(named: sessionName) ?? SessionSettings()
+        let pinMode = rule.trust.effectivePinMode(at: now)
+        return PolicyDecision(
+            rule: match.map {
+                PolicyDecision.MatchedRule(
+                    index: $0.index,
+                    firstPattern: $0.rule.patterns.first ?? $0.pattern,
+                    matchedPattern: $0.pattern,
+                    line: $0.rule.sourceLine
+                )
+            },
+            sessionName: sessionName,
+            session: session,
+            deny: rule.trust.deny,
+            cache: rule.cache,
+            redirects: session.redirects,
+            additionalHeaders: session.headers,
+            upstreamProxy: session.upstreamProxy,
+            trust: PolicyDecision.TrustSummary(
+                roots: rule.trust.roots,
+                pins: rule.trust.pins,
+                pinMode: pinMode,
+                pinsExpired: !rule.trust.pins.isEmpty && pinMode != rule.trust.pinMode,
+                insecure: rule.trust.insecure
+            ),
+            clientIdentity: rule.clientIdentity,
+            credentials: rule.credentials.map {
+                PolicyDecision.CredentialSummary(
+                    realm: $0.realm,
+                    user: $0.user,
+                    source: $0.password,
+                    persistence: $0.persistence
+                )
+            },
+            intercept: rule.intercept
+        )
+    }
+
+    /// The `willCacheResponse` answer for a response to `url` that the HTTP caching rules allow.
+    public func cacheStoreDecision(for url: HTTPURL) -> CacheStoreDecision {
+        decide(for: url).cacheStore
+    }
+
+    /// The URL a response to `url` is cached under (the rule's `cache.key` normalization).
+    public func cacheKeyURL(for url: HTTPURL) -> HTTPURL {
+        matcher.firstMatch(for: url)?.rule.cache.key.normalize(url) ?? url
+    }
+
+    /// Whether the session follows a redirect from `original` (the request's URL, whose rule and
+    /// session decide) to `location`.
+    ///
+    /// `follow-same-host` follows when the host is the same (any port) and the scheme does not go
+    /// from https to http; anything else is passed to the client.
+    public func redirectAction(from original: HTTPURL, to location: HTTPURL) -> RedirectAction {
+        switch decide(for: original).redirects {
+        case .pass:
+            return .pass
+        case .follow:
+            return .follow
+        case .followSameHost:
+            let sameHost = HostPattern.normalizedHost(original.host) == HostPattern.normalizedHost(location.host)
+            let downgrade = original.isSecure && !location.isSecure
+            return sameHost && !downgrade ? .follow : .pass
+        }
+    }
+}

@@ -1,0 +1,243 @@
+import Foundation
+import TollgateTLS
+
+extension HostRule {
+    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept"]
+
+    /// Reads one entry of `hosts`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `match` | host pattern, or a list of them | required |
+    /// | `session` | a session name | `default` |
+    /// | `trust` | mapping (``Trust``) | system roots, no pins |
+    /// | `client-identity` | `{ certificate: PATH, key: PATH }` | none |
+    /// | `credentials` | list of credentials | none |
+    /// | `cache` | mapping (``CacheOverride``) | store allowed, key unchanged |
+    /// | `intercept` | boolean | `false` |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
+        var patterns: [HostPattern] = []
+        if let matchNode = entry.required("match"),
+            let items = matchNode.scalarOrList("a host pattern or a list of them")
+        {
+            for item in items {
+                guard let text = item.nonEmptyString("a host pattern") else { continue }
+                do { patterns.append(try HostPattern(text)) } catch { item.report(error.description) }
+            }
+            if items.isEmpty { matchNode.report("list at least one host pattern") }
+        }
+        self.init(patterns: patterns)
+        sourceLine = node.line
+        if let sessionNode = entry["session"], let name = sessionNode.nonEmptyString("a session name") {
+            session = name
+            node.context.sessionReferences.append((name, sessionNode.line, sessionNode.path))
+        }
+        if let trustNode = entry["trust"] { trust = Trust(node: trustNode) }
+        if let identityNode = entry["client-identity"] { clientIdentity = ClientIdentity(node: identityNode) }
+        if let items = entry["credentials"]?.list("a list of credentials") {
+            credentials = items.compactMap(Credential.init(node:))
+        }
+        if let cacheNode = entry["cache"] { cache = CacheOverride(node: cacheNode) }
+        if let value = entry["intercept"]?.bool() { intercept = value }
+        guard !patterns.isEmpty else { return nil }
+    }
+}
+
+extension HostRule.Trust {
+    static let keys = ["roots", "pins", "pin-mode", "pins-expire", "insecure", "deny"]
+
+    /// Reads a rule's `trust`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `roots` | `system`, a PEM bundle path, or a list of both | `system` |
+    /// | `pins` | list of `sha256/BASE64` | none |
+    /// | `pin-mode` | `enforce` \| `report` | `enforce` |
+    /// | `pins-expire` | date `YYYY-MM-DD` (UTC) or RFC 3339 time | none |
+    /// | `insecure` | boolean | `false` |
+    /// | `deny` | boolean | `false` |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: HostRule.Trust.keys) else { return }
+        if let rootsNode = entry["roots"], let items = rootsNode.scalarOrList("system, a PEM file, or a list of both") {
+            var roots = Roots(includesSystem: false)
+            for item in items {
+                guard let text = item.nonEmptyString("system or a PEM file path") else { continue }
+                if text == "system" {
+                    roots.includesSystem = true
+                } else if let path = item.readableFile() {
+                    roots.bundles.append(path)
+                }
+            }
+            if items.isEmpty { rootsNode.report("list system, a PEM file, or both") }
+            self.roots = roots
+        }
+        if let items = entry["pins"]?.scalarOrList("a list of sha256/BASE64 pins") {
+            for item in items {
+                guard let text = item.nonEmptyString("a pin sha256/BASE64") else { continue }
+                do {
+                    pins.append(try SPKIPin(text))
+                } catch let error as SPKIPin.ParseError {
+                    item.report(error.message)
+                } catch {
+                    item.report("\(error)")
+                }
+            }
+        }
+        if let mode = entry["pin-mode"]?.choice(PinMode.self) { pinMode = mode }
+        if let expireNode = entry["pins-expire"], let text = expireNode.nonEmptyString("a date YYYY-MM-DD") {
+            if let date = HostRule.Trust.parseDate(text) {
+                pinsExpire = date
+                if pins.isEmpty { expireNode.report("pins-expire without pins has nothing to expire") }
+            } else {
+                expireNode.report(
+                    "bad date \"\(text)\"; expected YYYY-MM-DD or an RFC 3339 time such as 2026-01-31T12:00:00Z"
+                )
+            }
+        }
+        if let value = entry["insecure"]?.bool() { insecure = value }
+        if let value = entry["deny"]?.bool() { deny = value }
+    }
+
+    /// `YYYY-MM-DD` (midnight UTC) or an RFC 3339 date-time.
+    static func parseDate(_ text: String) -> Date? {
+        let formatter = ISO8601DateFormatter()
+        formatter.timeZone = TimeZone(identifier: "UTC")
+        if text.count == 10 {
+            formatter.formatOptions = [.withFullDate, .withDashSeparatorInDate]
+        } else {
+            formatter.formatOptions = [.withInternetDateTime]
+        }
+        guard let date = formatter.date(from: text) else {
+            if text.count != 10 {
+                formatter.formatOptions = [.withInternetDateTime, .withFractionalSeconds]
+                return formatter.date(from: text)
+            }
+            return nil
+        }
+        return date
+    }
+}
+
+extension HostRule.ClientIdentity {
+    /// Reads a rule's `client-identity`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `certificate` | PEM file path | required |
+    /// | `key` | PEM file path | required |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["certificate", "key"]) else { return nil }
+        let certificate = entry.required("certificate")?.readableFile()
+        let key = entry.required("key")?.readableFile()
+        guard let certificate, let key else { return nil }
+        self.init(certificate: certificate, key: key)
+    }
+}
+
+extension HostRule.Credential {
+    /// Reads one entry of a rule's `credentials`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `realm` | string | none: any realm of the host |
+    /// | `user` | string | required |
+    /// | `password-env` | environment variable name | one of `password-env`, `password-file` is required |
+    /// | `password-file` | file path | |
+    /// | `persistence` | `none` \| `session` \| `permanent` | `session` |
+    init?(node: ConfigNode) {
+        let keys = ["realm", "user", "password-env", "password-file", "persistence"]
+        guard let entry = node.mapping(keys: keys) else { return nil }
+        let realm = entry["realm"]?.string()
+        let user = entry.required("user")?.nonEmptyString()
+        var password: PasswordSource?
+        switch (entry["password-env"], entry["password-file"]) {
+        case (let envNode?, nil):
+            if let name = envNode.nonEmptyString("an environment variable name") {
+                let valid =
+                    name.utf8.first.map { !($0 >= 48 && $0 <= 57) } == true
+                    && name.utf8.allSatisfy {
+                        ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95
+                    }
+                if valid {
+                    password = .environment(name)
+                } else {
+                    envNode.report("\"\(name)\" is not an environment variable name")
+                }
+            }
+        case (nil, let fileNode?):
+            if let path = fileNode.readableFile() { password = .file(path) }
+        case (_?, let fileNode?):
+            fileNode.report("give either password-env or password-file, not both")
+        case (nil, nil):
+            node.report("missing key \"password-env\" or \"password-file\"")
+        }
+        let persistence = entry["persistence"].map { $0.choice(Persistence.self) } ?? .forSession
+        guard let user, let password, let persistence else { return nil }
+        self.init(realm: realm, user: user, password: password, persistence: persistence)
+    }
+}
+
+extension HostRule.CacheOverride {
+    /// Reads a rule's `cache`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `store` | `allow` \| `deny` | `allow` |
+    /// | `force-ttl` | duration | none |
+    /// | `key` | `{ drop-query: [NAME], sort-query: BOOL, ignore-query: BOOL }` | unchanged |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["store", "force-ttl", "key"]) else { return }
+        if let value = entry["store"]?.choice(Store.self) { store = value }
+        if let ttlNode = entry["force-ttl"], let value = ttlNode.duration() {
+            forceTTL = value
+            if store == .deny { ttlNode.report("force-ttl has no effect with store: deny") }
+        }
+        if let keyNode = entry["key"] { key = CacheKeyNormalization(node: keyNode) }
+    }
+}
+
+extension CacheKeyNormalization {
+    /// Reads a rule's `cache.key`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `drop-query` | list of parameter names (`prefix*` allowed) | none |
+    /// | `sort-query` | boolean | `false` |
+    /// | `ignore-query` | boolean | `false` |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["drop-query", "sort-query", "ignore-query"]) else { return }
+        if let items = entry["drop-query"]?.scalarOrList("a list of query parameter names") {
+            for item in items {
+                guard let name = item.nonEmptyString("a query parameter name") else { continue }
+                if name.contains(where: { $0 == "&" || $0 == "=" || $0 == "?" || $0 == " " }) {
+                    item.report("\"\(name)\" is not a query parameter name (no &, =, ? or spaces)")
+                } else if name.dropLast().contains("*") || name == "*" {
+                    item.report(
+                        "\"\(name)\": * may only end a prefix such as utm_*; use ignore-query to drop everything"
+                    )
+                } else {
+                    dropQuery.append(name)
+                }
+            }
+        }
+        if let value = entry["sort-query"]?.bool() { sortQuery = value }
+        if let ignoreNode = entry["ignore-query"], let value = ignoreNode.bool() {
+            ignoreQuery = value
+            if value, !dropQuery.isEmpty || sortQuery {
+                ignoreNode.report(
+                    "ignore-query: true drops the whole query; drop-query and sort-query would do nothing"
+                )
+            }
+        }
+    }
+}

@@ -1,0 +1,87 @@
+extension PolicyConfiguration.Access {
+    /// Reads `access`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `clients` | list of CIDRs | `["127.0.0.0/8", "::1/128"]` |
+    /// | `connect-ports` | list of ports | `[443]` |
+    /// | `destinations` | list of `{ allow: TARGET }` / `{ deny: TARGET }` | none: every destination |
+    /// | `users` | list of `{ name, password-file }` | none: no proxy authentication |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["clients", "connect-ports", "destinations", "users"]) else { return }
+        if let items = entry["clients"]?.scalarOrList("a list of CIDRs") {
+            clients = items.compactMap { item -> CIDR? in
+                guard let text = item.nonEmptyString("a CIDR such as 10.0.0.0/8") else { return nil }
+                do throws(CIDR.ParseError) {
+                    return try CIDR.parse(text)
+                } catch {
+                    item.report(error.description)
+                    return nil
+                }
+            }
+        }
+        if let items = entry["connect-ports"]?.scalarOrList("a list of ports") {
+            connectPorts = items.compactMap { $0.int(in: 1...65535) }
+        }
+        if let items = entry["destinations"]?.list("a list of { allow: … } or { deny: … }") {
+            destinations = items.compactMap(PolicyConfiguration.DestinationRule.init(node:))
+        }
+        if let items = entry["users"]?.list("a list of users") {
+            var names: [String: Int] = [:]
+            users = items.compactMap { item -> User? in
+                guard let user = User(node: item) else { return nil }
+                if let first = names[user.name] {
+                    item.report("user \"\(user.name)\" is already listed at line \(first)")
+                    return nil
+                }
+                names[user.name] = item.line
+                return user
+            }
+        }
+    }
+}
+
+extension PolicyConfiguration.Access.User {
+    /// Reads one entry of `access.users`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `name` | string without `:` | required |
+    /// | `password-file` | file path | required |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["name", "password-file"]) else { return nil }
+        var name = entry.required("name")?.nonEmptyString()
+        if let text = name, text.contains(":") {
+            entry["name"]?.report("a Basic authentication user name cannot contain \":\"")
+            name = nil
+        }
+        let file = entry.required("password-file")?.readableFile()
+        guard let name, let file else { return nil }
+        self.init(name: name, passwordFile: file)
+    }
+}
+
+extension PolicyConfiguration.DestinationRule {
+    /// Reads one entry of `access.destinations`: exactly one of `allow` and `deny`, whose value is
+    /// `all`, a CIDR or address with optional `:port`, or a host pattern.
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["allow", "deny"]) else { return nil }
+        guard entry.entries.count == 1, let (key, valueNode) = entry.entries.first,
+            let action = Action(rawValue: key)
+        else {
+            if entry.entries.count > 1 { node.report("give either allow or deny, not both") }
+            if entry.entries.isEmpty { node.report("expected { allow: TARGET } or { deny: TARGET }") }
+            return nil
+        }
+        guard let text = valueNode.nonEmptyString("all, a CIDR or a host pattern") else { return nil }
+        do {
+            self.init(action, try Target.parse(text))
+        } catch {
+            valueNode.report("\(error)")
+            return nil
+        }
+    }
+}

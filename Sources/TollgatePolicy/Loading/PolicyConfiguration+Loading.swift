@@ -1,0 +1,209 @@
+import TollgateHTTP
+import Yams
+
+extension PolicyConfiguration {
+    static let topLevelKeys = [
+        "listen", "admin", "cache", "access", "limits", "log", "sessions", "hosts", "interception",
+    ]
+
+    /// Reads a whole policy document; problems go to the node's context.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `listen` | list of listeners | one forward listener on `127.0.0.1:3128` |
+    /// | `admin` | mapping | none |
+    /// | `cache` | mapping | shared, 1GiB, `$XDG_CACHE_HOME/tollgate` else `~/.cache/tollgate` |
+    /// | `access` | mapping | loopback clients, CONNECT to 443, every destination, no users |
+    /// | `limits` | mapping | see ``Limits`` |
+    /// | `log` | mapping | combined access log on stderr, level info |
+    /// | `sessions` | mapping of name to session | `default` with every field at its default |
+    /// | `hosts` | list of host rules | none |
+    /// | `interception` | mapping | `ca-dir` `~/.local/share/tollgate/ca` |
+    init(document root: ConfigNode) {
+        self.init()
+        guard let top = root.mapping(keys: PolicyConfiguration.topLevelKeys) else { return }
+        if let node = top["listen"], let items = node.list("a list of listeners") {
+            listeners = items.compactMap(Listener.init(node:))
+            if items.isEmpty {
+                node.report("no listeners; list at least one, or leave listen out for one on 127.0.0.1:3128")
+            }
+        }
+        if let node = top["admin"] { admin = Admin.read(node) }
+        if let node = top["cache"] { cache = Cache(node: node) }
+        if let node = top["access"] { access = Access(node: node) }
+        if let node = top["limits"] { limits = Limits(node: node) }
+        if let node = top["log"] { log = Log(node: node) }
+        if let node = top["sessions"] { sessions = SessionSettings.readAll(node) }
+        if let node = top["hosts"], let items = node.list("a list of host rules") {
+            hosts = items.compactMap(HostRule.init(node:))
+        }
+        if let node = top["interception"] { interception = Interception(node: node) }
+    }
+}
+
+extension PolicyConfiguration.Address {
+    /// Reads `HOST:PORT` and records it for the one-listener-per-address check.
+    static func read(_ node: ConfigNode) -> PolicyConfiguration.Address? {
+        guard let text = node.nonEmptyString("an address HOST:PORT") else { return nil }
+        do {
+            let address = try PolicyConfiguration.Address.parse(text)
+            node.context.addresses.append((address, node.line, node.path))
+            return address
+        } catch {
+            node.report("bad address \(error.description)")
+            return nil
+        }
+    }
+}
+
+extension PolicyConfiguration.Listener {
+    /// Reads one entry of `listen`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `address` | `HOST:PORT`, `[IPv6]:PORT` | required |
+    /// | `mode` | `forward` \| `reverse` | `forward` |
+    /// | `upstream` | `http(s)://HOST[:PORT]` | required for reverse, refused for forward |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["address", "mode", "upstream"]) else { return nil }
+        let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
+        let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
+        var upstream: HTTPURL?
+        if let upstreamNode = entry["upstream"], let text = upstreamNode.nonEmptyString("a URL") {
+            upstream = PolicyConfiguration.Listener.readUpstream(text, upstreamNode)
+            if mode == .forward {
+                upstreamNode.report("only a reverse listener has an upstream; remove it or set mode: reverse")
+            }
+        } else if mode == .reverse, entry["upstream"] == nil {
+            node.report("a reverse listener needs \"upstream\", the origin every request goes to")
+        }
+        guard let address, let mode else { return nil }
+        self.init(address: address, mode: mode, upstream: upstream)
+    }
+
+    private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {
+        do {
+            let url = try HTTPURL.parse(text)
+            guard url.scheme == "http" || url.scheme == "https" else {
+                node.report("bad upstream \"\(text)\": the scheme must be http or https")
+                return nil
+            }
+            guard url.pathAndQuery == "/" else {
+                node.report("bad upstream \"\(text)\": an upstream is an origin, scheme://HOST[:PORT], without a path")
+                return nil
+            }
+            return url
+        } catch {
+            node.report("bad upstream \"\(text)\": \(error.description)")
+            return nil
+        }
+    }
+}
+
+extension PolicyConfiguration.Admin {
+    /// Reads `admin`; nil when it has no address.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `address` | `HOST:PORT` | none: no admin listener |
+    static func read(_ node: ConfigNode) -> PolicyConfiguration.Admin? {
+        guard let entry = node.mapping(keys: ["address"]) else { return nil }
+        return entry["address"].flatMap(PolicyConfiguration.Address.read).map(PolicyConfiguration.Admin.init)
+    }
+}
+
+extension PolicyConfiguration.Cache {
+    /// Reads `cache`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `path` | directory | `$XDG_CACHE_HOME/tollgate`, else `~/.cache/tollgate` |
+    /// | `max-size` | size | `1GiB` |
+    /// | `kind` | `shared` \| `private` | `shared` |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["path", "max-size", "kind"]) else { return }
+        if let path = entry["path"]?.nonEmptyString("a directory path") { self.path = node.context.resolve(path) }
+        if let size = entry["max-size"]?.size() { maxSize = size }
+        if let kind = entry["kind"]?.choice(Kind.self) { self.kind = kind }
+    }
+}
+
+extension PolicyConfiguration.Interception {
+    /// Reads `interception`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `ca-dir` | directory | `$XDG_DATA_HOME/tollgate/ca`, else `~/.local/share/tollgate/ca` |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["ca-dir"]) else { return }
+        if let path = entry["ca-dir"]?.nonEmptyString("a directory path") { caDirectory = node.context.resolve(path) }
+    }
+}
+
+extension PolicyConfiguration.Limits {
+    /// Reads `limits`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `max-header-bytes` | size | `64KiB` |
+    /// | `max-headers` | integer 1…10000 | `100` |
+    /// | `header-read-timeout` | duration | `10s` |
+    /// | `client-idle-timeout` | duration | `15s` |
+    /// | `upstream-timeout` | duration | `10s` |
+    init(node: ConfigNode) {
+        self.init()
+        let keys = [
+            "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
+        ]
+        guard let entry = node.mapping(keys: keys) else { return }
+        if let sizeNode = entry["max-header-bytes"], let size = sizeNode.size() {
+            if size > 16 << 20 {
+                sizeNode.report("at most 16MiB")
+            } else {
+                maxHeaderBytes = Int(size)
+            }
+        }
+        if let count = entry["max-headers"]?.int(in: 1...10_000) { maxHeaders = count }
+        if let value = entry["header-read-timeout"]?.duration() { headerReadTimeout = value }
+        if let value = entry["client-idle-timeout"]?.duration() { clientIdleTimeout = value }
+        if let value = entry["upstream-timeout"]?.duration() { upstreamTimeout = value }
+    }
+}
+
+extension PolicyConfiguration.Log {
+    /// Reads `log`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `access` | `stderr` \| `stdout` \| `off` \| file path | `stderr` |
+    /// | `format` | `combined` \| `json` | `combined` |
+    /// | `level` | `trace` \| `debug` \| `info` \| `notice` \| `warning` \| `error` \| `critical` | `info` |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: ["access", "format", "level"]) else { return }
+        if let accessNode = entry["access"] {
+            // YAML 1.1 reads a plain `off` or `no` as false; both mean off here.
+            if accessNode.tagName == .bool, accessNode.node.bool == false {
+                access = .off
+            } else if let text = accessNode.nonEmptyString("stderr, stdout, off or a file path") {
+                switch text {
+                case "stderr": access = .standardError
+                case "stdout": access = .standardOutput
+                case "off": access = .off
+                default: access = .file(node.context.resolve(text))
+                }
+            }
+        }
+        if let format = entry["format"]?.choice(Format.self) { self.format = format }
+        if let level = entry["level"]?.choice(Level.self) { self.level = level }
+    }
+}

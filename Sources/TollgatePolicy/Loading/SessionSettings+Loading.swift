@@ -1,0 +1,101 @@
+import TollgateCache
+import TollgateHTTP
+import TollgateSession
+
+extension SessionSettings {
+    static let keys = [
+        "configuration", "cache-policy", "timeout-request", "timeout-resource", "max-connections-per-host",
+        "cookies", "cookie-accept", "redirects", "upstream-proxy", "headers",
+    ]
+
+    /// Header fields the proxy sets itself; a session may not add them.
+    static let reservedHeaders = [
+        "host", "content-length", "transfer-encoding", "connection", "upgrade", "te", "trailer",
+    ]
+
+    /// Reads `sessions`: a mapping of names to sessions. `default` is added when not declared.
+    static func readAll(_ node: ConfigNode) -> [String: SessionSettings] {
+        var sessions: [String: SessionSettings] = [:]
+        if let entries = node.mapping(keys: nil) {
+            for (name, sessionNode) in entries.entries {
+                guard name.utf8.allSatisfy({ isNameByte($0) }), !name.isEmpty else {
+                    sessionNode.report("a session name has only letters, digits, \".\", \"_\" and \"-\"")
+                    continue
+                }
+                sessions[name] = SessionSettings(node: sessionNode)
+            }
+        }
+        if sessions[defaultName] == nil { sessions[defaultName] = SessionSettings() }
+        return sessions
+    }
+
+    private static func isNameByte(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122) || byte == 45
+            || byte == 46 || byte == 95
+    }
+
+    /// Reads one session.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `configuration` | `default` \| `ephemeral` \| `background` | `default` |
+    /// | `cache-policy` | `protocol` \| `reload` \| `reload-revalidating` \| `return-cache-else-load` \| `return-cache-dont-load` | `protocol` |
+    /// | `timeout-request` | duration | `60s` |
+    /// | `timeout-resource` | duration | `7d` |
+    /// | `max-connections-per-host` | integer 1…1000 | `6` |
+    /// | `cookies` | `passthrough` \| `jar` | `passthrough` |
+    /// | `cookie-accept` | `always` \| `never` \| `main-document-domain` | `main-document-domain` |
+    /// | `redirects` | `pass` \| `follow` \| `follow-same-host` | `pass` |
+    /// | `upstream-proxy` | `http://HOST:PORT` | none |
+    /// | `headers` | mapping of field name to value | none |
+    init(node: ConfigNode) {
+        self.init()
+        guard let entry = node.mapping(keys: SessionSettings.keys) else { return }
+        if let kind = entry["configuration"]?.choice(ConfigurationKind.self) { configuration = kind }
+        if let policy = entry["cache-policy"]?.choice(RequestCachePolicy.self) { cachePolicy = policy }
+        if let value = entry["timeout-request"]?.duration() { timeoutRequest = value }
+        if let value = entry["timeout-resource"]?.duration() { timeoutResource = value }
+        if let value = entry["max-connections-per-host"]?.int(in: 1...1000) { maxConnectionsPerHost = value }
+        if let value = entry["cookies"]?.choice(Cookies.self) { cookies = value }
+        if let word = entry["cookie-accept"]?.word(CookieAcceptPolicy.allWords.map(\.configurationWord)),
+            let policy = CookieAcceptPolicy(configurationWord: word)
+        {
+            cookieAccept = policy
+        }
+        if let value = entry["redirects"]?.choice(Redirects.self) { redirects = value }
+        if let proxyNode = entry["upstream-proxy"], let text = proxyNode.nonEmptyString("a URL http://HOST:PORT") {
+            if let proxy = UpstreamProxy(url: text) {
+                upstreamProxy = proxy
+            } else if text.lowercased().hasPrefix("https://") {
+                proxyNode.report("bad upstream proxy \"\(text)\": only http:// parent proxies are supported")
+            } else {
+                proxyNode.report("bad upstream proxy \"\(text)\"; expected http://HOST:PORT")
+            }
+        }
+        if let headersNode = entry["headers"], let fields = headersNode.mapping(keys: nil) {
+            for (name, valueNode) in fields.entries {
+                guard let value = valueNode.string("a header value") else { continue }
+                guard !name.isEmpty, name.utf8.allSatisfy(SessionSettings.isTokenByte) else {
+                    valueNode.report("\"\(name)\" is not a valid header field name")
+                    continue
+                }
+                guard !SessionSettings.reservedHeaders.contains(name.lowercased()) else {
+                    valueNode.report("\(name) is set by the proxy itself and cannot be added")
+                    continue
+                }
+                guard !value.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
+                    valueNode.report("a header value cannot contain a line break or NUL")
+                    continue
+                }
+                headers.add(name: name, value: value)
+            }
+        }
+    }
+
+    /// RFC 9110 `tchar`.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+            || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}

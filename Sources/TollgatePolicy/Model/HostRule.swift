@@ -1,0 +1,90 @@
+/// One entry of `hosts`: the patterns it matches and what it sets for those hosts.
+///
+/// Rules are first-match (``HostRuleMatcher``). A host no rule matches gets a rule with every field
+/// at its default: the `default` session, system trust roots, caching allowed.
+public struct HostRule: Hashable, Sendable {
+    /// The hosts this rule is for (`match`, a string or a list). Required, at least one.
+    public var patterns: [HostPattern]
+    /// The session that carries these hosts' requests (`session`). Default: `default`.
+    public var session: String = SessionSettings.defaultName
+    /// How these hosts' certificates are checked (`trust`). Default: ``Trust/init()``.
+    public var trust = Trust()
+    /// The client certificate presented to these hosts (`client-identity`). Default: nil, none.
+    public var clientIdentity: ClientIdentity?
+    /// Credentials answering these hosts' Basic and Digest challenges (`credentials`). Default: none.
+    public var credentials: [Credential] = []
+    /// Cache overrides (`cache`). Default: ``CacheOverride/init()``, storing allowed, no change.
+    public var cache = CacheOverride()
+    /// Whether CONNECT tunnels to these hosts are intercepted (TLS terminated with a certificate
+    /// from the local CA) so their requests can be cached (`intercept`). Default: false.
+    public var intercept: Bool = false
+    /// The line of the file where the rule starts, for messages; nil for a rule built in code.
+    public var sourceLine: Int?
+
+    /// A rule for `patterns` with every other field at its default.
+    public init(patterns: [HostPattern]) { self.patterns = patterns }
+}
+
+extension HostRule {
+    /// The client certificate and key presented when these hosts ask for one (`client-identity`).
+    public struct ClientIdentity: Hashable, Sendable {
+        /// The PEM certificate (chain) file (`certificate`). Required.
+        public var certificate: String
+        /// The PEM private key file (`key`). Required.
+        public var key: String
+
+        /// Creates an identity setting.
+        public init(certificate: String, key: String) {
+            self.certificate = certificate
+            self.key = key
+        }
+    }
+
+    /// A credential for a challenge (an entry of `credentials`), as a `URLCredential` in
+    /// `URLCredentialStorage` keyed by protection space.
+    public struct Credential: Hashable, Sendable {
+        /// Where the password comes from; never the password itself, so the model can be printed.
+        public enum PasswordSource: Hashable, Sendable, CustomStringConvertible {
+            /// The value of an environment variable of the proxy's process (`password-env`).
+            case environment(String)
+            /// The first line of a file (`password-file`).
+            case file(String)
+
+            public var description: String {
+                switch self {
+                case .environment(let name): "environment variable \(name)"
+                case .file(let path): "file \(path)"
+                }
+            }
+        }
+
+        /// How long an answered credential is kept, `URLCredential.Persistence`.
+        public enum Persistence: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// Used for the one challenge, not stored.
+            case none
+            /// Kept in memory until the proxy exits (`session`).
+            case forSession = "session"
+            /// Kept in the credential store (LMDB) across restarts.
+            case permanent
+
+            public var description: String { rawValue }
+        }
+
+        /// The protection space's realm (`realm`). Default: nil, any realm of the host.
+        public var realm: String?
+        /// The user name (`user`). Required.
+        public var user: String
+        /// Where the password is read from (`password-env` or `password-file`, exactly one). Required.
+        public var password: PasswordSource
+        /// How long the credential is kept (`persistence`). Default: session.
+        public var persistence: Persistence = .forSession
+
+        /// Creates a credential setting.
+        public init(realm: String?, user: String, password: PasswordSource, persistence: Persistence = .forSession) {
+            self.realm = realm
+            self.user = user
+            self.password = password
+            self.persistence = persistence
+        }
+    }
+}

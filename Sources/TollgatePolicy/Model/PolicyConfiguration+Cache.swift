@@ -1,0 +1,66 @@
+extension PolicyConfiguration {
+    /// The response cache (`cache`).
+    public struct Cache: Hashable, Sendable {
+        /// Whose responses the cache may keep (RFC 9111 §1 shared vs private cache).
+        public enum Kind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// Serves many users: `private` responses and responses to requests with
+            /// Authorization are not stored (unless the response allows it), `s-maxage` applies.
+            case shared
+            /// Serves one user (a developer's machine): `private` responses may be stored.
+            case `private`
+
+            public var description: String { rawValue }
+        }
+
+        /// The LMDB environment directory (`path`), `~` expanded and relative paths resolved
+        /// against the configuration file's directory. Default: nil, meaning
+        /// ``defaultPath(environment:)``.
+        public var path: String?
+        /// The cache's capacity in bytes (`max-size`). Default: 1 GiB.
+        public var maxSize: Int64 = 1 << 30
+        /// Shared or private (`kind`). Default: shared.
+        public var kind: Kind = .shared
+
+        /// A cache setting with every field at its default.
+        public init() {}
+
+        /// `$XDG_CACHE_HOME/tollgate` when `XDG_CACHE_HOME` is set and absolute, else
+        /// `$HOME/.cache/tollgate` (the XDG base directory rules).
+        public static func defaultPath(environment: [String: String]) -> String {
+            if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+                return PathResolution.joined(xdg, "tollgate")
+            }
+            return PathResolution.joined(environment["HOME"] ?? "/", ".cache/tollgate")
+        }
+
+        /// ``path``, or the default path when it is nil.
+        public func resolvedPath(environment: [String: String]) -> String {
+            path ?? Cache.defaultPath(environment: environment)
+        }
+    }
+
+    /// TLS interception (`interception`): the local CA that signs certificates for hosts whose
+    /// rule says `intercept: true`.
+    public struct Interception: Hashable, Sendable {
+        /// The CA's directory (`ca-dir`), as `tollgate ca init` creates it. Default: nil, meaning
+        /// ``defaultCADirectory(environment:)``.
+        public var caDirectory: String?
+
+        /// An interception setting with every field at its default.
+        public init() {}
+
+        /// `$XDG_DATA_HOME/tollgate/ca` when `XDG_DATA_HOME` is set and absolute, else
+        /// `$HOME/.local/share/tollgate/ca`.
+        public static func defaultCADirectory(environment: [String: String]) -> String {
+            if let xdg = environment["XDG_DATA_HOME"], xdg.hasPrefix("/") {
+                return PathResolution.joined(xdg, "tollgate/ca")
+            }
+            return PathResolution.joined(environment["HOME"] ?? "/", ".local/share/tollgate/ca")
+        }
+
+        /// ``caDirectory``, or the default directory when it is nil.
+        public func resolvedCADirectory(environment: [String: String]) -> String {
+            caDirectory ?? Interception.defaultCADirectory(environment: environment)
+        }
+    }
+}

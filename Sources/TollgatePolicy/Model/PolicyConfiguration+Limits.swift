@@ -1,0 +1,73 @@
+extension PolicyConfiguration {
+    /// Limits on what a client may send and how long the proxy waits (`limits`).
+    public struct Limits: Hashable, Sendable {
+        /// The most bytes of request line and header fields a client may send (`max-header-bytes`);
+        /// past it the answer is 431. Default: 64 KiB.
+        public var maxHeaderBytes: Int = 64 << 10
+        /// The most header field lines in one request (`max-headers`). Default: 100.
+        public var maxHeaders: Int = 100
+        /// A client slower than this sending its request head is cut off (`header-read-timeout`).
+        /// Default: 10 s.
+        public var headerReadTimeout: Duration = .seconds(10)
+        /// A keep-alive client connection with no request for this long is closed
+        /// (`client-idle-timeout`). Default: 15 s.
+        public var clientIdleTimeout: Duration = .seconds(15)
+        /// The longest wait for an upstream connect, first byte, or next byte (`upstream-timeout`).
+        /// Default: 10 s.
+        public var upstreamTimeout: Duration = .seconds(10)
+
+        /// Limits with every field at its default.
+        public init() {}
+    }
+
+    /// Logging (`log`).
+    public struct Log: Hashable, Sendable {
+        /// Where access log lines go.
+        public enum Destination: Hashable, Sendable, CustomStringConvertible {
+            /// Standard error (`stderr`).
+            case standardError
+            /// Standard output (`stdout`).
+            case standardOutput
+            /// Nowhere (`off`).
+            case off
+            /// Appended to this file (any other value; `~` expanded, relative to the file's directory).
+            case file(String)
+
+            public var description: String {
+                switch self {
+                case .standardError: "stderr"
+                case .standardOutput: "stdout"
+                case .off: "off"
+                case .file(let path): path
+                }
+            }
+        }
+
+        /// The access log line format.
+        public enum Format: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// The Apache/nginx combined log format.
+            case combined
+            /// One JSON object per line.
+            case json
+
+            public var description: String { rawValue }
+        }
+
+        /// The least severe message logged, swift-log's levels.
+        public enum Level: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            case trace, debug, info, notice, warning, error, critical
+
+            public var description: String { rawValue }
+        }
+
+        /// Where the access log goes (`access`). Default: standard error.
+        public var access: Destination = .standardError
+        /// The access log's line format (`format`). Default: combined.
+        public var format: Format = .combined
+        /// The diagnostic log's level (`level`). Default: info.
+        public var level: Level = .info
+
+        /// A log setting with every field at its default.
+        public init() {}
+    }
+}
