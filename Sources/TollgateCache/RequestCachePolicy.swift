@@ -13,4 +13,13 @@ public enum RequestCachePolicy: String, Hashable, Sendable, CaseIterable {
 
     /// Whether this policy ever opens a connection.
     public var mayLoadFromNetwork: Bool { self != .returnCacheDontLoad }
+
+    /// Whether a response loaded under this policy may be stored: every policy that loads
+    /// from the network lets the response be stored (URLSession's `reload…` policies too).
+    public var allowsStoring: Bool { mayLoadFromNetwork }
+
+    /// Whether this policy may use a stored response without the origin confirming it.
+    public var mayUseStoredResponseUnvalidated: Bool {
+        self == .protocol || self == .returnCacheElseLoad || self == .returnCacheDontLoad
+    }
 }

@@ -1,0 +1,129 @@
+public import Foundation
+public import TollgateHTTP
+
+/// How old a stored response is and how long it stays fresh (RFC 9111 §4.2), at a given `now`.
+///
+/// Every input is explicit (the stored times and the caller's `now`), so the same inputs
+/// always give the same answer: tests pass a fixed clock, the store passes its own.
+///
+/// - Age (§4.2.3): `apparent_age = max(0, response_time − date_value)`,
+///   `corrected_age_value = age_value + (response_time − request_time)`,
+///   `corrected_initial_age = max(apparent_age, corrected_age_value)`,
+///   `current_age = corrected_initial_age + (now − response_time)`. A missing or invalid
+///   Date counts as `response_time`; an invalid Age field is ignored (§5.1).
+/// - Lifetime (§4.2.1), first that applies: `s-maxage` (shared cache only), `max-age`,
+///   `Expires − Date` (an invalid Expires, such as `0`, is already expired, §5.3), then the
+///   heuristic (§4.2.2): a fraction of `Date − Last-Modified`, capped, only for heuristically
+///   cacheable statuses or `public` responses; otherwise 0.
+public struct Freshness: Sendable, Hashable {
+    /// The response's current age in seconds.
+    public var currentAge: Double
+    /// The freshness lifetime in seconds.
+    public var lifetime: Double
+    /// Whether the lifetime is heuristic (no explicit freshness information).
+    public var isHeuristic: Bool
+    /// The response's `stale-while-revalidate` window in seconds (RFC 5861 §3), if any.
+    public var staleWhileRevalidate: Double?
+    /// The response's `stale-if-error` window in seconds (RFC 5861 §4), if any.
+    public var staleIfError: Double?
+
+    /// Computes freshness from a response's fields and times.
+    public init(
+        headerFields: HeaderFields,
+        status: Int,
+        requestTime: Date,
+        responseTime: Date,
+        now: Date,
+        rules: CacheRules = .shared
+    ) {
+        currentAge = Self.currentAge(
+            headerFields: headerFields,
+            requestTime: requestTime,
+            responseTime: responseTime,
+            now: now
+        )
+        (lifetime, isHeuristic) = Self.lifetime(
+            headerFields: headerFields,
+            status: status,
+            responseTime: responseTime,
+            rules: rules
+        )
+        let cacheControl = CacheControl(response: headerFields)
+        staleWhileRevalidate = cacheControl.staleWhileRevalidate.map(Double.init)
+        staleIfError = cacheControl.staleIfError.map(Double.init)
+    }
+
+    /// Computes the freshness of a stored response.
+    public init(_ stored: StoredResponse, now: Date, rules: CacheRules = .shared) {
+        self.init(
+            headerFields: stored.headerFields,
+            status: stored.status,
+            requestTime: stored.requestTime,
+            responseTime: stored.responseTime,
+            now: now,
+            rules: rules
+        )
+    }
+
+    /// Whether the response is fresh: its lifetime exceeds its age (§4.2).
+    public var isFresh: Bool { lifetime > currentAge }
+
+    /// How long ago it became stale, in seconds; 0 while fresh.
+    public var staleness: Double { max(0, currentAge - lifetime) }
+
+    /// The age as an Age field value: whole seconds, rounded down (§5.1).
+    public var ageFieldValue: Int { Self.wholeSeconds(currentAge) }
+
+    /// `current_age` of §4.2.3, in seconds.
+    public static func currentAge(
+        headerFields: HeaderFields,
+        requestTime: Date,
+        responseTime: Date,
+        now: Date
+    ) -> Double {
+        let dateValue = headerFields.date("Date", now: responseTime) ?? responseTime
+        let apparentAge = max(0, responseTime.timeIntervalSince(dateValue))
+        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+        let correctedAgeValue = ageValue(headerFields).map { Double($0) + responseDelay } ?? responseDelay
+        let correctedInitialAge = max(apparentAge, correctedAgeValue)
+        let residentTime = max(0, now.timeIntervalSince(responseTime))
+        return correctedInitialAge + residentTime
+    }
+
+    /// The freshness lifetime in seconds, and whether it is heuristic.
+    public static func lifetime(
+        headerFields: HeaderFields,
+        status: Int,
+        responseTime: Date,
+        rules: CacheRules = .shared
+    ) -> (seconds: Double, heuristic: Bool) {
+        let cacheControl = CacheControl(response: headerFields)
+        if rules.isShared, let sMaxAge = cacheControl.sMaxAge { return (Double(sMaxAge), false) }
+        if let maxAge = cacheControl.maxAge { return (Double(maxAge), false) }
+        let date = headerFields.date("Date", now: responseTime) ?? responseTime
+        if headerFields.contains("Expires") {
+            guard let expires = headerFields.date("Expires", now: responseTime) else { return (0, false) }
+            return (max(0, expires.timeIntervalSince(date)), false)
+        }
+        guard CacheRules.heuristicallyCacheableStatuses.contains(status) || cacheControl.public,
+            let lastModified = headerFields.date("Last-Modified", now: responseTime), lastModified < date
+        else { return (0, false) }
+        return (min(date.timeIntervalSince(lastModified) * rules.heuristicFraction, rules.heuristicLimit), true)
+    }
+
+    /// The Age field's value (§5.1): the first list member if it is delta-seconds, else nil.
+    static func ageValue(_ headerFields: HeaderFields) -> Int? {
+        guard let first = FieldList.elements(headerFields.values(for: "Age")).first, !first.isEmpty,
+            first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
+        else { return nil }
+        // Saturate like delta-seconds (§1.2.2) rather than overflow on a long run of digits.
+        return first.count > 10
+            ? CacheControl.maximumDeltaSeconds : min(Int(first) ?? 0, CacheControl.maximumDeltaSeconds)
+    }
+
+    /// Whole seconds, rounded down, clamped to delta-seconds' range.
+    static func wholeSeconds(_ seconds: Double) -> Int {
+        guard seconds.isFinite, seconds > 0 else { return 0 }
+        return seconds >= Double(CacheControl.maximumDeltaSeconds) ? CacheControl.maximumDeltaSeconds : Int(seconds)
+    }
+}

@@ -1,0 +1,113 @@
+public import Foundation
+public import TollgateHTTP
+
+extension CacheRules {
+    /// The request fields that make a request conditional (RFC 9110 §13.1).
+    public static let conditionalFieldNames = [
+        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
+    ]
+
+    /// The validators to send when revalidating `stored` (§4.3.1): If-None-Match with its
+    /// ETag, else If-Modified-Since with its Last-Modified; empty when it has neither.
+    ///
+    /// OkHttp also falls back to the Date field; RFC 9111 only allows Last-Modified (a Date
+    /// is not a validator), so this does not.
+    public func conditionalHeaders(for stored: StoredResponse) -> HeaderFields {
+        var fields = HeaderFields()
+        if let etag = stored.headerFields["ETag"], EntityTag(etag) != nil {
+            fields.add(name: "If-None-Match", value: etag)
+        } else if let lastModified = stored.headerFields["Last-Modified"],
+            HTTPDate.parse(lastModified, now: stored.responseTime) != nil
+        {
+            fields.add(name: "If-Modified-Since", value: lastModified)
+        }
+        return fields
+    }
+
+    /// The stored response updated by a 304 Not Modified (§3.2, §4.3.4), or nil when the 304
+    /// does not identify it (its validator is not the stored one's) and must not be used.
+    ///
+    /// Every field the 304 carries replaces the stored lines of that name, except those the
+    /// stored body depends on (Content-Length, Content-Encoding, Content-Type, Content-Range)
+    /// and those never stored (hop-by-hop, Set-Cookie). The request and response times become
+    /// those of the validation exchange, so the age restarts. Selection (§4.3.4): a strong
+    /// ETag in the 304 must match the stored ETag strongly, a weak one weakly; without an
+    /// ETag, a Last-Modified must equal the stored one. A 304 with no validator is taken to
+    /// be about the response whose validators were sent (a lenient reading of §4.3.4, as
+    /// OkHttp and most caches do).
+    ///
+    /// - Parameters:
+    ///   - stored: the stored response whose validators were sent.
+    ///   - notModified: the 304 response head.
+    ///   - requestTime: when the conditional request was sent.
+    ///   - responseTime: when the 304 arrived.
+    public func merge304(
+        stored: StoredResponse,
+        notModified: HTTPResponseHead,
+        requestTime: Date,
+        responseTime: Date
+    ) -> StoredResponse? {
+        let incoming = notModified.headerFields
+        if let etagText = incoming["ETag"] {
+            guard let etag = EntityTag(etagText), let storedETag = stored.headerFields["ETag"].flatMap(EntityTag.init),
+                etag.matches(storedETag, using: etag.isWeak ? .weak : .strong)
+            else { return nil }
+        } else if let lastModified = incoming["Last-Modified"] {
+            guard let storedLastModified = stored.headerFields["Last-Modified"],
+                HTTPDate.parse(lastModified) == HTTPDate.parse(storedLastModified), HTTPDate.parse(lastModified) != nil
+            else { return nil }
+        }
+        let (update, _) = StoredHeaders.filter(incoming, shared: isShared)
+        var merged = stored.headerFields
+        var replaced: Set<String> = []
+        for field in update {
+            let name = field.name.lowercased()
+            guard !StoredHeaders.notUpdatedBy304.contains(name) else { continue }
+            if replaced.insert(name).inserted { merged.remove(field.name) }
+            merged.add(name: field.name, value: field.value)
+        }
+        var result = stored
+        result.headerFields = merged
+        result.requestTime = requestTime
+        result.responseTime = responseTime
+        return result
+    }
+
+    /// Whether the client's own conditional request is answered with 304 by `stored`
+    /// (RFC 9110 §13.2.2, as a cache evaluates it, RFC 9111 §4.3.2).
+    ///
+    /// If-None-Match, when present, decides alone (weak comparison, `*` matches); otherwise
+    /// If-Modified-Since is compared with the stored Last-Modified (or, lacking it, Date):
+    /// not modified when that is not later than the given date. Only GET and HEAD.
+    public func answersConditional(clientRequest: HTTPRequestHead, stored: StoredResponse) -> Bool {
+        guard clientRequest.method == .get || clientRequest.method == .head else { return false }
+        let noneMatch = clientRequest.headerFields.values(for: "If-None-Match")
+        if !noneMatch.isEmpty {
+            guard let list = EntityTagList(fieldValues: noneMatch) else { return false }
+            if case .any = list { return true }
+            return list.matches(stored.headerFields["ETag"].flatMap(EntityTag.init), using: .weak)
+        }
+        guard let since = clientRequest.headerFields.date("If-Modified-Since"),
+            let modified = stored.headerFields.date("Last-Modified", now: stored.responseTime)
+                ?? stored.headerFields.date("Date", now: stored.responseTime)
+        else { return false }
+        return modified <= since
+    }
+
+    /// The 304 to send a client whose conditional request the stored response answers: the
+    /// fields RFC 9110 §15.4.5 requires a 304 to repeat (Cache-Control, Content-Location,
+    /// Date, ETag, Expires, Vary) plus Last-Modified and Age.
+    public func notModifiedResponse(for hit: CacheHit) -> HTTPResponseHead {
+        let full = hit.responseHead
+        var fields = HeaderFields()
+        for field in full.headerFields
+        where Self.notModifiedFields.contains(where: { field.name.equalsIgnoringASCIICase($0) }) {
+            fields.add(name: field.name, value: field.value)
+        }
+        return HTTPResponseHead(status: 304, headerFields: fields)
+    }
+
+    private static let notModifiedFields = [
+        "Cache-Control", "Content-Location", "Date", "ETag", "Expires", "Vary", "Last-Modified", "Age",
+    ]
+}

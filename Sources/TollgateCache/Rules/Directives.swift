@@ -1,0 +1,33 @@
+import Foundation
+public import TollgateHTTP
+
+extension CacheControl {
+    /// The request's Cache-Control, with `Pragma: no-cache` read as `no-cache` when the
+    /// request has no Cache-Control field (RFC 9111 §5.4).
+    public init(request fields: HeaderFields) {
+        let values = fields.values(for: "Cache-Control")
+        self.init(fieldValues: values)
+        if values.isEmpty, Pragma(fieldValues: fields.values(for: "Pragma")).noCache {
+            noCache = .all
+        }
+    }
+
+    /// The response's Cache-Control. A response with `Pragma: no-cache` and no Cache-Control
+    /// field is read as `no-cache` (store, always revalidate): RFC 9111 leaves Pragma in
+    /// responses unspecified, HTTP/1.0 origins use it to forbid reuse, and the seeds'
+    /// `willCacheResponse` gate consults Pragma too; revalidating is the safe reading.
+    public init(response fields: HeaderFields) {
+        let values = fields.values(for: "Cache-Control")
+        self.init(fieldValues: values)
+        if values.isEmpty, Pragma(fieldValues: fields.values(for: "Pragma")).noCache {
+            noCache = .all
+        }
+    }
+}
+
+extension HeaderFields {
+    /// The named field parsed as an HTTP date; nil when absent or invalid.
+    func date(_ name: String, now: Date? = nil) -> Date? {
+        self[name].flatMap { HTTPDate.parse($0, now: now) }
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+public import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A stored body as a lookup hands it out.
+public enum CacheBody: Sendable {
+    /// A small body, copied out of the LMDB record.
+    case inline(ByteBuffer)
+    /// A large body in a file (for sendfile). The file may be removed once the entry is
+    /// evicted or replaced: open it promptly, and treat a missing file as a miss; an open
+    /// descriptor stays readable after removal.
+    case file(path: String, length: Int64)
+
+    /// The body's length in bytes.
+    public var length: Int64 {
+        switch self {
+        case .inline(let buffer): Int64(buffer.readableBytes)
+        case .file(_, let length): length
+        }
+    }
+
+    /// The whole body in memory (reads the file for a file body).
+    public func readAll() throws -> ByteBuffer {
+        switch self {
+        case .inline(let buffer):
+            return buffer
+        case .file(let path, let length):
+            guard let data = FileManager.default.contents(atPath: path) else {
+                throw CacheStoreError.io(ENOENT, "cannot read \(path)")
+            }
+            guard Int64(data.count) == length else { throw CacheStoreError.truncatedBody }
+            var buffer = ByteBufferAllocator().buffer(capacity: data.count)
+            buffer.writeBytes(data)
+            return buffer
+        }
+    }
+}

@@ -1,0 +1,93 @@
+import Foundation
+import NIOCore
+public import TollgateHTTP
+import TollgateStore
+
+extension CacheStore {
+    /// The stored variant of `key` that a request with `requestHeaders` selects (RFC 9111
+    /// §4.1: its Vary'd fields match; among several, the most recent response), or nil.
+    ///
+    /// Synchronous and safe on an event loop: one memory-mapped read transaction, then an
+    /// in-memory note of the hit (written to the LRU index later, in a batch). Counts a
+    /// hit or a miss for ``statistics()``: these are storage-level counts (a variant was
+    /// found or not), whether or not it then turns out fresh.
+    ///
+    /// - Parameters:
+    ///   - key: the request's key (``CacheKey/init(request:normalizer:)``).
+    ///   - requestHeaders: the request's header fields, for Vary.
+    public func lookup(_ key: CacheKey, requestHeaders: HeaderFields) throws -> CacheEntry? {
+        try checkOpen()
+        let db = self.db
+        let allocator = self.allocator
+        let found: CacheEntry? = try environment.read { txn in
+            var best: CacheEntry?
+            for id in try variantIDs(key, txn) {
+                let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
+                    guard let (response, range) = StoredResponse.decode(record: record),
+                        VaryMatching.matches(response, request: requestHeaders),
+                        best.map({ response.responseTime > $0.response.responseTime }) ?? true
+                    else { return nil }
+                    let body: CacheBody
+                    switch response.bodyLocation {
+                    case .inline:
+                        var buffer = allocator.buffer(capacity: range?.count ?? 0)
+                        if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
+                        body = .inline(buffer)
+                    case .file(let name):
+                        body = .file(path: files.path(name), length: response.bodyLength)
+                    }
+                    return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
+                }
+                if let candidate = candidate ?? nil { best = candidate }
+            }
+            if var entry = best,
+                let access = try txn.withValue(forKey: entry.id.rawValue, in: db.access, { Self.decodeAccess($0) })
+                    ?? nil
+            {
+                entry.response.lastAccess = access.time
+                best = entry
+            }
+            return best
+        }
+        noteLookup(found?.id.rawValue)
+        return found
+    }
+
+    /// Records a hit (with the variant hit) or a miss, and starts a batch write when one is due.
+    private func noteLookup(_ id: UInt64?) {
+        let now = options.clock()
+        let due = state.withLock { state -> Bool in
+            guard let id else {
+                state.misses += 1
+                return false
+            }
+            state.hits += 1
+            state.pendingAccess[id] = now
+            return state.pendingAccess.count >= options.accessBatchSize
+                || now.timeIntervalSince(state.lastFlush) >= options.accessFlushInterval
+        }
+        if due { flushAccessInBackground() }
+    }
+
+    /// Hands the pending hits to the store's writer thread (group commit); never blocks.
+    /// If the writer's queue is full the batch is dropped: recency is best-effort.
+    func flushAccessInBackground() {
+        let pending = takePendingAccess()
+        let db = self.db
+        writer.submit(
+            { [self] txn in
+                try applyAccesses(pending.accesses, txn)
+                try txn.put("hits", pending.hits, in: db.totals)
+                try txn.put("misses", pending.misses, in: db.totals)
+            },
+            completion: { _ in }
+        )
+    }
+
+    /// Writes the hits recorded in memory to the LRU index and the counters to disk now
+    /// (blocking; `close()` does it too).
+    public func flush() throws {
+        try checkOpen()
+        try writePendingAccess()
+    }
+}

@@ -1,0 +1,186 @@
+import Foundation
+import NIOCore
+import TollgateHTTP
+import TollgateStore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The cache's storage: an LMDB environment in `options.path` plus a `bodies/` directory.
+///
+/// Layout (named databases of one environment):
+/// - `entries`: key (``CacheKey``, as text) → the ids of its variants (8 bytes each);
+/// - `variants`: id → record (``StoredResponse`` metadata, then the body when it is at most
+///   `inlineBodyLimit` bytes; larger bodies live in `bodies/<id>.body`);
+/// - `lru`: access sequence → id, oldest first; `access`: id → its sequence and last access;
+/// - `totals`: `bytes`, `variants`, `hits`, `misses`.
+///
+/// Threading: every method may be called from any thread. ``lookup(_:requestHeaders:)`` is
+/// synchronous and cheap (a memory-mapped read, no lock held across I/O): it is the hit path
+/// and may run on an event loop. Hits are recorded in memory and written to the LRU index
+/// in batches by a `StoreWriter` (`accessBatchSize`, `accessFlushInterval`): the LRU order
+/// can lag by one batch, and a crash forgets at most one batch of recency, never an entry.
+/// Everything that writes (storing, committing a writer, 304 updates, removal, eviction,
+/// verify) blocks on disk I/O and fsync: call it off the event loop.
+///
+/// Crash safety: a large body is written to a temporary file, synced and renamed before the
+/// LMDB transaction that points to it commits, so no entry ever points at a partial body;
+/// files without an entry (a crash between rename and commit, or between a removal's commit
+/// and its unlink) are swept when the store opens. The sweep only runs when no other
+/// process has the store open (an advisory lock on `cache.lock`), so `tollgate cache`
+/// tools never delete a running proxy's files in progress.
+///
+/// Open each directory once per process (LMDB's rule) and share the store.
+public final class CacheStore: Sendable {
+    /// The options it was opened with.
+    public let options: CacheStoreOptions
+    /// Orphan body files removed when the store opened.
+    public let sweptOrphans: Int
+
+    let environment: Environment
+    let writer: StoreWriter
+    let files: BodyFiles
+    let db: Databases
+    let state: Locked<State>
+    let allocator = ByteBufferAllocator()
+    private let lockDescriptor: Int32
+
+    /// The handles of the store's databases.
+    struct Databases: Sendable {
+        let entries: Database
+        let variants: Database
+        let lru: Database
+        let access: Database
+        let totals: Database
+    }
+
+    /// What the store keeps in memory.
+    struct State {
+        var nextID: UInt64
+        var nextSequence: UInt64
+        /// Hits not yet written to the LRU index: id → time of the latest hit.
+        var pendingAccess: [UInt64: Date] = [:]
+        var lastFlush: Date
+        var hits: UInt64
+        var misses: UInt64
+        var closed = false
+    }
+
+    /// Opens (creating if needed) the store in `options.path`, and sweeps orphan body files
+    /// when no other process has it open.
+    ///
+    /// - Throws: `StoreError` from LMDB, ``CacheStoreError`` for the directory or lock file.
+    public init(options: CacheStoreOptions) throws {
+        self.options = options
+        let environment = try Environment(path: options.path, options: EnvironmentOptions(mapSize: options.mapSize))
+        self.environment = environment
+        db = Databases(
+            entries: try environment.openDatabase(named: "entries"),
+            variants: try environment.openDatabase(named: "variants"),
+            lru: try environment.openDatabase(named: "lru"),
+            access: try environment.openDatabase(named: "access"),
+            totals: try environment.openDatabase(named: "totals")
+        )
+        files = BodyFiles(directory: options.path + "/bodies")
+        try files.create()
+
+        let lockPath = options.path + "/cache.lock"
+        let fd = open(lockPath, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(lockPath)") }
+        lockDescriptor = fd
+        // Alone (exclusive lock granted): sweep, then share the lock like every other opener.
+        let alone = flock(fd, LOCK_EX | LOCK_NB) == 0
+        let db = self.db
+        let (lastID, lastSequence, hits, misses) = try environment.read { txn in
+            let lastVariant: [(key: UInt64, value: [UInt8])] = try txn.entries(in: db.variants, reverse: true, limit: 1)
+            let lastAccess: [(key: UInt64, value: UInt64)] = try txn.entries(in: db.lru, reverse: true, limit: 1)
+            return (
+                lastVariant.first?.key ?? 0, lastAccess.first?.key ?? 0,
+                try txn.get("hits", as: UInt64.self, in: db.totals) ?? 0,
+                try txn.get("misses", as: UInt64.self, in: db.totals) ?? 0
+            )
+        }
+        state = Locked(
+            State(
+                nextID: lastID + 1,
+                nextSequence: lastSequence + 1,
+                lastFlush: options.clock(),
+                hits: hits,
+                misses: misses
+            )
+        )
+        writer = StoreWriter(environment: environment)
+        sweptOrphans = alone ? Self.sweep(files, environment: environment, variants: db.variants) : 0
+        flock(fd, LOCK_SH)
+    }
+
+    deinit {
+        let closed = state.withLock { $0.closed }
+        if !closed { close() }
+    }
+
+    /// Writes pending hits and counters, stops the writer and closes the environment; later
+    /// calls throw ``CacheStoreError/closed``. Idempotent. In-flight writers fail to commit.
+    public func close() {
+        let wasClosed = state.withLock { state in
+            defer { state.closed = true }
+            return state.closed
+        }
+        guard !wasClosed else { return }
+        writer.shutdown()
+        try? writePendingAccess()
+        environment.close()
+        systemClose(lockDescriptor)
+    }
+
+    /// Throws ``CacheStoreError/closed`` once closed.
+    func checkOpen() throws {
+        if state.withLock({ $0.closed }) { throw CacheStoreError.closed }
+    }
+
+    /// A fresh variant id.
+    func allocateID() -> UInt64 {
+        state.withLock { state in
+            defer { state.nextID += 1 }
+            return state.nextID
+        }
+    }
+
+    /// A fresh LRU sequence number.
+    func allocateSequence() -> UInt64 {
+        state.withLock { state in
+            defer { state.nextSequence += 1 }
+            return state.nextSequence
+        }
+    }
+
+    /// Removes body files no record points at, and every temporary file.
+    private static func sweep(_ files: BodyFiles, environment: Environment, variants: Database) -> Int {
+        var removed = 0
+        for name in files.names() {
+            if name.hasPrefix(BodyFiles.temporaryPrefix) {
+                files.remove(name)
+                removed += 1
+                continue
+            }
+            guard let id = BodyFiles.id(fromFinalName: name) else { continue }  // not ours: leave it
+            let referenced =
+                (try? environment.read { txn in
+                    try txn.withValue(forKey: id, in: variants) { record in
+                        StoredResponse.decode(record: record)?.response.bodyLocation == .file(name)
+                    }
+                }) ?? nil
+            if referenced != true {
+                files.remove(name)
+                removed += 1
+            }
+        }
+        if removed > 0 { try? files.syncDirectory() }
+        return removed
+    }
+}

@@ -1,0 +1,56 @@
+import Testing
+import TollgateCache
+import TollgateHTTP
+
+@Suite("CacheKey and its normalizer", .timeLimit(.minutes(1)))
+struct CacheKeyTests {
+    @Test(
+        "URLs are normalized: scheme and host lowercased, default port and fragment dropped",
+        arguments: [
+            ("HTTPS://Example.COM:443/a/B?Q=1#frag", "https://example.com/a/B?Q=1"),
+            ("http://example.com:80", "http://example.com/"),
+            ("http://example.com:8080/x", "http://example.com:8080/x"),
+            ("https://example.com:80/x", "https://example.com:80/x"),
+            ("https://[::1]:8443/x?b=2&a=1", "https://[::1]:8443/x?b=2&a=1"),
+            ("https://example.com?q", "https://example.com/?q"),
+        ]
+    )
+    func normalization(_ input: String, _ expected: String) throws {
+        let key = try #require(CacheKey(request: request(url: input)))
+        #expect(key.url == expected)
+        #expect(key.method == .get)
+        #expect(key.description == "GET " + expected)
+    }
+
+    @Test("HEAD looks up the GET key; other methods have none")
+    func methods() {
+        #expect(CacheKey(request: request(method: .head)) == CacheKey(request: request()))
+        #expect(CacheKey(request: request(method: .post)) == nil)
+        #expect(CacheKey(request: request(method: .options)) == nil)
+    }
+
+    @Test(
+        "The normalizer drops, sorts or ignores query parameters",
+        arguments: [
+            (CacheKeyNormalizer.standard, "/p?b=2&utm_source=x&a=1&a=0"),
+            (CacheKeyNormalizer(droppedQueryParameters: ["utm_source"]), "/p?b=2&a=1&a=0"),
+            (CacheKeyNormalizer(sortsQueryParameters: true), "/p?a=1&a=0&b=2&utm_source=x"),
+            (CacheKeyNormalizer(droppedQueryParameters: ["utm_source", "a"], sortsQueryParameters: true), "/p?b=2"),
+            (CacheKeyNormalizer(droppedQueryParameters: ["a", "b", "utm_source"]), "/p"),
+            (CacheKeyNormalizer(ignoresQuery: true), "/p"),
+        ]
+    )
+    func normalizer(_ normalizer: CacheKeyNormalizer, _ expected: String) {
+        #expect(normalizer.normalize(pathAndQuery: "/p?b=2&utm_source=x&a=1&a=0") == expected)
+        #expect(normalizer.normalize(pathAndQuery: "/p") == "/p")
+    }
+
+    @Test("Two URLs differing only in a dropped parameter share a key")
+    func sharedKey() {
+        let normalizer = CacheKeyNormalizer(droppedQueryParameters: ["session"])
+        let a = CacheKey(request: request(url: "https://e.example/x?id=1&session=aa"), normalizer: normalizer)
+        let b = CacheKey(request: request(url: "https://e.example/x?session=bb&id=1"), normalizer: normalizer)
+        #expect(a == b)
+        #expect(CacheKey(request: request(url: "https://e.example/x?id=2"), normalizer: normalizer) != a)
+    }
+}
