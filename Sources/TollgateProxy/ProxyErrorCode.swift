@@ -13,19 +13,33 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
         self.status = status
     }
 
+    /// The upstream's name did not resolve or it refused the connection (502).
     public static let upstreamUnreachable = ProxyErrorCode("upstream-unreachable", 502)
+    /// The upstream did not answer in time (504).
     public static let upstreamTimeout = ProxyErrorCode("upstream-timeout", 504)
+    /// The upstream's answer was not valid HTTP/1.1, or not one the proxy can relay (502).
     public static let upstreamProtocolError = ProxyErrorCode("upstream-protocol-error", 502)
+    /// The upstream connection closed before the response was complete (502).
     public static let upstreamConnectionLost = ProxyErrorCode("upstream-connection-lost", 502)
+    /// The upstream's certificate was not trusted, or the TLS handshake failed (502).
     public static let upstreamTLSUntrusted = ProxyErrorCode("upstream-tls-untrusted", 502)
+    /// The upstream's chain matched none of the configured pins (502).
     public static let pinMismatch = ProxyErrorCode("pin-mismatch", 502)
+    /// More redirects than allowed (502).
     public static let tooManyRedirects = ProxyErrorCode("too-many-redirects", 502)
+    /// A rule refuses this destination (403).
     public static let hostDenied = ProxyErrorCode("host-denied", 403)
+    /// The client's address is not allowed (403).
     public static let clientDenied = ProxyErrorCode("client-denied", 403)
+    /// CONNECT to a port that is not allowed (403).
     public static let connectPortDenied = ProxyErrorCode("connect-port-denied", 403)
+    /// The client's request cannot be served as sent (400; 501 for what this build does not support yet).
     public static let badRequest = ProxyErrorCode("bad-request", 400)
+    /// Offline: the cache policy forbids the network and nothing usable is stored (504).
     public static let notCached = ProxyErrorCode("not-cached", 504)
+    /// The task was cancelled (502).
     public static let cancelled = ProxyErrorCode("cancelled", 502)
+    /// Something that should not happen (500).
     public static let internalError = ProxyErrorCode("internal-error", 500)
 
     /// The code for a task that failed with `error`.
@@ -35,7 +49,8 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
         case .timedOut: self = .upstreamTimeout
         case .badServerResponse: self = .upstreamProtocolError
         case .networkConnectionLost: self = .upstreamConnectionLost
-        case .serverCertificateUntrusted, .secureConnectionFailed, .clientCertificateRequired: self = .upstreamTLSUntrusted
+        case .serverCertificateUntrusted, .secureConnectionFailed, .clientCertificateRequired:
+            self = .upstreamTLSUntrusted
         case .pinMismatch: self = .pinMismatch
         case .httpTooManyRedirects: self = .tooManyRedirects
         case .resourceUnavailable: self = .notCached

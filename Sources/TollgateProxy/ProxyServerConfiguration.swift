@@ -1,0 +1,32 @@
+public import TollgateSession
+
+extension ProxyServer {
+    /// What a ``ProxyServer`` listens on and how it works.
+    public struct Configuration: Sendable {
+        /// Where to listen. Default: 127.0.0.1:3128 (the embedded default's forward listener).
+        public var listen: ListenAddress
+        /// What the listener does with requests. Default: forward.
+        public var mode: ListenerMode
+        /// Where the access log goes. Default: standard error.
+        public var accessLog: AccessLog
+
+        /// Creates a configuration; every argument has the embedded default's value.
+        public init(
+            listen: ListenAddress = .defaultForward,
+            mode: ListenerMode = .forward,
+            accessLog: AccessLog = .standardError
+        ) {
+            self.listen = listen
+            self.mode = mode
+            self.accessLog = accessLog
+        }
+    }
+
+    /// The configuration of the session a server makes when none is given: `.default`, without a
+    /// User-Agent of its own so that the client's passes through untouched.
+    public static var defaultSessionConfiguration: SessionConfiguration {
+        var configuration = SessionConfiguration.default
+        configuration.userAgent = nil
+        return configuration
+    }
+}

@@ -1,0 +1,45 @@
+import ArgumentParser
+import Foundation
+
+/// `tollgate`: the command line of the proxy (CONTRACT.md "Command line").
+///
+/// Exit codes: 0 ok, 1 user error (bad arguments, an address that cannot be bound), 2 internal
+/// error. ArgumentParser's own usage-error code (64) is mapped to 1 here.
+@main
+struct TollgateCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "tollgate",
+        abstract: "A caching HTTP proxy whose every request is carried out by a session task.",
+        subcommands: [ServeCommand.self]
+    )
+
+    static func main() async {
+        var command: any ParsableCommand
+        do {
+            command = try parseAsRoot()
+        } catch {
+            if exitCode(for: error) == .success { exit(withError: error) }  // --help
+            standardError(fullMessage(for: error))
+            Foundation.exit(CommandFailure.userErrorCode)
+        }
+        do {
+            if var asyncCommand = command as? any AsyncParsableCommand {
+                try await asyncCommand.run()
+            } else {
+                try command.run()
+            }
+        } catch let failure as CommandFailure {
+            standardError("tollgate: \(failure.message)")
+            Foundation.exit(failure.exitCode)
+        } catch {
+            if error is ExitCode || exitCode(for: error) == .success { exit(withError: error) }
+            standardError("tollgate: internal error: \(error)")
+            Foundation.exit(CommandFailure.internalErrorCode)
+        }
+    }
+}
+
+/// Writes one line to standard error.
+func standardError(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

@@ -1,0 +1,216 @@
+import Foundation
+import NIOCore
+import Testing
+import TollgateHTTP
+import TollgateProxy
+import TollgateTesting
+
+@Suite("Forward proxy: requests, targets and headers", .timeLimit(.minutes(1)))
+struct ForwardProxyTests {
+    @Test("curl through the proxy gets the origin's body; the origin sees origin-form, Via, and no hop-by-hop fields")
+    func curlThroughProxy() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Content-Type": "text/plain"], body: "hello from \(request.path)")
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let result = try await ChildProcess.run(
+                "/usr/bin/curl",
+                [
+                    "-s", "--noproxy", "", "-x", "http://127.0.0.1:\(proxy.port)",
+                    "-H", "Proxy-Connection: keep-alive",
+                    "-H", "Proxy-Authorization: Basic c2VjcmV0OnNlY3JldA==",
+                    "-H", "Connection: X-Hop",
+                    "-H", "X-Hop: drop me",
+                    "-H", "X-End-To-End: keep me",
+                    "http://127.0.0.1:\(origin.port)/path?q=1",
+                ]
+            )
+            #expect(result.status == 0, "curl failed: \(result.stderr)")
+            #expect(result.stdout == "hello from /path")
+            let received = try #require(origin.requests.first)
+            #expect(origin.requestCount == 1)
+            #expect(received.target == "/path?q=1")
+            #expect(received.headerFields["Host"] == "127.0.0.1:\(origin.port)")
+            #expect(received.headerFields.values(for: "Via") == ["1.1 tollgate"])
+            #expect(received.headerFields["Proxy-Connection"] == nil)
+            #expect(received.headerFields["Proxy-Authorization"] == nil)
+            #expect(received.headerFields["X-Hop"] == nil)
+            #expect(received.headerFields["Connection"] == nil)
+            #expect(received.headerFields["X-End-To-End"] == "keep me")
+            #expect(received.headerFields["User-Agent"]?.hasPrefix("curl/") == true)
+
+            try await eventually("the access log line") { !proxy.accessLog.isEmpty }
+            let line = try #require(proxy.accessLog.first)
+            let pattern =
+                #/^127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "GET http://127\.0\.0\.1:\d+/path\?q=1 HTTP/1\.1" 200 16 "-" "curl/[^"]+"$/#
+            #expect(line.wholeMatch(of: pattern) != nil, "access log line: \(line)")
+            #expect(!line.contains("c2VjcmV0"))
+        }
+    }
+
+    @Test("Two pipelined requests on one connection get two responses, in request order")
+    func pipelinedRequests() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            // The first answer is the slow one: out-of-order delivery would show.
+            if request.path == "/first" {
+                respond.after(.milliseconds(300)) { respond.send(status: 200, body: "first") }
+            } else {
+                respond.send(status: 200, body: "second")
+            }
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            let host = "127.0.0.1:\(origin.port)"
+            try await client.send(
+                "GET http://\(host)/first HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+                    + "GET http://\(host)/second HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+            )
+            let responses = try await client.waitForResponses(2)
+            #expect(responses.count == 2)
+            #expect(responses.map(\.status) == [200, 200])
+            #expect(responses.map(\.bodyText) == ["first", "second"])
+            #expect(responses.allSatisfy { $0.headers("Via") == ["1.1 tollgate"] })
+            #expect(!client.isClosed)
+        }
+    }
+
+    @Test("An origin-form request gets 400 with Tollgate-Error: bad-request, and the connection stays usable")
+    func originFormIsRefused() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET /path HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n")
+            let refused = try #require(try await client.waitForResponses(1).first)
+            #expect(refused.status == 400)
+            #expect(refused.header("Tollgate-Error") == "bad-request")
+            #expect(refused.header("Content-Type") == "text/plain")
+            #expect(refused.bodyText.hasSuffix("\n"))
+            #expect(refused.bodyText.filter { $0 == "\n" }.count == 1)
+            #expect(origin.requestCount == 0)
+
+            try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            let responses = try await client.waitForResponses(2)
+            #expect(responses.last?.status == 200)
+            #expect(responses.last?.bodyText == "ok")
+        }
+    }
+
+    @Test("An https:// target gets 501 with Tollgate-Error: bad-request and a body saying it is not supported yet")
+    func httpsTargetIsNotSupported() async throws {
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 501)
+            #expect(response.header("Tollgate-Error") == "bad-request")
+            #expect(response.bodyText.contains("not supported yet"))
+        }
+    }
+
+    @Test("CONNECT gets 501 with Tollgate-Error: bad-request and a body, then the connection closes")
+    func connectIsNotSupported() async throws {
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
+            try await client.waitForClose()
+            let response = try #require(client.responses.first)
+            #expect(response.status == 501)
+            #expect(response.header("Tollgate-Error") == "bad-request")
+            #expect(response.bodyText.contains("CONNECT"))
+            #expect(response.bodyText.contains("not supported yet"))
+        }
+    }
+
+    @Test("A target the URL parser refuses gets 400 with the parser's message")
+    func badURLIsRefused() async throws {
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://user@127.0.0.1:1/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 400)
+            #expect(response.header("Tollgate-Error") == "bad-request")
+            #expect(response.bodyText.contains("userinfo"))
+        }
+    }
+
+    @Test("A request with Connection: close is answered with Connection: close and the connection is closed")
+    func connectionClose() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "bye") }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send(
+                "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            )
+            try await client.waitForClose()
+            let response = try #require(client.responses.first)
+            #expect(response.status == 200)
+            #expect(response.bodyText == "bye")
+            #expect(response.header("Connection") == "close")
+        }
+    }
+
+    @Test("Hop-by-hop fields of the origin's response are dropped and Via is added; a body without length is chunked")
+    func responseHeaders() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(
+                status: 200,
+                headers: [
+                    "Transfer-Encoding": "chunked", "Keep-Alive": "timeout=5", "Connection": "X-Origin-Hop",
+                    "X-Origin-Hop": "1", "ETag": "\"v1\"",
+                ]
+            )
+            respond.writeChunk("abc")
+            respond.after(.milliseconds(50)) {
+                respond.writeChunk("def")
+                respond.endChunked()
+            }
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 200)
+            #expect(response.bodyText == "abcdef")
+            #expect(response.header("Transfer-Encoding") == "chunked")
+            #expect(response.header("Keep-Alive") == nil)
+            #expect(response.header("X-Origin-Hop") == nil)
+            #expect(response.header("Connection") == nil)
+            #expect(response.header("ETag") == "\"v1\"")
+            #expect(response.headers("Via") == ["1.1 tollgate"])
+        }
+    }
+
+    @Test("A redirect is passed to the client, not followed")
+    func redirectIsPassedThrough() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            if request.path == "/old" {
+                respond.send(status: 302, headers: ["Location": "/new"], body: "moved")
+            } else {
+                respond.send(status: 200, body: "new")
+            }
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://127.0.0.1:\(origin.port)/old HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 302)
+            #expect(response.header("Location") == "/new")
+            #expect(response.bodyText == "moved")
+            #expect(origin.requests.map(\.path) == ["/old"])
+        }
+    }
+}

@@ -1,0 +1,70 @@
+import Foundation
+import NIOConcurrencyHelpers
+
+/// A process run for a test, its standard output and error collected as they arrive.
+final class ChildProcess: Sendable {
+    private let process: Process
+    private let output = NIOLockedValueBox<(stdout: [UInt8], stderr: [UInt8])>(([], []))
+
+    /// Starts `executable` with `arguments`; proxy variables are removed from its environment.
+    init(_ executable: String, _ arguments: [String]) throws {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable)
+        process.arguments = arguments
+        var environment = ProcessInfo.processInfo.environment
+        for name in [
+            "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
+        ] {
+            environment[name] = nil
+        }
+        process.environment = environment
+        let stdout = Pipe()
+        let stderr = Pipe()
+        process.standardOutput = stdout
+        process.standardError = stderr
+        process.standardInput = FileHandle.nullDevice
+        self.process = process
+        let output = self.output
+        stdout.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
+            output.withLockedValue { $0.stdout += data }
+        }
+        stderr.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
+            output.withLockedValue { $0.stderr += data }
+        }
+        try process.run()
+    }
+
+    var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout }, as: UTF8.self) }
+    var standardError: String { String(decoding: output.withLockedValue { $0.stderr }, as: UTF8.self) }
+    var isRunning: Bool { process.isRunning }
+
+    /// Sends SIGTERM.
+    func terminate() { process.terminate() }
+
+    /// Sends SIGKILL if the process still runs (cleanup after a failed test).
+    func kill() {
+        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
+    }
+
+    /// Waits for the process to exit and returns its exit status (a signal counts as a failure: -signal).
+    func waitForExit(timeout: Duration = .seconds(20)) async throws -> Int32 {
+        try await eventually("the process exits", timeout: timeout) { !process.isRunning }
+        // Let the last output arrive through the readability handlers.
+        try await Task.sleep(for: .milliseconds(50))
+        return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+    }
+
+    /// Runs a process to its end and returns its status and output.
+    static func run(
+        _ executable: String,
+        _ arguments: [String]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try ChildProcess(executable, arguments)
+        let status = try await child.waitForExit()
+        return (status, child.standardOutput, child.standardError)
+    }
+}
