@@ -51,7 +51,7 @@ let package = Package(
             dependencies: [
                 "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS",
                 .product(name: "Yams", package: "Yams"),
-            ],
+            ] + nio,
             swiftSettings: swiftSettings
         ),
         .target(
@@ -94,7 +94,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgatePolicyTests",
-            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache"],
+            dependencies: [
+                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache",
+                .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

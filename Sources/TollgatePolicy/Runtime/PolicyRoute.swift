@@ -1,0 +1,37 @@
+public import TollgateSession
+
+/// Where one request goes under the rules in force when it was routed: the ``Session`` that
+/// carries it and everything the policy decided for its URL (``PolicyRuntime/route(_:)``).
+///
+/// A route is a snapshot: a reload after it was made changes nothing in it, and its session
+/// stays usable for the task created from it (a session retired by the reload finishes its
+/// tasks before it is invalidated; a task created on it after the reload fails with
+/// `sessionInvalidated`, so create the task right after routing).
+public struct PolicyRoute: Sendable {
+    /// The session of the rule's named session; its delegate is a ``PolicySessionDelegate``.
+    public let session: Session
+    /// That session's name (`default` when no rule matched).
+    public let sessionName: String
+    /// What the policy decides for the URL (``PolicyDecisions/decide(for:now:)``).
+    public let decision: PolicyDecision
+
+    /// Creates a route.
+    public init(session: Session, sessionName: String, decision: PolicyDecision) {
+        self.session = session
+        self.sessionName = sessionName
+        self.decision = decision
+    }
+
+    /// Whether the rule refuses the host (`trust.deny: true`): answer `403` with
+    /// `Tollgate-Error: host-denied` and create no task.
+    public var isDenied: Bool { decision.deny }
+
+    /// The rule for the access log: `hosts[2]:*.example.com` (its position in `hosts` and its
+    /// first pattern), or `-` when no rule matched.
+    public var ruleLabel: String { decision.rule.map(Self.label) ?? "-" }
+
+    /// `hosts[INDEX]:FIRST-PATTERN`.
+    static func label(_ rule: PolicyDecision.MatchedRule) -> String {
+        "hosts[\(rule.index)]:\(rule.firstPattern)"
+    }
+}

@@ -1,0 +1,281 @@
+import Foundation
+import NIOConcurrencyHelpers
+public import NIOCore
+public import NIOPosix
+public import TollgateHTTP
+public import TollgateSession
+
+/// The policy in force in a running proxy: the current rules, one ``Session`` per named session,
+/// and reloading (SIGHUP, `POST /config/reload`).
+///
+/// ```swift
+/// let runtime = PolicyRuntime(configuration: configuration, sourceFile: path)
+/// let route = runtime.route(url)                 // per request
+/// if route.isDenied { /* 403 host-denied */ }
+/// let task = try route.session.dataTask(with: request)
+/// task.delegate = exchange; task.resume()
+/// let problems = runtime.reload()                // SIGHUP: empty when the new rules are in force
+/// runtime.shutdown()
+/// ```
+///
+/// Reload semantics (``apply(_:)``):
+/// - requests routed after it get the new rules; a task keeps the session it was created on;
+/// - a session whose ``SessionSettings`` did not change is kept, with its connection pool and
+///   every task in flight; its ``PolicySessionDelegate`` decides from the new rules from then on;
+/// - a session that was removed, or whose settings changed, is replaced (a changed one by a new
+///   session of the same name) and the old one gets `finishTasksAndInvalidate()`: its tasks in
+///   flight finish under the rules they started with, then it closes its connections. Until
+///   then it is listed in ``retiringSessions``.
+///
+/// Thread-safe. ``route(_:)`` takes a lock only to read one reference; applies are serialized.
+public final class PolicyRuntime: Sendable {
+    /// Called for each session before it is created, with its name and settings, to finish its
+    /// configuration: attach the response cache and the cookie store, set the idle timeout, ….
+    public typealias SessionPreparation =
+        @Sendable (_ name: String, _ settings: SessionSettings, _ configuration: inout SessionConfiguration) -> Void
+
+    /// The file ``reload()`` re-reads; nil when running on a configuration without a file (the
+    /// embedded default).
+    public let sourceFile: String?
+    /// Where the sessions run their tasks.
+    public let eventLoopGroup: any EventLoopGroup
+    /// The loader ``reload()`` uses (the one `check-config` uses by default).
+    public let loader: PolicyLoader
+
+    private let prepare: SessionPreparation
+    private let current: NIOLockedValueBox<Snapshot>
+    /// Sessions replaced by a reload that have tasks still running, by identity.
+    private let retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>
+    /// Serializes apply, reload and shutdown (never held by `route`).
+    private let applying = NIOLock()
+    private let isShutDown = NIOLockedValueBox(false)
+
+    /// The rules and sessions in force, replaced whole by each apply.
+    private final class Snapshot: Sendable {
+        let configuration: PolicyConfiguration
+        let decisions: PolicyDecisions
+        /// Every named session, `default` included.
+        let sessions: [String: Session]
+        let delegates: [String: PolicySessionDelegate]
+        let defaultSession: Session
+
+        init(
+            configuration: PolicyConfiguration,
+            decisions: PolicyDecisions,
+            sessions: [String: Session],
+            delegates: [String: PolicySessionDelegate],
+            defaultSession: Session
+        ) {
+            self.configuration = configuration
+            self.decisions = decisions
+            self.sessions = sessions
+            self.delegates = delegates
+            self.defaultSession = defaultSession
+        }
+    }
+
+    /// A runtime for `configuration`, creating one session per named session.
+    ///
+    /// - Parameters:
+    ///   - configuration: the rules in force at first.
+    ///   - sourceFile: the file ``reload()`` re-reads; nil for none.
+    ///   - eventLoopGroup: where the sessions run their tasks.
+    public convenience init(
+        configuration: PolicyConfiguration,
+        sourceFile: String?,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.init(
+            configuration: configuration,
+            sourceFile: sourceFile,
+            eventLoopGroup: eventLoopGroup,
+            loader: PolicyLoader(),
+            prepareSession: { _, _, _ in }
+        )
+    }
+
+    /// A runtime whose sessions' configurations `prepareSession` finishes (stores, timeouts).
+    ///
+    /// - Parameters:
+    ///   - configuration: the rules in force at first.
+    ///   - sourceFile: the file ``reload()`` re-reads; nil for none.
+    ///   - eventLoopGroup: where the sessions run their tasks.
+    ///   - loader: how ``reload()`` reads the file.
+    ///   - prepareSession: called for every session created, now and on each apply that creates
+    ///     one, after ``SessionSettings/makeSessionConfiguration(name:)``.
+    public init(
+        configuration: PolicyConfiguration,
+        sourceFile: String?,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        loader: PolicyLoader = PolicyLoader(),
+        prepareSession: @escaping SessionPreparation
+    ) {
+        self.sourceFile = sourceFile
+        self.eventLoopGroup = eventLoopGroup
+        self.loader = loader
+        self.prepare = prepareSession
+        let retiring = NIOLockedValueBox<[ObjectIdentifier: Session]>([:])
+        self.retiring = retiring
+        let (snapshot, _) = Self.makeSnapshot(
+            configuration,
+            keepingFrom: nil,
+            prepare: prepareSession,
+            eventLoopGroup: eventLoopGroup,
+            retiring: retiring
+        )
+        self.current = NIOLockedValueBox(snapshot)
+    }
+
+    // MARK: reading
+
+    /// The configuration in force.
+    public var configuration: PolicyConfiguration { snapshot.configuration }
+
+    /// The decisions in force (for `explain`-like answers without a session).
+    public var decisions: PolicyDecisions { snapshot.decisions }
+
+    /// The current named sessions, `default` included (for `/tasks`).
+    public var sessions: [String: Session] { snapshot.sessions }
+
+    /// Sessions a reload replaced whose tasks have not all finished yet, with their names (for
+    /// `/tasks`: their tasks are still running). A session leaves this list once invalidated.
+    public var retiringSessions: [Session] {
+        retiring.withLockedValue { Array($0.values) }
+    }
+
+    private var snapshot: Snapshot { current.withLockedValue { $0 } }
+
+    /// The session and decisions for a request to `url` under the rules in force.
+    public func route(_ url: HTTPURL) -> PolicyRoute {
+        let snapshot = self.snapshot
+        let decision = snapshot.decisions.decide(for: url)
+        return makeRoute(decision, snapshot)
+    }
+
+    /// The session and decisions for a CONNECT to `host:port` under the rules in force.
+    public func route(host: String, port: Int) -> PolicyRoute {
+        let snapshot = self.snapshot
+        let decision = snapshot.decisions.decide(host: host, port: port)
+        return makeRoute(decision, snapshot)
+    }
+
+    private func makeRoute(_ decision: PolicyDecision, _ snapshot: Snapshot) -> PolicyRoute {
+        let session = snapshot.sessions[decision.sessionName] ?? snapshot.defaultSession
+        return PolicyRoute(session: session, sessionName: decision.sessionName, decision: decision)
+    }
+
+    // MARK: changing
+
+    /// Re-reads ``sourceFile`` and applies it. On problems the rules in force stay and the
+    /// problems are returned (`FILE:LINE: KEY: message` each); empty means the new rules are in
+    /// force. Without a source file there is nothing to re-read: nothing changes, and the
+    /// answer is empty.
+    @discardableResult
+    public func reload() -> [PolicyLoader.Problem] {
+        guard let sourceFile else { return [] }
+        return applying.withLock {
+            let configuration: PolicyConfiguration
+            do throws(PolicyLoader.Failure) {
+                configuration = try loader.load(contentsOf: sourceFile)
+            } catch {
+                return error.problems
+            }
+            applyLocked(configuration)
+            return []
+        }
+    }
+
+    /// Puts `configuration` in force: new requests route with its rules; sessions are kept where
+    /// their settings did not change, and the others are created anew, the old ones finishing
+    /// their tasks and invalidated. Does nothing after ``shutdown()``.
+    public func apply(_ configuration: PolicyConfiguration) {
+        applying.withLock { applyLocked(configuration) }
+    }
+
+    private func applyLocked(_ configuration: PolicyConfiguration) {
+        guard !isShutDown.withLockedValue({ $0 }) else { return }
+        let old = snapshot
+        let (next, retired) = Self.makeSnapshot(
+            configuration,
+            keepingFrom: old,
+            prepare: prepare,
+            eventLoopGroup: eventLoopGroup,
+            retiring: retiring
+        )
+        current.withLockedValue { $0 = next }
+        retire(retired)
+    }
+
+    /// Lets every session finish its tasks and be invalidated (`finishTasksAndInvalidate()`);
+    /// later applies and reloads change nothing. Routes made after it carry invalidated sessions,
+    /// on which creating a task fails with `sessionInvalidated`.
+    public func shutdown() {
+        applying.withLock {
+            let first = isShutDown.withLockedValue { done -> Bool in
+                defer { done = true }
+                return !done
+            }
+            guard first else { return }
+            for session in snapshot.sessions.values { session.finishTasksAndInvalidate() }
+        }
+    }
+
+    // MARK: sessions
+
+    /// The snapshot for `configuration`, keeping the sessions of `old` whose settings did not
+    /// change; and the sessions of `old` that are not kept.
+    private static func makeSnapshot(
+        _ configuration: PolicyConfiguration,
+        keepingFrom old: Snapshot?,
+        prepare: SessionPreparation,
+        eventLoopGroup: any EventLoopGroup,
+        retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>
+    ) -> (snapshot: Snapshot, retired: [Session]) {
+        let decisions = PolicyDecisions(configuration: configuration)
+        var sessions: [String: Session] = [:]
+        var delegates: [String: PolicySessionDelegate] = [:]
+        var kept: Set<ObjectIdentifier> = []
+        for name in configuration.sessionNames {
+            let settings = configuration.session(named: name) ?? SessionSettings()
+            if let old, old.configuration.session(named: name) == settings,
+                let session = old.sessions[name], let delegate = old.delegates[name]
+            {
+                delegate.update(decisions)
+                sessions[name] = session
+                delegates[name] = delegate
+                kept.insert(ObjectIdentifier(session))
+                continue
+            }
+            var sessionConfiguration = settings.makeSessionConfiguration(name: name)
+            prepare(name, settings, &sessionConfiguration)
+            // A retired session leaves `retiringSessions` once its last task has finished.
+            let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions) { session in
+                retiring.withLockedValue { $0[ObjectIdentifier(session)] = nil }
+            }
+            let session = Session(configuration: sessionConfiguration, delegate: delegate, eventLoopGroup: eventLoopGroup)
+            session.sessionDescription = name
+            sessions[name] = session
+            delegates[name] = delegate
+        }
+        let retired = old.map { $0.sessions.values.filter { !kept.contains(ObjectIdentifier($0)) } } ?? []
+        guard let defaultSession = sessions[SessionSettings.defaultName] else {
+            preconditionFailure("PolicyConfiguration.sessionNames always holds \(SessionSettings.defaultName)")
+        }
+        let snapshot = Snapshot(
+            configuration: configuration,
+            decisions: decisions,
+            sessions: sessions,
+            delegates: delegates,
+            defaultSession: defaultSession
+        )
+        return (snapshot, retired)
+    }
+
+    private func retire(_ sessions: [Session]) {
+        guard !sessions.isEmpty else { return }
+        retiring.withLockedValue { retiring in
+            for session in sessions { retiring[ObjectIdentifier(session)] = session }
+        }
+        for session in sessions { session.finishTasksAndInvalidate() }
+    }
+}

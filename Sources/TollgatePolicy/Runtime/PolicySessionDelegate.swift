@@ -1,0 +1,119 @@
+import NIOConcurrencyHelpers
+public import TollgateHTTP
+public import TollgateSession
+
+/// The session delegate of every session a ``PolicyRuntime`` makes: it answers the questions the
+/// session asks about its tasks from the host rules.
+///
+/// It implements only decisions, never data delivery: a task's own delegate (the proxy's
+/// exchange) receives the response and body, and each decision it does not implement falls
+/// through to this one.
+///
+/// - `willPerformHTTPRedirection`: looked up for the task's current request URL (the request
+///   that got the redirect) with ``redirectAction(from:to:)``: `pass` delivers the redirect
+///   response; `follow` follows; `follow-same-host` follows only to the same host without going
+///   from https to http. A redirect to a host whose rule says `trust.deny` is never followed,
+///   whatever the mode: the client gets the 3xx, and its request for the new URL meets the deny.
+/// - `willCacheResponse`: looked up for the task's current request URL (the final URL after
+///   redirects) with ``cacheDecision(for:proposed:)``: `store: deny` stores nothing; `allow`
+///   stores the proposed response as is; `force-ttl` stores
+///   ``TollgateSession/CachedResponse/forcingFreshness(for:sharedCache:now:clockNow:)``.
+///
+/// Additional headers and the upstream proxy are not decided here: they are in the session's
+/// configuration (``SessionSettings/makeSessionConfiguration(name:)``).
+///
+/// The rules it decides from are replaced by ``PolicyRuntime/apply(_:)`` while the session is
+/// kept, so a task running across a reload gets the new rules' answers; a session the reload
+/// retires keeps the rules it had.
+public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTaskDelegate {
+    /// The name of the session it is the delegate of.
+    public let sessionName: String
+    private let rules: NIOLockedValueBox<PolicyDecisions>
+    private let onInvalidate: (@Sendable (Session) -> Void)?
+
+    /// A delegate deciding from `decisions`.
+    ///
+    /// - Parameters:
+    ///   - sessionName: the session's name, for logs.
+    ///   - decisions: the rules.
+    ///   - onInvalidate: called when the session became invalid (`didBecomeInvalidWithError`).
+    public init(
+        sessionName: String,
+        decisions: PolicyDecisions,
+        onInvalidate: (@Sendable (Session) -> Void)? = nil
+    ) {
+        self.sessionName = sessionName
+        self.rules = NIOLockedValueBox(decisions)
+        self.onInvalidate = onInvalidate
+    }
+
+    /// The rules it decides from now.
+    public var decisions: PolicyDecisions { rules.withLockedValue { $0 } }
+
+    /// Replaces the rules (a reload that kept the session).
+    func update(_ decisions: PolicyDecisions) {
+        rules.withLockedValue { $0 = decisions }
+    }
+
+    // MARK: decisions as values
+
+    /// What to do with a redirect from `original` to `location`: never follow to a denied host;
+    /// otherwise ``PolicyDecisions/redirectAction(from:to:)`` (the mode of `original`'s session).
+    public func redirectAction(from original: HTTPURL, to location: HTTPURL) -> RedirectAction {
+        let decisions = self.decisions
+        if decisions.decide(host: location.host, port: location.effectivePort).deny { return .pass }
+        return decisions.redirectAction(from: original, to: location)
+    }
+
+    /// The response to store for `url`, or nil to store nothing (see the type's description).
+    public func cacheDecision(for url: HTTPURL, proposed: CachedResponse) -> CachedResponse? {
+        let decisions = self.decisions
+        switch decisions.cacheStoreDecision(for: url) {
+        case .doNotStore:
+            return nil
+        case .store(nil):
+            return proposed
+        case .store(let ttl?):
+            return proposed.forcingFreshness(for: ttl, sharedCache: decisions.configuration.cache.kind == .shared)
+        }
+    }
+
+    // MARK: SessionDelegate
+
+    public func session(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {
+        onInvalidate?(session)
+    }
+
+    // MARK: TaskDelegate
+
+    public func task(
+        _ task: SessionTask,
+        willPerformHTTPRedirection response: HTTPResponseHead,
+        newRequest: Request,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    ) {
+        guard let original = task.currentRequest?.url ?? task.originalRequest?.url else {
+            completionHandler(.deliverRedirectResponse)
+            return
+        }
+        switch redirectAction(from: original, to: newRequest.url) {
+        case .pass: completionHandler(.deliverRedirectResponse)
+        case .follow: completionHandler(.follow(newRequest))
+        }
+    }
+
+    // MARK: DataTaskDelegate
+
+    public func dataTask(
+        _ task: DataTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    ) {
+        let url = task.currentRequest?.url ?? proposed.request.url
+        if let chosen = cacheDecision(for: url, proposed: proposed) {
+            completionHandler(.store(chosen))
+        } else {
+            completionHandler(.doNotStore)
+        }
+    }
+}
