@@ -108,52 +108,6 @@ struct SessionHookTests {
         #expect(origin.requests.last?.headerFields["Cookie"] == nil)
         #expect(store.received.count == 1)
     }
-
-    @Test("A cache is offered the response through willCacheResponse and then answers without a connection")
-    func cacheHook() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "cacheable") }
-        defer { origin.stop() }
-        let cache = RecordingCache()
-        var configuration = SessionConfiguration.ephemeral
-        configuration.responseCache = cache
-        let recorder = EventRecorder()
-        let session = Session(configuration: configuration, delegate: recorder)
-        let first = try session.dataTask(with: Request(url: origin.url()))
-        first.resume()
-        try await eventually("first") { recorder.completed }
-        #expect(recorder.events.contains("will-cache 200"))
-        #expect(cache.stored.count == 1)
-
-        let (body, _) = try await session.data(for: Request(url: origin.url()))
-        #expect(String(buffer: body) == "cacheable")
-        #expect(origin.requestCount == 1)
-
-        await #expect(throws: SessionError(.resourceUnavailable)) {
-            _ = try await session.data(for: Request(url: origin.url("/other"), cachePolicy: .returnCacheDontLoad))
-        }
-        #expect(origin.requestCount == 1)
-        session.reset()
-        #expect(cache.stored.isEmpty)
-    }
-}
-
-extension SessionHookTests {
-    @Test("A chunked body that grows past the cache's entry limit is not offered to the cache")
-    func cacheEntryLimit() async throws {
-        let origin = try await LoopbackOrigin.start { request, respond in
-            let size = request.path == "/big" ? 4096 : 10
-            respond.send(status: 200, headers: ["Transfer-Encoding": "chunked"], bytes: [UInt8](repeating: 98, count: size))
-        }
-        defer { origin.stop() }
-        let cache = RecordingCache(maximumEntrySize: 1000)
-        var configuration = SessionConfiguration.ephemeral
-        configuration.responseCache = cache
-        let session = Session(configuration: configuration)
-        let (big, _) = try await session.data(for: Request(url: origin.url("/big")))
-        #expect(big.readableBytes == 4096)
-        _ = try await session.data(for: Request(url: origin.url("/small")))
-        #expect(cache.stored.keys.sorted() == [origin.url("/small").absoluteString])
-    }
 }
 
 final class RecordingCookieStore: CookieStoring, @unchecked Sendable {
@@ -167,19 +121,3 @@ final class RecordingCookieStore: CookieStoring, @unchecked Sendable {
     func removeAll() { lock.withLock { _received = [] } }
 }
 
-/// Stores whatever it is offered, keyed by URL; serves any stored entry.
-final class RecordingCache: ResponseCaching, @unchecked Sendable {
-    private let lock = NIOLock()
-    private var _stored: [String: CachedResponse] = [:]
-    var stored: [String: CachedResponse] { lock.withLock { _stored } }
-    func cachedResponse(for request: HTTPRequestHead, policy: RequestCachePolicy) -> CachedResponse? {
-        lock.withLock { _stored[request.url.absoluteString] }
-    }
-    let maximumEntrySize: Int
-    init(maximumEntrySize: Int = 1 << 20) { self.maximumEntrySize = maximumEntrySize }
-    func mayStore(_ response: HTTPResponseHead, for request: HTTPRequestHead, bodyLength: Int?) -> Bool {
-        response.status == 200 && (bodyLength ?? 0) <= maximumEntrySize
-    }
-    func store(_ cached: CachedResponse) { lock.withLock { _stored[cached.request.url.absoluteString] = cached } }
-    func removeAll() { lock.withLock { _stored = [:] } }
-}

@@ -46,6 +46,8 @@ public final class CacheEntryWriter: Sendable {
     private let expectedLength: Int64?
     private let limit: Int64
     private let state = Locked(State())
+    /// Header fields the `willCacheResponse` delegate chose instead of the received ones.
+    private let replacementFields = Locked<HeaderFields?>(nil)
 
     init(
         store: CacheStore,
@@ -69,6 +71,12 @@ public final class CacheEntryWriter: Sendable {
 
     /// The id the entry will have once committed.
     public var entryID: CacheEntryID { CacheEntryID(rawValue: id) }
+
+    /// Stores these header fields instead of the received ones (the `willCacheResponse` delegate
+    /// changed the response); hop-by-hop, cookie and private fields are still left out.
+    public func replaceHeaderFields(_ fields: HeaderFields) {
+        replacementFields.withLock { $0 = fields }
+    }
 
     /// Bytes appended so far.
     public var bytesWritten: Int64 { state.withLock { $0.length } }
@@ -142,6 +150,9 @@ public final class CacheEntryWriter: Sendable {
             return (phase, state.length, state.hasher.finalize())
         }
         var response = draft
+        if let replacement = replacementFields.withLock({ $0 }) {
+            response.headerFields = StoredHeaders.filter(replacement, shared: store.options.rules.isShared).fields
+        }
         response.bodyLength = length
         response.bodyDigest = digest
         if !(100..<200).contains(response.status), response.status != 204, response.status != 304 {

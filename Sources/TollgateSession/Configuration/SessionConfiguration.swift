@@ -60,7 +60,7 @@ public struct SessionConfiguration: Sendable {
     /// The cookie store; nil means cookies are neither sent nor stored. Default: nil.
     public var cookieStorage: (any CookieStoring)?
     /// The response cache (URLCache's role); nil means no caching. Default: nil.
-    public var responseCache: (any ResponseCaching)?
+    public var responseCache: ResponseCache?
     /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,
     /// retrying until the resource timeout. Default: false.
     public var waitsForConnectivity: Bool = false

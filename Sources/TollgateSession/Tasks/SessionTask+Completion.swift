@@ -7,7 +7,7 @@ import TollgateHTTP
 /// Ending a task: caching the response, metrics, and the completion messages.
 extension SessionTask {
     func finishSuccessfully() {
-        guard let head = response, let request = engine.request else {
+        guard response != nil, engine.request != nil else {
             fail(SessionError(.badServerResponse, engine.request?.url, "the response ended before its head"))
             return
         }
@@ -15,63 +15,12 @@ extension SessionTask {
             finishDownload()
             return
         }
-        if engine.keepsBodyForCache, let cache = session.configuration.responseCache, let body = engine.wholeBody,
-            let dataTask = self as? DataTask
-        {
-            // The request timeout does not run while the delegate decides about a complete response.
-            engine.idleTimer?.cancel()
-            let proposed = CachedResponse(
-                request: request.head, response: head, body: body,
-                requestTime: engine.requestTime, responseTime: engine.responseTime
-            )
-            let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
-            ask(
-                receivers,
-                { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
-                isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
-            ) { [self] decision in
-                guard !isDone else { return }
-                switch decision?.base {
-                case .store(let chosen): cache.store(chosen)
-                case .notImplemented, .none: cache.store(proposed)
-                case .doNotStore: break
-                }
-                complete(with: nil)
-            }
-            return
-        }
-        complete(with: nil)
-    }
-
-    /// Whether the whole body must be kept for the cache: the session has one and it may store this.
-    func wantsBodyForCache(_ head: HTTPResponseHead) -> Bool {
-        guard let cache = session.configuration.responseCache, let request = engine.request,
-            engine.transactions.last?.resourceFetchType == .networkLoad
-        else { return false }
-        let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
-        guard policy.mayLoadFromNetwork else { return false }
-        return cache.mayStore(head, for: request.head, bodyLength: head.contentLength.map { Int($0) })
-    }
-
-    /// Answers the task from a stored response (no connection is opened).
-    func deliverFromCache(_ cached: CachedResponse, request: Request) {
-        var metrics = TransactionMetrics(request: request)
-        metrics.fetchStartDate = Date()
-        metrics.resourceFetchType = .localCache
-        metrics.response = cached.response
-        metrics.responseStartDate = Date()
-        metrics.countOfResponseBodyBytesReceived = Int64(cached.body.readableBytes)
-        engine.transactions.append(metrics)
-        deliverResponse(cached.response)
-        observed.withLockedValue { $0.countOfBytesReceived += Int64(cached.body.readableBytes) }
-        if cached.body.readableBytes > 0 { engine.held.append(cached.body) }
-        engine.endHeld = true
-        engine.transaction.responseEndDate = Date()
-        releaseHeld()
+        finishStoring { [self] in complete(with: nil) }
     }
 
     func fail(_ error: SessionError) {
         abandonExchange()
+        if error.code != .cancelled, servesStaleOnFailure() { return }
         complete(with: error)
     }
 
@@ -92,8 +41,10 @@ extension SessionTask {
         engine.resourceTimer?.cancel()
         engine.bodyStream?.close()
         discardDownloadFile()
+        releaseCacheState()
         let action = observed.withLockedValue { state -> TaskLifecycle.Action in
             state.error = error
+            if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }
             return state.lifecycle.finished()
         }
         guard action == .complete else { return }
@@ -130,6 +81,7 @@ extension SessionTask {
         startResourceTimer()
         if case .exchanging = engine.phase { restartIdleTimer() }
         releaseHeld()
+        pumpStoredFile()
         if !isDone, !engine.awaitingResponseDecision { setReadDemand(true) }
     }
 

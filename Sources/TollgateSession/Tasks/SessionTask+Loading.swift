@@ -65,20 +65,15 @@ extension SessionTask {
             return
         }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
-        if let cache = session.configuration.responseCache, policy != .reload {
-            if let cached = cache.cachedResponse(for: prepared.head, policy: policy) {
-                deliverFromCache(cached, request: prepared)
-                return
-            }
+        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache) {
+            return
         }
         guard policy.mayLoadFromNetwork else {
             engine.transactions.append(TransactionMetrics(request: prepared))
             fail(SessionError(.resourceUnavailable, prepared.url, "not in the cache, and the cache policy forbids the network"))
             return
         }
-        obtainBody(for: prepared) { [self] source in
-            sendRequest(prepared, body: source)
-        }
+        sendToNetwork(prepared)
     }
 
     /// The request as it goes out: the session's additional headers, User-Agent and cookies added.
@@ -217,7 +212,7 @@ extension SessionTask {
         engine.transaction.remoteAddress = connection.establishment.remoteAddress
         engine.transaction.networkProtocolName = "http/1.1"
         engine.transaction.resourceFetchType = .networkLoad
-        engine.requestTime = ContinuousClock.now
+        engine.requestDate = Date()
         let head = WireConversions.requestHead(
             for: request.head,
             bodyLength: body.knownLength,

@@ -9,11 +9,12 @@ extension SessionTask {
     func responseHeadReceived(_ wireHead: NIOHTTP1.HTTPResponseHead) {
         restartIdleTimer()
         let head = WireConversions.responseHead(wireHead)
-        engine.responseTime = ContinuousClock.now
+        engine.responseDate = Date()
         engine.transaction.responseStartDate = Date()
         engine.transaction.response = head
         engine.transaction.countOfResponseHeaderBytesReceived = Int64(head.headerFields.wireSize + head.reason.utf8.count + 15)
         storeCookies(from: head)
+        if cacheHandlesNetworkHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)
         {
@@ -21,12 +22,16 @@ extension SessionTask {
             return
         }
         if handleAuthenticationRequired(head) { return }
+        beginStoringIfAllowed(head)
         deliverResponse(head)
     }
 
     func responseBodyReceived(_ buffer: ByteBuffer) {
         restartIdleTimer()
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
+        if engine.notModified != nil || engine.serveStaleAfterExchange {
+            return  // the body of a 304 or of a 5xx the cache answers for is not the task's
+        }
         if var redirect = engine.redirect {
             redirect.bodyBytes += buffer.readableBytes
             if redirect.follow == nil { redirect.body.append(buffer) }
@@ -66,6 +71,10 @@ extension SessionTask {
             engine.phase = .idle
         }
         engine.generation += 1
+        if engine.notModified != nil || engine.serveStaleAfterExchange {
+            finishCacheAnsweredExchange()
+            return
+        }
         if var redirect = engine.redirect {
             redirect.ended = true
             engine.redirect = redirect
@@ -192,8 +201,8 @@ extension SessionTask {
             $0.countOfBytesExpectedToReceive = head.contentLength ?? -1
         }
         engine.responseDelivered = true
-        engine.keepsBodyForCache = wantsBodyForCache(head)
-        if engine.completionHandler != nil || engine.keepsBodyForCache {
+        if let outcome = engine.cacheOutcome { observed.withLockedValue { $0.cacheOutcome = outcome } }
+        if engine.completionHandler != nil {
             engine.wholeBody = ByteBuffer()
         }
         if self is DownloadTask {
@@ -220,6 +229,7 @@ extension SessionTask {
                 becomeStream()
             case .allow, .notImplemented, .none:
                 releaseHeld()
+                pumpStoredFile()
                 if !engine.isSuspended { setReadDemand(true) }
             }
         }
@@ -245,14 +255,9 @@ extension SessionTask {
             writeToDownloadFile(buffer)
             return
         }
+        storeBodyPiece(buffer)
         if engine.wholeBody != nil {
             engine.wholeBody!.writeImmutableBuffer(buffer)
-            if engine.keepsBodyForCache, let limit = session.configuration.responseCache?.maximumEntrySize,
-                engine.wholeBody!.readableBytes > limit
-            {
-                engine.keepsBodyForCache = false
-                if engine.completionHandler == nil { engine.wholeBody = nil }
-            }
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }

@@ -54,6 +54,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var countOfBytesExpectedToSend: Int64 = 0
         var countOfBytesReceived: Int64 = 0
         var countOfBytesExpectedToReceive: Int64 = -1
+        var cacheOutcome: CacheOutcome?
     }
 
     let observed: NIOLockedValueBox<Observed>
@@ -90,6 +91,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     public var response: HTTPResponseHead? { observed.withLockedValue { $0.response } }
     /// The error the task completed with, or nil.
     public var error: SessionError? { observed.withLockedValue { $0.error } }
+    /// What the cache did for this task (for the `Cache-Status` field); nil without a cache.
+    public var cacheOutcome: CacheOutcome? { observed.withLockedValue { $0.cacheOutcome } }
     /// Body bytes sent.
     public var countOfBytesSent: Int64 { observed.withLockedValue { $0.countOfBytesSent } }
     /// Body bytes the task expects to send (0 without a body, −1 when unknown).

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TollgateCache
 import TollgateHTTP
 
 /// The working state of a running task; touched only on the task's event loop.
@@ -53,8 +54,6 @@ struct TaskEngine {
     var heldFailure: SessionError?
     /// The body kept whole: for completion handlers and the cache.
     var wholeBody: ByteBuffer?
-    /// The whole body is being kept to offer it to the cache (until it grows past the cache's limit).
-    var keepsBodyForCache = false
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
 
     var idleTimer: Scheduled<Void>?
@@ -63,8 +62,23 @@ struct TaskEngine {
     var resourceBudget: TimeAmount?
     var runningSince: NIODeadline?
     var reportedWaitingForConnectivity = false
-    var requestTime: ContinuousClock.Instant?
-    var responseTime: ContinuousClock.Instant?
+    /// When the current request was sent and its response head arrived (RFC 9111 times).
+    var requestDate: Date?
+    var responseDate: Date?
+
+    // The cache's part (see SessionTask+Cache.swift).
+    var cacheOutcome: CacheOutcome?
+    var cacheKey: CacheKey?
+    var invalidatesOnSuccess = false
+    var revalidation: (CacheEntry, Revalidation)?
+    /// The client's own request while the cache sends its conditional version.
+    var clientRequest: Request?
+    var notModified: HTTPResponseHead?
+    var serveStaleAfterExchange = false
+    var cacheWriter: CacheEntryWriter?
+    var leadsFetch = false
+    var collapsed = false
+    var storedFile: StoredFileReader?
     var isSuspended = false
     /// The running exchange's event forwarder.
     var exchange: TaskExchange?

@@ -1,0 +1,61 @@
+/// What the cache did for one task, in the terms of the `Cache-Status` field (RFC 9211).
+public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
+    /// Whether the response was served from the cache, and if not, why it went forward.
+    public enum Result: String, Sendable, Hashable {
+        /// Served from the cache without contacting the origin.
+        case hit
+        /// Nothing was stored for the URL.
+        case uriMiss = "uri-miss"
+        /// Something was stored for the URL, but no variant for this request's Vary'd fields.
+        case varyMiss = "vary-miss"
+        /// A stored response was stale and was validated with the origin.
+        case stale
+        /// The request asked for a fresh response (reload, no-cache).
+        case request
+        /// The request method's semantics require forwarding.
+        case method
+        /// The cache was not used for this request (no cache, or not a cacheable URL).
+        case bypass
+    }
+
+    /// The result.
+    public var result: Result
+    /// The status the origin answered a forwarded request with (e.g. 304 after validation).
+    public var forwardStatus: Int?
+    /// Whether the response was stored.
+    public var stored = false
+    /// Why it was not stored, or what was changed (`no-store`, `private`, `size-limit`, `truncated` …).
+    public var detail: String?
+    /// The stored response was served stale (accepted stale, stale-while-revalidate, stale-if-error).
+    public var servedStale = false
+
+    /// Creates an outcome.
+    public init(result: Result, forwardStatus: Int? = nil, stored: Bool = false, detail: String? = nil) {
+        self.result = result
+        self.forwardStatus = forwardStatus
+        self.stored = stored
+        self.detail = detail
+    }
+
+    /// Whether the response came from storage.
+    public var isHit: Bool { result == .hit || (result == .stale && forwardStatus == 304) || servedStale }
+
+    /// The `Cache-Status` member for a cache named `cacheName`, e.g. `tollgate; fwd=uri-miss; stored`.
+    public func cacheStatus(cacheName: String = "tollgate") -> String {
+        var parts = [cacheName]
+        if result == .hit {
+            parts.append("hit")
+        } else {
+            parts.append("fwd=\(result.rawValue)")
+            if let forwardStatus { parts.append("fwd-status=\(forwardStatus)") }
+        }
+        if stored { parts.append("stored") }
+        var details: [String] = []
+        if servedStale { details.append("stale") }
+        if let detail { details.append(detail) }
+        if !details.isEmpty { parts.append("detail=\"\(details.joined(separator: ","))\"") }
+        return parts.joined(separator: "; ")
+    }
+
+    public var description: String { cacheStatus() }
+}

@@ -1,0 +1,393 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import TollgateCache
+import TollgateHTTP
+
+/// A stored body read from its file in pieces, paced by the task (suspend stops the reading).
+final class StoredFileReader: @unchecked Sendable {
+    let handle: NIOFileHandle
+    var remaining: Int64
+    var reading = false
+
+    init(handle: NIOFileHandle, length: Int64) {
+        self.handle = handle
+        self.remaining = length
+    }
+}
+
+/// The cache's part in loading a request: lookup, serving stored responses, validation,
+/// storing network responses as they stream, invalidation, and collapsing of misses.
+extension SessionTask {
+    /// Consults the cache for `request`. Returns true when the cache took the task over (served it,
+    /// sent a conditional request, is waiting for another task's fetch, or failed it as offline).
+    func consultCache(_ request: Request, policy: RequestCachePolicy, cache: ResponseCache) -> Bool {
+        guard let key = cache.key(for: request.head) else {
+            engine.cacheOutcome = CacheOutcome(result: request.method.isSafe ? .bypass : .method)
+            engine.invalidatesOnSuccess = !request.method.isSafe
+            return false
+        }
+        engine.cacheKey = key
+        let entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
+        let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: Date())
+        switch decision {
+        case .fresh(let hit):
+            guard let entry else { return false }
+            return serveStored(hit: hit, body: entry.body, request: request, stale: false)
+        case .staleAcceptable(let hit):
+            guard let entry else { return false }
+            return serveStored(hit: hit, body: entry.body, request: request, stale: true)
+        case .staleWhileRevalidate(let hit, _):
+            guard let entry, serveStored(hit: hit, body: entry.body, request: request, stale: true) else { return false }
+            revalidateInBackground(request, key: key, cache: cache)
+            return true
+        case .revalidate(let revalidation):
+            guard let entry else { return false }
+            engine.revalidation = (entry, revalidation)
+            engine.clientRequest = request
+            engine.cacheOutcome = CacheOutcome(result: .stale)
+            var conditional = request
+            conditional.head = revalidation.upstreamRequest(from: request.head)
+            engine.request = conditional
+            sendToNetwork(conditional)
+            return true
+        case .miss(let reason):
+            engine.cacheOutcome = CacheOutcome(result: Self.missResult(reason))
+            return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
+        case .unavailable(let reason):
+            engine.cacheOutcome = CacheOutcome(result: .hit, detail: "not-stored")
+            let why = reason == .onlyIfCached
+                ? "only-if-cached, and nothing usable is stored"
+                : "not in the cache, and the cache policy forbids the network"
+            engine.transactions.append(TransactionMetrics(request: request))
+            fail(SessionError(.resourceUnavailable, request.url, why))
+            return true
+        }
+    }
+
+    private static func missResult(_ reason: CacheLookupDecision.MissReason) -> CacheOutcome.Result {
+        switch reason {
+        case .notStored: .uriMiss
+        case .varyMismatch: .varyMiss
+        case .method: .method
+        case .reload: .request
+        }
+    }
+
+    /// Sends `request` over the network (after the cache declined to answer it).
+    func sendToNetwork(_ request: Request) {
+        obtainBody(for: request) { [self] source in sendRequest(request, body: source) }
+    }
+
+    /// When another task is already fetching this key, waits for it (at most the request timeout)
+    /// and then looks again; otherwise this task leads the fetch.
+    private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
+        guard request.method == .get, !engine.collapsed else { return false }
+        guard let wait = cache.joinOrLead(key, on: eventLoop) else {
+            engine.leadsFetch = true
+            return false
+        }
+        engine.collapsed = true
+        let interval = request.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
+        let resumed = NIOLoopBoundBox(false, eventLoop: eventLoop)
+        let lookAgain: @Sendable () -> Void = { [self] in
+            guard !resumed.value, !isDone else { return }
+            resumed.value = true
+            beginLoading(request)
+        }
+        let timer = eventLoop.scheduleTask(in: TimeAmount(interval)) { lookAgain() }
+        wait.whenComplete { _ in
+            timer.cancel()
+            lookAgain()
+        }
+        return true
+    }
+
+    private func revalidateInBackground(_ request: Request, key: CacheKey, cache: ResponseCache) {
+        guard cache.claimBackgroundRevalidation(key) else { return }
+        var background = request
+        background.cachePolicy = .reloadRevalidating
+        background.headerFields.removeAll { field in
+            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
+        }
+        do {
+            let task = try session.dataTask(with: background, on: eventLoop) { _, _, _ in
+                cache.finishBackgroundRevalidation(key)
+            }
+            task.taskDescription = "background revalidation of \(key)"
+            task.resume()
+        } catch {
+            cache.finishBackgroundRevalidation(key)
+        }
+    }
+
+    /// Answers the task from storage. Returns false when the stored body is gone (evicted since
+    /// the lookup): then the task goes to the network.
+    @discardableResult
+    func serveStored(hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil) -> Bool {
+        guard let cache = session.configuration.responseCache else { return false }
+        var reader: StoredFileReader?
+        let isHead = request.method == .head
+        let conditional = cache.rules.answersConditional(clientRequest: request.head, stored: hit.stored)
+        if case .file(let path, let length) = body, !isHead, !conditional {
+            // Opened now: a file removed by eviction later stays readable through the descriptor.
+            guard let handle = try? NIOFileHandle(_deprecatedPath: path) else { return false }
+            reader = StoredFileReader(handle: handle, length: length)
+        }
+        var result = outcome ?? CacheOutcome(result: .hit)
+        result.servedStale = stale
+        engine.cacheOutcome = result
+        var metrics = TransactionMetrics(request: request)
+        metrics.fetchStartDate = Date()
+        metrics.resourceFetchType = .localCache
+        metrics.responseStartDate = Date()
+        metrics.countOfResponseBodyBytesReceived = isHead || conditional ? 0 : body.length
+        let head = conditional ? cache.rules.notModifiedResponse(for: hit) : hit.responseHead
+        metrics.response = head
+        engine.transactions.append(metrics)
+        engine.request = request
+        deliverResponse(head)
+        if !isHead, !conditional {
+            if case .inline(let buffer) = body, buffer.readableBytes > 0 { acceptBody(buffer) }
+            engine.storedFile = reader
+        }
+        if engine.storedFile == nil {
+            engine.transaction.responseEndDate = Date()
+            if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
+                engine.endHeld = true
+            } else {
+                finishSuccessfully()
+            }
+        } else {
+            pumpStoredFile()
+        }
+        return true
+    }
+
+    /// Reads the next piece of a stored body file, unless the task is paused.
+    func pumpStoredFile() {
+        guard let reader = engine.storedFile, !reader.reading, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone
+        else { return }
+        if reader.remaining == 0 {
+            try? reader.handle.close()
+            engine.storedFile = nil
+            engine.transaction.responseEndDate = Date()
+            engine.endHeld = true
+            releaseHeld()
+            return
+        }
+        reader.reading = true
+        let count = Int(min(reader.remaining, 256 * 1024))
+        session.fileIO.read(fileHandle: reader.handle, byteCount: count, allocator: ByteBufferAllocator(), eventLoop: eventLoop)
+            .whenComplete { [self] result in
+                reader.reading = false
+                guard !isDone else {
+                    try? reader.handle.close()
+                    return
+                }
+                switch result {
+                case .success(let buffer) where buffer.readableBytes > 0:
+                    reader.remaining -= Int64(buffer.readableBytes)
+                    acceptBody(buffer)
+                    pumpStoredFile()
+                case .success, .failure:
+                    try? reader.handle.close()
+                    engine.storedFile = nil
+                    fail(SessionError(.resourceUnavailable, engine.request?.url, "the stored body could not be read"))
+                }
+            }
+    }
+
+    // MARK: network responses
+
+    /// Cache work on a network response head. Returns true when the cache answers instead
+    /// (a 304 to a revalidation, or a stale response allowed on a 5xx).
+    func cacheHandlesNetworkHead(_ head: HTTPResponseHead) -> Bool {
+        guard let cache = session.configuration.responseCache else { return false }
+        if engine.invalidatesOnSuccess, head.status < 400, let request = engine.request {
+            let keys = cache.rules.invalidations(for: request.head, response: head, normalizer: cache.store.options.keyNormalizer)
+            if !keys.isEmpty {
+                _ = cache.offLoop(on: eventLoop) { for key in keys { _ = try? cache.store.remove(key: key) } }
+            }
+        }
+        guard let (_, revalidation) = engine.revalidation else { return false }
+        if head.status == 304 {
+            engine.notModified = head
+            return true
+        }
+        if head.status >= 500, revalidation.staleIfErrorAllowed {
+            engine.cacheOutcome?.forwardStatus = head.status
+            engine.serveStaleAfterExchange = true
+            return true
+        }
+        engine.cacheOutcome?.forwardStatus = head.status
+        return false
+    }
+
+    /// The 304 or 5xx the cache answers for has ended: serve the stored response.
+    func finishCacheAnsweredExchange() {
+        guard let cache = session.configuration.responseCache, let (entry, _) = engine.revalidation,
+            let original = engine.clientRequest
+        else { return }
+        engine.revalidation = nil
+        if engine.serveStaleAfterExchange {
+            engine.serveStaleAfterExchange = false
+            serveStaleCopy(of: entry, request: original, cache: cache)
+            return
+        }
+        guard let notModified = engine.notModified else { return }
+        engine.notModified = nil
+        let requestTime = engine.requestDate ?? Date()
+        let responseTime = engine.responseDate ?? Date()
+        cache.offLoop(on: eventLoop) {
+            try cache.store.updateHeaders(of: entry.id, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
+        }.whenComplete { [self] result in
+            guard !isDone else { return }
+            guard case .success(let updated?) = result else {
+                // The 304 does not match what is stored: ask again without conditions (§4.3.4).
+                engine.cacheOutcome = CacheOutcome(result: .stale, forwardStatus: 304, detail: "validator-mismatch")
+                sendToNetwork(original)
+                return
+            }
+            let hit = CacheHit(stored: updated, freshness: Freshness(
+                headerFields: updated.headerFields, status: updated.status, requestTime: updated.requestTime,
+                responseTime: updated.responseTime, now: Date(), rules: cache.rules
+            ))
+            let outcome = CacheOutcome(result: .stale, forwardStatus: 304)
+            if !serveStored(hit: hit, body: entry.body, request: original, stale: false, outcome: outcome) {
+                sendToNetwork(original)
+            }
+        }
+    }
+
+    /// Serves a stale stored response because the origin failed (stale-if-error).
+    func serveStaleCopy(of entry: CacheEntry, request: Request, cache: ResponseCache) {
+        let hit = CacheHit(stored: entry.response, freshness: Freshness(
+            headerFields: entry.response.headerFields, status: entry.response.status, requestTime: entry.response.requestTime,
+            responseTime: entry.response.responseTime, now: Date(), rules: cache.rules
+        ))
+        var outcome = engine.cacheOutcome ?? CacheOutcome(result: .stale)
+        outcome.detail = "stale-if-error"
+        if !serveStored(hit: hit, body: entry.body, request: request, stale: true, outcome: outcome) {
+            fail(SessionError(.resourceUnavailable, request.url, "the origin failed and the stored copy is gone"))
+        }
+    }
+
+    /// Starts streaming a network response into storage when the rules allow storing it.
+    func beginStoringIfAllowed(_ head: HTTPResponseHead) {
+        guard let cache = session.configuration.responseCache, let key = engine.cacheKey, let request = engine.request,
+            engine.transactions.last?.resourceFetchType == .networkLoad, engine.cacheWriter == nil
+        else { return }
+        let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
+        let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
+        var stored = request.head
+        stored.headerFields.removeAll { field in
+            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
+        }
+        switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
+        case .store(let notes):
+            do {
+                engine.cacheWriter = try cache.store.beginStore(
+                    key: key, request: stored, response: head,
+                    requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
+                )
+                engine.cacheOutcome?.stored = true
+                if !notes.isEmpty { engine.cacheOutcome?.detail = notes.map(\.rawValue).joined(separator: ",") }
+            } catch {
+                engine.cacheOutcome?.detail = "size-limit"
+            }
+        case .doNotStore(let reason):
+            engine.cacheOutcome?.detail = reason.rawValue
+        }
+    }
+
+    /// Hands a body piece to the storage writer; a writer that fails is dropped (nothing stored).
+    func storeBodyPiece(_ buffer: ByteBuffer) {
+        guard let writer = engine.cacheWriter else { return }
+        do {
+            try writer.append(buffer)
+        } catch {
+            writer.abort()
+            engine.cacheWriter = nil
+            engine.cacheOutcome?.stored = false
+            engine.cacheOutcome?.detail = (error as? CacheStoreError) == .bodyTooLarge ? "size-limit" : "truncated"
+        }
+    }
+
+    /// The body ended: asks `willCacheResponse`, then commits (off the loop) or discards.
+    /// `then` runs on the loop when storing is settled.
+    func finishStoring(then: @escaping () -> Void) {
+        guard let cache = session.configuration.responseCache, let writer = engine.cacheWriter, let request = engine.request,
+            let head = response, let dataTask = self as? DataTask
+        else {
+            then()
+            return
+        }
+        engine.cacheWriter = nil
+        engine.idleTimer?.cancel()
+        var storedRequest = request.head
+        storedRequest.headerFields.removeAll { field in
+            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
+        }
+        let proposed = CachedResponse(
+            request: storedRequest, response: head, bodyLength: writer.bytesWritten,
+            requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
+        )
+        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        ask(
+            receivers,
+            { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
+            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+        ) { [self] decision in
+            guard !isDone else {
+                writer.abort()
+                return
+            }
+            switch decision?.base {
+            case .doNotStore:
+                writer.abort()
+                engine.cacheOutcome?.stored = false
+                engine.cacheOutcome?.detail = "policy"
+                then()
+                return
+            case .store(let chosen):
+                if chosen.response.headerFields != head.headerFields { writer.replaceHeaderFields(chosen.response.headerFields) }
+            case .notImplemented, .none:
+                break
+            }
+            let settled = UncheckedBox(then)
+            cache.offLoop(on: eventLoop) { try writer.commit() }.whenComplete { [self] result in
+                if case .failure = result {
+                    engine.cacheOutcome?.stored = false
+                    engine.cacheOutcome?.detail = "truncated"
+                }
+                settled.value()
+            }
+        }
+    }
+
+    /// Ends the task's part in the cache (every way a task ends).
+    func releaseCacheState() {
+        engine.cacheWriter?.abort()
+        engine.cacheWriter = nil
+        if let reader = engine.storedFile {
+            try? reader.handle.close()
+            engine.storedFile = nil
+        }
+        if engine.leadsFetch, let key = engine.cacheKey {
+            engine.leadsFetch = false
+            session.configuration.responseCache?.finishLeading(key)
+        }
+    }
+
+    /// On a network failure while revalidating: serve the stale copy when stale-if-error allows.
+    func servesStaleOnFailure() -> Bool {
+        guard !engine.responseDelivered, let cache = session.configuration.responseCache,
+            let (entry, revalidation) = engine.revalidation, revalidation.staleIfErrorAllowed, let request = engine.clientRequest
+        else { return false }
+        engine.revalidation = nil
+        serveStaleCopy(of: entry, request: request, cache: cache)
+        return true
+    }
+}
