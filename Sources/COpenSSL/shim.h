@@ -183,4 +183,19 @@ static inline int tg_SSL_CTX_set_ex_data(SSL_CTX *ctx, int idx, void *data) {
 }
 static inline void *tg_SSL_CTX_get_ex_data(const SSL_CTX *ctx, int idx) { return SSL_CTX_get_ex_data(ctx, idx); }
 
+// MARK: - TLS handler (alerts, versions, verification modes)
+
+static inline int tg_SSL_CB_READ_ALERT(void) { return SSL_CB_READ_ALERT; }
+static inline int tg_SSL_CB_ALERT(void) { return SSL_CB_ALERT; }
+static inline int tg_SSL_AD_UNRECOGNIZED_NAME(void) { return SSL_AD_UNRECOGNIZED_NAME; }
+static inline int tg_SSL_AD_INTERNAL_ERROR(void) { return SSL_AD_INTERNAL_ERROR; }
+static inline int tg_TLS1_VERSION(void) { return TLS1_VERSION; }
+static inline int tg_TLS1_1_VERSION(void) { return TLS1_1_VERSION; }
+static inline int tg_SSL_VERIFY_NONE(void) { return SSL_VERIFY_NONE; }
+static inline int tg_SSL_VERIFY_PEER(void) { return SSL_VERIFY_PEER; }
+static inline int tg_SSL_VERIFY_FAIL_IF_NO_PEER_CERT(void) { return SSL_VERIFY_FAIL_IF_NO_PEER_CERT; }
+static inline int tg_SSL_VERIFY_CLIENT_ONCE(void) { return SSL_VERIFY_CLIENT_ONCE; }
+static inline int tg_TLSEXT_NAMETYPE_host_name(void) { return TLSEXT_NAMETYPE_host_name; }
+static inline long tg_SSL_MODE_NO_AUTO_CHAIN(void) { return SSL_MODE_NO_AUTO_CHAIN; }
+
 #endif

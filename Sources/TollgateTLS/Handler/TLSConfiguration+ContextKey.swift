@@ -1,0 +1,40 @@
+import NIOCore
+
+extension TLSConfiguration {
+    /// Every field of a configuration in a comparable form: what ``TLSContextCache`` keys on.
+    ///
+    /// Per-connection settings (timeouts, deferral) are part of the key too, because a handler reads them
+    /// from its context's configuration.
+    struct ContextKey: Hashable, Sendable {
+        var minimumVersion: TLSVersion
+        var maximumVersion: TLSVersion?
+        var trustRoots: TrustRoots
+        var certificateVerification: CertificateVerification
+        var deferTrustDecision: Bool
+        var applicationProtocols: [String]
+        /// The identity's chain; its key is the one matching the leaf, so the chain identifies it.
+        var identityChain: [Certificate]?
+        var clientCertificateRequirement: ClientCertificateRequirement
+        var handshakeTimeout: TimeAmount
+        var closeTimeout: TimeAmount
+        var reportsUncleanShutdown: Bool
+    }
+
+    /// The key, or nil when the configuration has a closure and cannot be compared.
+    var contextKey: ContextKey? {
+        guard self.serverNameHandler == nil else { return nil }
+        return ContextKey(
+            minimumVersion: self.minimumVersion,
+            maximumVersion: self.maximumVersion,
+            trustRoots: self.trustRoots,
+            certificateVerification: self.certificateVerification,
+            deferTrustDecision: self.deferTrustDecision,
+            applicationProtocols: self.applicationProtocols,
+            identityChain: self.identity?.certificateChain,
+            clientCertificateRequirement: self.clientCertificateRequirement,
+            handshakeTimeout: self.handshakeTimeout,
+            closeTimeout: self.closeTimeout,
+            reportsUncleanShutdown: self.reportsUncleanShutdown
+        )
+    }
+}

@@ -1,0 +1,98 @@
+import NIOCore
+
+/// Everything that decides how a TLS endpoint behaves: versions, trust, identity, ALPN and timeouts.
+///
+/// A value type: build one with ``makeClientConfiguration()`` or ``makeServerConfiguration(identity:)``,
+/// change fields, then turn it into a ``TLSContext`` (directly, or through a ``TLSContextCache`` so that
+/// equal configurations share one OpenSSL context). A context copies the configuration; changing the value
+/// afterwards does not change the context.
+///
+/// ```swift
+/// var configuration = TLSConfiguration.makeClientConfiguration()
+/// configuration.trustRoots = TrustRoots(includesSystemRoots: true, pemFiles: ["/etc/tollgate/internal-ca.pem"])
+/// configuration.deferTrustDecision = true  // the session runs its pin check first
+/// let context = try TLSContext(configuration: configuration)
+/// ```
+public struct TLSConfiguration: Sendable {
+    /// The lowest protocol version accepted; ``TLSVersion/tlsv1_2`` unless set.
+    public var minimumVersion: TLSVersion = .tlsv1_2
+
+    /// The highest protocol version offered or accepted; nil (the highest OpenSSL supports) unless set.
+    public var maximumVersion: TLSVersion? = nil
+
+    /// The anchors the peer's chain must lead to: ``TrustRoots/system`` for clients, ``TrustRoots/empty``
+    /// for servers (which use it for client certificates).
+    public var trustRoots: TrustRoots = .system
+
+    /// How much of the peer's certificate is checked; ``CertificateVerification/fullVerification`` unless
+    /// set. Servers check client certificates only when ``clientCertificateRequirement`` asks for them, and
+    /// never against a host name.
+    public var certificateVerification: CertificateVerification = .fullVerification
+
+    /// When true, a chain that fails verification does not fail the handshake: the handshake completes,
+    /// ``TLSHandshakeCompleted`` reports ``TLSPeerEvaluation/TrustResult/untrusted(_:)``, and no application
+    /// data moves in either direction until ``TLSHandler/approvePeer()``. When false (the default), such a
+    /// chain fails the handshake with ``TLSError/peerUntrusted`` and data flows as soon as the handshake
+    /// completes.
+    public var deferTrustDecision: Bool = false
+
+    /// ALPN protocols, most preferred first: offered by a client, chosen from by a server (the server's
+    /// order wins). `["http/1.1"]` for clients, none for servers, unless set. Each is 1 to 255 bytes.
+    public var applicationProtocols: [String] = []
+
+    /// The certificate chain and key this endpoint presents: the client certificate for a client (nil: none,
+    /// the default), the server certificate for a server.
+    public var identity: Identity? = nil
+
+    /// Servers only: whether clients are asked for a certificate; ``ClientCertificateRequirement/notRequested``
+    /// unless set.
+    public var clientCertificateRequirement: ClientCertificateRequirement = .notRequested
+
+    /// Servers only: picks the identity for the host name a client sent in SNI (nil when it sent none), so
+    /// interception can mint a leaf per host. Returning nil keeps ``identity``; if that is nil too, the
+    /// handshake fails with an `unrecognized_name` alert. Nil (always ``identity``) unless set.
+    ///
+    /// Called on the connection's event loop in the middle of the handshake: it must not block for long
+    /// (cache minted leaves). A configuration with a handler is never shared by ``TLSContextCache``, since
+    /// closures cannot be compared.
+    public var serverNameHandler: (@Sendable (String?) -> Identity?)? = nil
+
+    /// How long the handshake may take from the moment the connection is active; 10 seconds unless set.
+    /// When it runs out the handler fires ``TLSError/handshakeTimeout`` and closes the channel.
+    public var handshakeTimeout: TimeAmount = .seconds(10)
+
+    /// How long closing waits for the `close_notify` alert to be written before the socket is closed anyway;
+    /// 5 seconds unless set.
+    public var closeTimeout: TimeAmount = .seconds(5)
+
+    /// Whether the peer closing TCP without a `close_notify` alert is reported as
+    /// ``TLSError/uncleanShutdown`` (fired before `channelInactive`; the close is still treated as EOF).
+    /// True for clients (a response cut short by an attacker looks like this), false for servers (clients
+    /// routinely just close), unless set. Application protocols whose framing proves completeness, such as
+    /// HTTP with `Content-Length`, may ignore the error.
+    public var reportsUncleanShutdown: Bool = true
+
+    /// A configuration with every field at its default; prefer the factories.
+    public init() {}
+
+    /// A client: TLS 1.2 and up, system trust roots, full verification, ALPN `http/1.1`, no client
+    /// certificate, trust decided in the handshake.
+    public static func makeClientConfiguration() -> TLSConfiguration {
+        var configuration = TLSConfiguration()
+        configuration.applicationProtocols = ["http/1.1"]
+        return configuration
+    }
+
+    /// A server presenting `identity`: TLS 1.2 and up, no ALPN, no client certificates, clean-shutdown
+    /// errors not reported.
+    ///
+    /// - Parameter identity: the server's certificate chain and key; with a ``serverNameHandler`` it is the
+    ///   fallback, and may be nil if the handler always answers.
+    public static func makeServerConfiguration(identity: Identity?) -> TLSConfiguration {
+        var configuration = TLSConfiguration()
+        configuration.identity = identity
+        configuration.trustRoots = .empty
+        configuration.reportsUncleanShutdown = false
+        return configuration
+    }
+}

@@ -1,0 +1,147 @@
+internal import COpenSSL
+
+// OpenSSL's C callbacks. C function pointers cannot capture, so each finds its connection through the
+// SSL's ex-data slot (`TLSConnection.from(ssl:)`) and hands over. They run inside SSL_do_handshake /
+// SSL_read, on the connection's event loop, while the connection is alive.
+
+/// `SSL_verify_cb`: called for every certificate OpenSSL checks, and again for every error it finds.
+func tlsVerify(_ preverified: Int32, _ store: OpaquePointer?) -> Int32 {
+    guard let store,
+        let raw = X509_STORE_CTX_get_ex_data(store, SSL_get_ex_data_X509_STORE_CTX_idx()),
+        let connection = TLSConnection.from(ssl: OpaquePointer(raw))
+    else {
+        return preverified
+    }
+    return connection.verify(preverified: preverified == 1, store: store) ? 1 : 0
+}
+
+/// The info callback: notes fatal alerts the peer sends, so errors can name them.
+func tlsInfo(_ ssl: OpaquePointer?, _ kind: Int32, _ value: Int32) {
+    guard kind & tg_SSL_CB_READ_ALERT() == tg_SSL_CB_READ_ALERT(), let ssl,
+        let connection = TLSConnection.from(ssl: ssl)
+    else { return }
+    connection.peerSentAlert(value)
+}
+
+/// The SNI callback (servers): runs once per ClientHello, whether or not the client sent a name.
+func tlsServerName(
+    _ ssl: OpaquePointer?,
+    _ alert: UnsafeMutablePointer<Int32>?,
+    _ argument: UnsafeMutableRawPointer?
+)
+    -> Int32
+{
+    guard let ssl, let connection = TLSConnection.from(ssl: ssl) else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    return connection.selectIdentity(alert: alert)
+}
+
+/// The ALPN selection callback (servers).
+func tlsSelectALPN(
+    _ ssl: OpaquePointer?,
+    _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+    _ outLength: UnsafeMutablePointer<UInt8>?,
+    _ offered: UnsafePointer<UInt8>?,
+    _ offeredLength: UInt32,
+    _ argument: UnsafeMutableRawPointer?
+) -> Int32 {
+    guard let ssl, let connection = TLSConnection.from(ssl: ssl) else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    return connection.selectALPN(out, outLength, offered, offeredLength)
+}
+
+extension TLSConnection {
+    /// The ex-data slot of every `SSL` that points back to its connection.
+    static let exDataIndex: Int32 = tg_SSL_get_ex_new_index(0, nil)
+
+    /// The connection an `SSL` belongs to.
+    static func from(ssl: OpaquePointer) -> TLSConnection? {
+        guard let raw = tg_SSL_get_ex_data(ssl, TLSConnection.exDataIndex) else { return nil }
+        return Unmanaged<TLSConnection>.fromOpaque(raw).takeUnretainedValue()
+    }
+
+    /// Records OpenSSL's verdict on one certificate and decides whether verification goes on.
+    func verify(preverified: Bool, store: OpaquePointer) -> Bool {
+        if preverified { return true }
+        if self.verificationError == nil {
+            let subject = X509_STORE_CTX_get_current_cert(store).map { Certificate.oneLine(X509_get_subject_name($0)) }
+            self.verificationError = CertificateVerificationError(
+                code: .init(rawValue: X509_STORE_CTX_get_error(store)),
+                depth: Int(X509_STORE_CTX_get_error_depth(store)),
+                subject: subject,
+                host: self.expectedHost
+            )
+        }
+        let configuration = self.context.configuration
+        if configuration.deferTrustDecision || !configuration.certificateVerification.enforcesTrust {
+            return true  // note it and let the handshake finish; the application decides
+        }
+        self.rejectedChain = true
+        return false
+    }
+
+    /// Records a fatal alert from the peer.
+    func peerSentAlert(_ value: Int32) {
+        // value = level << 8 | description; level 2 is fatal. close_notify (a warning) is not an error.
+        guard value >> 8 == 2 else { return }
+        let name = SSL_alert_desc_string_long(value).map { String(cString: $0) }
+        // OpenSSL 3.0 has no names for some TLS 1.3 alerts (RFC 8446 §6).
+        let tls13Names: [Int32: String] = [
+            109: "missing extension", 116: "certificate required", 120: "no application protocol",
+        ]
+        switch name {
+        case .some(let name) where name != "unknown": self.receivedAlert = name
+        default: self.receivedAlert = tls13Names[value & 0xFF] ?? "alert \(value & 0xFF)"
+        }
+    }
+
+    /// Picks the server identity for the SNI name in the ClientHello; returns an `SSL_TLSEXT_ERR_*` value.
+    func selectIdentity(alert: UnsafeMutablePointer<Int32>?) -> Int32 {
+        let name = SSL_get_servername(self.ssl, tg_TLSEXT_NAMETYPE_host_name()).map { String(cString: $0) }
+        self.receivedServerName = name
+        let configuration = self.context.configuration
+        guard let handler = configuration.serverNameHandler else { return tg_SSL_TLSEXT_ERR_OK() }
+        guard let identity = handler(name) else {
+            if configuration.identity != nil { return tg_SSL_TLSEXT_ERR_OK() }
+            self.serverNameFailure = "no certificate for the server name \(name.map { "\"\($0)\"" } ?? "(none sent)")"
+            alert?.pointee = tg_SSL_AD_UNRECOGNIZED_NAME()
+            return tg_SSL_TLSEXT_ERR_ALERT_FATAL()
+        }
+        guard let chain = tg_sk_X509_new_null() else {
+            alert?.pointee = tg_SSL_AD_INTERNAL_ERROR()
+            return tg_SSL_TLSEXT_ERR_ALERT_FATAL()
+        }
+        defer { tg_sk_X509_free(chain) }  // shallow: SSL_use_cert_and_key takes its own references
+        let used = withExtendedLifetime(identity) { () -> Bool in
+            for certificate in identity.certificateChain.dropFirst() where tg_sk_X509_push(chain, certificate.x509) <= 0
+            {
+                return false
+            }
+            return SSL_use_cert_and_key(self.ssl, identity.certificate.x509, identity.privateKey.pkey, chain, 1) == 1
+        }
+        guard used else {
+            self.serverNameFailure =
+                "cannot use the certificate chosen for \(name ?? "(no name)"): "
+                + OpenSSLError.drainErrorQueue().joined(separator: "; ")
+            alert?.pointee = tg_SSL_AD_INTERNAL_ERROR()
+            return tg_SSL_TLSEXT_ERR_ALERT_FATAL()
+        }
+        return tg_SSL_TLSEXT_ERR_OK()
+    }
+
+    /// Chooses the ALPN protocol: the first of ours (server order) that the client offered.
+    func selectALPN(
+        _ out: UnsafeMutablePointer<UnsafePointer<UInt8>?>?,
+        _ outLength: UnsafeMutablePointer<UInt8>?,
+        _ offered: UnsafePointer<UInt8>?,
+        _ offeredLength: UInt32
+    ) -> Int32 {
+        let context = self.context
+        guard context.alpnWireCount > 0, let out, let outLength, let offered, let ours = context.alpnWire.baseAddress
+        else {
+            return tg_SSL_TLSEXT_ERR_NOACK()
+        }
+        let result = out.withMemoryRebound(to: UnsafeMutablePointer<UInt8>?.self, capacity: 1) { selected in
+            SSL_select_next_proto(selected, outLength, ours, UInt32(context.alpnWireCount), offered, offeredLength)
+        }
+        return result == OPENSSL_NPN_NEGOTIATED ? tg_SSL_TLSEXT_ERR_OK() : tg_SSL_TLSEXT_ERR_NOACK()
+    }
+}

@@ -1,0 +1,414 @@
+import NIOCore
+
+/// TLS over OpenSSL memory BIOs as a SwiftNIO channel handler, client or server side.
+///
+/// Put it first in the pipeline: ciphertext `ByteBuffer`s come in from the socket, plaintext `ByteBuffer`s
+/// go on to the next handler, and plaintext writes are encrypted on `flush`. The handshake starts when the
+/// channel becomes active (or at once, when the handler is added to an active channel) and must finish
+/// within ``TLSConfiguration/handshakeTimeout``.
+///
+/// When it completes the handler fires a ``TLSHandshakeCompleted`` user event carrying a
+/// ``TLSPeerEvaluation``. With ``TLSConfiguration/deferTrustDecision`` set, the handshake completes even
+/// when the peer's chain does not verify, and the handler holds application data in both directions
+/// (decrypted data is buffered, writes are queued) until ``approvePeer()``: the session checks pins or asks
+/// its delegate first, then approves or closes the channel. Without it, an untrusted chain fails the
+/// handshake with ``TLSError/peerUntrusted`` and data flows as soon as the handshake completes.
+///
+/// Back-pressure: the handler reads from the socket only while the handshake needs data or the next
+/// handler has asked (`read()`) and nothing decrypted is waiting; each `read()` is answered with at most
+/// one `channelRead` of everything decrypted so far, followed by `channelReadComplete`. With `autoRead`
+/// off, no plaintext arrives beyond what was asked for.
+///
+/// Closing sends `close_notify` and closes the socket once it is written (or after
+/// ``TLSConfiguration/closeTimeout``). A `close_notify` from the peer delivers what was decrypted, answers
+/// with our own and closes the channel. A peer that closes TCP without `close_notify` leaves the handler
+/// treating it as EOF, after firing ``TLSError/uncleanShutdown`` when
+/// ``TLSConfiguration/reportsUncleanShutdown`` is set. Half-closing (`close(mode: .output)`) is not
+/// supported yet and fails with `ChannelError.operationUnsupported`.
+///
+/// Errors (``TLSError``) are fired with `errorCaught`, and the channel is closed after them.
+///
+/// Not thread-safe: call ``approvePeer()`` and read ``peerEvaluation`` on the channel's event loop.
+public final class TLSHandler: ChannelDuplexHandler {
+    public typealias InboundIn = ByteBuffer
+    public typealias InboundOut = ByteBuffer
+    public typealias OutboundIn = ByteBuffer
+    public typealias OutboundOut = ByteBuffer
+
+    private struct PendingWrite {
+        var data: ByteBuffer
+        let promise: EventLoopPromise<Void>?
+    }
+
+    /// Ciphertext is written to the socket in pieces of about this size while a large write is encrypted.
+    private static let ciphertextChunkSize = 64 * 1024
+
+    private var stateMachine: TLSHandlerStateMachine
+    private let connection: TLSConnection
+    private var context: ChannelHandlerContext?
+    private var handshakeTimer: Scheduled<Void>?
+    private var closeTimer: Scheduled<Void>?
+    /// Decrypted data not yet delivered.
+    private var plaintext = ByteBuffer()
+    /// Plaintext writes not yet encrypted; the mark is the last flushed one.
+    private var pendingWrites = MarkedCircularBuffer<PendingWrite>(initialCapacity: 8)
+    /// Promises of encrypted writes waiting for the socket write that carries their last bytes.
+    private var encryptedWritePromises: [EventLoopPromise<Void>] = []
+    /// The most recent ciphertext write, so that an empty plaintext write completes after it.
+    private var lastCiphertextWrite: EventLoopFuture<Void>?
+    /// The next handler called `read()` and has not been given data since.
+    private var readRequested = false
+    /// OpenSSL could not encrypt until it reads (a post-handshake message was half-received).
+    private var encryptionNeedsRead = false
+    /// The promise of the application's `close`, completed when the socket closes.
+    private var closePromise: EventLoopPromise<Void>?
+    /// The socket close was issued.
+    private var closeIssued = false
+
+    /// What the handshake established; nil until ``TLSHandshakeCompleted`` fires.
+    public private(set) var peerEvaluation: TLSPeerEvaluation?
+
+    private init(context: TLSContext, role: TLSConnection.Role) throws {
+        self.connection = try TLSConnection(context: context, role: role)
+        self.stateMachine = TLSHandlerStateMachine(
+            defersTrustDecision: context.configuration.deferTrustDecision,
+            reportsUncleanShutdown: context.configuration.reportsUncleanShutdown
+        )
+    }
+
+    /// A handler for the client side of a connection.
+    ///
+    /// - Parameters:
+    ///   - context: the TLS context (trust, identity, ALPN, …).
+    ///   - serverHostname: the host being connected to: sent in SNI unless it is an IP address, and checked
+    ///     against the server's certificate under ``CertificateVerification/fullVerification``.
+    /// - Throws: ``TLSError/invalidConfiguration`` when full verification has no host name to check;
+    ///   ``OpenSSLError`` when OpenSSL refuses the host name.
+    public static func makeClientHandler(context: TLSContext, serverHostname: String?) throws -> TLSHandler {
+        try TLSHandler(context: context, role: .client(serverHostname: serverHostname))
+    }
+
+    /// A handler for the server side of a connection.
+    ///
+    /// - Parameter context: the TLS context; its configuration needs an identity or a server-name handler.
+    /// - Throws: ``TLSError/invalidConfiguration`` when it has neither.
+    public static func makeServerHandler(context: TLSContext) throws -> TLSHandler {
+        try TLSHandler(context: context, role: .server)
+    }
+
+    /// Lets application data flow after a deferred trust decision. Idempotent, and ignored once the
+    /// channel is closing.
+    ///
+    /// Call it on the channel's event loop after ``TLSHandshakeCompleted`` (calling it before is a
+    /// programming error and traps). Held decrypted data is delivered at the next `read()` (at once if one
+    /// is pending) and held writes are encrypted and sent.
+    public func approvePeer() {
+        guard let context = self.context else { return }
+        context.eventLoop.preconditionInEventLoop()
+        self.run(self.stateMachine.peerApproved(), context: context)
+    }
+
+    // MARK: - Channel events
+
+    public func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        self.plaintext = context.channel.allocator.buffer(capacity: 0)
+        if context.channel.isActive {
+            self.run(self.stateMachine.channelActive(), context: context)
+        }
+    }
+
+    public func handlerRemoved(context: ChannelHandlerContext) {
+        self.cancelTimers()
+        self.failPendingWrites(ChannelError.ioOnClosedChannel)
+        self.context = nil
+    }
+
+    public func channelActive(context: ChannelHandlerContext) {
+        // Fired first, so that a handshake failing at once is followed by a channelInactive that makes sense.
+        context.fireChannelActive()
+        self.run(self.stateMachine.channelActive(), context: context)
+    }
+
+    public func channelInactive(context: ChannelHandlerContext) {
+        // Data decrypted before the EOF is real data: hand it over before the end.
+        if self.stateMachine.deliversApplicationData { self.deliverPlaintext(context: context, force: true) }
+        self.run(self.stateMachine.channelInactive(), context: context)
+    }
+
+    public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        self.connection.feedCiphertext(self.unwrapInboundIn(data))
+        if self.stateMachine.isHandshaking {
+            self.stepHandshake(context: context)
+        } else if self.stateMachine.decryptsApplicationData {
+            self.decrypt(context: context)
+            if self.encryptionNeedsRead { self.encryptPendingWrites(context: context) }
+        }
+        // Otherwise (closing, closed) the ciphertext is dropped.
+    }
+
+    public func channelReadComplete(context: ChannelHandlerContext) {
+        if self.stateMachine.deliversApplicationData { self.deliverPlaintext(context: context, force: false) }
+        self.readFromSocketIfNeeded(context: context)
+    }
+
+    public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // With allowRemoteHalfClosure the socket's EOF arrives here rather than as channelInactive.
+        if case .some(.inputClosed) = event as? ChannelEvent, self.stateMachine.decryptsApplicationData,
+            self.connection.context.configuration.reportsUncleanShutdown
+        {
+            context.fireErrorCaught(TLSError.uncleanShutdown)
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: - Outbound operations
+
+    public func read(context: ChannelHandlerContext) {
+        self.readRequested = true
+        if self.plaintext.readableBytes > 0 {
+            if self.stateMachine.deliversApplicationData { self.deliverPlaintext(context: context, force: false) }
+            return  // delivered now, or held until approvePeer(): either way no socket read is needed
+        }
+        context.read()
+    }
+
+    public func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        guard !self.stateMachine.isClosingOrClosed else {
+            promise?.fail(ChannelError.ioOnClosedChannel)
+            return
+        }
+        self.pendingWrites.append(PendingWrite(data: self.unwrapOutboundIn(data), promise: promise))
+    }
+
+    public func flush(context: ChannelHandlerContext) {
+        self.pendingWrites.mark()
+        if self.stateMachine.encryptsApplicationData { self.encryptPendingWrites(context: context) }
+        // Before the handshake completes (or before approval) the flush is remembered by the mark.
+    }
+
+    public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
+        guard mode == .all else {
+            promise?.fail(ChannelError.operationUnsupported)
+            return
+        }
+        if let promise {
+            if let existing = self.closePromise {
+                existing.futureResult.cascade(to: promise)
+            } else {
+                self.closePromise = promise
+            }
+        }
+        self.run(self.stateMachine.closeRequested(), context: context)
+    }
+
+    // MARK: - Actions
+
+    private func run(_ action: TLSHandlerStateMachine.Action, context: ChannelHandlerContext) {
+        switch action {
+        case .none:
+            break
+
+        case .startHandshake:
+            let timeout = self.connection.context.configuration.handshakeTimeout
+            self.handshakeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+                guard let context = self.context else { return }
+                let error = TLSError.handshakeTimeout(after: "\(timeout.nanoseconds / 1_000_000) ms")
+                self.run(self.stateMachine.handshakeTimedOut(error), context: context)
+            }
+            self.stepHandshake(context: context)
+
+        case .continueHandshake:
+            self.writeCiphertext(context: context, flush: true)
+            context.read()
+
+        case .completeHandshake(let startDataFlow):
+            self.handshakeTimer?.cancel()
+            self.handshakeTimer = nil
+            self.writeCiphertext(context: context, flush: true)
+            let evaluation = self.connection.evaluation()
+            self.peerEvaluation = evaluation
+            context.fireUserInboundEventTriggered(
+                TLSHandshakeCompleted(evaluation: evaluation, awaitsApproval: !startDataFlow)
+            )
+            // The event's receiver may have approved or closed already; decrypt what came with the last
+            // handshake flight, then let data flow if it may.
+            if self.stateMachine.decryptsApplicationData { self.decrypt(context: context) }
+            if self.stateMachine.encryptsApplicationData { self.encryptPendingWrites(context: context) }
+
+        case .startDataFlow:
+            self.encryptPendingWrites(context: context)
+            self.deliverPlaintext(context: context, force: false)
+            self.readFromSocketIfNeeded(context: context)
+
+        case .sendCloseNotifyAndClose(let deliverHeldData):
+            self.cancelTimers()
+            if deliverHeldData { self.deliverPlaintext(context: context, force: true) }
+            self.failPendingWrites(ChannelError.ioOnClosedChannel)
+            self.connection.shutdown()
+            self.closeAfterWritingCiphertext(context: context)
+
+        case .closeChannel:
+            self.cancelTimers()
+            self.failPendingWrites(ChannelError.ioOnClosedChannel)
+            self.closeSocket(context: context)
+
+        case .failAndClose(let error):
+            self.cancelTimers()
+            self.failPendingWrites(error)
+            context.fireErrorCaught(error)
+            self.closeAfterWritingCiphertext(context: context)  // the alert OpenSSL queued, if any
+
+        case .fireInactive(let error):
+            self.cancelTimers()
+            self.failPendingWrites(error ?? ChannelError.ioOnClosedChannel)
+            if let error { context.fireErrorCaught(error) }
+            context.fireChannelInactive()
+        }
+    }
+
+    private func stepHandshake(context: ChannelHandlerContext) {
+        switch self.connection.doHandshake() {
+        case .needsMoreData:
+            self.run(self.stateMachine.handshakeNeedsMoreData(), context: context)
+        case .completed:
+            self.run(self.stateMachine.handshakeCompleted(), context: context)
+        case .failed(let error):
+            self.run(self.stateMachine.handshakeFailed(error), context: context)
+        }
+    }
+
+    /// Decrypts everything that has arrived into ``plaintext``; delivery happens at `channelReadComplete`
+    /// or `read()`.
+    private func decrypt(context: ChannelHandlerContext) {
+        let result = self.connection.readPlaintext(into: &self.plaintext)
+        // Reading may have produced records to send (a key update answer, an alert).
+        self.writeCiphertext(context: context, flush: true)
+        switch result {
+        case .needsMoreData:
+            break
+        case .closeNotify:
+            self.run(self.stateMachine.closeNotifyReceived(), context: context)
+        case .failed(let error):
+            self.run(self.stateMachine.connectionFailed(error), context: context)
+        }
+    }
+
+    /// Gives the next handler everything decrypted, if it asked (or `force`).
+    private func deliverPlaintext(context: ChannelHandlerContext, force: Bool) {
+        guard self.readRequested || force, self.plaintext.readableBytes > 0 else { return }
+        self.readRequested = false
+        let data = self.plaintext
+        // A fresh buffer, not `clear()`: the delivered one now belongs to the next handler.
+        self.plaintext = context.channel.allocator.buffer(capacity: 0)
+        context.fireChannelRead(self.wrapInboundOut(data))
+        context.fireChannelReadComplete()
+    }
+
+    /// Asks the socket for more when the handshake needs it, or the next handler asked and nothing waits.
+    private func readFromSocketIfNeeded(context: ChannelHandlerContext) {
+        if self.stateMachine.isHandshaking
+            || (self.readRequested && self.plaintext.readableBytes == 0 && self.stateMachine.decryptsApplicationData)
+        {
+            context.read()
+        }
+    }
+
+    /// Encrypts every flushed write, sending ciphertext in chunks, then flushes the socket.
+    private func encryptPendingWrites(context: ChannelHandlerContext) {
+        self.encryptionNeedsRead = false
+        var wroteAny = false
+        writes: while self.pendingWrites.hasMark, var write = self.pendingWrites.first {
+            while write.data.readableBytes > 0 {
+                switch self.connection.writePlaintext(&write.data, limit: Int(Int32.max)) {
+                case .wrote:
+                    if self.connection.pendingCiphertextCount >= TLSHandler.ciphertextChunkSize {
+                        self.writeCiphertext(context: context, flush: false)
+                        wroteAny = true
+                    }
+                case .needsRead:
+                    self.pendingWrites[self.pendingWrites.startIndex] = write
+                    self.encryptionNeedsRead = true
+                    break writes
+                case .failed(let error):
+                    self.pendingWrites[self.pendingWrites.startIndex] = write
+                    self.run(self.stateMachine.connectionFailed(error), context: context)
+                    return
+                }
+            }
+            _ = self.pendingWrites.removeFirst()
+            if let promise = write.promise { self.encryptedWritePromises.append(promise) }
+        }
+        if self.connection.pendingCiphertextCount > 0 || !self.encryptedWritePromises.isEmpty || wroteAny {
+            self.writeCiphertext(context: context, flush: true)
+        }
+        if self.encryptionNeedsRead { context.read() }
+    }
+
+    /// Writes the ciphertext OpenSSL produced and completes the promises of writes it finishes.
+    private func writeCiphertext(context: ChannelHandlerContext, flush: Bool) {
+        if let ciphertext = self.connection.takeCiphertext(allocator: context.channel.allocator) {
+            let promise = context.eventLoop.makePromise(of: Void.self)
+            context.write(self.wrapOutboundOut(ciphertext), promise: promise)
+            self.lastCiphertextWrite = promise.futureResult
+        }
+        if !self.encryptedWritePromises.isEmpty {
+            // Their last bytes went out with the latest ciphertext write (or an earlier one).
+            for promise in self.encryptedWritePromises {
+                if let last = self.lastCiphertextWrite { last.cascade(to: promise) } else { promise.succeed() }
+            }
+            self.encryptedWritePromises.removeAll()
+        }
+        if flush { context.flush() }
+    }
+
+    /// Sends whatever OpenSSL queued (close_notify, an alert), then closes the socket once it is written or
+    /// the close timeout runs out.
+    private func closeAfterWritingCiphertext(context: ChannelHandlerContext) {
+        guard let ciphertext = self.connection.takeCiphertext(allocator: context.channel.allocator) else {
+            self.closeSocket(context: context)
+            return
+        }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(self.wrapOutboundOut(ciphertext), promise: written)
+        let timeout = self.connection.context.configuration.closeTimeout
+        self.closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            guard let context = self.context else { return }
+            self.closeSocket(context: context)
+        }
+        written.futureResult.assumeIsolated().whenComplete { _ in
+            guard let context = self.context else { return }
+            self.closeSocket(context: context)
+        }
+    }
+
+    private func closeSocket(context: ChannelHandlerContext) {
+        self.closeTimer?.cancel()
+        self.closeTimer = nil
+        let promise = self.closePromise
+        self.closePromise = nil
+        if self.closeIssued {
+            // Already on its way: the promise completes with it.
+            if let promise { context.channel.closeFuture.cascade(to: promise) }
+            return
+        }
+        self.closeIssued = true
+        context.close(mode: .all, promise: promise)
+    }
+
+    private func cancelTimers() {
+        self.handshakeTimer?.cancel()
+        self.handshakeTimer = nil
+        self.closeTimer?.cancel()
+        self.closeTimer = nil
+    }
+
+    private func failPendingWrites(_ error: any Error) {
+        while let write = self.pendingWrites.popFirst() {
+            write.promise?.fail(error)
+        }
+    }
+}
+
+@available(*, unavailable)
+extension TLSHandler: Sendable {}

@@ -1,0 +1,200 @@
+import Foundation
+import NIOCore
+import Testing
+import TollgateTLS
+
+/// Our handler against the `openssl` command line tools: an independent TLS implementation on the other end.
+@Suite("TLSHandler against openssl s_server and s_client", .timeLimit(.minutes(2)))
+struct TLSOpenSSLPeerTests {
+    /// Starts `openssl s_server` with a leaf for `localhost` from `pki`.
+    private func startServer(_ pki: TestPKI, _ arguments: [String]) async throws -> (OpenSSLProcess, port: Int) {
+        let files = try pki.write(try pki.ca.issueLeaf(for: "localhost"), as: "server-\(UUID().uuidString)")
+        return try await OpenSSLProcess.server(
+            ["-cert", files.certificate, "-key", files.key] + arguments,
+            in: pki.directory
+        )
+    }
+
+    @Test("an HTTP request through our client to s_server -www gets its status page over TLS 1.3 with ALPN")
+    func clientAgainstSServer() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let (server, port) = try await self.startServer(pki, ["-www", "-alpn", "http/1.1"])
+        defer { server.stop() }
+        let log = ConnectionLog()
+        let client = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: log
+        )
+        try await client.send("GET / HTTP/1.0\r\n\r\n")
+        try await waitUntil("s_server answers and closes") { log.isInactive }
+
+        #expect(log.receivedText.hasPrefix("HTTP/1.0 200 ok"))
+        #expect(log.receivedText.hasSuffix("</BODY></HTML>\r\n\r\n"))
+        let evaluation = try #require(log.handshake?.evaluation)
+        #expect(evaluation.trustResult == .trusted)
+        #expect(evaluation.applicationProtocol == "http/1.1")
+        #expect(evaluation.protocolVersion == .tlsv1_3)
+        // s_server ends the page with close_notify: a clean shutdown, no error.
+        #expect(log.tlsErrors.isEmpty)
+    }
+
+    @Test("s_client verifies our server, exchanges data and sees our close_notify")
+    func sClientAgainstOurServer() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let server = try await LoopbackTLSServer.start(
+            context: try pki.serverContext { $0.applicationProtocols = ["http/1.1"] },
+            behaviour: .init(closeAfterFirstReply: true)
+        )
+        let client = try OpenSSLProcess(
+            [
+                "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost",
+                "-CAfile", pki.caFile.path, "-verify_return_error", "-verify_hostname", "localhost",
+                "-alpn", "http/1.1", "-ign_eof",
+            ],
+            in: pki.directory
+        )
+        defer { client.stop() }
+        try await waitUntil("the handshake completes") { server.log.handshake != nil }
+        client.send("ping from s_client\n")
+        try await client.waitForExit()
+
+        let output = client.output
+        #expect(output.contains("Verify return code: 0 (ok)"))
+        #expect(output.contains("ALPN protocol: http/1.1"))
+        #expect(output.contains("ping from s_client"))
+        // s_client prints "closed" when the server's close_notify arrives (SSL_ERROR_ZERO_RETURN).
+        #expect(output.hasSuffix("closed\n"))
+        #expect(server.log.receivedText == "ping from s_client\n")
+        #expect(server.log.handshake?.evaluation.serverName == "localhost")
+        await server.stop()
+    }
+
+    @Test("a peer that vanishes without close_notify is reported as an unclean shutdown")
+    func uncleanShutdown() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let (server, port) = try await self.startServer(pki, ["-rev"])
+        let log = ConnectionLog()
+        let client = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: log
+        )
+        try await client.send("olleh\n")
+        try await waitUntil("s_server answers") { log.receivedText.contains("hello") }
+        server.stop()
+        try await waitUntil("the client sees the EOF") { log.isInactive }
+        #expect(log.tlsErrors == [.uncleanShutdown])
+    }
+
+    @Test("closing our client sends close_notify: the server sees a clean shutdown")
+    func closeSendsCloseNotify() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        // Our server, told to report unclean shutdowns, stands in for the peer.
+        let server = try await LoopbackTLSServer.start(
+            context: try pki.serverContext { $0.reportsUncleanShutdown = true }
+        )
+        let log = ConnectionLog()
+        let client = try await connectTLSClient(
+            port: server.port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: log
+        )
+        try await client.send("bye")
+        try await waitUntil("the echo arrives") { log.receivedText == "bye" }
+        try await client.close()
+        try await waitUntil("the server sees the end") { server.log.isInactive }
+        #expect(server.log.tlsErrors.isEmpty)
+        #expect(server.log.otherErrors.isEmpty)
+        #expect(log.tlsErrors.isEmpty)
+        await server.stop()
+    }
+
+    @Test("a client capped at TLS 1.2 cannot talk to a TLS 1.3-only s_server, and can when not capped")
+    func maximumVersion() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let (server, port) = try await self.startServer(pki, ["-tls1_3", "-www"])
+        defer { server.stop() }
+
+        let capped = ConnectionLog()
+        _ = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext { $0.maximumVersion = .tlsv1_2 },
+            serverHostname: "localhost",
+            log: capped
+        )
+        try await waitUntil("the capped client gives up") { capped.isInactive }
+        #expect(capped.handshakes.isEmpty)
+        let error = try #require(capped.tlsErrors.first)
+        #expect(error == .alertReceived)
+        #expect(error.alert == "protocol version")
+
+        let open = ConnectionLog()
+        let client = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: open
+        )
+        try await waitUntil("the handshake completes") { open.handshake != nil }
+        #expect(open.handshake?.evaluation.protocolVersion == .tlsv1_3)
+        try await client.close()
+    }
+
+    @Test("a client requiring TLS 1.3 refuses a TLS 1.2-only s_server, and the default client accepts it")
+    func minimumVersion() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let (server, port) = try await self.startServer(pki, ["-tls1_2", "-www"])
+        defer { server.stop() }
+
+        let strict = ConnectionLog()
+        _ = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext { $0.minimumVersion = .tlsv1_3 },
+            serverHostname: "localhost",
+            log: strict
+        )
+        try await waitUntil("the strict client gives up") { strict.isInactive }
+        #expect(strict.handshakes.isEmpty)
+        #expect(strict.tlsErrors.first == .handshakeFailed || strict.tlsErrors.first == .alertReceived)
+
+        let open = ConnectionLog()
+        let client = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: open
+        )
+        try await waitUntil("the handshake completes") { open.handshake != nil }
+        #expect(open.handshake?.evaluation.protocolVersion == .tlsv1_2)
+        try await client.close()
+    }
+
+    @Test("the default TLS 1.2 minimum refuses a TLS 1.1-only peer")
+    func tls11Refused() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        // TLS 1.1 needs security level 0 in OpenSSL 3; s_server allows it when told to.
+        let (server, port) = try await self.startServer(pki, ["-tls1_1", "-cipher", "DEFAULT@SECLEVEL=0", "-www"])
+        defer { server.stop() }
+        let log = ConnectionLog()
+        _ = try await connectTLSClient(
+            port: port,
+            context: try pki.clientContext(),
+            serverHostname: "localhost",
+            log: log
+        )
+        try await waitUntil("the client gives up") { log.isInactive }
+        #expect(log.handshakes.isEmpty)
+        #expect(log.tlsErrors.first == .alertReceived || log.tlsErrors.first == .handshakeFailed)
+    }
+}
