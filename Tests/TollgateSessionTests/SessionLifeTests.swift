@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TollgateHTTP
@@ -140,11 +141,15 @@ struct SessionLifeTests {
     }
 }
 
-/// A port on 127.0.0.1 with nothing listening (bound, then closed).
+/// Ports with nothing listening; held for the whole test run so no other test reuses them.
+private let closedPorts = (0..<8).map { _ in ClosedPort() }
+private let nextClosedPort = NIOLockedValueBox(0)
+
+/// A port on 127.0.0.1 where connections are refused.
 func closedPort() async throws -> Int {
-    let origin = try await LoopbackOrigin.start { _, _ in }
-    let port = origin.port
-    origin.stop()
-    try await Task.sleep(for: .milliseconds(50))
-    return port
+    let index = nextClosedPort.withLockedValue { value -> Int in
+        defer { value += 1 }
+        return value % closedPorts.count
+    }
+    return closedPorts[index].port
 }

@@ -109,13 +109,13 @@ struct SessionTimeoutTests {
         let recorder = EventRecorder()
         let session = Session(configuration: .ephemeral, delegate: recorder)
         let task = try session.dataTask(with: Request(url: origin.url()))
-        task.earliestBeginDate = Date().addingTimeInterval(0.4)
+        task.earliestBeginDate = Date().addingTimeInterval(1.5)
         let started = ContinuousClock.now
         task.resume()
-        try await Task.sleep(for: .milliseconds(200))
+        try await Task.sleep(for: .milliseconds(300))
         #expect(origin.requestCount == 0)
         try await eventually("done") { recorder.completed }
-        #expect(ContinuousClock.now - started >= .milliseconds(380))
+        #expect(ContinuousClock.now - started >= .milliseconds(1450))
         #expect(recorder.events.first == "delayed")
     }
 }

@@ -31,21 +31,12 @@ extension CachedResponse {
     /// - Parameters:
     ///   - ttl: how long it stays fresh from its arrival.
     ///   - sharedCache: whether the cache follows the shared-cache rules (`cache.kind`).
-    ///   - now: the wall clock now, and `clockNow` the same moment on `ContinuousClock`, to turn
-    ///     ``requestTime`` and ``responseTime`` into dates (a missing time counts as `now`).
     public func forcingFreshness(
         for ttl: Duration,
-        sharedCache: Bool = true,
-        now: Date = Date(),
-        clockNow: ContinuousClock.Instant = .now
+        sharedCache: Bool = true
     ) -> CachedResponse {
-        func date(_ instant: ContinuousClock.Instant?) -> Date? {
-            guard let instant else { return nil }
-            let elapsed = instant.duration(to: clockNow)
-            return now.addingTimeInterval(-CachedResponse.seconds(elapsed))
-        }
-        let responseDate = date(responseTime) ?? now
-        let requestDate = date(requestTime) ?? responseDate
+        let responseDate = responseTime
+        let requestDate = requestTime
         let initialAge = Freshness.currentAge(
             headerFields: response.headerFields,
             requestTime: requestDate,

@@ -17,7 +17,7 @@ public import TollgateSession
 /// - `willCacheResponse`: looked up for the task's current request URL (the final URL after
 ///   redirects) with ``cacheDecision(for:proposed:)``: `store: deny` stores nothing; `allow`
 ///   stores the proposed response as is; `force-ttl` stores
-///   ``TollgateSession/CachedResponse/forcingFreshness(for:sharedCache:now:clockNow:)``.
+///   ``TollgateSession/CachedResponse/forcingFreshness(for:sharedCache:)``.
 ///
 /// Additional headers and the upstream proxy are not decided here: they are in the session's
 /// configuration (``SessionSettings/makeSessionConfiguration(name:)``).

@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# Pass-through benchmark: wrk against an nginx origin directly, and through Tollgate's release
+# build in forward and reverse mode, for 1 KiB and 256 KiB objects, with keep-alive and with a new
+# connection per request. Tollgate is pinned to core 0 and wrk to core 1 (taskset).
+#
+# Every run is bounded: DURATION seconds each (default 10), loopback only.
+# Results: a Markdown table on stdout and in bench/results/passthrough-DATE.md.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+ORIGIN_PORT=${ORIGIN_PORT:-18080}
+FORWARD_PORT=${FORWARD_PORT:-13128}
+REVERSE_PORT=${REVERSE_PORT:-13129}
+
+need=()
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v wrk >/dev/null || need+=(wrk)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  else
+    echo "bench needs: sudo apt-get install -y ${need[*]}" >&2; exit 1
+  fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+
+swift build -c release --product tollgate >/dev/null
+TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/www"
+head -c 1024 /dev/urandom > "$work/www/1k.bin"
+head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
+cat > "$work/nginx.conf" <<NGINX
+worker_processes 1;
+pid $work/nginx.pid;
+error_log $work/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$ORIGIN_PORT;
+    root $work/www;
+  }
+}
+NGINX
+"$NGINX" -c "$work/nginx.conf" -p "$work"
+
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2; return 1
+}
+wait_for_port "$ORIGIN_PORT"
+
+taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$FORWARD_PORT" >"$work/forward.log" 2>"$work/forward.err" &
+pids+=($!)
+wait_for_port "$FORWARD_PORT"
+reverse=no
+if "$TOLLGATE" serve --help 2>&1 | grep -q -- "--reverse"; then
+  taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$REVERSE_PORT" --reverse "http://127.0.0.1:$ORIGIN_PORT" \
+    >"$work/reverse.log" 2>"$work/reverse.err" &
+  pids+=($!)
+  wait_for_port "$REVERSE_PORT"
+  reverse=yes
+fi
+
+# wrk sends origin-form requests; through a forward proxy the target must be absolute-form.
+cat > "$work/forward.lua" <<'LUA'
+local target = os.getenv("TARGET")
+request = function() return wrk.format("GET", target) end
+LUA
+
+# Prints "requests/s p50 p99" for one wrk run.
+run() { # url [lua] [close] [absolute target for the forward proxy]
+  export TARGET=${4:-}
+  local args=(-t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency)
+  [ -n "${2:-}" ] && args+=(-s "$2")
+  [ "${3:-}" = close ] && args+=(-H "Connection: close")
+  taskset -c 1 wrk "${args[@]}" "$1" > "$work/wrk.out" 2>&1 || true
+  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$4}
+       END {printf "%s %s %s %s\n", rps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
+}
+
+mkdir -p bench/results
+out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
+{
+  echo "# Pass-through, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
+  echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate pinned to core 0; nginx unpinned."
+  echo
+  echo "| object | connection | path | requests/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|---|---|"
+  for object in 1k.bin 256k.bin; do
+    for mode in keep-alive close; do
+      close=""; [ "$mode" = close ] && close=close
+      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$ORIGIN_PORT/$object" "" "$close")
+      echo "| $object | $mode | direct | $rps | $p50 | $p99 | $bad |"
+      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "$close" "http://127.0.0.1:$ORIGIN_PORT/$object")
+      echo "| $object | $mode | forward | $rps | $p50 | $p99 | $bad |"
+      if [ "$reverse" = yes ]; then
+        read -r rps p50 p99 bad < <(run "http://127.0.0.1:$REVERSE_PORT/$object" "" "$close")
+        echo "| $object | $mode | reverse | $rps | $p50 | $p99 | $bad |"
+      fi
+    done
+  done
+} | tee "$out"
+echo "written: $out"
