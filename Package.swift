@@ -71,7 +71,7 @@ let package = Package(
         ),
         .target(
             name: "TollgateTesting",
-            dependencies: ["TollgateHTTP"] + nio,
+            dependencies: ["TollgateHTTP", "TollgateTLS"] + nio,
             swiftSettings: swiftSettings
         ),
 
@@ -89,7 +89,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateSessionTests",
-            dependencies: ["TollgateSession", "TollgateTesting", "TollgateHTTP"] + nio,
+            dependencies: ["TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache"] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(
@@ -102,7 +102,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateProxyTests",
-            dependencies: ["TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting"] + nio,
+            dependencies: ["TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS"] + nio,
             swiftSettings: swiftSettings
         ),
     ]

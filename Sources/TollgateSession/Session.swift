@@ -2,6 +2,7 @@ public import NIOCore
 import NIOConcurrencyHelpers
 public import NIOPosix
 public import TollgateHTTP
+import TollgateTLS
 
 /// Creates and runs tasks that load HTTP requests, in the model of `URLSession`.
 ///
@@ -58,10 +59,21 @@ public final class Session: @unchecked Sendable {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.state = NIOLockedValueBox(State(delegate: delegate))
+        let contexts = TLSContextCache()
+        let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
+        let perHost = configuration.tlsConfiguration
         self.pool = ConnectionPool(
             configuration: .init(
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
-                idleTimeout: TimeAmount(configuration.connectionIdleTimeout)
+                idleTimeout: TimeAmount(configuration.connectionIdleTimeout),
+                tlsContext: { key in
+                    var defaults = TLSConfiguration.makeClientConfiguration()
+                    defaults.minimumVersion = minimumVersion
+                    var chosen = perHost?(key.host, key.port, defaults) ?? defaults
+                    // The session decides trust itself, through the server-trust challenge.
+                    chosen.deferTrustDecision = true
+                    return try contexts.context(for: chosen)
+                }
             ),
             threadPool: .singleton
         )

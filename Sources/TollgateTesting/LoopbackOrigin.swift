@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 public import NIOCore
 public import NIOPosix
 public import TollgateHTTP
+public import TollgateTLS
 
 /// An HTTP origin on 127.0.0.1 for tests: it records and counts every request, and a script
 /// answers each one through an ``OriginResponder`` — well, slowly, wrongly or not at all.
@@ -28,7 +29,8 @@ public final class LoopbackOrigin: Sendable {
     /// The port it listens on.
     public let port: Int
 
-    private init(channel: any Channel, state: NIOLockedValueBox<State>) {
+    private init(channel: any Channel, state: NIOLockedValueBox<State>, isTLS: Bool) {
+        self.isTLS = isTLS
         self.channel = channel
         self.state = state
         self.port = channel.localAddress?.port ?? 0
@@ -37,9 +39,11 @@ public final class LoopbackOrigin: Sendable {
     /// Starts an origin on 127.0.0.1 with an ephemeral port.
     public static func start(
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
+        tls: TLSConfiguration? = nil,
         script: @escaping Script
     ) async throws -> LoopbackOrigin {
         let state = NIOLockedValueBox(State())
+        let tlsContext = try tls.map { try TLSContext(configuration: $0) }
         let channel = try await ServerBootstrap(group: group)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .childChannelInitializer { child in
@@ -52,6 +56,7 @@ public final class LoopbackOrigin: Sendable {
                     state.withLockedValue { _ = $0.open.removeValue(forKey: ObjectIdentifier(child)) }
                 }
                 return child.eventLoop.makeCompletedFuture {
+                    if let tlsContext { _ = try child.pipeline.syncOperations.addTLSServerHandler(context: tlsContext) }
                     try child.pipeline.syncOperations.addHandler(
                         OriginConnectionScriptHandler(connectionNumber: number, state: state, script: script)
                     )
@@ -59,13 +64,16 @@ public final class LoopbackOrigin: Sendable {
             }
             .bind(host: "127.0.0.1", port: 0)
             .get()
-        return LoopbackOrigin(channel: channel, state: state)
+        return LoopbackOrigin(channel: channel, state: state, isTLS: tls != nil)
     }
 
-    /// `http://127.0.0.1:PORT` + path.
-    public func url(_ path: String = "/") -> HTTPURL {
-        HTTPURL(string: "http://127.0.0.1:\(port)\(path)")!
+    /// `http://127.0.0.1:PORT` + path (`https` for an origin started with TLS).
+    public func url(_ path: String = "/", host: String = "127.0.0.1") -> HTTPURL {
+        HTTPURL(string: "\(isTLS ? "https" : "http")://\(host):\(port)\(path)")!
     }
+
+    /// Whether the origin speaks TLS.
+    public let isTLS: Bool
 
     /// Every request received so far, in order.
     public var requests: [RecordedRequest] { state.withLockedValue { $0.requests } }

@@ -1,5 +1,6 @@
 public import TollgateCache
 public import TollgateHTTP
+public import TollgateTLS
 
 /// The settings a ``Session`` is created with, in the model of `URLSessionConfiguration`.
 ///
@@ -66,6 +67,13 @@ public struct SessionConfiguration: Sendable {
     public var waitsForConnectivity: Bool = false
     /// An HTTP proxy every request goes through. Default: none (direct).
     public var upstreamProxy: UpstreamProxy?
+    /// The lowest TLS version accepted from https servers. Default: TLS 1.2.
+    public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv1_2
+    /// The TLS settings of https connections to a host (trust roots, client identity), given the
+    /// session's defaults (system roots, full verification, the minimum version above). Default:
+    /// nil, the defaults for every host. Each connection's trust is then decided by a server-trust
+    /// challenge (the delegate may check pins, or accept an untrusted chain).
+    public var tlsConfiguration: (@Sendable (_ host: String, _ port: Int, _ defaults: TLSConfiguration) -> TLSConfiguration)?
     /// How long an idle keep-alive connection stays in the pool. Default: 60 s.
     public var connectionIdleTimeout: Duration = .seconds(60)
     /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import TollgateTLS
 
 /// The session's keep-alive connections, per origin: leases them to tasks, makes new ones up to
 /// the per-host limit, queues tasks by priority when the limit is reached, and closes idle ones.
@@ -13,6 +14,8 @@ final class ConnectionPool: @unchecked Sendable {
     struct Configuration: Sendable {
         var maximumConnectionsPerHost: Int
         var idleTimeout: TimeAmount
+        /// The TLS context for an https key (the session's per-host trust settings).
+        var tlsContext: @Sendable (ConnectionKey) throws -> TLSContext? = { _ in nil }
     }
 
     private struct Entry {
@@ -163,12 +166,35 @@ final class ConnectionPool: @unchecked Sendable {
     private func connect(key: ConnectionKey, eventLoop: any EventLoop) {
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
-        resolver.resolve(host: key.host, port: key.port, on: eventLoop).flatMap { addresses in
+        resolver.resolve(host: key.host, port: key.port, on: eventLoop).flatMap { addresses -> EventLoopFuture<(any Channel, OriginConnectionHandler)> in
             record.withLockedValue {
                 $0.domainLookupEnd = Date()
                 $0.connectStart = Date()
             }
-            return Self.connectToFirst(addresses, on: eventLoop)
+            let tls: TLSContext?
+            do {
+                tls = key.scheme == "https" && !key.viaProxy ? try self.configuration.tlsContext(key) : nil
+            } catch {
+                return eventLoop.makeFailedFuture(SessionError(.secureConnectionFailed, nil, "TLS settings for \(key.host): \(error)"))
+            }
+            return Self.connectToFirst(addresses, tls: tls, serverHostname: key.host, on: eventLoop)
+                .flatMap { channel, handler in
+                    guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
+                    record.withLockedValue {
+                        $0.connectEnd = Date()
+                        $0.secureConnectionStart = Date()
+                    }
+                    return handshake.futureResult.map { evaluation in
+                        record.withLockedValue {
+                            $0.secureConnectionEnd = Date()
+                            $0.tlsEvaluation = evaluation
+                        }
+                        return (channel, handler)
+                    }.flatMapErrorThrowing { error in
+                        channel.close(promise: nil)
+                        throw error
+                    }
+                }
         }.flatMapError { error in
             if error is SessionError { return eventLoop.makeFailedFuture(error) }
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): \(error)"))
@@ -177,7 +203,7 @@ final class ConnectionPool: @unchecked Sendable {
             switch result {
             case .success(let (channel, handler)):
                 let establishment = record.withLockedValue {
-                    $0.connectEnd = Date()
+                    if $0.connectEnd == nil { $0.connectEnd = Date() }
                     $0.remoteAddress = channel.remoteAddress.map { "\($0.ipAddress ?? "?"):\($0.port ?? 0)" }
                     return $0
                 }
@@ -231,6 +257,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// Tries each address in turn (IPv6 and IPv4 alike), keeping the first connection made.
     private static func connectToFirst(
         _ addresses: [SocketAddress],
+        tls: TLSContext?,
+        serverHostname: String,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
         guard let first = addresses.first else {
@@ -244,6 +272,12 @@ final class ConnectionPool: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     let handler = OriginConnectionHandler()
+                    if let tls {
+                        handler.tlsHandler = try channel.pipeline.syncOperations.addTLSClientHandler(
+                            context: tls, serverHostname: serverHostname
+                        )
+                        handler.handshake = channel.eventLoop.makePromise(of: TLSPeerEvaluation.self)
+                    }
                     var encoderConfiguration = HTTPRequestEncoder.Configuration()
                     encoderConfiguration.automaticallySetFramingHeaders = false
                     try channel.pipeline.syncOperations.addHandlers([
@@ -268,7 +302,7 @@ final class ConnectionPool: @unchecked Sendable {
                     SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(error)")
                 )
             }
-            return connectToFirst(rest, on: eventLoop)
+            return connectToFirst(rest, tls: tls, serverHostname: serverHostname, on: eventLoop)
         }
     }
 }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TollgateTLS
 
 /// One keep-alive connection to an origin (or to the upstream proxy), owned by the pool and
 /// leased to one task at a time.
@@ -11,6 +12,9 @@ final class OriginConnection: @unchecked Sendable {
     let handler: OriginConnectionHandler
     /// The timings of making this connection, reported in the first transaction it carries.
     let establishment: Establishment
+    /// Whether this connection is TLS and still waits for its trust decision.
+    var needsTrustDecision: Bool { establishment.tlsEvaluation != nil && !trustApproved }
+
     /// How many exchanges this connection has started (only touched by its lessee, one at a time).
     var exchangeCount = 0
 
@@ -19,8 +23,16 @@ final class OriginConnection: @unchecked Sendable {
         var domainLookupEnd: Date?
         var connectStart: Date?
         var connectEnd: Date?
+        var secureConnectionStart: Date?
+        var secureConnectionEnd: Date?
         var remoteAddress: String?
+        /// The server's chain and OpenSSL's verdict, for an https connection.
+        var tlsEvaluation: TLSPeerEvaluation?
     }
+
+    /// Whether the server's trust was accepted (by the session's challenge) for this connection.
+    /// Until then no request is sent on it. Touched only by its lessee.
+    var trustApproved = false
 
     init(id: Int, key: ConnectionKey, channel: any Channel, handler: OriginConnectionHandler, establishment: Establishment) {
         self.id = id

@@ -1,6 +1,7 @@
 import NIOCore
 import NIOHTTP1
 import NIOPosix
+import TollgateTLS
 
 /// Runs one request/response exchange at a time on an origin connection.
 ///
@@ -36,6 +37,10 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private var readInFlight = false
     /// Bytes of a body file written so far (checked against the declared size).
     private var fileBytesSent: Int64 = 0
+    /// The TLS handler below this one, for an https connection.
+    var tlsHandler: TLSHandler?
+    /// Completed when the TLS handshake is done (with the server's evaluation) or failed.
+    var handshake: EventLoopPromise<TLSPeerEvaluation>?
     /// Called once when the channel closes (the pool forgets the connection).
     var onClose: (@Sendable () -> Void)?
 
@@ -249,7 +254,26 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         // Reads are issued by this handler alone; a read from elsewhere in the pipeline is ignored.
     }
 
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted {
+            handshake?.succeed(completed.evaluation)
+            handshake = nil
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    /// Lets application data flow after the session accepted the server's trust.
+    func approvePeer() {
+        tlsHandler?.approvePeer()
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let handshake {
+            self.handshake = nil
+            handshake.fail(SessionError(.secureConnectionFailed, nil, "TLS handshake: \(error)"))
+            context.close(promise: nil)
+            return
+        }
         let sessionError: SessionError
         if let parserError = error as? HTTPParserError, parserError == .invalidEOFState {
             // The parser saw EOF inside a message: the connection died mid-response.
@@ -264,6 +288,10 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        if let handshake {
+            self.handshake = nil
+            handshake.fail(SessionError(.secureConnectionFailed, nil, "the server closed the connection during the TLS handshake"))
+        }
         failExchange(SessionError(.networkConnectionLost, nil, "the server closed the connection"))
         state = .closed
         onClose?()

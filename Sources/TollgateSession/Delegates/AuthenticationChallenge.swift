@@ -1,4 +1,5 @@
 public import TollgateHTTP
+public import TollgateTLS
 
 /// A request for authentication, in the model of `URLAuthenticationChallenge`.
 public struct AuthenticationChallenge: Sendable {
@@ -12,6 +13,9 @@ public struct AuthenticationChallenge: Sendable {
     public var failureResponse: HTTPResponseHead?
     /// Scheme-specific parameters (e.g. the Digest nonce), by lowercased name.
     public var parameters: [String: String]
+    /// For a server-trust challenge: the chain the server presented, the chain OpenSSL verified
+    /// against the configured roots, and its verdict (`URLAuthenticationChallenge`'s serverTrust).
+    public var serverTrust: TLSPeerEvaluation?
 
     /// Creates a challenge.
     public init(
@@ -19,8 +23,10 @@ public struct AuthenticationChallenge: Sendable {
         previousFailureCount: Int = 0,
         proposedCredential: Credential? = nil,
         failureResponse: HTTPResponseHead? = nil,
-        parameters: [String: String] = [:]
+        parameters: [String: String] = [:],
+        serverTrust: TLSPeerEvaluation? = nil
     ) {
+        self.serverTrust = serverTrust
         self.protectionSpace = protectionSpace
         self.previousFailureCount = previousFailureCount
         self.proposedCredential = proposedCredential

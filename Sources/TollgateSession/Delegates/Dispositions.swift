@@ -3,7 +3,7 @@ public struct ChallengeDisposition: Sendable {
     enum Base: Sendable {
         case useCredential(Credential?)
         case performDefaultHandling
-        case cancelAuthenticationChallenge
+        case cancelAuthenticationChallenge(SessionError?)
         case rejectProtectionSpace
         /// The delegate does not implement this handler: route the challenge onward.
         case notImplemented
@@ -19,7 +19,11 @@ public struct ChallengeDisposition: Sendable {
     /// Do what the session would do without a delegate.
     public static let performDefaultHandling = ChallengeDisposition(base: .performDefaultHandling)
     /// Cancel the task.
-    public static let cancelAuthenticationChallenge = ChallengeDisposition(base: .cancelAuthenticationChallenge)
+    public static let cancelAuthenticationChallenge = ChallengeDisposition(base: .cancelAuthenticationChallenge(nil))
+    /// Cancel the task with this error (e.g. a pin mismatch), so the failure says what was wrong.
+    public static func cancelAuthenticationChallenge(reason: SessionError) -> ChallengeDisposition {
+        ChallengeDisposition(base: .cancelAuthenticationChallenge(reason))
+    }
     /// Refuse this protection space; the session tries the next one the server offered.
     public static let rejectProtectionSpace = ChallengeDisposition(base: .rejectProtectionSpace)
     static let notImplemented = ChallengeDisposition(base: .notImplemented)

@@ -41,6 +41,8 @@ public struct TransactionMetrics: Sendable {
     public var responseStartDate: Date?
     /// The last byte of the response arrived.
     public var responseEndDate: Date?
+    /// The TLS version of an https connection (`TLSv1.3`), nil otherwise.
+    public var negotiatedTLSProtocolVersion: String?
     /// `http/1.1`, or nil for the local cache.
     public var networkProtocolName: String?
     /// Whether the connection had carried an earlier request.

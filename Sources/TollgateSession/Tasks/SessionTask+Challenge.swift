@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import TollgateHTTP
+import TollgateTLS
 
 /// Raising challenges and answering HTTP Basic authentication.
 extension SessionTask {
@@ -58,7 +59,9 @@ extension SessionTask {
                 pending.body = []
                 engine.redirect = pending
                 if pending.ended { followRedirect(to: retry) }
-            case .cancelAuthenticationChallenge:
+            case .cancelAuthenticationChallenge(let reason?):
+                fail(reason)
+            case .cancelAuthenticationChallenge(nil):
                 fail(SessionError(.userCancelledAuthentication, request.url, "the authentication challenge was cancelled"))
             default:
                 deliverPendingAsResponse(pending)
@@ -102,5 +105,57 @@ enum BasicChallenge {
             return ""
         }
         return nil
+    }
+}
+
+extension SessionTask {
+    /// Raises the server-trust challenge for a new https connection and approves the connection
+    /// (or fails the task) by the answer: default handling trusts exactly what OpenSSL verified
+    /// against the configured roots; `useCredential(.serverTrust)` accepts the chain as it is
+    /// (the delegate checked it: pins, or an `insecure` rule).
+    func decideServerTrust(on connection: OriginConnection, then proceed: @escaping () -> Void) {
+        guard let evaluation = connection.establishment.tlsEvaluation else {
+            proceed()
+            return
+        }
+        let key = connection.key
+        let space = ProtectionSpace(host: key.host, port: key.port, protocol: "https", authenticationMethod: .serverTrust)
+        let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: evaluation)
+        let generation = engine.generation
+        raise(challenge) { [self] disposition in
+            guard engine.generation == generation, !isDone else {
+                session.pool.release(connection, reusable: false)
+                return
+            }
+            let untrusted: SessionError? = {
+                switch evaluation.trustResult {
+                case .trusted: return nil
+                case .untrusted(let verification):
+                    return SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): \(verification)")
+                case .noCertificate:
+                    return SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host) presented no certificate")
+                }
+            }()
+            let failure: SessionError?
+            switch disposition?.base {
+            case .useCredential(let credential?) where credential.trustsServer:
+                failure = nil
+            case .cancelAuthenticationChallenge(let reason):
+                failure = reason ?? SessionError(.cancelled, engine.request?.url, "the server-trust challenge was cancelled")
+            case .rejectProtectionSpace:
+                failure = untrusted ?? SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): trust rejected")
+            default:
+                failure = untrusted
+            }
+            if let failure {
+                engine.phase = .idle
+                session.pool.release(connection, reusable: false)
+                fail(failure)
+                return
+            }
+            connection.trustApproved = true
+            connection.onLoop { connection.handler.approvePeer() }
+            proceed()
+        }
     }
 }

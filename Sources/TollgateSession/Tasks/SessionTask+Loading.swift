@@ -4,6 +4,7 @@ import NIOCore
 import NIOHTTP1
 import TollgateCache
 import TollgateHTTP
+import TollgateTLS
 
 /// Starting a task: the delay, the cache, the body, the connection, the request.
 extension SessionTask {
@@ -60,8 +61,8 @@ extension SessionTask {
             fail(SessionError(.unsupportedURL, prepared.url, "only http and https URLs can be loaded"))
             return
         }
-        guard prepared.url.scheme == "http" else {
-            fail(SessionError(.unsupportedURL, prepared.url, "https upstreams need the TLS layer, which this build does not have yet"))
+        if prepared.url.scheme == "https", session.configuration.upstreamProxy != nil {
+            fail(SessionError(.unsupportedURL, prepared.url, "https through an upstream proxy (CONNECT) is not supported yet"))
             return
         }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
@@ -158,7 +159,11 @@ extension SessionTask {
                     session.pool.release(connection, reusable: true)
                     return
                 }
-                startExchange(on: connection, request: request, body: body)
+                if connection.needsTrustDecision {
+                    decideServerTrust(on: connection) { [self] in startExchange(on: connection, request: request, body: body) }
+                } else {
+                    startExchange(on: connection, request: request, body: body)
+                }
             case .failure(let error):
                 guard engine.generation == generation, case .leasing = engine.phase, !isDone else { return }
                 connectionFailed(error as? SessionError ?? SessionError(.cannotConnectToHost, request.url, "\(error)"))
@@ -202,6 +207,8 @@ extension SessionTask {
         connection.exchangeCount += 1
         if connection.exchangeCount == 1 {
             let made = connection.establishment
+            engine.transaction.secureConnectionStartDate = made.secureConnectionStart
+            engine.transaction.secureConnectionEndDate = made.secureConnectionEnd
             engine.transaction.domainLookupStartDate = made.domainLookupStart
             engine.transaction.domainLookupEndDate = made.domainLookupEnd
             engine.transaction.connectStartDate = made.connectStart
@@ -211,6 +218,7 @@ extension SessionTask {
         }
         engine.transaction.remoteAddress = connection.establishment.remoteAddress
         engine.transaction.networkProtocolName = "http/1.1"
+        engine.transaction.negotiatedTLSProtocolVersion = connection.establishment.tlsEvaluation?.protocolVersion.description
         engine.transaction.resourceFetchType = .networkLoad
         engine.requestDate = Date()
         let head = WireConversions.requestHead(

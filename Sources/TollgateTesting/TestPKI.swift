@@ -1,0 +1,34 @@
+public import Foundation
+public import TollgateTLS
+
+/// Certificates for tests, minted in-process: a CA, leaves for 127.0.0.1 and `localhost`, and
+/// the CA's PEM in a temporary file (for configurations that take trust roots as files).
+public struct TestPKI: Sendable {
+    /// The test CA.
+    public let authority: CertificateAuthority
+    /// A server identity valid for 127.0.0.1 (IP SAN).
+    public let server: Identity
+    /// A path to the CA certificate in PEM.
+    public let caFile: String
+
+    /// Mints a new CA and leaf; `validity` and `notBeforeOffset` shape the leaf (an expired one, say).
+    public init(
+        commonName: String = "Tollgate Test CA",
+        host: String = "127.0.0.1",
+        validity: TimeInterval = 86_400,
+        notBeforeOffset: TimeInterval = -3600
+    ) throws {
+        authority = try CertificateAuthority.create(commonName: commonName)
+        server = try authority.issueLeaf(for: host, validity: validity, notBeforeOffset: notBeforeOffset)
+        caFile = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-test-ca-\(UUID().uuidString).pem").path
+        try authority.certificate.pemString.write(toFile: caFile, atomically: true, encoding: .utf8)
+    }
+
+    /// A TLS server configuration presenting ``server``.
+    public var serverConfiguration: TLSConfiguration {
+        TLSConfiguration.makeServerConfiguration(identity: server)
+    }
+
+    /// Trust roots holding only this CA.
+    public var trustRoots: TrustRoots { .certificates([authority.certificate]) }
+}
