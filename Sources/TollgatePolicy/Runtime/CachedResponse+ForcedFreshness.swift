@@ -15,8 +15,9 @@ extension CachedResponse {
     ///     (rounded up) plus the response's age when it was received (RFC 9111 §4.2.3
     ///     `corrected_initial_age`, from `Age`, `Date`, ``requestTime`` and ``responseTime``,
     ///     in whole seconds rounded down as an Age field is), so that the cache, which counts
-    ///     that age again, sees it fresh for `ttl` from its arrival. A shared cache takes its lifetime from `s-maxage` before `max-age`
-    ///     and `Expires` (§4.2.1), so those stay as they were for the clients' own caches.
+    ///     that age again, sees it fresh for `ttl` from its arrival. A shared cache takes its
+    ///     lifetime from `s-maxage` before `max-age` and `Expires` (§4.2.1), so those stay as
+    ///     they were for the clients' own caches.
     ///   - with `sharedCache` false (`cache.kind: private`, which ignores `s-maxage`), `max-age=N`
     ///     set as well.
     ///   - an unqualified `no-cache` removed (it would make every hit a revalidation). The

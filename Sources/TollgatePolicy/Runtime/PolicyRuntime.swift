@@ -252,7 +252,11 @@ public final class PolicyRuntime: Sendable {
             let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions) { session in
                 retiring.withLockedValue { $0[ObjectIdentifier(session)] = nil }
             }
-            let session = Session(configuration: sessionConfiguration, delegate: delegate, eventLoopGroup: eventLoopGroup)
+            let session = Session(
+                configuration: sessionConfiguration,
+                delegate: delegate,
+                eventLoopGroup: eventLoopGroup
+            )
             session.sessionDescription = name
             sessions[name] = session
             delegates[name] = delegate

@@ -29,7 +29,8 @@ enum CommandLineRunner {
     }()
 
     /// Why the tests are skipped when there is no executable.
-    static let notFound = "the tollgate executable was not found next to the tests or in .build/debug (swift build first)"
+    static let notFound =
+        "the tollgate executable was not found next to the tests or in .build/debug (swift build first)"
 
     /// Runs `tollgate ARGUMENTS` in `directory` to its end (at most `timeout`), with `environment`
     /// changes applied to this process's environment.
@@ -47,7 +48,8 @@ enum CommandLineRunner {
         let stderrPath = outputDirectory + "/stderr"
         _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
         _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        guard let stdout = FileHandle(forWritingAtPath: stdoutPath), let stderr = FileHandle(forWritingAtPath: stderrPath)
+        guard let stdout = FileHandle(forWritingAtPath: stdoutPath),
+            let stderr = FileHandle(forWritingAtPath: stderrPath)
         else { throw RunnerError(message: "cannot create output files in \(outputDirectory)") }
         defer {
             try? stdout.close()

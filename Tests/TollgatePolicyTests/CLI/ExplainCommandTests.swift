@@ -10,7 +10,10 @@ import Testing
 struct ExplainCommandTests {
     @Test func aPackageRegistryURLUnderConfDevYAML() throws {
         let result = try CommandLineRunner.run(
-            ["explain", "https://registry.npmjs.org/react/-/react-18.2.0.tgz", "--config", ConfFilesTests.path("dev.yaml")]
+            [
+                "explain", "https://registry.npmjs.org/react/-/react-18.2.0.tgz", "--config",
+                ConfFilesTests.path("dev.yaml"),
+            ]
         )
         #expect(result.status == 0, "\(result)")
         #expect(

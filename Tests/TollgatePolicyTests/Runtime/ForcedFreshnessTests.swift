@@ -22,7 +22,9 @@ struct ForcedFreshnessTests {
     }
 
     static func cacheControl(_ headers: HeaderFields, ttl: Duration = .seconds(600), shared: Bool = true) -> [String] {
-        response(headers).forcingFreshness(for: ttl, sharedCache: shared).response.headerFields.values(for: "Cache-Control")
+        response(headers).forcingFreshness(for: ttl, sharedCache: shared).response.headerFields.values(
+            for: "Cache-Control"
+        )
     }
 
     @Test func sMaxAgeIsSetAndReplacesAnEarlierOne() {

@@ -2,6 +2,7 @@ import Foundation
 import Testing
 import TollgateHTTP
 import TollgatePolicy
+
 @testable import TollgateSession
 
 /// The delegate's answers, asked directly with tasks that are never resumed (no network).
@@ -56,7 +57,9 @@ struct PolicySessionDelegateTests {
     @Test func aRedirectToADeniedHostIsNeverFollowed() throws {
         let runtime = PolicyRuntime(configuration: try F.configuration(), sourceFile: nil)
         defer { runtime.shutdown() }
-        #expect(try Self.redirect(runtime, from: "http://www.example.com/", to: "http://blocked.example.com/") == "pass")
+        #expect(
+            try Self.redirect(runtime, from: "http://www.example.com/", to: "http://blocked.example.com/") == "pass"
+        )
     }
 
     @Test func theDecisionIsLookedUpForTheTasksCurrentRequestURL() throws {
