@@ -10,7 +10,7 @@ struct TollgateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tollgate",
         abstract: "A caching HTTP proxy whose every request is carried out by a session task.",
-        subcommands: [ServeCommand.self]
+        subcommands: [ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self]
     )
 
     static func main() async {

@@ -1,4 +1,3 @@
-public import Foundation
 import TollgateCache
 import TollgateHTTP
 public import TollgateSession
@@ -7,16 +6,18 @@ extension CachedResponse {
     /// A copy whose headers make it fresh for `ttl` from when it was received (a rule's
     /// `cache.force-ttl`), the answer ``PolicySessionDelegate`` gives `willCacheResponse`.
     ///
-    /// Exactly what changes, in the response head only (status, body, request and times stay):
+    /// Exactly what changes, in the response head's fields only (status, request, body length
+    /// and times stay):
     ///
     /// - The Cache-Control field lines become one line, parsed and re-serialized
     ///   (``CacheControl/description``), with
     ///   - `s-maxage=N` set (replacing any `s-maxage`), where N is `ttl` in whole seconds
     ///     (rounded up) plus the response's age when it was received (RFC 9111 §4.2.3
-    ///     `corrected_initial_age`, from `Age`, `Date` and the request and response times,
-    ///     rounded up), so that the cache, which adds that age again, sees it fresh for `ttl`
-    ///     from its arrival. A shared cache takes its lifetime from `s-maxage` before `max-age`
-    ///     and `Expires` (§4.2.1), so those stay as they were for the clients' own caches.
+    ///     `corrected_initial_age`, from `Age`, `Date`, ``requestTime`` and ``responseTime``,
+    ///     in whole seconds rounded down as an Age field is), so that the cache, which counts
+    ///     that age again, sees it fresh for `ttl` from its arrival. A shared cache takes its
+    ///     lifetime from `s-maxage` before `max-age` and `Expires` (§4.2.1), so those stay as
+    ///     they were for the clients' own caches.
     ///   - with `sharedCache` false (`cache.kind: private`, which ignores `s-maxage`), `max-age=N`
     ///     set as well.
     ///   - an unqualified `no-cache` removed (it would make every hit a revalidation). The
@@ -31,21 +32,16 @@ extension CachedResponse {
     /// - Parameters:
     ///   - ttl: how long it stays fresh from its arrival.
     ///   - sharedCache: whether the cache follows the shared-cache rules (`cache.kind`).
-    public func forcingFreshness(
-        for ttl: Duration,
-        sharedCache: Bool = true
-    ) -> CachedResponse {
-        let responseDate = responseTime
-        let requestDate = requestTime
+    public func forcingFreshness(for ttl: Duration, sharedCache: Bool = true) -> CachedResponse {
         let initialAge = Freshness.currentAge(
             headerFields: response.headerFields,
-            requestTime: requestDate,
-            responseTime: responseDate,
-            now: responseDate
+            requestTime: requestTime,
+            responseTime: responseTime,
+            now: responseTime
         )
+        let ttlSeconds = Double(ttl.components.seconds) + Double(ttl.components.attoseconds) / 1e18
         let limit = Double(CacheControl.maximumDeltaSeconds)
-        let lifetime = min(limit, CachedResponse.seconds(ttl).rounded(.up) + max(0, initialAge).rounded(.up))
-        let forced = Int(lifetime)
+        let forced = Int(min(limit, ttlSeconds.rounded(.up) + max(0, initialAge).rounded(.down)))
 
         var control = CacheControl(fieldValues: response.headerFields.values(for: "Cache-Control"))
         control.sMaxAge = forced
@@ -55,9 +51,5 @@ extension CachedResponse {
         var copy = self
         copy.response.headerFields.replaceOrAdd(name: "Cache-Control", value: control.description)
         return copy
-    }
-
-    private static func seconds(_ duration: Duration) -> Double {
-        Double(duration.components.seconds) + Double(duration.components.attoseconds) / 1e18
     }
 }

@@ -5,8 +5,9 @@ public import TollgateSession
 ///
 /// A route is a snapshot: a reload after it was made changes nothing in it, and its session
 /// stays usable for the task created from it (a session retired by the reload finishes its
-/// tasks before it is invalidated; a task created on it after the reload fails with
-/// `sessionInvalidated`, so create the task right after routing).
+/// tasks before it is invalidated). A task created on it after such a reload fails with
+/// `SessionError.Code.sessionInvalidated`: create the task right after routing, and on that
+/// error route again once (the new rules then apply).
 public struct PolicyRoute: Sendable {
     /// The session of the rule's named session; its delegate is a ``PolicySessionDelegate``.
     public let session: Session

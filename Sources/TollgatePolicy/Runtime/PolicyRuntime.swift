@@ -137,8 +137,9 @@ public final class PolicyRuntime: Sendable {
     /// The current named sessions, `default` included (for `/tasks`).
     public var sessions: [String: Session] { snapshot.sessions }
 
-    /// Sessions a reload replaced whose tasks have not all finished yet, with their names (for
-    /// `/tasks`: their tasks are still running). A session leaves this list once invalidated.
+    /// Sessions a reload replaced whose tasks have not all finished yet, each named by its
+    /// `sessionDescription` (for `/tasks`: their tasks are still running). A session leaves this
+    /// list once it is invalidated.
     public var retiringSessions: [Session] {
         retiring.withLockedValue { Array($0.values) }
     }
@@ -252,7 +253,11 @@ public final class PolicyRuntime: Sendable {
             let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions) { session in
                 retiring.withLockedValue { $0[ObjectIdentifier(session)] = nil }
             }
-            let session = Session(configuration: sessionConfiguration, delegate: delegate, eventLoopGroup: eventLoopGroup)
+            let session = Session(
+                configuration: sessionConfiguration,
+                delegate: delegate,
+                eventLoopGroup: eventLoopGroup
+            )
             session.sessionDescription = name
             sessions[name] = session
             delegates[name] = delegate

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import TollgateCache
 public import TollgateHTTP
 public import TollgateSession
 
@@ -66,7 +67,13 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
     }
 
     /// The response to store for `url`, or nil to store nothing (see the type's description).
-    public func cacheDecision(for url: HTTPURL, proposed: CachedResponse) -> CachedResponse? {
+    ///
+    /// - Parameters:
+    ///   - url: the request's URL, whose rule decides.
+    ///   - proposed: what the session proposes to store.
+    ///   - sharedCache: whether the cache follows the shared-cache rules; nil: as the
+    ///     configuration's `cache.kind` says.
+    public func cacheDecision(for url: HTTPURL, proposed: CachedResponse, sharedCache: Bool? = nil) -> CachedResponse? {
         let decisions = self.decisions
         switch decisions.cacheStoreDecision(for: url) {
         case .doNotStore:
@@ -74,7 +81,8 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
         case .store(nil):
             return proposed
         case .store(let ttl?):
-            return proposed.forcingFreshness(for: ttl, sharedCache: decisions.configuration.cache.kind == .shared)
+            let shared = sharedCache ?? (decisions.configuration.cache.kind == .shared)
+            return proposed.forcingFreshness(for: ttl, sharedCache: shared)
         }
     }
 
@@ -110,7 +118,9 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
         completionHandler: @escaping @Sendable (CacheDecision) -> Void
     ) {
         let url = task.currentRequest?.url ?? proposed.request.url
-        if let chosen = cacheDecision(for: url, proposed: proposed) {
+        // The cache's own rules say whether it reads s-maxage (shared) or max-age (private).
+        let shared = task.session.configuration.responseCache?.rules.isShared
+        if let chosen = cacheDecision(for: url, proposed: proposed, sharedCache: shared) {
             completionHandler(.store(chosen))
         } else {
             completionHandler(.doNotStore)

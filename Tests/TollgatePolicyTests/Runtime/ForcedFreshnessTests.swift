@@ -1,5 +1,4 @@
 import Foundation
-import NIOCore
 import Testing
 import TollgateCache
 import TollgateHTTP
@@ -9,25 +8,23 @@ import TollgateSession
 /// `force-ttl`: the headers the stored copy gets, and what the cache's own freshness rules make of them.
 @Suite("CachedResponse.forcingFreshness (force-ttl)")
 struct ForcedFreshnessTests {
-    static let now = Date(timeIntervalSinceReferenceDate: 800_000_000)
+    /// When the response head arrived.
+    static let arrival = Date(timeIntervalSinceReferenceDate: 800_000_000)
 
-    static func response(
-        _ headers: HeaderFields,
-        requestTime: ContinuousClock.Instant? = nil,
-        responseTime: ContinuousClock.Instant? = nil
-    ) -> CachedResponse {
+    static func response(_ headers: HeaderFields, inFlight: TimeInterval = 0) -> CachedResponse {
         CachedResponse(
             request: HTTPRequestHead(url: HTTPURL(scheme: "http", host: "a.test")),
             response: HTTPResponseHead(status: 200, headerFields: headers),
-            body: ByteBuffer(string: "x"),
-            requestTime: requestTime,
-            responseTime: responseTime
+            bodyLength: 1,
+            requestTime: arrival.addingTimeInterval(-inFlight),
+            responseTime: arrival
         )
     }
 
     static func cacheControl(_ headers: HeaderFields, ttl: Duration = .seconds(600), shared: Bool = true) -> [String] {
-        response(headers).forcingFreshness(for: ttl, sharedCache: shared, now: now)
-            .response.headerFields.values(for: "Cache-Control")
+        response(headers).forcingFreshness(for: ttl, sharedCache: shared).response.headerFields.values(
+            for: "Cache-Control"
+        )
     }
 
     @Test func sMaxAgeIsSetAndReplacesAnEarlierOne() {
@@ -44,16 +41,20 @@ struct ForcedFreshnessTests {
     }
 
     @Test func severalCacheControlLinesBecomeOneAndOtherFieldsStay() {
-        let forced = Self.response(
+        let proposed = Self.response(
             HeaderFields([
                 ("Cache-Control", "public"), ("Expires", "0"), ("Cache-Control", "max-age=1"), ("Pragma", "no-cache"),
             ])
-        ).forcingFreshness(for: .seconds(600), now: Self.now)
+        )
+        let forced = proposed.forcingFreshness(for: .seconds(600))
         #expect(
             forced.response.headerFields.pairs.map { "\($0.0): \($0.1)" } == [
                 "Cache-Control: max-age=1, s-maxage=600, public", "Expires: 0", "Pragma: no-cache",
             ]
         )
+        #expect(forced.request == proposed.request)
+        #expect(forced.responseTime == proposed.responseTime)
+        #expect(forced.bodyLength == proposed.bodyLength)
     }
 
     @Test func aPrivateCacheGetsMaxAgeAsWell() {
@@ -65,36 +66,28 @@ struct ForcedFreshnessTests {
     }
 
     @Test func theAgeOnArrivalIsAddedSoTheTTLCountsFromArrival() {
-        let clock = ContinuousClock.now
         // Age 100 plus one second in flight (corrected_age_value), no Date: 600 + 101.
-        let aged = Self.response(["Age": "100"], requestTime: clock - .seconds(2), responseTime: clock - .seconds(1))
-            .forcingFreshness(for: .seconds(600), now: Self.now, clockNow: clock)
+        let aged = Self.response(["Age": "100"], inFlight: 1).forcingFreshness(for: .seconds(600))
         #expect(aged.response.headerFields["Cache-Control"] == "s-maxage=701")
         // A Date 50 s before arrival (apparent_age) wins over a smaller Age.
-        let responseDate = Self.now.addingTimeInterval(-1)
-        let dated = Self.response(
-            ["Age": "10", "Date": HTTPDate.format(responseDate.addingTimeInterval(-50))],
-            requestTime: clock - .seconds(1),
-            responseTime: clock - .seconds(1)
-        ).forcingFreshness(for: .seconds(600), now: Self.now, clockNow: clock)
+        let dated = Self.response(["Age": "10", "Date": HTTPDate.format(Self.arrival.addingTimeInterval(-50))])
+            .forcingFreshness(for: .seconds(600))
         #expect(dated.response.headerFields["Cache-Control"] == "s-maxage=650")
     }
 
-    @Test func theCachesFreshnessRulesSeeItFreshForTheTTLFromArrival() {
-        let clock = ContinuousClock.now
-        let arrival = Self.now
+    @Test(arguments: [true, false])
+    func theCachesFreshnessRulesSeeItFreshForTheTTLFromArrival(shared: Bool) {
         let forced = Self.response(
-            ["Age": "3000", "Cache-Control": "max-age=0, no-cache", "Date": HTTPDate.format(arrival)],
-            requestTime: clock,
-            responseTime: clock
-        ).forcingFreshness(for: .seconds(600), now: arrival, clockNow: clock)
+            ["Age": "3000", "Cache-Control": "max-age=0, no-cache", "Date": HTTPDate.format(Self.arrival)]
+        ).forcingFreshness(for: .seconds(600), sharedCache: shared)
         func freshness(after seconds: Double) -> Freshness {
             Freshness(
                 headerFields: forced.response.headerFields,
                 status: 200,
-                requestTime: arrival,
-                responseTime: arrival,
-                now: arrival.addingTimeInterval(seconds)
+                requestTime: Self.arrival,
+                responseTime: Self.arrival,
+                now: Self.arrival.addingTimeInterval(seconds),
+                rules: shared ? .shared : .private
             )
         }
         #expect(freshness(after: 599).isFresh)

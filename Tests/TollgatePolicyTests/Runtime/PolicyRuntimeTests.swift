@@ -138,8 +138,10 @@ struct PolicyRuntimeTests {
         #expect(runtime.retiringSessions.contains { $0 === route.session })
         #expect(route.session.delegate != nil, "not invalidated while a task runs")
         let oldDelegate = try #require(route.session.delegate as? PolicySessionDelegate)
-        #expect(oldDelegate.decisions.decide(for: try F.url("http://www.example.com/")).redirects == .follow,
-                "a retired session keeps the rules it had")
+        #expect(
+            oldDelegate.decisions.decide(for: try F.url("http://www.example.com/")).redirects == .follow,
+            "a retired session keeps the rules it had"
+        )
 
         task.cancel()
         try await F.eventually("the retired session is invalidated") {
@@ -183,9 +185,11 @@ struct PolicyRuntimeTests {
         try (F.yaml.replacingOccurrences(of: "session: web", with: "session: wbe"))
             .write(toFile: path, atomically: true, encoding: .utf8)
         let problems = runtime.reload()
-        #expect(problems.map(\.description) == [
-            "\(path):18: hosts[2].session: unknown session \"wbe\"; did you mean \"web\"?"
-        ])
+        #expect(
+            problems.map(\.description) == [
+                "\(path):18: hosts[2].session: unknown session \"wbe\"; did you mean \"web\"?"
+            ]
+        )
         #expect(runtime.configuration == configuration)
         #expect(runtime.sessions.mapValues(ObjectIdentifier.init) == before.mapValues(ObjectIdentifier.init))
 
