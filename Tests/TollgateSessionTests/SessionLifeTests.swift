@@ -121,11 +121,11 @@ struct SessionLifeTests {
         }
     }
 
-    @Test("https is refused clearly until the TLS layer exists")
-    func httpsRefused() async throws {
+    @Test("Schemes other than http and https are refused as unsupported")
+    func otherSchemesRefused() async throws {
         let session = Session(configuration: .ephemeral)
         await #expect(throws: SessionError(.unsupportedURL)) {
-            _ = try await session.data(for: Request(url: HTTPURL(string: "https://127.0.0.1:1/")!))
+            _ = try await session.data(for: Request(url: HTTPURL(string: "ftp://127.0.0.1:1/")!))
         }
     }
 

@@ -254,6 +254,13 @@ final class ConnectionPool: @unchecked Sendable {
         if let loop { run(actions, key: key, eventLoop: loop) }
     }
 
+    /// A short reason for a connect failure ("Connection refused"), without NIO's error wrapping.
+    static func reason(_ error: any Error) -> String {
+        if let io = error as? IOError { return String(cString: strerror(io.errnoCode)) }
+        if error is ChannelError { return "\(error)" }
+        return "\(error)"
+    }
+
     /// Tries each address in turn (IPv6 and IPv4 alike), keeping the first connection made.
     private static func connectToFirst(
         _ addresses: [SocketAddress],
@@ -299,7 +306,7 @@ final class ConnectionPool: @unchecked Sendable {
             let rest = Array(addresses.dropFirst())
             if rest.isEmpty {
                 return eventLoop.makeFailedFuture(
-                    SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(error)")
+                    SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(ConnectionPool.reason(error))")
                 )
             }
             return connectToFirst(rest, tls: tls, serverHostname: serverHostname, on: eventLoop)
