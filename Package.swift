@@ -63,7 +63,7 @@ let package = Package(
         .executableTarget(
             name: "tollgate",
             dependencies: [
-                "TollgateProxy", "TollgatePolicy", "TollgateSession",
+                "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateCache", "TollgateTLS", "TollgateHTTP",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ] + nio,
@@ -95,9 +95,8 @@ let package = Package(
         .testTarget(
             name: "TollgatePolicyTests",
             dependencies: [
-                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache",
-                .product(name: "NIOCore", package: "swift-nio"),
-            ],
+                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateTesting",
+            ] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(

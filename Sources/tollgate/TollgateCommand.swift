@@ -10,7 +10,10 @@ struct TollgateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tollgate",
         abstract: "A caching HTTP proxy whose every request is carried out by a session task.",
-        subcommands: [ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self]
+        subcommands: [
+            ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self, CacheCommand.self, TrustCommand.self,
+            CACommand.self,
+        ]
     )
 
     static func main() async {

@@ -1,0 +1,101 @@
+import ArgumentParser
+import Foundation
+import TollgateCache
+import TollgatePolicy
+
+/// `tollgate cache stats|list|purge URL|verify [--config FILE | --cache-dir DIR]`: offline tools
+/// on the cache's LMDB environment (safe while the proxy runs: LMDB allows other processes).
+struct CacheCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "cache",
+        abstract: "Inspect and maintain the response cache.",
+        subcommands: [Stats.self, List.self, Purge.self, Verify.self]
+    )
+
+    struct Location: ParsableArguments {
+        @Option(name: .long, help: "The configuration file whose cache to use.")
+        var config: String?
+
+        @Option(name: .long, help: "The cache directory (overrides the configuration).")
+        var cacheDir: String?
+
+        func open() throws -> CacheStore {
+            let configuration = try ConfigurationSource.load(config)
+            let path = cacheDir ?? configuration.cache.resolvedPath(environment: ProcessInfo.processInfo.environment)
+            guard FileManager.default.fileExists(atPath: path) else {
+                throw CommandFailure.user("no cache at \(path)")
+            }
+            do {
+                return try CacheStore(
+                    options: CacheStoreOptions(
+                        path: path, maxSize: configuration.cache.maxSize,
+                        rules: configuration.cache.kind == .shared ? .shared : .private
+                    )
+                )
+            } catch {
+                throw CommandFailure.user("cannot open the cache at \(path): \(error)")
+            }
+        }
+    }
+
+    struct Stats: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Entries, bytes, capacity, hits and misses.")
+        @OptionGroup var location: Location
+
+        func run() throws {
+            let store = try location.open()
+            defer { store.close() }
+            let stats = try store.statistics()
+            print("path: \(store.options.path)")
+            print("entries: \(stats.entries)")
+            print("bytes: \(stats.bytes)")
+            print("capacity: \(stats.capacity)")
+            print("hits: \(stats.hits)")
+            print("misses: \(stats.misses)")
+        }
+    }
+
+    struct List: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "One line per stored response: status, size, stored at, URL.")
+        @OptionGroup var location: Location
+        @Option(help: "At most this many lines.") var limit: Int = .max
+
+        func run() throws {
+            let store = try location.open()
+            defer { store.close() }
+            let formatter = ISO8601DateFormatter()
+            for entry in try store.list(limit: limit) {
+                print("\(entry.status)  \(entry.size)  \(formatter.string(from: entry.storedAt))  \(entry.url)")
+            }
+        }
+    }
+
+    struct Purge: ParsableCommand {
+        static let configuration = CommandConfiguration(abstract: "Remove every stored variant of URL.")
+        @OptionGroup var location: Location
+        @Argument(help: "The URL whose responses to remove.") var url: String
+
+        func run() throws {
+            let store = try location.open()
+            defer { store.close() }
+            print("purged \(try store.remove(url: url))")
+        }
+    }
+
+    struct Verify: ParsableCommand {
+        static let configuration = CommandConfiguration(
+            abstract: "Check every body against its recorded length and SHA-256; exit 1 when one is bad."
+        )
+        @OptionGroup var location: Location
+        @Flag(help: "Remove the entries that fail.") var repair = false
+
+        func run() throws {
+            let store = try location.open()
+            defer { store.close() }
+            let report = try store.verify(repair: repair)
+            print("checked \(report.checked), bad \(report.problems.count)")
+            for problem in report.problems { print("bad: \(problem)") }
+            if !report.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
+        }
+    }
+}
