@@ -1,0 +1,141 @@
+#!/usr/bin/env bash
+# Cache-hit benchmark: wrk against Tollgate's release build serving hits from its LMDB cache,
+# beside nginx's proxy_cache serving the same objects, for 1 KiB, 256 KiB and 8 MiB bodies
+# (keep-alive). Both caches are warmed first; the origin is nginx on loopback. The proxy under
+# test is pinned to core 0 and wrk to core 1. Every run is bounded (DURATION seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+DURATION=${DURATION:-10}
+CONNECTIONS=${CONNECTIONS:-32}
+ORIGIN_PORT=${ORIGIN_PORT:-18180}
+NGINX_CACHE_PORT=${NGINX_CACHE_PORT:-18181}
+TOLLGATE_PORT=${TOLLGATE_PORT:-13228}
+
+need=()
+command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
+command -v wrk >/dev/null || need+=(wrk)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
+  else
+    echo "bench needs: sudo apt-get install -y ${need[*]}" >&2; exit 1
+  fi
+fi
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+swift build -c release --product tollgate >/dev/null
+TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+
+work=$(mktemp -d)
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pidfile in "$work"/*.pid; do [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true; done
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+mkdir -p "$work/www" "$work/nginx-cache" "$work/tollgate-cache"
+head -c 1024 /dev/urandom > "$work/www/1k.bin"
+head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
+head -c $((8 * 1024 * 1024)) /dev/urandom > "$work/www/8m.bin"
+
+# The origin marks everything cacheable for an hour.
+cat > "$work/origin.conf" <<NGINX
+worker_processes 1;
+pid $work/origin.pid;
+error_log $work/origin-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  server {
+    listen 127.0.0.1:$ORIGIN_PORT;
+    root $work/www;
+    add_header Cache-Control "max-age=3600";
+  }
+}
+NGINX
+# nginx as the comparison cache, one worker like Tollgate's one pinned core.
+cat > "$work/cache.conf" <<NGINX
+worker_processes 1;
+pid $work/cache.pid;
+error_log $work/cache-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  proxy_cache_path $work/nginx-cache keys_zone=bench:10m max_size=1g inactive=1h use_temp_path=off;
+  upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 32; }
+  server {
+    listen 127.0.0.1:$NGINX_CACHE_PORT;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_cache bench;
+      add_header Cache-Status \$upstream_cache_status;
+    }
+  }
+}
+NGINX
+cat > "$work/tollgate.yaml" <<YAML
+listen:
+  - address: "127.0.0.1:$TOLLGATE_PORT"
+    mode: reverse
+    upstream: "http://127.0.0.1:$ORIGIN_PORT"
+cache:
+  path: "$work/tollgate-cache"
+  max-size: 1GiB
+log:
+  access: "off"
+YAML
+
+"$NGINX" -c "$work/origin.conf" -p "$work"
+taskset -c 0 "$NGINX" -c "$work/cache.conf" -p "$work"
+taskset -c 0 "$TOLLGATE" serve --config "$work/tollgate.yaml" >"$work/tollgate.out" 2>"$work/tollgate.err" &
+pids+=($!)
+
+wait_for_port() {
+  for _ in $(seq 1 100); do
+    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
+    sleep 0.1
+  done
+  echo "nothing listens on port $1" >&2; cat "$work/tollgate.err" >&2; return 1
+}
+for port in "$ORIGIN_PORT" "$NGINX_CACHE_PORT" "$TOLLGATE_PORT"; do wait_for_port "$port"; done
+
+# Warm both caches and check that the second request is a hit.
+for object in 1k.bin 256k.bin 8m.bin; do
+  for port in "$NGINX_CACHE_PORT" "$TOLLGATE_PORT"; do
+    curl -s -o /dev/null "http://127.0.0.1:$port/$object"
+    sleep 0.2
+  done
+  status=$(curl -s -D - -o /dev/null "http://127.0.0.1:$TOLLGATE_PORT/$object" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status" {print $2}')
+  case "$status" in *hit*) ;; *) echo "tollgate did not serve $object from its cache (Cache-Status: ${status:-none})" >&2; exit 1 ;; esac
+done
+
+run() { # url
+  taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1" > "$work/wrk.out" 2>&1 || true
+  awk '/Requests\/sec/ {rps=$2} /Transfer\/sec/ {tps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$4}
+       END {printf "%s %s %s %s %s\n", rps, tps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
+}
+
+mkdir -p bench/results
+out="bench/results/cache-hits-$(date +%Y%m%d-%H%M%S).md"
+{
+  echo "# Cache hits, $(date -u +%Y-%m-%dT%H:%MZ)"
+  echo
+  echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
+  echo "wrk: 1 thread, $CONNECTIONS keep-alive connections, ${DURATION}s per run, core 1; the cache under test on core 0."
+  echo
+  echo "| object | cache | requests/s | transfer/s | p50 | p99 | non-2xx |"
+  echo "|---|---|---|---|---|---|---|"
+  for object in 1k.bin 256k.bin 8m.bin; do
+    read -r rps tps p50 p99 bad < <(run "http://127.0.0.1:$NGINX_CACHE_PORT/$object")
+    echo "| $object | nginx proxy_cache | $rps | $tps | $p50 | $p99 | $bad |"
+    read -r rps tps p50 p99 bad < <(run "http://127.0.0.1:$TOLLGATE_PORT/$object")
+    echo "| $object | tollgate | $rps | $tps | $p50 | $p99 | $bad |"
+  done
+} | tee "$out"
+echo "written: $out"
