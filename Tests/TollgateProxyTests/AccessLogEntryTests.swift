@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 
 @testable import TollgateProxy
@@ -14,7 +15,41 @@ struct AccessLogEntryTests {
             status: 200,
             bodyBytes: 42,
             referer: nil,
-            userAgent: userAgent
+            userAgent: userAgent,
+            rule: "hosts[0]:**",
+            session: "default"
+        )
+    }
+
+    @Test("The rule and the session are the last two fields; without them they are '-'")
+    func ruleAndSession() {
+        var entry = entry()
+        #expect(entry.combinedLogLine.hasSuffix("\"curl/8\" \"hosts[0]:**\" \"default\""))
+        entry.rule = "-"
+        entry.session = "-"
+        #expect(entry.combinedLogLine.hasSuffix("\"curl/8\" \"-\" \"-\""))
+    }
+
+    @Test("The JSON format has one object per line with every field, escaped and without passwords")
+    func jsonLine() throws {
+        var entry = entry(target: "http://alice:pw@example.com/x", userAgent: "a\"b\n")
+        entry.durationMilliseconds = 12
+        let line = entry.jsonLine
+        #expect(!line.contains("\n"))
+        #expect(!line.contains("pw@"))
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+        #expect(object["client"] as? String == "127.0.0.1")
+        #expect(object["method"] as? String == "GET")
+        #expect(object["target"] as? String == "http://***@example.com/x")
+        #expect(object["status"] as? Int == 200)
+        #expect(object["bytes"] as? Int == 42)
+        #expect(object["user_agent"] as? String == "a\"b\n")
+        #expect(object["referer"] is NSNull)
+        #expect(object["rule"] as? String == "hosts[0]:**")
+        #expect(object["session"] as? String == "default")
+        #expect(object["duration_ms"] as? Int == 12)
+        #expect(
+            (object["time"] as? String)?.wholeMatch(of: #/\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}[+-]\d{2}:\d{2}/#) != nil
         )
     }
 
@@ -22,7 +57,7 @@ struct AccessLogEntryTests {
     func format() {
         let line = entry().combinedLogLine
         let pattern =
-            #/127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "GET http://example\.com/a\?b=1 HTTP/1\.1" 200 42 "-" "curl/8"/#
+            #/127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "GET http://example\.com/a\?b=1 HTTP/1\.1" 200 42 "-" "curl/8" "hosts\[0\]:\*\*" "default"/#
         #expect(line.wholeMatch(of: pattern) != nil, "\(line)")
     }
 
@@ -47,6 +82,6 @@ struct AccessLogEntryTests {
     func escaping() {
         let line = entry(userAgent: "evil\"\n127.0.0.1 - - fake").combinedLogLine
         #expect(!line.contains("\n"))
-        #expect(line.hasSuffix("\"evil\\\"\\x0a127.0.0.1 - - fake\""))
+        #expect(line.hasSuffix("\"evil\\\"\\x0a127.0.0.1 - - fake\" \"hosts[0]:**\" \"default\""))
     }
 }

@@ -71,6 +71,62 @@ struct ForwardFailureTests {
         }
     }
 
+    @Test("An origin that answers garbage gives 502 upstream-protocol-error with a one-line body")
+    func protocolFailure() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.write("SMTP READY\r\n\r\n") }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 502)
+            #expect(response.header("Tollgate-Error") == "upstream-protocol-error")
+            #expect(response.bodyText.filter { $0 == "\n" }.count == 1)
+        }
+    }
+
+    @Test("A name that does not resolve gives 502 upstream-unreachable")
+    func unresolvable() async throws {
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://no-such-host.invalid/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 502)
+            #expect(response.header("Tollgate-Error") == "upstream-unreachable")
+            #expect(response.bodyText.contains("no-such-host.invalid"))
+        }
+    }
+
+    @Test("A chunked response whose origin dies mid-body ends without its last chunk; the next request is served")
+    func chunkedDiesMidBody() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            if request.path == "/dies" {
+                respond.sendHead(status: 200, headers: ["Transfer-Encoding": "chunked"])
+                respond.writeChunk("part one")
+                respond.after(.milliseconds(50)) { respond.close() }
+            } else {
+                respond.send(status: 200, body: "next")
+            }
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send("GET http://127.0.0.1:\(origin.port)/dies HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await client.waitForClose()
+            #expect(client.text.contains("part one"))
+            #expect(!client.text.hasSuffix("0\r\n\r\n"), "the terminating chunk must not be sent")
+            #expect(client.responses.isEmpty)
+            let next = try await RawClient.connect(port: proxy.port)
+            defer { next.close() }
+            try await next.send("GET http://127.0.0.1:\(origin.port)/ok HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await next.waitForResponses(1).first?.bodyText == "next")
+            try await eventually("both access log lines") { proxy.accessLog.count == 2 }
+        }
+    }
+
     @Test("An origin that closes before answering gives 502 with Tollgate-Error: upstream-connection-lost")
     func originClosesBeforeAnswering() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.close() }
@@ -99,7 +155,7 @@ struct ForwardFailureTests {
             #expect(origin.openConnectionCount == 1)
             client.close()
             try await eventually("the origin connection closes") { origin.openConnectionCount == 0 }
-            try await eventually("the session forgets the task") { proxy.server.session.allTasks.isEmpty }
+            try await eventually("the session forgets the task") { proxy.session.allTasks.isEmpty }
         }
     }
 

@@ -43,7 +43,7 @@ struct ForwardProxyTests {
             try await eventually("the access log line") { !proxy.accessLog.isEmpty }
             let line = try #require(proxy.accessLog.first)
             let pattern =
-                #/^127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "GET http://127\.0\.0\.1:\d+/path\?q=1 HTTP/1\.1" 200 16 "-" "curl/[^"]+"$/#
+                #/^127\.0\.0\.1 - - \[\d{2}/[A-Z][a-z]{2}/\d{4}:\d{2}:\d{2}:\d{2} [+-]\d{4}\] "GET http://127\.0\.0\.1:\d+/path\?q=1 HTTP/1\.1" 200 16 "-" "curl/[^"]+" "-" "default"$/#
             #expect(line.wholeMatch(of: pattern) != nil, "access log line: \(line)")
             #expect(!line.contains("c2VjcmV0"))
         }
@@ -100,31 +100,21 @@ struct ForwardProxyTests {
         }
     }
 
-    @Test("An https:// target gets 501 with Tollgate-Error: bad-request and a body saying it is not supported yet")
-    func httpsTargetIsNotSupported() async throws {
+    @Test(
+        "An https:// target is loaded over TLS by the session: an untrusted certificate gives 502 upstream-tls-untrusted",
+        .enabled(if: TLSTestServer.isAvailable)
+    )
+    func httpsTargetWithUntrustedCertificate() async throws {
+        let tls = try await TLSTestServer.start()
+        defer { tls.stop() }
         try await withProxy { proxy in
             let client = try await RawClient.connect(port: proxy.port)
             defer { client.close() }
-            try await client.send("GET https://example.com/ HTTP/1.1\r\nHost: example.com\r\n\r\n")
+            try await client.send("GET https://127.0.0.1:\(tls.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
             let response = try #require(try await client.waitForResponses(1).first)
-            #expect(response.status == 501)
-            #expect(response.header("Tollgate-Error") == "bad-request")
-            #expect(response.bodyText.contains("not supported yet"))
-        }
-    }
-
-    @Test("CONNECT gets 501 with Tollgate-Error: bad-request and a body, then the connection closes")
-    func connectIsNotSupported() async throws {
-        try await withProxy { proxy in
-            let client = try await RawClient.connect(port: proxy.port)
-            defer { client.close() }
-            try await client.send("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\n\r\n")
-            try await client.waitForClose()
-            let response = try #require(client.responses.first)
-            #expect(response.status == 501)
-            #expect(response.header("Tollgate-Error") == "bad-request")
-            #expect(response.bodyText.contains("CONNECT"))
-            #expect(response.bodyText.contains("not supported yet"))
+            #expect(response.status == 502)
+            #expect(response.header("Tollgate-Error") == "upstream-tls-untrusted")
+            #expect(response.bodyText.filter { $0 == "\n" }.count == 1)
         }
     }
 

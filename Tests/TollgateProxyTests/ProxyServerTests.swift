@@ -43,7 +43,7 @@ struct ProxyServerTests {
         try await eventually("the origin got the request") { origin.requestCount == 1 }
 
         let started = ContinuousClock.now
-        await proxy.server.shutdown(gracePeriod: .seconds(5))
+        await proxy.shutdown(gracePeriod: .seconds(5))
         #expect(ContinuousClock.now - started < .seconds(4))
 
         try await idle.waitForClose()
@@ -67,7 +67,7 @@ struct ProxyServerTests {
         try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
         try await eventually("the origin got the request") { origin.requestCount == 1 }
         let started = ContinuousClock.now
-        await proxy.server.shutdown(gracePeriod: .milliseconds(300))
+        await proxy.shutdown(gracePeriod: .milliseconds(300))
         let took = ContinuousClock.now - started
         #expect(took >= .milliseconds(300))
         #expect(took < .seconds(3))

@@ -9,6 +9,7 @@ final class RawClient: Sendable {
     private struct State {
         var received: [UInt8] = []
         var closed = false
+        var endOfInput = false
     }
 
     private let channel: any Channel
@@ -21,9 +22,12 @@ final class RawClient: Sendable {
 
     /// Connects to 127.0.0.1:`port`; with `paused`, nothing is read until ``resumeReading()``
     /// (and the receive buffer is kept small), so the server sees a client that does not read.
-    static func connect(port: Int, paused: Bool = false) async throws -> RawClient {
+    /// With `halfClosure`, the server's EOF is noted (``receivedEOF``) while the connection stays
+    /// open for sending (see ``shutdownOutput()``).
+    static func connect(port: Int, paused: Bool = false, halfClosure: Bool = false) async throws -> RawClient {
         let state = NIOLockedValueBox(State())
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .channelOption(.allowRemoteHalfClosure, value: halfClosure)
         if paused {
             bootstrap =
                 bootstrap
@@ -67,6 +71,13 @@ final class RawClient: Sendable {
     var text: String { String(decoding: received, as: UTF8.self) }
     /// Whether the server closed the connection.
     var isClosed: Bool { state.withLockedValue { $0.closed } }
+    /// Whether the server sent EOF (closed its side, or the whole connection).
+    var receivedEOF: Bool { state.withLockedValue { $0.endOfInput || $0.closed } }
+
+    /// Sends EOF (shutdown of the write side); reading goes on.
+    func shutdownOutput() async throws {
+        try await channel.close(mode: .output).get()
+    }
 
     /// The complete responses received so far.
     var responses: [RawResponse] { RawResponse.parseAll(received).responses }
@@ -115,6 +126,10 @@ final class RawClient: Sendable {
 
         func channelInactive(context: ChannelHandlerContext) {
             state.withLockedValue { $0.closed = true }
+        }
+
+        func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+            if case ChannelEvent.inputClosed = event { state.withLockedValue { $0.endOfInput = true } }
         }
 
         func errorCaught(context: ChannelHandlerContext, error: any Error) {

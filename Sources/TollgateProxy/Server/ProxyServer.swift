@@ -1,6 +1,6 @@
 public import NIOCore
-import NIOHTTP1
 public import NIOPosix
+import TollgatePolicy
 public import TollgateSession
 
 #if canImport(Glibc)
@@ -18,31 +18,36 @@ import Darwin
 /// await server.shutdown(gracePeriod: .seconds(10))
 /// ```
 ///
-/// The server prints nothing; the access log goes where its configuration says.
+/// The rules come from a ``ProxyPolicy`` (the running ``PolicyRuntime``, or a fixed one); the
+/// listener registers its address with ``OwnListeners`` so that no request is sent back to the
+/// proxy itself. The server prints nothing; the access log goes where its configuration says.
 public final class ProxyServer: Sendable {
     /// The configuration the server was started with.
     public let configuration: Configuration
-    /// The session every exchange's task runs in.
-    public let session: Session
+    /// Where requests get their session and rules.
+    public let policy: any ProxyPolicy
     /// The address actually bound (the real port when port 0 was asked for).
     public let boundAddress: ListenAddress
 
-    private let ownsSession: Bool
+    private let ownSession: Session?
+    private let ownListeners: OwnListeners
     private let serverChannel: any Channel
     private let connections: OpenConnections
     private let group: any EventLoopGroup
 
     private init(
         configuration: Configuration,
-        session: Session,
-        ownsSession: Bool,
+        policy: any ProxyPolicy,
+        ownSession: Session?,
+        ownListeners: OwnListeners,
         serverChannel: any Channel,
         connections: OpenConnections,
         group: any EventLoopGroup
     ) {
         self.configuration = configuration
-        self.session = session
-        self.ownsSession = ownsSession
+        self.policy = policy
+        self.ownSession = ownSession
+        self.ownListeners = ownListeners
         self.serverChannel = serverChannel
         self.connections = connections
         self.group = group
@@ -53,22 +58,49 @@ public final class ProxyServer: Sendable {
         )
     }
 
+    /// The session of a server started without a policy (nil otherwise).
+    public var session: Session? { ownSession }
+
     /// Binds the listener and starts accepting connections.
     /// - Parameters:
     ///   - configuration: where to listen, the mode, the access log.
-    ///   - session: the session tasks run in; by default the server makes one with
-    ///     ``defaultSessionConfiguration`` and invalidates it at shutdown.
+    ///   - policy: sessions and rules per request; by default one session made with
+    ///     ``defaultSessionConfiguration`` (invalidated at shutdown) and the default `access` and
+    ///     `limits` of ``PolicyConfiguration``.
+    ///   - ownListeners: the registry of the proxy's own addresses, shared by all its listeners.
     ///   - group: the event loops for the listener and its connections.
-    /// - Throws: ``ProxyServerError/cannotListen(_:reason:)`` when the address cannot be bound.
+    /// - Throws: ``ProxyServerError/cannotListen(_:reason:)`` when the address cannot be bound,
+    ///   ``ProxyServerError/badConfiguration(_:)`` when a proxy user's password file is unusable.
     public static func start(
         _ configuration: Configuration = Configuration(),
-        session: Session? = nil,
+        policy: (any ProxyPolicy)? = nil,
+        ownListeners: OwnListeners = OwnListeners(),
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> ProxyServer {
-        let ownsSession = session == nil
-        let session = session ?? Session(configuration: defaultSessionConfiguration, eventLoopGroup: group)
+        var ownSession: Session?
+        let policy =
+            policy
+            ?? {
+                let policy = StaticProxyPolicy(configuration: PolicyConfiguration(), eventLoopGroup: group)
+                ownSession = policy.session
+                return policy
+            }()
+        let authenticators: AuthenticatorCache
+        do {
+            authenticators = try AuthenticatorCache(policy: policy)
+        } catch {
+            ownSession?.invalidateAndCancel()
+            throw ProxyServerError.badConfiguration(error.description)
+        }
         let connections = OpenConnections()
-        let environment = ClientExchangeHandler.Environment(session: session, accessLog: configuration.accessLog)
+        let environment = ListenerEnvironment(
+            mode: configuration.mode,
+            policy: policy,
+            accessLog: configuration.accessLog,
+            ownListeners: ownListeners,
+            authenticators: authenticators,
+            resolver: AddressResolver()
+        )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -78,10 +110,7 @@ public final class ProxyServer: Sendable {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    // Parse errors are answered by ClientExchangeHandler (with a Tollgate-Error code).
-                    try pipeline.configureHTTPServerPipeline(withPipeliningAssistance: true, withErrorHandling: false)
-                    try pipeline.addHandler(ClientExchangeHandler(environment: environment))
+                    try channel.pipeline.syncOperations.addHandler(ClientConnectionHandler(environment: environment))
                 }
             }
         let serverChannel: any Channel
@@ -89,24 +118,27 @@ public final class ProxyServer: Sendable {
             serverChannel = try await bootstrap.bind(host: configuration.listen.host, port: configuration.listen.port)
                 .get()
         } catch {
-            if ownsSession { session.invalidateAndCancel() }
+            ownSession?.invalidateAndCancel()
             throw ProxyServerError.cannotListen(configuration.listen, reason: describe(error))
         }
-        return ProxyServer(
+        let server = ProxyServer(
             configuration: configuration,
-            session: session,
-            ownsSession: ownsSession,
+            policy: policy,
+            ownSession: ownSession,
+            ownListeners: ownListeners,
             serverChannel: serverChannel,
             connections: connections,
             group: group
         )
+        ownListeners.register(server.boundAddress)
+        return server
     }
 
     /// Stops accepting, lets exchanges in flight finish for at most `gracePeriod`, then closes
     /// every connection that is still open. Idle keep-alive connections close at once; a
     /// connection with a request in flight closes after its response (`Connection: close`).
     public func shutdown(gracePeriod: Duration) async {
-        // Only the first call asks connections to quiesce (the HTTP handlers accept that once).
+        // Only the first call asks connections to quiesce.
         let open = connections.beginClosing() ?? connections.open
         try? await serverChannel.close()
         for channel in connections.takeUnquiesced(open) {
@@ -121,7 +153,8 @@ public final class ProxyServer: Sendable {
         let remaining = connections.open
         for channel in remaining { channel.close(promise: nil) }
         try? await EventLoopFuture.andAllComplete(remaining.map(\.closeFuture), on: loop).get()
-        if ownsSession { session.invalidateAndCancel() }
+        ownListeners.unregister(boundAddress)
+        ownSession?.invalidateAndCancel()
         // The exchanges just ended were logged; their lines must be out before the process exits.
         await configuration.accessLog.flush()
     }
@@ -131,12 +164,4 @@ public final class ProxyServer: Sendable {
 private func describe(_ error: any Error) -> String {
     if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
     return "\(error)"
-}
-
-extension TimeAmount {
-    /// The same length of time as a Swift `Duration`.
-    fileprivate init(_ duration: Duration) {
-        let (seconds, attoseconds) = duration.components
-        self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
 }

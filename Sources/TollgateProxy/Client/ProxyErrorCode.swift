@@ -33,6 +33,13 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let clientDenied = ProxyErrorCode("client-denied", 403)
     /// CONNECT to a port that is not allowed (403).
     public static let connectPortDenied = ProxyErrorCode("connect-port-denied", 403)
+    /// The request head is larger than `limits.max-header-bytes` or has more than
+    /// `limits.max-headers` fields (431).
+    public static let headerTooLarge = ProxyErrorCode("header-too-large", 431)
+    /// The client was slower sending its request than `limits.header-read-timeout` allows (408).
+    public static let requestTimeout = ProxyErrorCode("request-timeout", 408)
+    /// Proxy authentication is required and none, or a wrong one, was given (407).
+    public static let proxyAuthenticationRequired = ProxyErrorCode("proxy-auth-required", 407)
     /// The client's request cannot be served as sent (400; 501 for what this build does not support yet).
     public static let badRequest = ProxyErrorCode("bad-request", 400)
     /// Offline: the cache policy forbids the network and nothing usable is stored (504).

@@ -1,3 +1,4 @@
+import TollgateHTTP
 public import TollgateSession
 
 extension ProxyServer {
@@ -7,7 +8,7 @@ extension ProxyServer {
         public var listen: ListenAddress
         /// What the listener does with requests. Default: forward.
         public var mode: ListenerMode
-        /// Where the access log goes. Default: standard error.
+        /// Where the access log goes. Default: standard error, combined format.
         public var accessLog: AccessLog
 
         /// Creates a configuration; every argument has the embedded default's value.
@@ -22,11 +23,24 @@ extension ProxyServer {
         }
     }
 
-    /// The configuration of the session a server makes when none is given: `.default`, without a
-    /// User-Agent of its own so that the client's passes through untouched.
+    /// The configuration of the session a server makes when it is given no policy: `.default`,
+    /// without a User-Agent of its own so that the client's passes through untouched.
     public static var defaultSessionConfiguration: SessionConfiguration {
         var configuration = SessionConfiguration.default
         configuration.userAgent = nil
         return configuration
+    }
+}
+
+/// The session delegate of a server's own session: a proxy passes redirects to its client
+/// (following them is the client's business) instead of the session's default of following.
+final class PassRedirectsDelegate: SessionDelegate, TaskDelegate {
+    func task(
+        _ task: SessionTask,
+        willPerformHTTPRedirection response: HTTPResponseHead,
+        newRequest: Request,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    ) {
+        completionHandler(.deliverRedirectResponse)
     }
 }

@@ -1,0 +1,69 @@
+import NIOCore
+import NIOPosix
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Resolves a host name to every address it has, off the event loop (getaddrinfo blocks), so the
+/// destination rules can be checked against all of them before a connection is made.
+struct AddressResolver: Sendable {
+    /// Why a name did not resolve.
+    struct Failure: Error, Sendable, CustomStringConvertible {
+        let description: String
+    }
+
+    let threadPool: NIOThreadPool
+
+    init(threadPool: NIOThreadPool = .singleton) {
+        self.threadPool = threadPool
+    }
+
+    /// The addresses of `host` (4 or 16 bytes each), IPv4 and IPv6, in getaddrinfo's order.
+    func resolve(_ host: CanonicalHost, on eventLoop: any EventLoop) -> EventLoopFuture<[[UInt8]]> {
+        if let address = host.address { return eventLoop.makeSucceededFuture([address]) }
+        let name = host.text
+        return threadPool.runIfActive(eventLoop: eventLoop) { try Self.lookup(name) }
+    }
+
+    private static func lookup(_ name: String) throws -> [[UInt8]] {
+        var hints = addrinfo()
+        hints.ai_family = AF_UNSPEC
+        #if canImport(Glibc)
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        #else
+        hints.ai_socktype = SOCK_STREAM
+        #endif
+        var result: UnsafeMutablePointer<addrinfo>?
+        let status = getaddrinfo(name, nil, &hints, &result)
+        guard status == 0, let first = result else {
+            throw Failure(description: "cannot resolve \(name): \(String(cString: gai_strerror(status)))")
+        }
+        defer { freeaddrinfo(first) }
+        var addresses: [[UInt8]] = []
+        var cursor: UnsafeMutablePointer<addrinfo>? = first
+        while let info = cursor {
+            if let sockaddr = info.pointee.ai_addr {
+                switch Int32(info.pointee.ai_family) {
+                case AF_INET:
+                    var address = sockaddr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                    let bytes = withUnsafeBytes(of: &address) { Array($0) }
+                    if !addresses.contains(bytes) { addresses.append(bytes) }
+                case AF_INET6:
+                    var address = sockaddr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
+                        $0.pointee.sin6_addr
+                    }
+                    let bytes = CanonicalHost(withUnsafeBytes(of: &address) { Array($0) }).address ?? []
+                    if !addresses.contains(bytes) { addresses.append(bytes) }
+                default:
+                    break
+                }
+            }
+            cursor = info.pointee.ai_next
+        }
+        guard !addresses.isEmpty else { throw Failure(description: "no address for \(name)") }
+        return addresses
+    }
+}

@@ -1,0 +1,102 @@
+import NIOConcurrencyHelpers
+import TollgatePolicy
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The addresses the proxy itself listens on (every proxy and admin listener), which no request
+/// or tunnel may go to: a request to the proxy through the proxy would loop.
+///
+/// A listener on a wildcard address (`0.0.0.0`, `::`) is reachable at every local address, so a
+/// destination matches it when its port is the listener's and the address is loopback,
+/// unspecified, or one of this machine's interface addresses. A listener on a loopback address
+/// is matched by any loopback or unspecified destination on its port (Linux connects `0.0.0.0`
+/// to the local host).
+public final class OwnListeners: Sendable {
+    private struct Listener: Hashable {
+        var address: [UInt8]
+        var port: Int
+    }
+
+    private let listeners = NIOLockedValueBox<Set<Listener>>([])
+    private let interfaceAddresses = NIOLockedValueBox<[[UInt8]]?>(nil)
+
+    /// An empty registry; servers add their bound addresses as they start.
+    public init() {}
+
+    /// Adds a bound listener (host must be an IP address; a name is resolved by the system at bind
+    /// time, so the bound address is what is registered).
+    public func register(_ address: ListenAddress) {
+        guard let bytes = CIDR.addressBytes(address.host) else { return }
+        listeners.withLockedValue {
+            _ = $0.insert(Listener(address: CanonicalHost(bytes).address ?? bytes, port: address.port))
+        }
+    }
+
+    /// Removes a listener that closed.
+    public func unregister(_ address: ListenAddress) {
+        guard let bytes = CIDR.addressBytes(address.host) else { return }
+        listeners.withLockedValue {
+            _ = $0.remove(Listener(address: CanonicalHost(bytes).address ?? bytes, port: address.port))
+        }
+    }
+
+    /// Whether a connection to `address` (canonical, 4 or 16 bytes) and `port` reaches one of the
+    /// proxy's listeners.
+    func contains(address: [UInt8], port: Int) -> Bool {
+        let candidates = listeners.withLockedValue { $0.filter { $0.port == port } }
+        guard !candidates.isEmpty else { return false }
+        for listener in candidates {
+            if listener.address == address { return true }
+            if Self.isUnspecified(address) { return true }
+            if Self.isUnspecified(listener.address), Self.isLoopback(address) || localAddresses.contains(address) {
+                return true
+            }
+            if Self.isLoopback(listener.address), Self.isLoopback(address) { return true }
+        }
+        return false
+    }
+
+    private var localAddresses: [[UInt8]] {
+        if let known = interfaceAddresses.withLockedValue({ $0 }) { return known }
+        let found = Self.interfaceAddresses()
+        interfaceAddresses.withLockedValue { $0 = found }
+        return found
+    }
+
+    static func isLoopback(_ address: [UInt8]) -> Bool {
+        address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
+    }
+
+    static func isUnspecified(_ address: [UInt8]) -> Bool {
+        address.count == 4 ? address[0] == 0 : address.allSatisfy { $0 == 0 }
+    }
+
+    /// Every address of this machine's interfaces (getifaddrs).
+    private static func interfaceAddresses() -> [[UInt8]] {
+        var first: UnsafeMutablePointer<ifaddrs>?
+        guard getifaddrs(&first) == 0, let head = first else { return [] }
+        defer { freeifaddrs(head) }
+        var found: [[UInt8]] = []
+        var cursor: UnsafeMutablePointer<ifaddrs>? = head
+        while let entry = cursor {
+            if let address = entry.pointee.ifa_addr {
+                switch Int32(address.pointee.sa_family) {
+                case AF_INET:
+                    var value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+                    found.append(withUnsafeBytes(of: &value) { Array($0) })
+                case AF_INET6:
+                    var value = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
+                    found.append(CanonicalHost(withUnsafeBytes(of: &value) { Array($0) }).address ?? [])
+                default:
+                    break
+                }
+            }
+            cursor = entry.pointee.ifa_next
+        }
+        return found
+    }
+}

@@ -1,0 +1,510 @@
+import NIOCore
+import TollgateHTTP
+import TollgatePolicy
+
+/// The proxy's side of one client connection: parses requests (``RequestDecoder``), checks the
+/// client and its credentials, hands each request to an exchange, writes the exchange's response
+/// with the right framing, and, after CONNECT or an upgrade, relays raw bytes.
+///
+/// One exchange at a time: a pipelined request waits in the decoder until the response to the
+/// one before it has ended, which keeps responses in request order; reading stops when more
+/// than ``readAheadLimit`` bytes wait that way.
+///
+/// Flow control: reads from the client are withheld while a request body piece waits for the
+/// session to take it, and the exchange is told when the client's socket stops or starts being
+/// writable (it suspends or resumes its task).
+///
+/// Timeouts (`limits`): a connection waiting for a request with no byte of one for
+/// `client-idle-timeout` is closed; a client that has started a head and not finished it within
+/// `header-read-timeout` gets 408 and is closed (slowloris); a request body with no byte for
+/// `client-idle-timeout` gets the same.
+///
+/// Everything here runs on the channel's event loop; exchanges and relays call in from there
+/// (hence `@unchecked Sendable`, which their `@Sendable` callbacks need).
+final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
+    typealias OutboundOut = ByteBuffer
+
+    /// Bytes of pipelined requests read ahead at most while a response is in progress.
+    static let readAheadLimit = 64 * 1024
+
+    let environment: ListenerEnvironment
+    private(set) var context: ChannelHandlerContext?
+    private var decoder: RequestDecoder
+    private let limits: PolicyConfiguration.Limits
+    private(set) var clientAddress = "-"
+    private var clientAllowed = false
+
+    /// The request being served (nil while waiting for one).
+    private(set) var request: ClientRequestHead?
+    private var requestEnded = false
+    private var exchange: (any ClientExchange)?
+    /// The response to `request` has ended (or was given by the connection itself).
+    private var responseDone = false
+    private var relay: StreamRelay?
+
+    private var closing = false
+    private var quiescing = false
+    private var closeAfterResponse = false
+    private var framing = ResponseFraming.none
+    private var clientInputClosed = false
+    private var processing = false
+
+    private var readPending = false
+    private var piecesInFlight = 0
+    private var readHolds = 0
+
+    private var idleTimer: Scheduled<Void>?
+    private var headTimer: Scheduled<Void>?
+    private var bodyTimer: Scheduled<Void>?
+
+    init(environment: ListenerEnvironment) {
+        self.environment = environment
+        let configuration = environment.policy.configuration
+        self.limits = configuration.limits
+        self.decoder = RequestDecoder(
+            limits: .init(
+                maxHeaderBytes: configuration.limits.maxHeaderBytes,
+                maxHeaders: configuration.limits.maxHeaders
+            )
+        )
+    }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+        let remote = context.channel.remoteAddress
+        clientAddress = remote?.ipAddress ?? "-"
+        let access = environment.policy.configuration.access
+        clientAllowed = remote.flatMap(Self.addressBytes).map { access.allowsClient(address: $0) } ?? false
+        if context.channel.isActive { updateTimers() }
+    }
+
+    func channelActive(context: ChannelHandlerContext) {
+        updateTimers()
+        context.fireChannelActive()
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        cancelTimers()
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        closing = true
+        cancelTimers()
+        exchange?.clientClosed()
+        relay?.clientClosed()
+        context.fireChannelInactive()
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A reset or another I/O failure: the connection is gone; channelInactive follows.
+        context.close(promise: nil)
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if event is ChannelShouldQuiesceEvent {
+            quiescing = true
+            if request == nil, relay == nil { closeNow() }
+            return
+        }
+        if case ChannelEvent.inputClosed = event {
+            clientInputClosed = true
+            relay?.clientInputClosed()
+            if relay == nil, request == nil { closeNow() }
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    // MARK: inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let bytes = unwrapInboundIn(data)
+        if let relay {
+            relay.clientSent(bytes)
+            return
+        }
+        guard !closing else { return }
+        decoder.feed(bytes)
+        if request != nil, !requestEnded {
+            bodyTimer?.cancel()
+            bodyTimer = nil
+        }
+        processEvents()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        exchange?.clientWritabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+
+    /// Turns decoded bytes into requests, one exchange at a time.
+    private func processEvents() {
+        guard !processing else { return }
+        processing = true
+        defer { processing = false }
+        while !closing, relay == nil, !(request != nil && requestEnded), let event = decoder.next() {
+            handle(event)
+        }
+        updateTimers()
+        resumeReadingIfPossible()
+    }
+
+    private func handle(_ event: RequestDecoder.Event) {
+        switch event {
+        case .head(let head):
+            request = head
+            requestEnded = false
+            responseDone = false
+            closeAfterResponse = false
+            cancelTimers()
+            if head.isConnect || head.isUpgrade {
+                // The tunnel or the new protocol needs the client's half-close (EOF) as an event.
+                context?.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
+            }
+            startExchange(for: head)
+        case .body(let buffer):
+            if !responseDone { exchange?.clientBodyReceived(buffer) }
+        case .end:
+            requestEnded = true
+            if responseDone {
+                requestCycleEnded()
+            } else {
+                exchange?.clientRequestEnded()
+            }
+        case .failure(let error):
+            if let exchange, request != nil, !responseDone {
+                exchange.clientRequestFailed(error)
+            } else {
+                sendOwnAnswer(error.answer, close: true)
+            }
+            closeAfterResponse = true
+        }
+    }
+
+    /// Decides who answers a request head: the connection itself (a denied client, a bad target,
+    /// missing credentials) or an exchange.
+    private func startExchange(for head: ClientRequestHead) {
+        guard clientAllowed else {
+            sendOwnAnswer(
+                OwnResponse(.clientDenied, "client \(clientAddress) is not allowed to use this proxy (access.clients)"),
+                close: true
+            )
+            return
+        }
+        let target = RequestTarget.classify(head, mode: environment.mode)
+        if case .refuse(let answer) = target {
+            sendOwnAnswer(answer, close: false)
+            return
+        }
+        if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
+            authenticator.isEnabled,
+            authenticator.user(for: head.headerFields["Proxy-Authorization"]) == nil
+        {
+            let said =
+                head.headerFields.contains("Proxy-Authorization")
+                ? "the proxy credentials were not accepted" : "proxy authentication required"
+            sendOwnAnswer(ProxyAuthenticator.challenge(said), close: false)
+            return
+        }
+        switch target {
+        case .refuse:
+            break
+        case .http(let url):
+            let forward = ForwardExchange(head: head, url: url, connection: self)
+            exchange = forward
+            forward.start()
+        case .connect(let host, let port):
+            let tunnel = TunnelExchange(head: head, host: host, port: port, connection: self)
+            exchange = tunnel
+            tunnel.start()
+        }
+    }
+
+    // MARK: for exchanges: the response
+
+    /// Whether the client connection is still open.
+    var isActive: Bool { !closing && (context?.channel.isActive ?? false) }
+
+    /// Whether the client's socket takes more bytes now.
+    var isWritable: Bool { context?.channel.isWritable ?? false }
+
+    /// The minor HTTP version the response is written in (the request's).
+    var minorVersion: Int { request?.minorVersion ?? 1 }
+
+    /// Whether the connection will close after the current response.
+    var willClose: Bool {
+        guard let request else { return true }
+        // After CONNECT or an upgrade request the decoder reads no further request.
+        return closeAfterResponse || quiescing || !request.wantsKeepAlive || request.isConnect || request.isUpgrade
+    }
+
+    /// Writes an interim response (100 Continue; 101 before a relay).
+    func sendInterim(_ head: HTTPResponseHead) {
+        guard let context, isActive else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 128)
+        ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
+    /// `close` asks for the connection to close after this response.
+    func sendHead(_ head: HTTPResponseHead, framing: ResponseFraming, close: Bool) {
+        guard let context, isActive else { return }
+        var head = head
+        closeAfterResponse = closeAfterResponse || close || framing == .untilClose
+        head.headerFields.remove("Connection")
+        if willClose {
+            head.headerFields.add(name: "Connection", value: "close")
+        } else if minorVersion == 0 {
+            head.headerFields.add(name: "Connection", value: "keep-alive")
+        }
+        self.framing = framing
+        var buffer = context.channel.allocator.buffer(capacity: 512)
+        ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+    }
+
+    /// Writes a piece of the response body.
+    func sendBody(_ piece: ByteBuffer) {
+        guard let context, isActive, piece.readableBytes > 0 else { return }
+        switch framing {
+        case .none:
+            return
+        case .chunked:
+            var header = context.channel.allocator.buffer(capacity: 16)
+            ResponseEncoder.chunkHeader(piece.readableBytes, into: &header)
+            context.write(wrapOutboundOut(header), promise: nil)
+            context.write(wrapOutboundOut(piece), promise: nil)
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "\r\n")), promise: nil)
+        case .contentLength, .untilClose:
+            context.writeAndFlush(wrapOutboundOut(piece), promise: nil)
+        }
+    }
+
+    /// Ends the response; the connection then serves the next request or closes.
+    func sendEnd() {
+        guard let context, isActive else { return }
+        if framing == .chunked {
+            context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
+        }
+        responseEnded()
+    }
+
+    /// Writes a whole response of the proxy's own and ends the exchange.
+    func sendOwnAnswer(_ answer: OwnResponse, close: Bool) {
+        guard let context, isActive else { return }
+        closeAfterResponse = closeAfterResponse || close
+        let hasUnreadBody = !requestEnded && (request?.hasBody ?? false)
+        let head = answer.head(minorVersion: minorVersion, close: willClose || hasUnreadBody)
+        var buffer = context.channel.allocator.buffer(capacity: 256)
+        ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
+        var body = answer.body
+        buffer.writeBuffer(&body)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        framing = .none
+        responseEnded()
+    }
+
+    /// Closes the connection at once: a response that cannot be completed must not look complete.
+    func abort() {
+        closing = true
+        responseDone = true
+        context?.close(promise: nil)
+    }
+
+    /// The response ended: go on with the next request, or close.
+    private func responseEnded() {
+        responseDone = true
+        exchange = nil
+        let unreadBody = !requestEnded && (request?.hasBody ?? false)
+        if willClose || unreadBody {
+            closeAfterFlush()
+            return
+        }
+        if requestEnded { requestCycleEnded() }
+    }
+
+    /// Request and response are both complete: wait for the next request.
+    private func requestCycleEnded() {
+        request = nil
+        requestEnded = false
+        responseDone = false
+        exchange = nil
+        if clientInputClosed, decoder.bufferedBytes == 0 {
+            closeAfterFlush()
+            return
+        }
+        if processing { return }  // the loop in processEvents goes on
+        // Not inside processEvents: an exchange's callback ended the response. The next request is
+        // started from the event loop, after that callback has returned.
+        context?.eventLoop.execute { [self] in
+            if !closing { processEvents() }
+        }
+    }
+
+    private func closeAfterFlush() {
+        guard let context, !closing else { return }
+        closing = true
+        cancelTimers()
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer())).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    private func closeNow() {
+        closing = true
+        cancelTimers()
+        context?.close(promise: nil)
+    }
+
+    // MARK: for exchanges: the request body and reads
+
+    /// Holds reads from the client until the session has taken this request body piece.
+    func trackBodyPiece(_ taken: EventLoopFuture<Void>) {
+        guard let context else { return }
+        piecesInFlight += 1
+        bodyTimer?.cancel()
+        bodyTimer = nil
+        taken.hop(to: context.eventLoop).assumeIsolated().whenComplete { [self] _ in
+            piecesInFlight -= 1
+            updateTimers()
+            resumeReadingIfPossible()
+        }
+    }
+
+    /// Stops reading from the client until ``releaseReads()`` (an exchange deciding where to go).
+    func holdReads() {
+        readHolds += 1
+        updateTimers()
+    }
+
+    /// Undoes one ``holdReads()``.
+    func releaseReads() {
+        readHolds -= 1
+        updateTimers()
+        resumeReadingIfPossible()
+    }
+
+    func read(context: ChannelHandlerContext) {
+        if mayRead {
+            context.read()
+        } else {
+            readPending = true
+        }
+    }
+
+    private var mayRead: Bool {
+        if closing { return false }
+        if let relay { return relay.wantsClientBytes }
+        if piecesInFlight > 0 || readHolds > 0 || decoder.isStopped { return false }
+        return decoder.bufferedBytes < Self.readAheadLimit
+    }
+
+    func resumeReadingIfPossible() {
+        guard readPending, mayRead, let context else { return }
+        readPending = false
+        context.read()
+    }
+
+    // MARK: for exchanges: tunnels
+
+    /// Hands the connection to a relay: from now on the client's bytes go to it raw (starting with
+    /// those that arrived after the request head).
+    func startRelay(_ relay: StreamRelay) {
+        guard isActive else {
+            relay.clientClosed()
+            return
+        }
+        exchange = nil
+        responseDone = true
+        self.relay = relay
+        cancelTimers()
+        relay.start(initialClientBytes: decoder.takeRawBytes(), clientInputClosed: clientInputClosed)
+        resumeReadingIfPossible()
+    }
+
+    /// Writes relayed bytes to the client; the future completes when the kernel took them (nil:
+    /// the connection is gone).
+    func writeRaw(_ bytes: ByteBuffer) -> EventLoopFuture<Void>? {
+        guard let context, !closing else { return nil }
+        return context.writeAndFlush(wrapOutboundOut(bytes))
+    }
+
+    /// Sends EOF to the client (the upstream half-closed a tunnel).
+    func closeOutput() {
+        context?.close(mode: .output, promise: nil)
+    }
+
+    /// Closes the connection (a relay ended).
+    func close() {
+        closeNow()
+    }
+
+    // MARK: timeouts
+
+    private func updateTimers() {
+        guard let context, !closing, relay == nil, context.channel.isActive else {
+            cancelTimers()
+            return
+        }
+        if request == nil {
+            bodyTimer?.cancel()
+            bodyTimer = nil
+            if decoder.isInsideHead {
+                idleTimer?.cancel()
+                idleTimer = nil
+                if headTimer == nil {
+                    let timeout = limits.headerReadTimeout
+                    headTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
+                        headTimer = nil
+                        guard request == nil, !closing else { return }
+                        sendOwnAnswer(
+                            ClientRequestError.timedOut("the request head did not arrive within \(timeout)").answer,
+                            close: true
+                        )
+                    }
+                }
+            } else if idleTimer == nil, headTimer == nil {
+                idleTimer = context.eventLoop.scheduleTask(in: TimeAmount(limits.clientIdleTimeout)) { [self] in
+                    idleTimer = nil
+                    if request == nil, !decoder.isInsideHead { closeNow() }
+                }
+            }
+        } else {
+            idleTimer?.cancel()
+            idleTimer = nil
+            headTimer?.cancel()
+            headTimer = nil
+            let waitingForBody = !requestEnded && piecesInFlight == 0 && readHolds == 0 && !responseDone
+            if !waitingForBody {
+                bodyTimer?.cancel()
+                bodyTimer = nil
+            } else if bodyTimer == nil {
+                let timeout = limits.clientIdleTimeout
+                bodyTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
+                    bodyTimer = nil
+                    guard request != nil, !requestEnded, !closing else { return }
+                    handle(.failure(.timedOut("no request body bytes for \(timeout)")))
+                }
+            }
+        }
+    }
+
+    private func cancelTimers() {
+        idleTimer?.cancel()
+        headTimer?.cancel()
+        bodyTimer?.cancel()
+        idleTimer = nil
+        headTimer = nil
+        bodyTimer = nil
+    }
+
+    /// The 4 or 16 network bytes of a socket address.
+    static func addressBytes(_ address: SocketAddress) -> [UInt8]? {
+        address.ipAddress.flatMap(CIDR.addressBytes)
+    }
+}

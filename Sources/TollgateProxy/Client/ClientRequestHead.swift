@@ -1,0 +1,59 @@
+import TollgateHTTP
+
+/// A request head as the client sent it, checked by ``RequestDecoder``: one request line, field
+/// lines with nothing a downstream parser could read two ways, and a single unambiguous body
+/// framing.
+struct ClientRequestHead: Hashable, Sendable {
+    /// How the request body is delimited (RFC 9112 §6.3).
+    enum Framing: Hashable, Sendable {
+        /// No body.
+        case none
+        /// Exactly this many bytes (`Content-Length`).
+        case length(Int64)
+        /// `Transfer-Encoding: chunked`.
+        case chunked
+    }
+
+    /// The method token, case-sensitive.
+    var method: String
+    /// The request target exactly as sent (origin-, absolute- or authority-form, or `*`).
+    var target: String
+    /// The minor version of HTTP/1.x (0 or 1).
+    var minorVersion: Int
+    /// The field lines in order, values trimmed of surrounding whitespace.
+    var headerFields: HeaderFields
+    /// How the body is delimited.
+    var framing: Framing
+    /// The bytes of the request line and field lines, final empty line included.
+    var byteCount: Int
+
+    /// `HTTP/1.0` or `HTTP/1.1`.
+    var versionText: String { "HTTP/1.\(minorVersion)" }
+
+    var isConnect: Bool { method == "CONNECT" }
+    var isHead: Bool { method == "HEAD" }
+
+    /// Whether a body follows the head.
+    var hasBody: Bool {
+        switch framing {
+        case .none, .length(0): false
+        case .length, .chunked: true
+        }
+    }
+
+    /// Whether the client asked to switch protocols (`Upgrade` named in `Connection`).
+    var isUpgrade: Bool {
+        headerFields.contains("Upgrade") && HopByHopHeaders.connectionLists("upgrade", in: headerFields)
+    }
+
+    /// Whether the client waits for `100 Continue` before sending its body.
+    var expectsContinue: Bool {
+        headerFields["Expect"]?.equalsIgnoringASCIICase("100-continue") ?? false
+    }
+
+    /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).
+    var wantsKeepAlive: Bool {
+        if HopByHopHeaders.connectionLists("close", in: headerFields) { return false }
+        return minorVersion >= 1 || HopByHopHeaders.connectionLists("keep-alive", in: headerFields)
+    }
+}

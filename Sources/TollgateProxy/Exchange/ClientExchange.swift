@@ -1,0 +1,47 @@
+import Foundation
+import NIOCore
+import TollgateHTTP
+
+/// What a client connection tells the exchange serving its current request. Called on the
+/// connection's event loop.
+protocol ClientExchange: AnyObject {
+    /// A piece of the request body.
+    func clientBodyReceived(_ buffer: ByteBuffer)
+    /// The request (head and body) has arrived completely.
+    func clientRequestEnded()
+    /// The rest of the request was malformed or too slow: answer with `error` if nothing was
+    /// sent yet; the connection closes after.
+    func clientRequestFailed(_ error: ClientRequestError)
+    /// The client closed the connection.
+    func clientClosed()
+    /// The client's socket stopped or started taking bytes.
+    func clientWritabilityChanged(_ writable: Bool)
+}
+
+/// What an exchange logs when it ends.
+struct ExchangeRecord {
+    let head: ClientRequestHead
+    let clientAddress: String
+    let started = Date()
+    var status: Int?
+    var bodyBytes: Int64 = 0
+    var route: ProxyRoute?
+
+    /// The access log entry.
+    var entry: AccessLogEntry {
+        AccessLogEntry(
+            clientAddress: clientAddress,
+            time: Int(started.timeIntervalSince1970),
+            method: head.method,
+            target: head.target,
+            version: head.versionText,
+            status: status,
+            bodyBytes: bodyBytes,
+            referer: head.headerFields["Referer"],
+            userAgent: head.headerFields["User-Agent"],
+            rule: route?.ruleLabel ?? "-",
+            session: route?.sessionName ?? "-",
+            durationMilliseconds: Int(Date().timeIntervalSince(started) * 1000)
+        )
+    }
+}

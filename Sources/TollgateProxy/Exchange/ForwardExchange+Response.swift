@@ -1,0 +1,141 @@
+import NIOCore
+import TollgateHTTP
+import TollgateSession
+
+/// The response side of a ``ForwardExchange``: head, body, end, upgrades.
+extension ForwardExchange {
+    func dataTask(
+        _ task: DataTask,
+        didReceive response: TollgateHTTP.HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    ) {
+        guard !isFinished, let connection, connection.isActive else {
+            completionHandler(.cancel)
+            return
+        }
+        noteUpstreamProgress()
+        if response.status == 101 {
+            guard head.isUpgrade else {
+                ownAnswer = OwnResponse(
+                    .upstreamProtocolError,
+                    "the upstream switched protocols without being asked to"
+                )
+                completionHandler(.cancel)
+                return
+            }
+            completionHandler(.becomeStream)
+            return
+        }
+        // A redirect the session followed (the policy's `redirects: follow`) went to a URL that
+        // was not checked: check it now, before anything of its answer reaches the client.
+        if let current = task.currentRequest?.url, current != url {
+            recheckDestination(current) { [self] verdict in
+                if let verdict {
+                    ownAnswer = OwnResponse(.hostDenied, "a followed redirect led to a denied destination: \(verdict)")
+                    completionHandler(.cancel)
+                } else {
+                    startResponse(response)
+                    completionHandler(.allow)
+                }
+            }
+            return
+        }
+        startResponse(response)
+        completionHandler(.allow)
+    }
+
+    /// Sends the response head to the client.
+    private func startResponse(_ response: TollgateHTTP.HTTPResponseHead) {
+        guard !isFinished, let connection else { return }
+        var fields = HopByHopHeaders.removing(from: response.headerFields)
+        if response.headerFields.contains("Transfer-Encoding") {
+            // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
+            fields.remove("Content-Length")
+        }
+        let originVersion =
+            response.version.hasPrefix("HTTP/") ? String(response.version.dropFirst(5)) : response.version
+        fields.add(name: "Via", value: "\(originVersion) tollgate")
+        let framing = ResponseFraming.decide(
+            status: response.status,
+            fields: &fields,
+            requestIsHead: head.isHead,
+            clientMinorVersion: head.minorVersion
+        )
+        responseStarted = true
+        record.status = response.status
+        connection.sendHead(
+            HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
+            framing: framing,
+            close: closeAfterResponse
+        )
+    }
+
+    /// Checks a redirect target; `then` gets nil when it is allowed, else why not.
+    private func recheckDestination(_ target: HTTPURL, then: @escaping @Sendable (String?) -> Void) {
+        let host: CanonicalHost
+        do throws(CanonicalHost.Invalid) {
+            host = try CanonicalHost.parse(target.host)
+        } catch {
+            then(error.description)
+            return
+        }
+        environment.destinations.check(host, port: target.effectivePort, on: eventLoop).whenComplete { result in
+            switch result {
+            case .success(.allowed): then(nil)
+            case .success(.denied(let why)), .success(.unresolvable(let why)): then(why)
+            case .failure(let error): then("\(error)")
+            }
+        }
+    }
+
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {
+        guard !isFinished, responseStarted, let connection else { return }
+        noteUpstreamProgress()
+        record.bodyBytes += Int64(data.readableBytes)
+        connection.sendBody(data)
+    }
+
+    func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {
+        guard !isFinished, let connection, let response = streamTask.response else {
+            streamTask.cancel()
+            return
+        }
+        becameStream = true
+        self.task = nil
+        upstreamTimer?.cancel()
+        upstreamTimer = nil
+        var fields = HopByHopHeaders.removing(from: response.headerFields)
+        fields.add(name: "Connection", value: "Upgrade")
+        for value in response.headerFields.values(for: "Upgrade") { fields.add(name: "Upgrade", value: value) }
+        fields.add(name: "Via", value: "1.1 tollgate")
+        record.status = 101
+        let relay = StreamRelay(stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true) {
+            [self] totals, _ in
+            record.bodyBytes = totals.toClient
+            finish()
+        }
+        streamTask.delegate = relay
+        connection.sendInterim(HTTPResponseHead(status: 101, headerFields: fields))
+        connection.startRelay(relay)
+    }
+
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        self.task = nil
+        guard !isFinished, !becameStream else { return }
+        if responseStarted {
+            if error == nil {
+                finish()?.sendEnd()
+            } else {
+                // Part of the response is out: closing is the only way to tell the client it is
+                // incomplete (a short body on a kept-alive connection would look whole).
+                finish()?.abort()
+            }
+            return
+        }
+        let answer =
+            ownAnswer
+            ?? error.map { OwnResponse(for: $0) }
+            ?? OwnResponse(.upstreamProtocolError, "the task ended without a response")
+        respond(answer)
+    }
+}

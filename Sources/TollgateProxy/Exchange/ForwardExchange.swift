@@ -1,0 +1,340 @@
+import Foundation
+import NIOCore
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+
+/// One HTTP request of a client (forward or reverse listener), carried out by a session task
+/// whose delegate it is, and the response written back to the client.
+///
+/// Before the task exists: the host rule (`isDenied`) and the destination rules are checked on
+/// the resolved address (``DestinationCheck``); body bytes that arrive meanwhile are held, and
+/// reads from the client stop until the session takes the body.
+///
+/// The task delegate implements only what the exchange itself must decide — the response, its
+/// body, the request body stream, the end — so redirects, caching and credentials fall through
+/// to the route's session delegate (the policy).
+///
+/// The task runs on the client channel's event loop, so its delegate messages and the channel's
+/// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
+/// `@unchecked Sendable`, which `TaskDelegate` requires).
+final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendable {
+    let head: ClientRequestHead
+    /// The URL loaded (canonical host; for a reverse listener, on the upstream).
+    let url: HTTPURL
+    let eventLoop: any EventLoop
+    let environment: ListenerEnvironment
+    let upstreamTimeout: Duration
+
+    /// The client connection; nil once the exchange is finished.
+    var connection: ClientConnectionHandler?
+    var record: ExchangeRecord
+    var task: DataTask?
+    var bodyStream: BodyStream?
+    var bodyStreamGiven = false
+    /// Body pieces that arrived before the session asked for the body.
+    var heldBody: [ByteBuffer] = []
+    var holdingReads = false
+    var requestEnded = false
+    /// Body pieces handed to the session and not yet taken.
+    var piecesWaiting = 0
+    var responseStarted = false
+    var becameStream = false
+    /// The answer to give instead of the task's error (set when the exchange itself cancels it).
+    var ownAnswer: OwnResponse?
+    var closeAfterResponse = false
+    var suspendedForClient = false
+    var isFinished = false
+    var upstreamTimer: Scheduled<Void>?
+    var lastUpstreamProgress = NIODeadline.now()
+    /// The task was routed again after its first session turned out invalidated.
+    var rerouted = false
+
+    init(head: ClientRequestHead, url: HTTPURL, connection: ClientConnectionHandler) {
+        self.head = head
+        self.url = url
+        self.connection = connection
+        self.environment = connection.environment
+        self.eventLoop = connection.context!.eventLoop
+        self.upstreamTimeout = environment.policy.configuration.limits.upstreamTimeout
+        self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
+        // The decoder stops after an upgrade request: no request can follow one that is refused.
+        self.closeAfterResponse = head.isUpgrade
+    }
+
+    // MARK: the request
+
+    /// Routes the request, checks its destination, and creates and resumes the task.
+    func start() {
+        let route = environment.policy.proxyRoute(for: url)
+        record.route = route
+        if route.isDenied {
+            respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
+            return
+        }
+        if head.hasBody {
+            holdingReads = true
+            connection?.holdReads()
+        }
+        let host: CanonicalHost
+        do throws(CanonicalHost.Invalid) {
+            host = try CanonicalHost.parse(url.host)
+        } catch {
+            respond(OwnResponse(.badRequest, error.description))
+            return
+        }
+        environment.destinations.check(host, port: url.effectivePort, on: eventLoop).whenComplete { [self] result in
+            guard !isFinished else { return }
+            switch result {
+            case .success(.allowed):
+                startTask(on: route)
+            case .success(.denied(let why)):
+                respond(OwnResponse(.hostDenied, why))
+            case .success(.unresolvable(let why)):
+                respond(OwnResponse(.upstreamUnreachable, why))
+            case .failure(let error):
+                respond(OwnResponse(.upstreamUnreachable, "\(error)"))
+            }
+        }
+    }
+
+    private func startTask(on route: ProxyRoute) {
+        guard let connection else { return }
+        let request = Request(
+            method: TollgateHTTP.HTTPMethod(head.method),
+            url: url,
+            headerFields: forwardedHeaderFields()
+        )
+        do {
+            let task: DataTask
+            if head.hasBody {
+                task = try route.session.uploadTask(withStreamedRequest: request, on: eventLoop)
+                bodyStream = BodyStream()
+            } else {
+                task = try route.session.dataTask(with: request, on: eventLoop)
+            }
+            self.task = task
+            task.delegate = self
+            if head.expectsContinue, head.hasBody, head.minorVersion >= 1, !requestEnded {
+                // The session does not relay interim responses, so the proxy answers the
+                // expectation itself, now that the request is going upstream.
+                connection.sendInterim(HTTPResponseHead(status: 100))
+            }
+            task.resume()
+            noteUpstreamProgress()
+            if !connection.isWritable { clientWritabilityChanged(false) }
+        } catch  where error.code == .sessionInvalidated && !rerouted {
+            // A reload retired the session between routing and now: route again, once.
+            rerouted = true
+            let fresh = environment.policy.proxyRoute(for: url)
+            record.route = fresh
+            if fresh.isDenied {
+                respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(fresh.ruleLabel)"))
+            } else {
+                bodyStream = nil
+                startTask(on: fresh)
+            }
+        } catch {
+            respond(OwnResponse(for: error))
+        }
+    }
+
+    /// The client's header fields as they go upstream: hop-by-hop fields removed (credentials
+    /// for the proxy among them), Host left to the session (it derives it from the URL, as
+    /// RFC 9112 §3.2.2 asks of a proxy, and for a reverse listener that is the upstream's),
+    /// Via added; an upgrade keeps its `Connection: Upgrade` and `Upgrade`.
+    func forwardedHeaderFields() -> HeaderFields {
+        let upgrades = head.isUpgrade ? head.headerFields.values(for: "Upgrade") : []
+        var fields = HopByHopHeaders.removing(from: head.headerFields)
+        let originalHost = fields["Host"]
+        fields.remove("Host")
+        if head.expectsContinue { fields.remove("Expect") }
+        if head.framing == .chunked { fields.remove("Content-Length") }
+        if !upgrades.isEmpty {
+            fields.add(name: "Connection", value: "Upgrade")
+            for value in upgrades { fields.add(name: "Upgrade", value: value) }
+        }
+        fields.add(name: "Via", value: "1.\(head.minorVersion) tollgate")
+        if case .reverse = environment.mode {
+            let client = connection?.clientAddress ?? "-"
+            if let earlier = fields["X-Forwarded-For"] {
+                fields["X-Forwarded-For"] = earlier + ", " + client
+            } else {
+                fields.add(name: "X-Forwarded-For", value: client)
+            }
+            if let originalHost, !fields.contains("X-Forwarded-Host") {
+                fields.add(name: "X-Forwarded-Host", value: originalHost)
+            }
+            if !fields.contains("X-Forwarded-Proto") { fields.add(name: "X-Forwarded-Proto", value: "http") }
+        }
+        return fields
+    }
+
+    // MARK: from the client
+
+    func clientBodyReceived(_ buffer: ByteBuffer) {
+        guard !isFinished else { return }
+        if bodyStreamGiven, let bodyStream {
+            send(buffer, to: bodyStream)
+        } else {
+            heldBody.append(buffer)
+        }
+    }
+
+    private func send(_ piece: ByteBuffer, to stream: BodyStream) {
+        let taken = stream.write(piece, on: eventLoop)
+        connection?.trackBodyPiece(taken)
+        piecesWaiting += 1
+        noteUpstreamProgress()
+        taken.whenComplete { [self] _ in
+            piecesWaiting -= 1
+            noteUpstreamProgress()
+        }
+    }
+
+    func clientRequestEnded() {
+        requestEnded = true
+        if bodyStreamGiven { bodyStream?.finish() }
+        noteUpstreamProgress()
+    }
+
+    func clientRequestFailed(_ error: ClientRequestError) {
+        guard !isFinished else { return }
+        closeAfterResponse = true
+        if responseStarted {
+            task?.cancel()
+            finish()?.abort()
+        } else if let task {
+            ownAnswer = error.answer
+            task.cancel()
+        } else {
+            respond(error.answer)
+        }
+    }
+
+    func clientClosed() {
+        guard !isFinished else { return }
+        if let task {
+            task.cancel()
+        } else {
+            finish()
+        }
+    }
+
+    /// Back-pressure: a client that does not read suspends the task (nothing more is read from
+    /// the upstream); when it reads again the task resumes.
+    func clientWritabilityChanged(_ writable: Bool) {
+        guard let task, !isFinished else { return }
+        if !writable, !suspendedForClient {
+            suspendedForClient = true
+            task.suspend()
+        } else if writable, suspendedForClient {
+            suspendedForClient = false
+            task.resume()
+            noteUpstreamProgress()
+        }
+    }
+
+    // MARK: the body stream
+
+    func task(
+        _ task: SessionTask,
+        needNewBodyStream completionHandler: @escaping @Sendable (BodyStreamDecision) -> Void
+    ) {
+        // The client's body streams through once; it cannot be given again for a retry.
+        guard let bodyStream, !bodyStreamGiven else {
+            completionHandler(.stream(nil))
+            return
+        }
+        bodyStreamGiven = true
+        completionHandler(.stream(bodyStream))
+        for piece in heldBody { send(piece, to: bodyStream) }
+        heldBody = []
+        if requestEnded { bodyStream.finish() }
+        if holdingReads {
+            holdingReads = false
+            connection?.releaseReads()
+        }
+    }
+
+    func task(
+        _ task: SessionTask,
+        didSendBodyData bytesSent: Int64,
+        totalBytesSent: Int64,
+        totalBytesExpectedToSend: Int64
+    ) {
+        noteUpstreamProgress()
+    }
+
+    // MARK: the upstream timeout
+
+    /// The upstream made progress (or the proxy started waiting for it): the upstream timeout
+    /// counts from now. It runs only while the proxy waits for the upstream: not while the
+    /// client is still sending a body the session has taken, nor while the task is suspended
+    /// because the client does not read.
+    func noteUpstreamProgress() {
+        lastUpstreamProgress = .now()
+        guard upstreamTimer == nil, task != nil, !isFinished else { return }
+        scheduleUpstreamTimer(in: TimeAmount(upstreamTimeout))
+    }
+
+    private var waitsForUpstream: Bool {
+        task != nil && !isFinished && !suspendedForClient && (requestEnded || piecesWaiting > 0 || !head.hasBody)
+    }
+
+    private func scheduleUpstreamTimer(in delay: TimeAmount) {
+        upstreamTimer = eventLoop.scheduleTask(in: delay) { [self] in
+            upstreamTimer = nil
+            guard let task, !isFinished else { return }
+            let due = lastUpstreamProgress + TimeAmount(upstreamTimeout)
+            if !waitsForUpstream || due > .now() {
+                scheduleUpstreamTimer(in: max(due - .now(), .milliseconds(10)))
+                return
+            }
+            if !responseStarted {
+                ownAnswer = OwnResponse(
+                    .upstreamTimeout,
+                    "\(url.authority) did not answer within \(upstreamTimeout) (limits.upstream-timeout)"
+                )
+            }
+            task.cancel()
+        }
+    }
+
+    // MARK: ending
+
+    /// Answers with a response of the proxy's own.
+    func respond(_ answer: OwnResponse) {
+        record.status = answer.status
+        record.bodyBytes = Int64(answer.body.readableBytes)
+        let close = closeAfterResponse
+        finish()?.sendOwnAnswer(answer, close: close)
+    }
+
+    /// Marks the exchange finished and logs it, before its last write: writing the end may at
+    /// once start the client's next request. Returns the connection for that last write.
+    @discardableResult
+    func finish() -> ClientConnectionHandler? {
+        guard !isFinished else { return nil }
+        isFinished = true
+        upstreamTimer?.cancel()
+        upstreamTimer = nil
+        if holdingReads {
+            holdingReads = false
+            connection?.releaseReads()
+        }
+        let connection = self.connection
+        self.connection = nil
+        environment.accessLog.record(record.entry)
+        return connection
+    }
+}
+
+extension OwnResponse {
+    /// The answer for a task that failed with `error` (502, 504, …; 501 for what the session
+    /// cannot load, such as a scheme it does not support yet).
+    init(for error: SessionError) {
+        let code = ProxyErrorCode(for: error)
+        self.init(code, status: error.code == .unsupportedURL ? 501 : nil, error.description)
+    }
+}

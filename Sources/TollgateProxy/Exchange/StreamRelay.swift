@@ -1,0 +1,210 @@
+import NIOCore
+import TollgateSession
+
+/// Carries bytes between a client connection and a stream task (a CONNECT tunnel, or an
+/// upgraded connection after a 101), both ways, with half-close and back-pressure.
+///
+/// - client → upstream: each piece is written to the stream task; the client is not read again
+///   until that write completes. The client's EOF becomes ``StreamTask/closeWrite()`` once every
+///   piece before it is written.
+/// - upstream → client: one `readData` at a time; the next read is made only when the client's
+///   socket took the bytes of the previous one. The upstream's EOF becomes a half-close of the
+///   client connection's output.
+///
+/// The relay ends when both directions have closed, when either side fails, or when the client
+/// goes away; the client connection is then closed and the stream task cancelled if it still runs.
+/// It is the stream task's delegate (`readClosed`, `writeClosed`, completion).
+///
+/// Touched only on the client connection's event loop; callbacks from the stream task are moved
+/// there first (hence `@unchecked Sendable`).
+final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
+    /// Bytes carried each way.
+    struct Totals: Sendable {
+        var toClient: Int64 = 0
+        var toUpstream: Int64 = 0
+    }
+
+    /// The most bytes one read from the upstream hands over.
+    static let readSize = 64 * 1024
+
+    private let stream: StreamTask
+    private let eventLoop: any EventLoop
+    private var connection: ClientConnectionHandler?
+    private let onEnd: (Totals, SessionError?) -> Void
+    private var totals = Totals()
+    private var writesInFlight = 0
+    private var clientEOF = false
+    private var upstreamWriteClosed = false
+    private var upstreamEOF = false
+    private var ended = false
+    /// How long the next read of an upgraded connection waits before it is made again, until the
+    /// first bytes arrive (nil after that, and for tunnels).
+    ///
+    /// Works around the session engine: after `becomeStream` the bytes that followed the 101 are
+    /// handed to the stream's connection handler by the HTTP decoder as it leaves the pipeline
+    /// (NIO removes a decoder on a later event-loop tick), which is after the stream task took its
+    /// first read; the handler keeps them without serving that read until the socket brings more.
+    /// A read made again finds them at once. The wait starts at 20 ms and doubles up to 1 s.
+    private var nudge: Duration?
+
+    private static let firstNudge: Duration = .milliseconds(20)
+    private static let maximumNudge: Duration = .seconds(1)
+
+    /// - Parameter upgraded: the stream task was a data task that got a 101 (see ``nudge``).
+    init(
+        stream: StreamTask,
+        connection: ClientConnectionHandler,
+        eventLoop: any EventLoop,
+        upgraded: Bool = false,
+        onEnd: @escaping (Totals, SessionError?) -> Void
+    ) {
+        self.stream = stream
+        self.connection = connection
+        self.eventLoop = eventLoop
+        self.nudge = upgraded ? Self.firstNudge : nil
+        self.onEnd = onEnd
+    }
+
+    /// Whether the client may be read now.
+    var wantsClientBytes: Bool { !ended && writesInFlight == 0 && !clientEOF }
+
+    /// Starts both directions; `initialClientBytes` are what the client sent after its request head.
+    func start(initialClientBytes: ByteBuffer, clientInputClosed: Bool) {
+        if initialClientBytes.readableBytes > 0 { clientSent(initialClientBytes) }
+        if clientInputClosed { self.clientInputClosed() }
+        readFromUpstream()
+    }
+
+    // MARK: client → upstream
+
+    /// Bytes from the client.
+    func clientSent(_ bytes: ByteBuffer) {
+        guard !ended, !clientEOF else { return }
+        totals.toUpstream += Int64(bytes.readableBytes)
+        writesInFlight += 1
+        stream.write(bytes, timeout: .zero) { [self] error in
+            onLoop { [self] in
+                writesInFlight -= 1
+                if let error {
+                    end(error)
+                    return
+                }
+                if clientEOF, writesInFlight == 0 { closeUpstreamWrite() }
+                connection?.resumeReadingIfPossible()
+            }
+        }
+    }
+
+    /// The client sent EOF (half-close).
+    func clientInputClosed() {
+        guard !ended, !clientEOF else { return }
+        clientEOF = true
+        if writesInFlight == 0 { closeUpstreamWrite() }
+    }
+
+    /// The client connection is gone.
+    func clientClosed() {
+        connection = nil
+        end(nil)
+    }
+
+    private func closeUpstreamWrite() {
+        guard !upstreamWriteClosed else { return }
+        upstreamWriteClosed = true
+        stream.closeWrite()
+        endIfBothClosed()
+    }
+
+    // MARK: upstream → client
+
+    private func readFromUpstream() {
+        let nudge = self.nudge
+        stream.readData(ofMinLength: 1, maxLength: Self.readSize, timeout: nudge ?? .zero) {
+            [self] bytes, atEOF, error in
+            onLoop { [self] in
+                guard !ended else { return }
+                if let nudge {
+                    if error?.code == .timedOut {
+                        self.nudge = min(nudge * 2, Self.maximumNudge)
+                        readFromUpstream()
+                        return
+                    }
+                    self.nudge = nil
+                }
+                if let error {
+                    end(error)
+                } else if let bytes, bytes.readableBytes > 0 {
+                    forwardToClient(bytes, thenEOF: atEOF)
+                } else if atEOF {
+                    upstreamEnded()
+                } else {
+                    readFromUpstream()
+                }
+            }
+        }
+    }
+
+    private func forwardToClient(_ bytes: ByteBuffer, thenEOF atEOF: Bool) {
+        guard let written = connection?.writeRaw(bytes) else {
+            end(nil)
+            return
+        }
+        totals.toClient += Int64(bytes.readableBytes)
+        written.whenComplete { [self] result in
+            onLoop { [self] in
+                guard !ended else { return }
+                switch result {
+                case .failure:
+                    end(SessionError(.networkConnectionLost, nil, "the client connection failed"))
+                case .success where atEOF:
+                    upstreamEnded()
+                case .success:
+                    readFromUpstream()
+                }
+            }
+        }
+    }
+
+    private func upstreamEnded() {
+        guard !upstreamEOF else { return }
+        upstreamEOF = true
+        connection?.closeOutput()
+        endIfBothClosed()
+    }
+
+    // MARK: stream task delegate
+
+    func streamTask(_ task: StreamTask, readClosedFor: Void) {
+        // The EOF also reaches the pending read, which forwards it after the bytes before it.
+    }
+
+    func streamTask(_ task: StreamTask, writeClosedFor: Void) {
+        onLoop { self.endIfBothClosed() }
+    }
+
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        onLoop {
+            // The stream task completes when its connection closes; the client gets what was read.
+            if error != nil { self.end(error) } else if !self.upstreamEOF { self.upstreamEnded() }
+        }
+    }
+
+    // MARK: ending
+
+    private func endIfBothClosed() {
+        if upstreamEOF, upstreamWriteClosed { end(nil) }
+    }
+
+    private func end(_ error: SessionError?) {
+        guard !ended else { return }
+        ended = true
+        if stream.state != .completed { stream.cancel() }
+        connection?.close()
+        connection = nil
+        onEnd(totals, error)
+    }
+
+    private func onLoop(_ body: @escaping @Sendable () -> Void) {
+        if eventLoop.inEventLoop { body() } else { eventLoop.execute(body) }
+    }
+}

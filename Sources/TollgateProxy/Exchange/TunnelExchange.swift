@@ -1,0 +1,171 @@
+import NIOCore
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+
+/// A CONNECT request: a TCP tunnel to `host:port` carried by a session stream task.
+///
+/// Only to the ports of `access.connect-ports` (403 `connect-port-denied` otherwise), only to a
+/// destination the rules allow (403 `host-denied`), checked on the resolved address; the stream
+/// task then connects to that very address, so a name cannot resolve differently between the
+/// check and the connection. Once connected the client gets `200 Connection Established` and a
+/// ``StreamRelay`` carries bytes both ways until both sides have closed.
+final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Sendable {
+    let head: ClientRequestHead
+    let host: CanonicalHost
+    let port: Int
+    let eventLoop: any EventLoop
+    let environment: ListenerEnvironment
+
+    private var connection: ClientConnectionHandler?
+    private var record: ExchangeRecord
+    private var task: StreamTask?
+    private var ownAnswer: OwnResponse?
+    private var connectTimer: Scheduled<Void>?
+    private var isFinished = false
+    private var established = false
+
+    init(head: ClientRequestHead, host: CanonicalHost, port: Int, connection: ClientConnectionHandler) {
+        self.head = head
+        self.host = host
+        self.port = port
+        self.connection = connection
+        self.environment = connection.environment
+        self.eventLoop = connection.context!.eventLoop
+        self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
+    }
+
+    func start() {
+        let configuration = environment.policy.configuration
+        guard configuration.access.connectPorts.contains(port) else {
+            let allowed = configuration.access.connectPorts.map(String.init).joined(separator: ", ")
+            respond(
+                OwnResponse(
+                    .connectPortDenied,
+                    "CONNECT to port \(port) is not allowed (access.connect-ports: [\(allowed)])"
+                )
+            )
+            return
+        }
+        let route = environment.policy.proxyRoute(forTunnelTo: host.text, port: port)
+        record.route = route
+        if route.isDenied {
+            respond(OwnResponse(.hostDenied, "\(host.forURL):\(port) is denied by the rule \(route.ruleLabel)"))
+            return
+        }
+        environment.destinations.check(host, port: port, on: eventLoop).whenComplete { [self] result in
+            guard !isFinished else { return }
+            switch result {
+            case .success(.allowed(let address)):
+                connect(to: CanonicalHost(address), on: route)
+            case .success(.denied(let why)):
+                respond(OwnResponse(.hostDenied, why))
+            case .success(.unresolvable(let why)):
+                respond(OwnResponse(.upstreamUnreachable, why))
+            case .failure(let error):
+                respond(OwnResponse(.upstreamUnreachable, "\(error)"))
+            }
+        }
+    }
+
+    private func connect(to address: CanonicalHost, on route: ProxyRoute) {
+        let task: StreamTask
+        do {
+            task = try route.session.streamTask(withHostName: address.text, port: port, on: eventLoop)
+        } catch  where error.code == .sessionInvalidated {
+            // A reload retired the session between routing and now: route again, once.
+            let fresh = environment.policy.proxyRoute(forTunnelTo: host.text, port: port)
+            guard fresh.session !== route.session else {
+                respond(OwnResponse(for: error))
+                return
+            }
+            record.route = fresh
+            connect(to: address, on: fresh)
+            return
+        } catch {
+            respond(OwnResponse(for: error))
+            return
+        }
+        self.task = task
+        task.delegate = self
+        task.resume()
+        let timeout = environment.policy.configuration.limits.upstreamTimeout
+        connectTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
+            guard !isFinished, !established else { return }
+            ownAnswer = OwnResponse(
+                .upstreamTimeout,
+                "\(host.forURL):\(port) did not accept a connection within \(timeout)"
+            )
+            task.cancel()
+        }
+        // An empty write completes once the connection is made (or fails with the task).
+        task.write(ByteBuffer(), timeout: .zero) { [self] error in
+            eventLoop.execute { [self] in if error == nil { tunnelEstablished(task) } }
+        }
+    }
+
+    private func tunnelEstablished(_ task: StreamTask) {
+        guard !isFinished, !established, let connection, connection.isActive else {
+            task.cancel()
+            return
+        }
+        established = true
+        connectTimer?.cancel()
+        record.status = 200
+        let relay = StreamRelay(stream: task, connection: connection, eventLoop: eventLoop) { [self] totals, _ in
+            record.bodyBytes = totals.toClient
+            finish()
+        }
+        task.delegate = relay
+        connection.sendInterim(HTTPResponseHead(status: 200, reason: "Connection Established"))
+        connection.startRelay(relay)
+    }
+
+    // MARK: before the tunnel
+
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        guard !isFinished, !established else { return }
+        connectTimer?.cancel()
+        let answer =
+            ownAnswer ?? error.map { OwnResponse(for: $0) }
+            ?? OwnResponse(.upstreamUnreachable, "the connection to \(host.forURL):\(port) closed")
+        respond(answer)
+    }
+
+    func clientBodyReceived(_ buffer: ByteBuffer) {}
+
+    func clientRequestEnded() {}
+
+    func clientRequestFailed(_ error: ClientRequestError) {
+        guard !isFinished, !established else { return }
+        task?.cancel()
+        respond(error.answer)
+    }
+
+    func clientClosed() {
+        guard !isFinished, !established else { return }
+        task?.cancel()
+        finish()
+    }
+
+    func clientWritabilityChanged(_ writable: Bool) {}
+
+    // MARK: ending
+
+    private func respond(_ answer: OwnResponse) {
+        record.status = answer.status
+        record.bodyBytes = Int64(answer.body.readableBytes)
+        finish()?.sendOwnAnswer(answer, close: true)
+    }
+
+    @discardableResult
+    private func finish() -> ClientConnectionHandler? {
+        guard !isFinished else { return nil }
+        isFinished = true
+        connectTimer?.cancel()
+        let connection = self.connection
+        self.connection = nil
+        environment.accessLog.record(record.entry)
+        return connection
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+public import TollgatePolicy
+
+/// Where the access log goes and in which format: one line per exchange (``AccessLogEntry``).
+///
+/// Lines are handed to the writer in the order exchanges end; the standard writers write them on
+/// their own queue, so a slow terminal, pipe or disk never stalls an event loop.
+public struct AccessLog: Sendable {
+    private let writeLine: @Sendable (String) -> Void
+    private let flushLines: @Sendable () async -> Void
+    /// The line format.
+    public var format: PolicyConfiguration.Log.Format
+
+    /// An access log that gives each line (without its newline) to `writeLine`; `flush` returns
+    /// once every line given so far is written (the server awaits it at shutdown).
+    public init(
+        format: PolicyConfiguration.Log.Format = .combined,
+        _ writeLine: @escaping @Sendable (String) -> Void,
+        flush: @escaping @Sendable () async -> Void = {}
+    ) {
+        self.format = format
+        self.writeLine = writeLine
+        self.flushLines = flush
+    }
+
+    /// Writes lines to standard error in the combined format.
+    public static let standardError = AccessLog.writing(to: .standardError)
+
+    /// Writes nothing.
+    public static let off = AccessLog { _ in }
+
+    /// Writes lines to a file handle on a queue of its own.
+    public static func writing(to handle: FileHandle, format: PolicyConfiguration.Log.Format = .combined) -> AccessLog {
+        let queue = DispatchQueue(label: "tollgate.access-log")
+        return AccessLog(
+            format: format,
+            { line in queue.async { handle.write(Data((line + "\n").utf8)) } },
+            flush: { await withCheckedContinuation { done in queue.async { done.resume() } } }
+        )
+    }
+
+    /// The access log `log` asks for (`log.access`, `log.format`); a file is opened for appending
+    /// (created with mode 0640).
+    ///
+    /// - Throws: ``OpenError`` when the file cannot be opened.
+    public static func open(_ log: PolicyConfiguration.Log) throws(OpenError) -> AccessLog {
+        switch log.access {
+        case .standardError: return .writing(to: .standardError, format: log.format)
+        case .standardOutput: return .writing(to: .standardOutput, format: log.format)
+        case .off: return AccessLog(format: log.format) { _ in }
+        case .file(let path):
+            let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+            guard descriptor >= 0 else {
+                throw OpenError(description: "cannot open the access log \(path): \(String(cString: strerror(errno)))")
+            }
+            return .writing(to: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), format: log.format)
+        }
+    }
+
+    /// Why an access log could not be opened.
+    public struct OpenError: Error, Sendable, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Logs one exchange.
+    func record(_ entry: AccessLogEntry) {
+        writeLine(format == .json ? entry.jsonLine : entry.combinedLogLine)
+    }
+
+    /// Returns once every line recorded so far is written.
+    public func flush() async {
+        await flushLines()
+    }
+}
+
+/// Writes one line to standard error at once (diagnostics, not the access log).
+func standardErrorLine(_ line: String) {
+    FileHandle.standardError.write(Data((line + "\n").utf8))
+}

@@ -1,0 +1,132 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// One exchange as the access log records it, in the combined log format with the host rule and
+/// the session appended as two more quoted fields:
+///
+/// `127.0.0.1 - - [10/Oct/2025:13:55:36 +0200] "GET http://example.com/ HTTP/1.1" 200 2326 "-" "curl/8.5.0" "hosts[0]:**" "default"`
+///
+/// or as one JSON object per line (``jsonLine``) with the fields `time`, `client`, `method`,
+/// `target`, `version`, `status`, `bytes`, `referer`, `user_agent`, `rule`, `session`,
+/// `duration_ms`.
+///
+/// Only the request line, status, body bytes sent, Referer and User-Agent are logged — never
+/// Authorization, Proxy-Authorization or Cookie, and never a password in a URL (userinfo is
+/// logged as `***`). The status is `-` when no response was sent (the client went away first);
+/// bytes are the response body bytes written to the client.
+struct AccessLogEntry: Sendable {
+    var clientAddress: String
+    /// Seconds since 1970 when the request head arrived.
+    var time: Int
+    var method: String
+    var target: String
+    var version: String
+    var status: Int?
+    var bodyBytes: Int64
+    var referer: String?
+    var userAgent: String?
+    /// The host rule that matched (`hosts[2]:*.example.com`), or `-`.
+    var rule: String = "-"
+    /// The session the task ran in, or `-` when none was chosen.
+    var session: String = "-"
+    /// How long the exchange took, in milliseconds.
+    var durationMilliseconds: Int = 0
+
+    var combinedLogLine: String {
+        let request = "\(method) \(Self.redactingUserinfo(target)) \(version)"
+        let statusText = status.map(String.init) ?? "-"
+        let bytesText = bodyBytes > 0 ? String(bodyBytes) : "-"
+        return "\(clientAddress) - - [\(Self.format(time))] \"\(Self.escape(request))\" \(statusText) \(bytesText)"
+            + " \"\(Self.escape(referer ?? "-"))\" \"\(Self.escape(userAgent ?? "-"))\""
+            + " \"\(Self.escape(rule))\" \"\(Self.escape(session))\""
+    }
+
+    /// The entry as one line of JSON.
+    var jsonLine: String {
+        var fields: [String] = []
+        func add(_ name: String, _ value: String?) {
+            fields.append("\"\(name)\":" + (value.map { "\"\(Self.jsonEscape($0))\"" } ?? "null"))
+        }
+        add("time", Self.iso8601(time))
+        add("client", clientAddress)
+        add("method", method)
+        add("target", Self.redactingUserinfo(target))
+        add("version", version)
+        fields.append("\"status\":" + (status.map(String.init) ?? "null"))
+        fields.append("\"bytes\":\(bodyBytes)")
+        add("referer", referer)
+        add("user_agent", userAgent)
+        add("rule", rule)
+        add("session", session)
+        fields.append("\"duration_ms\":\(durationMilliseconds)")
+        return "{" + fields.joined(separator: ",") + "}"
+    }
+
+    /// `yyyy-mm-ddTHH:MM:SS+zz:zz` in local time.
+    static func iso8601(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%Y-%m-%dT%H:%M:%S%z", &parts)
+        var text = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        if text.count >= 5 { text.insert(":", at: text.index(text.endIndex, offsetBy: -2)) }
+        return text
+    }
+
+    /// A JSON string's content: quotes, backslashes and control characters escaped.
+    static func jsonEscape(_ text: String) -> String {
+        var out = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\"": out += "\\\""
+            case "\\": out += "\\\\"
+            case "\n": out += "\\n"
+            case "\r": out += "\\r"
+            case "\t": out += "\\t"
+            case _ where scalar.value < 0x20 || scalar.value == 0x7F:
+                let hex = String(scalar.value, radix: 16)
+                out += "\\u" + String(repeating: "0", count: 4 - hex.count) + hex
+            default: out.unicodeScalars.append(scalar)
+            }
+        }
+        return out
+    }
+
+    /// `dd/Mon/yyyy:HH:MM:SS +zzzz` in local time (strftime in the C locale, as Apache writes it).
+    static func format(_ seconds: Int) -> String {
+        var time = time_t(seconds)
+        var parts = tm()
+        localtime_r(&time, &parts)
+        var buffer = [CChar](repeating: 0, count: 64)
+        let count = strftime(&buffer, buffer.count, "%d/%b/%Y:%H:%M:%S %z", &parts)
+        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    /// `target` with the userinfo of an absolute URL (`http://user:password@host/`) replaced by `***`.
+    static func redactingUserinfo(_ target: String) -> String {
+        guard let schemeEnd = target.firstRange(of: "://") else { return target }
+        let rest = target[schemeEnd.upperBound...]
+        let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
+        guard let at = rest[..<authorityEnd].lastIndex(of: "@") else { return target }
+        return target[..<schemeEnd.upperBound] + "***" + target[at...]
+    }
+
+    /// Quotes, backslashes and control or non-ASCII bytes escaped as `\xNN`, so a client cannot
+    /// forge log lines.
+    static func escape(_ text: String) -> String {
+        var out = ""
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): out += "\\\""
+            case UInt8(ascii: "\\"): out += "\\\\"
+            case 0x20..<0x7F: out.unicodeScalars.append(Unicode.Scalar(byte))
+            default: out += "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,80 @@
+public import NIOCore
+import NIOPosix
+public import TollgateHTTP
+public import TollgatePolicy
+public import TollgateSession
+
+/// Where the proxy gets its rules from, per request: the configuration in force (access, limits)
+/// and the session and decision for a URL. ``PolicyRuntime`` is one (rules reloaded on SIGHUP);
+/// ``StaticProxyPolicy`` is the fixed one a server uses when given none.
+public protocol ProxyPolicy: Sendable {
+    /// The configuration in force now (its `access` and `limits` are read per connection or request).
+    var configuration: PolicyConfiguration { get }
+    /// The session and decision for a request to `url`.
+    func proxyRoute(for url: HTTPURL) -> ProxyRoute
+    /// The session and decision for a CONNECT tunnel to `host:port`.
+    func proxyRoute(forTunnelTo host: String, port: Int) -> ProxyRoute
+}
+
+extension ProxyPolicy {
+    /// The route of `https://host:port/`.
+    public func proxyRoute(forTunnelTo host: String, port: Int) -> ProxyRoute {
+        proxyRoute(for: HTTPURL(scheme: "https", host: host, port: port))
+    }
+}
+
+/// Where one request goes: the session whose task carries it and what the rules decided.
+public struct ProxyRoute: Sendable {
+    /// The session the task is created on.
+    public var session: Session
+    /// Its name, for the access log and `/tasks`.
+    public var sessionName: String
+    /// Whether a host rule refuses the host (403 `host-denied`, no task created).
+    public var isDenied: Bool
+    /// The matching rule for the access log (`hosts[2]:*.example.com`), or `-`.
+    public var ruleLabel: String
+
+    /// Creates a route.
+    public init(session: Session, sessionName: String, isDenied: Bool = false, ruleLabel: String = "-") {
+        self.session = session
+        self.sessionName = sessionName
+        self.isDenied = isDenied
+        self.ruleLabel = ruleLabel
+    }
+}
+
+/// One session for every request and a fixed configuration: what a server uses when it is given
+/// no policy, and what tests use to set access rules or limits.
+public struct StaticProxyPolicy: ProxyPolicy {
+    /// The session every request goes to.
+    public let session: Session
+    /// The configuration (only `access` and `limits` matter to the proxy).
+    public let configuration: PolicyConfiguration
+
+    /// Creates a policy.
+    public init(session: Session, configuration: PolicyConfiguration = PolicyConfiguration()) {
+        self.session = session
+        self.configuration = configuration
+    }
+
+    /// A policy with a session of its own, configured as a server's own session
+    /// (``ProxyServer/defaultSessionConfiguration``, redirects passed to the client); invalidate
+    /// it when done.
+    public init(
+        configuration: PolicyConfiguration,
+        eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) {
+        self.init(
+            session: Session(
+                configuration: ProxyServer.defaultSessionConfiguration,
+                delegate: PassRedirectsDelegate(),
+                eventLoopGroup: eventLoopGroup
+            ),
+            configuration: configuration
+        )
+    }
+
+    public func proxyRoute(for url: HTTPURL) -> ProxyRoute {
+        ProxyRoute(session: session, sessionName: SessionSettings.defaultName)
+    }
+}
