@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgatePolicy
@@ -180,7 +181,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             if let exchange, request != nil, !responseDone {
                 exchange.clientRequestFailed(error)
             } else {
-                sendOwnAnswer(error.answer, close: true)
+                answerItself(error.answer, close: true)
             }
             closeAfterResponse = true
         }
@@ -190,7 +191,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// missing credentials) or an exchange.
     private func startExchange(for head: ClientRequestHead) {
         guard clientAllowed else {
-            sendOwnAnswer(
+            answerItself(
                 OwnResponse(.clientDenied, "client \(clientAddress) is not allowed to use this proxy (access.clients)"),
                 close: true
             )
@@ -198,7 +199,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         let target = RequestTarget.classify(head, mode: environment.mode)
         if case .refuse(let answer) = target {
-            sendOwnAnswer(answer, close: false)
+            answerItself(answer, close: false)
             return
         }
         if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
@@ -208,7 +209,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             let said =
                 head.headerFields.contains("Proxy-Authorization")
                 ? "the proxy credentials were not accepted" : "proxy authentication required"
-            sendOwnAnswer(ProxyAuthenticator.challenge(said), close: false)
+            answerItself(ProxyAuthenticator.challenge(said), close: false)
             return
         }
         switch target {
@@ -308,6 +309,24 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
         framing = .none
         responseEnded()
+    }
+
+    /// Answers the current request (or, with none, the bytes that could not be one) without an
+    /// exchange, and logs it.
+    private func answerItself(_ answer: OwnResponse, close: Bool) {
+        let entry = AccessLogEntry(
+            clientAddress: clientAddress,
+            time: Int(Date().timeIntervalSince1970),
+            method: request?.method ?? "-",
+            target: request?.target ?? "-",
+            version: request?.versionText ?? "-",
+            status: answer.status,
+            bodyBytes: Int64(answer.body.readableBytes),
+            referer: request?.headerFields["Referer"],
+            userAgent: request?.headerFields["User-Agent"]
+        )
+        environment.accessLog.record(entry)
+        sendOwnAnswer(answer, close: close)
     }
 
     /// Closes the connection at once: a response that cannot be completed must not look complete.
@@ -462,7 +481,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
                     headTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
                         headTimer = nil
                         guard request == nil, !closing else { return }
-                        sendOwnAnswer(
+                        answerItself(
                             ClientRequestError.timedOut("the request head did not arrive within \(timeout)").answer,
                             close: true
                         )
