@@ -42,7 +42,9 @@ let package = Package(
         ),
         .target(
             name: "TollgateSession",
-            dependencies: ["TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", .product(name: "Logging", package: "swift-log"),
+            ]
                 + nio,
             swiftSettings: swiftSettings
         ),
