@@ -63,10 +63,11 @@ struct ServeCommand: AsyncParsableCommand {
             stores = nil
         }
         let noStores: PolicyRuntime.SessionPreparation = { _, _, _ in }
+        let cookieCredentialStores = Self.openCookieCredentialStores()
         let runtime = PolicyRuntime(
             configuration: configuration,
             sourceFile: config,
-            prepareSession: stores?.prepareSession ?? noStores
+            prepareSession: cookieCredentialStores.preparation(then: stores?.prepareSession ?? noStores)
         )
         let listeners: ServeListeners
         do {
@@ -90,6 +91,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         await listeners.shutdown(gracePeriod: Self.gracePeriod)
         runtime.shutdown()
+        cookieCredentialStores.flush()
         await accessLog.flush()
     }
 
