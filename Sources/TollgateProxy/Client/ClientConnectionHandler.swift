@@ -51,6 +51,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var framing = ResponseFraming.none
     private var clientInputClosed = false
     private var processing = false
+    private var flushScheduled = false
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -249,7 +250,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         guard let context, isActive else { return }
         var buffer = context.channel.allocator.buffer(capacity: 128)
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
     }
 
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
@@ -267,10 +269,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         self.framing = framing
         var buffer = context.channel.allocator.buffer(capacity: 512)
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
     }
 
-    /// Writes a piece of the response body.
+    /// Writes a piece of the response body. Body bytes are flushed at once: the client's socket
+    /// then reports how far behind it is, which is what suspends the task (back-pressure).
     func sendBody(_ piece: ByteBuffer) {
         guard let context, isActive, piece.readableBytes > 0 else { return }
         switch framing {
@@ -292,6 +296,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         guard let context, isActive else { return }
         if framing == .chunked {
             context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
+        } else {
+            context.flush()
         }
         responseEnded()
     }
@@ -306,7 +312,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
         var body = answer.body
         buffer.writeBuffer(&body)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
         framing = .none
         responseEnded()
     }
@@ -329,10 +336,23 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         sendOwnAnswer(answer, close: close)
     }
 
+    /// Flushes once the current event-loop tick is over, so that a response head and the first
+    /// body piece that came with it from the upstream leave in one write.
+    private func flushSoon() {
+        guard !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.execute { [self] in
+            flushScheduled = false
+            self.context?.flush()
+        }
+    }
+
     /// Closes the connection at once: a response that cannot be completed must not look complete.
     func abort() {
         closing = true
         responseDone = true
+        // What was relayed so far goes out first: the client sees the response cut short.
+        context?.flush()
         context?.close(promise: nil)
     }
 

@@ -306,8 +306,13 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
 
     // MARK: ending
 
-    /// Answers with a response of the proxy's own.
+    /// Answers with a response of the proxy's own (logged without a status when the client is
+    /// already gone: nothing was sent).
     func respond(_ answer: OwnResponse) {
+        guard connection?.isActive == true else {
+            finish()
+            return
+        }
         record.status = answer.status
         record.bodyBytes = Int64(answer.body.readableBytes)
         let close = closeAfterResponse
