@@ -52,7 +52,7 @@ let package = Package(
             name: "TollgatePolicy",
             dependencies: [
                 "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS",
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
             ] + nio,
             swiftSettings: swiftSettings
         ),
@@ -98,6 +98,7 @@ let package = Package(
             name: "TollgatePolicyTests",
             dependencies: [
                 "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateTesting",
+                .product(name: "Logging", package: "swift-log"),
             ] + nio,
             swiftSettings: swiftSettings
         ),
