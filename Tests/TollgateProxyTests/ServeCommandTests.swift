@@ -137,6 +137,12 @@ struct ServeCommandTests {
                   address: "127.0.0.3:0"
                 cache:
                   path: "\(directory.appendingPathComponent("cache").path)"
+                access:
+                  clients: ["127.0.0.0/8"]
+                  connect-ports: [443]
+                  destinations:
+                    - { deny: "10.0.0.0/8" }
+                    - { allow: "all" }
                 limits:
                   max-header-bytes: \(maxHeaderBytes)
                   \(broken ? "max-headers: lots" : "max-headers: 50")
@@ -164,6 +170,14 @@ struct ServeCommandTests {
         let reversed = try await request("GET /r?q=1 HTTP/1.1\r\nHost: gw\r\n\r\n", host: "127.0.0.2", port: reverse)
         #expect(reversed.bodyText == "origin saw /r?q=1")
 
+        // access.destinations and access.connect-ports from the file.
+        let denied = try await request("GET http://10.1.2.3/ HTTP/1.1\r\nHost: x\r\n\r\n", port: forward)
+        #expect(denied.status == 403)
+        #expect(denied.header("Tollgate-Error") == "host-denied")
+        #expect(denied.bodyText.contains("access.destinations[0]"))
+        let tunnel = try await request("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n", port: forward)
+        #expect(tunnel.header("Tollgate-Error") == "connect-port-denied")
+
         // limits.max-header-bytes from the file.
         let big =
             "GET http://127.0.0.1:\(origin.port)/big HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 3000))\r\n\r\n"
@@ -171,7 +185,7 @@ struct ServeCommandTests {
 
         // The JSON access log, with rule and session.
         try await eventually("the access log lines") {
-            (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").count ?? 0 >= 3
+            (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").count ?? 0 >= 5
         }
         let lines = try String(contentsOf: logFile, encoding: .utf8).split(separator: "\n")
         let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
@@ -213,10 +227,10 @@ struct ServeCommandTests {
             port: admin
         )
         #expect(refused.status == 400)
-        #expect(refused.bodyText.hasPrefix("\(file.path):13: limits.max-headers: "), "\(refused.bodyText)")
+        #expect(refused.bodyText.hasPrefix("\(file.path):19: limits.max-headers: "), "\(refused.bodyText)")
         served.child.send(SIGHUP)
         try await eventually("the SIGHUP problems on stderr") {
-            served.child.standardError.contains("\(file.path):13:")
+            served.child.standardError.contains("\(file.path):19:")
         }
         #expect(try await request(big, port: forward).status == 431, "the rules in force stay")
         try writeConfiguration(maxHeaderBytes: "64KiB")
