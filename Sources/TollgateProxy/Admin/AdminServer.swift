@@ -3,12 +3,6 @@ import NIOHTTP1
 public import NIOPosix
 public import TollgatePolicy
 
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
-
 /// The admin HTTP API (CONTRACT.md "Admin HTTP API") on its own listener:
 ///
 /// | request | answer |
@@ -55,8 +49,7 @@ public final class AdminServer: Sendable {
                 .bind(host: address.host, port: address.port)
                 .get()
         } catch {
-            let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
-            throw ProxyServerError.cannotListen(address, reason: reason)
+            throw ProxyServerError.cannotListen(address, reason: describe(error))
         }
         let server = AdminServer(channel: channel, requested: address)
         ownListeners.register(server.boundAddress)

@@ -161,7 +161,7 @@ public final class ProxyServer: Sendable {
 }
 
 /// A bind failure in words: the system's message for an errno, else the error's description.
-private func describe(_ error: any Error) -> String {
+func describe(_ error: any Error) -> String {
     if let error = error as? IOError { return String(cString: strerror(error.errnoCode)) }
     return "\(error)"
 }
