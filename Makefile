@@ -20,7 +20,7 @@ SWIFT_FLAGS += -Xswiftc -warnings-as-errors --explicit-target-dependency-import-
 endif
 
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix
 # The whole test suite must finish within this many seconds. Tests run one at a time
 # (--no-parallel): many of them measure timeouts and back-pressure on real sockets, and on a
 # 2-core machine a parallel run starves their event loops and makes them flaky.

@@ -42,7 +42,9 @@ let package = Package(
         ),
         .target(
             name: "TollgateSession",
-            dependencies: ["TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
+            dependencies: [
+                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", .product(name: "Logging", package: "swift-log"),
+            ]
                 + nio,
             swiftSettings: swiftSettings
         ),
@@ -50,7 +52,7 @@ let package = Package(
             name: "TollgatePolicy",
             dependencies: [
                 "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS",
-                .product(name: "Yams", package: "Yams"),
+                .product(name: "Yams", package: "Yams"), .product(name: "Logging", package: "swift-log"),
             ] + nio,
             swiftSettings: swiftSettings
         ),
@@ -96,6 +98,7 @@ let package = Package(
             name: "TollgatePolicyTests",
             dependencies: [
                 "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateTesting",
+                .product(name: "Logging", package: "swift-log"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

@@ -1,65 +1,151 @@
 import ArgumentParser
 import Foundation
+import TollgateHTTP
+import TollgatePolicy
 import TollgateProxy
 
-/// `tollgate serve [--config FILE] [--listen HOST:PORT]`: runs the proxy.
+/// `tollgate serve [--config FILE] [--listen HOST:PORT [--reverse URL]]`: runs the proxy.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
         abstract: "Run the proxy.",
         discussion: """
-            Without --config, runs the embedded default's forward listener on 127.0.0.1:3128: plain-HTTP \
-            requests in absolute form (GET http://host/path) are forwarded, each by a session task; https:// \
-            targets and CONNECT are answered 501 (not supported yet). Prints `listening on ADDRESS (forward)` \
-            once it accepts connections and writes an access log (combined format) to standard error. \
-            SIGTERM or SIGINT: stops accepting, lets requests in flight finish (at most 10 s), exits 0.
+            Runs the listeners of the configuration file (--config), or of the embedded default: a forward \
+            proxy on 127.0.0.1:3128 and the admin API on 127.0.0.1:9090 (when 9090 is taken, the proxy \
+            starts without it). Prints one line `listening on ADDRESS (MODE)` per listener once it accepts \
+            connections, and writes the access log where `log.access` says. SIGHUP reloads the configuration \
+            file (problems go to standard error and the rules in force stay). SIGTERM or SIGINT: stops \
+            accepting, lets requests in flight finish (at most 10 s), exits 0.
             """
     )
 
-    @Option(
-        help: ArgumentHelp(
-            "A configuration file. Not supported yet by this build: giving it exits with status 1.",
-            valueName: "file"
-        )
-    )
+    @Option(help: ArgumentHelp("The configuration file (YAML).", valueName: "file"))
     var config: String?
 
     @Option(
         help: ArgumentHelp(
-            "Listen on HOST:PORT instead of 127.0.0.1:3128 ([::1]:PORT for IPv6; port 0: any free port).",
+            "Listen on HOST:PORT instead of the configured listeners: one forward listener ([::1]:PORT for IPv6; port 0: any free port).",
             valueName: "host:port"
         )
     )
     var listen: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "With --listen: make that listener a reverse listener sending every request to URL.",
+            valueName: "url"
+        )
+    )
+    var reverse: String?
+
     /// How long in-flight exchanges may take to finish after SIGTERM/SIGINT.
     static let gracePeriod: Duration = .seconds(10)
 
     func run() async throws {
-        if config != nil {
-            throw CommandFailure.user("--config is not supported yet by this build")
-        }
-        var address = ListenAddress.defaultForward
-        if let listen {
-            do {
-                address = try ListenAddress.parse(listen)
-            } catch {
-                throw CommandFailure.user("--listen: \(error)")
-            }
-        }
-        // Watch the signals before binding, so a signal right after the "listening" line is never lost.
-        let signals = SignalWaiter([SIGTERM, SIGINT])
-        signal(SIGPIPE, SIG_IGN)
-        let server: ProxyServer
+        var configuration = try loadConfiguration()
+        try applyOverrides(to: &configuration)
+        let accessLog: AccessLog
         do {
-            server = try await ProxyServer.start(ProxyServer.Configuration(listen: address, mode: .forward))
-        } catch let error as ProxyServerError {
+            accessLog = try AccessLog.open(configuration.log)
+        } catch {
             throw CommandFailure.user(error.description)
         }
-        // One unbuffered write: the line is out at once, even when stdout is a pipe.
-        let line = "listening on \(server.boundAddress) (\(server.configuration.mode))\n"
-        FileHandle.standardOutput.write(Data(line.utf8))
-        _ = await signals.next()
-        await server.shutdown(gracePeriod: Self.gracePeriod)
+        // Watch the signals before binding, so a signal right after the "listening" line is never lost.
+        let signals = SignalWaiter([SIGTERM, SIGINT, SIGHUP])
+        signal(SIGPIPE, SIG_IGN)
+
+        let stores: SessionStores?
+        do {
+            stores = try SessionStores(configuration: configuration)
+        } catch let failure as CommandFailure where config == nil {
+            // The embedded default must start; it runs without a cache then.
+            standardError("tollgate: warning: running without a cache: \(failure.message)")
+            stores = nil
+        }
+        let noStores: PolicyRuntime.SessionPreparation = { _, _, _ in }
+        let cookieCredentialStores = Self.openCookieCredentialStores()
+        let runtime = PolicyRuntime(
+            configuration: configuration,
+            sourceFile: config,
+            prepareSession: cookieCredentialStores.preparation(then: stores?.prepareSession ?? noStores)
+        )
+        let listeners: ServeListeners
+        do {
+            listeners = try await ServeListeners.start(
+                configuration,
+                runtime: runtime,
+                accessLog: accessLog,
+                adminIsOptional: config == nil
+            )
+        } catch {
+            runtime.shutdown()
+            throw error
+        }
+        for line in listeners.listeningLines {
+            // One unbuffered write per line: it is out at once, even when stdout is a pipe.
+            FileHandle.standardOutput.write(Data((line + "\n").utf8))
+        }
+        while let signal = await signals.next() {
+            guard signal == SIGHUP else { break }
+            reload(runtime)
+        }
+        await listeners.shutdown(gracePeriod: Self.gracePeriod)
+        runtime.shutdown()
+        cookieCredentialStores.flush()
+        await accessLog.flush()
+    }
+
+    /// The configuration file, or the embedded default; problems end the command (exit 1).
+    private func loadConfiguration() throws -> PolicyConfiguration {
+        guard let config else { return EmbeddedDefaultConfig.configuration() }
+        do {
+            return try PolicyLoader().load(contentsOf: config)
+        } catch {
+            for problem in error.problems { standardError(problem.description) }
+            throw ExitCode(CommandFailure.userErrorCode)
+        }
+    }
+
+    /// `--listen` (and `--reverse`) replace the configured listeners.
+    private func applyOverrides(to configuration: inout PolicyConfiguration) throws {
+        if reverse != nil, listen == nil {
+            throw CommandFailure.user("--reverse needs --listen (the listener that becomes a reverse listener)")
+        }
+        guard let listen else { return }
+        let address: ListenAddress
+        do {
+            address = try ListenAddress.parse(listen)
+        } catch {
+            throw CommandFailure.user("--listen: \(error)")
+        }
+        var upstream: HTTPURL?
+        if let reverse {
+            guard let url = HTTPURL(string: reverse) else {
+                throw CommandFailure.user("--reverse: '\(reverse)' is not an absolute http:// or https:// URL")
+            }
+            upstream = url
+        }
+        configuration.listeners = [
+            PolicyConfiguration.Listener(
+                address: PolicyConfiguration.Address(host: address.host, port: address.port),
+                mode: upstream == nil ? .forward : .reverse,
+                upstream: upstream
+            )
+        ]
+    }
+
+    /// SIGHUP: the file is read again; problems are reported and the rules in force stay.
+    private func reload(_ runtime: PolicyRuntime) {
+        guard config != nil else {
+            standardError("tollgate: SIGHUP: running on the embedded default, there is no file to reload")
+            return
+        }
+        let problems = runtime.reload()
+        if problems.isEmpty {
+            standardError("tollgate: configuration reloaded")
+        } else {
+            standardError("tollgate: configuration not reloaded; the rules in force stay:")
+            for problem in problems { standardError(problem.description) }
+        }
     }
 }

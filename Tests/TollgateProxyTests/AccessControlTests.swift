@@ -25,6 +25,7 @@ struct AccessControlTests {
             #expect(response.status == 403)
             #expect(response.header("Tollgate-Error") == "client-denied")
             #expect(origin.requestCount == 0)
+            #expect(proxy.accessLog.first?.contains("\"GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\" 403 ") == true)
         }
     }
 

@@ -141,6 +141,22 @@ struct ForwardFailureTests {
         }
     }
 
+    @Test("A client that gives up before the answer is logged without a status, and its task is cancelled")
+    func clientGivesUp() async throws {
+        let origin = try await LoopbackOrigin.start { _, _ in }  // never answers
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            try await client.send("GET http://127.0.0.1:\(origin.port)/wait HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await eventually("the origin got the request") { origin.requestCount == 1 }
+            client.close()
+            try await eventually("the access log line") { !proxy.accessLog.isEmpty }
+            let line = try #require(proxy.accessLog.first)
+            #expect(line.contains("/wait HTTP/1.1\" - - "), "\(line)")
+            try await eventually("the origin connection closes") { origin.openConnectionCount == 0 }
+        }
+    }
+
     @Test("A client that closes mid-response cancels its task: the origin connection is closed")
     func clientCloseCancelsTask() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in

@@ -181,6 +181,29 @@ struct LimitTests {
         }
     }
 
+    @Test("A client that sends its body slowly is not an upstream timeout")
+    func slowUploadIsNotAnUpstreamTimeout() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, body: request.bodyText)
+        }
+        defer { origin.stop() }
+        let configuration = limits { $0.upstreamTimeout = .milliseconds(400) }
+        try await withProxy(configuration: configuration) { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            try await client.send(
+                "POST http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nContent-Length: 8\r\n\r\n"
+            )
+            for piece in ["ab", "cd", "ef", "gh"] {
+                try await Task.sleep(for: .milliseconds(250))
+                try await client.send(piece)
+            }
+            let response = try #require(try await client.waitForResponses(1).first)
+            #expect(response.status == 200)
+            #expect(response.bodyText == "abcdefgh")
+        }
+    }
+
     @Test("An upstream that stalls mid-body past upstream-timeout ends the client's response by closing")
     func upstreamStallsMidBody() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in
@@ -188,12 +211,13 @@ struct LimitTests {
             respond.write("first part")
         }
         defer { origin.stop() }
-        let configuration = limits { $0.upstreamTimeout = .milliseconds(500) }
+        // Long enough for the head to arrive on a loaded machine; the stall is what times out.
+        let configuration = limits { $0.upstreamTimeout = .milliseconds(1500) }
         try await withProxy(configuration: configuration) { proxy in
             let client = try await RawClient.connect(port: proxy.port)
             defer { client.close() }
             try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
-            try await client.waitForClose(timeout: .seconds(5))
+            try await client.waitForClose(timeout: .seconds(8))
             #expect(client.text.hasPrefix("HTTP/1.1 200"))
             #expect(client.text.hasSuffix("first part"))
             #expect(client.responses.isEmpty, "the response must not look complete")

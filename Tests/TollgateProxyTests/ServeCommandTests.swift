@@ -1,11 +1,14 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import Testing
+import TollgateHTTP
 import TollgateProxy
 import TollgateTesting
 
 /// The built `tollgate` executable: next to the test bundle in the build products directory,
 /// else `.build/debug/tollgate` of the package this file belongs to.
-private let tollgateBinary: String? = {
+let tollgateBinary: String? = {
     var candidates: [URL] = []
     if let executable = Bundle.main.executableURL {
         candidates.append(executable.deletingLastPathComponent().appendingPathComponent("tollgate"))
@@ -17,68 +20,298 @@ private let tollgateBinary: String? = {
     return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
 }()
 
-@Suite("tollgate serve (the built executable)", .timeLimit(.minutes(1)))
-struct ServeCommandTests {
-    @Test(
-        "serve --listen 127.0.0.1:0 prints its listening line, proxies a request, and exits 0 on SIGTERM",
-        .enabled(
-            if: tollgateBinary != nil,
-            "the tollgate executable was not found next to the tests or in .build/debug"
-        )
-    )
-    func serveProxiesAndStopsOnSIGTERM() async throws {
+/// A running `tollgate serve` and the listeners it printed.
+private struct Served {
+    let child: ChildProcess
+    /// Address by mode, from the `listening on ADDRESS (MODE)` lines, in order.
+    let listeners: [(host: String, port: Int, mode: String)]
+
+    /// Starts `tollgate serve ARGUMENTS` with its cache in `directory`, and waits for `lines`
+    /// listening lines.
+    static func start(_ arguments: [String], directory: URL, lines: Int) async throws -> Served {
         let binary = try #require(tollgateBinary)
+        let child = try ChildProcess(
+            binary,
+            ["serve"] + arguments,
+            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path]
+        )
+        do {
+            try await eventually("\(lines) listening lines") {
+                child.standardOutput.filter { $0 == "\n" }.count >= lines || !child.isRunning
+            }
+        } catch {
+            child.kill()
+            throw error
+        }
+        let listeners = child.standardOutput.split(separator: "\n").compactMap { line -> (String, Int, String)? in
+            guard let match = line.wholeMatch(of: #/listening on (\S+):(\d+) \((\w+)\)/#), let port = Int(match.2)
+            else {
+                return nil
+            }
+            return (String(match.1), port, String(match.3))
+        }
+        return Served(child: child, listeners: listeners)
+    }
+
+    func port(_ mode: String) throws -> Int {
+        try #require(listeners.first { $0.mode == mode }, "no \(mode) listener in \(child.standardOutput)").port
+    }
+
+    func host(_ mode: String) throws -> String {
+        try #require(listeners.first { $0.mode == mode }).host
+    }
+}
+
+/// A temporary directory, removed by `remove()`.
+private func temporaryDirectory() throws -> URL {
+    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-serve-\(UUID().uuidString)")
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    return directory
+}
+
+/// One request to `host:port` on a new connection; its response.
+private func request(_ text: String, host: String = "127.0.0.1", port: Int) async throws -> RawResponse {
+    let client = try await RawClient.connect(host: host, port: port)
+    defer { client.close() }
+    try await client.send(text)
+    return try #require(try await client.waitForResponses(1).first)
+}
+
+@Suite(
+    "tollgate serve (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
+)
+struct ServeCommandTests {
+    @Test("serve --listen 127.0.0.1:0 prints its listening line, proxies a request, and exits 0 on SIGTERM")
+    func serveProxiesAndStopsOnSIGTERM() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
         let origin = try await LoopbackOrigin.start { _, respond in
             respond.send(status: 200, body: "through the binary")
         }
         defer { origin.stop() }
-        let child = try ChildProcess(binary, ["serve", "--listen", "127.0.0.1:0"])
-        defer { child.kill() }
-        try await eventually("the listening line") { child.standardOutput.contains("\n") || !child.isRunning }
-        let line = child.standardOutput
-        let match = try #require(
-            line.wholeMatch(of: #/listening on 127\.0\.0\.1:(\d+) \(forward\)\n/#),
-            "stdout: \(line.debugDescription), stderr: \(child.standardError)"
-        )
-        let port = try #require(Int(match.1))
+        let served = try await Served.start(["--listen", "127.0.0.1:0"], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let firstLine = try #require(served.child.standardOutput.split(separator: "\n").first)
+        #expect(firstLine.wholeMatch(of: #/listening on 127\.0\.0\.1:(\d+) \(forward\)/#) != nil, "\(firstLine)")
+        let port = try served.port("forward")
         #expect(port != 0)
+        #expect(served.listeners.allSatisfy { $0.mode == "forward" || $0.mode == "admin" })
 
-        let client = try await RawClient.connect(port: port)
-        defer { client.close() }
-        try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
-        let response = try #require(try await client.waitForResponses(1).first)
+        let response = try await request("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
         #expect(response.status == 200)
         #expect(response.bodyText == "through the binary")
 
-        child.terminate()
-        let status = try await child.waitForExit()
+        let printed = served.child.standardOutput
+        served.child.terminate()
+        let status = try await served.child.waitForExit()
         #expect(status == 0)
-        #expect(child.standardOutput == line, "exactly one line on stdout")
-        #expect(child.standardError.contains("\"GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\" 200 18"))
+        #expect(served.child.standardOutput == printed, "nothing more on stdout")
+        #expect(served.child.standardError.contains("\"GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\" 200 18"))
     }
 
     @Test(
-        "serve --config exits 1 saying the option is not supported yet",
-        .enabled(
-            if: tollgateBinary != nil,
-            "the tollgate executable was not found next to the tests or in .build/debug"
-        )
+        "serve --config: forward and reverse listeners, JSON access log, limits, admin /healthz, /tasks and /config/reload, SIGHUP"
     )
-    func configIsNotSupported() async throws {
+    func serveWithConfiguration() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let delay: TimeAmount = request.path == "/slow" ? .milliseconds(1500) : .zero
+            respond.after(delay) { respond.send(status: 200, body: "origin saw \(request.target)") }
+        }
+        defer { origin.stop() }
+        let file = directory.appendingPathComponent("tollgate.yaml")
+        let logFile = directory.appendingPathComponent("access.log")
+        func writeConfiguration(maxHeaderBytes: String, broken: Bool = false) throws {
+            let yaml = """
+                listen:
+                  - address: "127.0.0.1:0"
+                    mode: forward
+                  - address: "127.0.0.2:0"
+                    mode: reverse
+                    upstream: "http://127.0.0.1:\(origin.port)"
+                admin:
+                  address: "127.0.0.3:0"
+                cache:
+                  path: "\(directory.appendingPathComponent("cache").path)"
+                limits:
+                  max-header-bytes: \(maxHeaderBytes)
+                  \(broken ? "max-headers: lots" : "max-headers: 50")
+                log:
+                  access: "\(logFile.path)"
+                  format: json
+
+                """
+            try Data(yaml.utf8).write(to: file)
+        }
+        try writeConfiguration(maxHeaderBytes: "2KiB")
+        let served = try await Served.start(["--config", file.path], directory: directory, lines: 3)
+        defer { served.child.kill() }
+        #expect(served.listeners.map(\.mode) == ["forward", "reverse", "admin"], "\(served.child.standardOutput)")
+        let forward = try served.port("forward")
+        let reverse = try served.port("reverse")
+        let admin = try served.port("admin")
+
+        // Forward and reverse listeners.
+        let forwarded = try await request(
+            "GET http://127.0.0.1:\(origin.port)/f HTTP/1.1\r\nHost: x\r\n\r\n",
+            port: forward
+        )
+        #expect(forwarded.bodyText == "origin saw /f")
+        let reversed = try await request("GET /r?q=1 HTTP/1.1\r\nHost: gw\r\n\r\n", host: "127.0.0.2", port: reverse)
+        #expect(reversed.bodyText == "origin saw /r?q=1")
+
+        // limits.max-header-bytes from the file.
+        let big =
+            "GET http://127.0.0.1:\(origin.port)/big HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 3000))\r\n\r\n"
+        #expect(try await request(big, port: forward).status == 431)
+
+        // The JSON access log, with rule and session.
+        try await eventually("the access log lines") {
+            (try? String(contentsOf: logFile, encoding: .utf8))?.split(separator: "\n").count ?? 0 >= 3
+        }
+        let lines = try String(contentsOf: logFile, encoding: .utf8).split(separator: "\n")
+        let first = try #require(try JSONSerialization.jsonObject(with: Data(lines[0].utf8)) as? [String: Any])
+        #expect(first["target"] as? String == "http://127.0.0.1:\(origin.port)/f")
+        #expect(first["status"] as? Int == 200)
+        #expect(first["session"] as? String == "default")
+        #expect(first["rule"] as? String == "-")
+
+        // Admin: /healthz, and /tasks while a slow request is in flight.
+        let health = try await request("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", host: "127.0.0.3", port: admin)
+        #expect(health.status == 200)
+        #expect(health.bodyText == "ok\n")
+        let slow = try await RawClient.connect(port: forward)
+        defer { slow.close() }
+        try await slow.send("GET http://127.0.0.1:\(origin.port)/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await eventually("the slow request reaches the origin") { origin.requests.contains { $0.path == "/slow" } }
+        let tasks = try await request("GET /tasks HTTP/1.1\r\nHost: x\r\n\r\n", host: "127.0.0.3", port: admin)
+        #expect(tasks.status == 200)
+        #expect(tasks.header("Content-Type") == "application/json")
+        let list = try #require(try JSONSerialization.jsonObject(with: Data(tasks.body)) as? [[String: Any]])
+        let live = try #require(list.first { ($0["url"] as? String)?.hasSuffix("/slow") == true }, "\(tasks.bodyText)")
+        #expect(live["session"] as? String == "default")
+        #expect(live["kind"] as? String == "data")
+        #expect(live["state"] as? String == "running")
+        #expect(live["identifier"] is Int)
+        #expect(live["bytes"] is Int)
+
+        // POST /config/reload: fine, then a broken file (400 with FILE:LINE), then SIGHUP.
+        let reloaded = try await request(
+            "POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            host: "127.0.0.3",
+            port: admin
+        )
+        #expect(reloaded.status == 200)
+        try writeConfiguration(maxHeaderBytes: "2KiB", broken: true)
+        let refused = try await request(
+            "POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            host: "127.0.0.3",
+            port: admin
+        )
+        #expect(refused.status == 400)
+        #expect(refused.bodyText.hasPrefix("\(file.path):13: limits.max-headers: "), "\(refused.bodyText)")
+        served.child.send(SIGHUP)
+        try await eventually("the SIGHUP problems on stderr") {
+            served.child.standardError.contains("\(file.path):13:")
+        }
+        #expect(try await request(big, port: forward).status == 431, "the rules in force stay")
+        try writeConfiguration(maxHeaderBytes: "64KiB")
+        served.child.send(SIGHUP)
+        try await eventually("the reload") { served.child.standardError.contains("configuration reloaded") }
+        #expect(try await request(big, port: forward).status == 200, "the new limit is in force")
+
+        served.child.terminate()
+        #expect(try await served.child.waitForExit() == 0)
+        try await slow.waitForClose()
+        #expect(slow.responses.first?.bodyText == "origin saw /slow", "in-flight exchanges finish at shutdown")
+    }
+
+    @Test("serve --config with a bad file exits 1 with one FILE:LINE: KEY: line per problem")
+    func badConfiguration() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let file = directory.appendingPathComponent("bad.yaml")
+        try Data("listen:\n  - address: \"nowhere\"\nlimits:\n  max-headerz: 3\n".utf8).write(to: file)
         let binary = try #require(tollgateBinary)
-        let result = try await ChildProcess.run(binary, ["serve", "--config", "/nonexistent.yaml"])
+        let result = try await ChildProcess.run(binary, ["serve", "--config", file.path])
         #expect(result.status == 1)
-        #expect(result.stderr == "tollgate: --config is not supported yet by this build\n")
+        #expect(result.stdout.isEmpty)
+        let lines = result.stderr.split(separator: "\n")
+        #expect(lines.count == 2, "\(result.stderr)")
+        #expect(lines.allSatisfy { $0.hasPrefix("\(file.path):") })
+        #expect(lines.contains { $0.hasPrefix("\(file.path):4: limits.max-headerz:") })
+    }
+
+    @Test("serve --listen with --reverse URL runs one reverse listener for the benchmark")
+    func reverseFromTheCommandLine() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, body: request.target)
+        }
+        defer { origin.stop() }
+        let served = try await Served.start(
+            ["--listen", "127.0.0.1:0", "--reverse", "http://127.0.0.1:\(origin.port)"],
+            directory: directory,
+            lines: 1
+        )
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        let response = try await request("GET /bench?n=1 HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(response.bodyText == "/bench?n=1")
+        #expect(origin.requests.first?.headerFields["Host"] == "127.0.0.1:\(origin.port)")
+        served.child.terminate()
+        #expect(try await served.child.waitForExit() == 0)
+    }
+
+    @Test("Without --config, a taken admin port 9090 gives a warning and the proxy still starts")
+    func adminPortTaken() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Hold 9090 (if something else already does, that is the same situation).
+        let holder = try? await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .bind(host: "127.0.0.1", port: 9090).get()
+        defer { holder?.close(promise: nil) }
+        let served = try await Served.start(["--listen", "127.0.0.1:0"], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        try await eventually("the warning") { served.child.standardError.contains("admin API is not running") }
+        #expect(served.child.standardError.contains("127.0.0.1:9090"))
+        #expect(served.listeners.map(\.mode) == ["forward"])
+        served.child.terminate()
+        #expect(try await served.child.waitForExit() == 0)
+    }
+
+    @Test("A proxy user's password file readable by others stops serve with exit 1")
+    func loosePasswordFile() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let password = directory.appendingPathComponent("ci.pass")
+        try Data("secret\n".utf8).write(to: password)
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: password.path)
+        let file = directory.appendingPathComponent("auth.yaml")
+        try Data(
+            """
+            listen:
+              - address: "127.0.0.1:0"
+            access:
+              users:
+                - name: ci
+                  password-file: "\(password.path)"
+
+            """.utf8
+        ).write(to: file)
+        let binary = try #require(tollgateBinary)
+        let result = try await ChildProcess.run(binary, ["serve", "--config", file.path])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("chmod 600"), "\(result.stderr)")
         #expect(result.stdout.isEmpty)
     }
 
-    @Test(
-        "serve on an address in use exits 1 naming the address",
-        .enabled(
-            if: tollgateBinary != nil,
-            "the tollgate executable was not found next to the tests or in .build/debug"
-        )
-    )
+    @Test("serve on an address in use exits 1 naming the address")
     func addressInUse() async throws {
         let binary = try #require(tollgateBinary)
         try await withProxy { proxy in
@@ -90,18 +323,15 @@ struct ServeCommandTests {
         }
     }
 
-    @Test(
-        "Bad arguments exit 1",
-        .enabled(
-            if: tollgateBinary != nil,
-            "the tollgate executable was not found next to the tests or in .build/debug"
-        )
-    )
+    @Test("Bad arguments exit 1")
     func badArguments() async throws {
         let binary = try #require(tollgateBinary)
         let badListen = try await ChildProcess.run(binary, ["serve", "--listen", "nowhere"])
         #expect(badListen.status == 1)
         #expect(badListen.stderr.hasPrefix("tollgate: --listen:"))
+        let reverseAlone = try await ChildProcess.run(binary, ["serve", "--reverse", "http://127.0.0.1:1"])
+        #expect(reverseAlone.status == 1)
+        #expect(reverseAlone.stderr.contains("--reverse needs --listen"))
         let unknown = try await ChildProcess.run(binary, ["serve", "--bogus"])
         #expect(unknown.status == 1)
     }

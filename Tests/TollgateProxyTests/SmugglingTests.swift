@@ -56,6 +56,8 @@ struct SmugglingTests {
             // Give a wrongly forwarded request time to arrive before looking.
             try await Task.sleep(for: .milliseconds(100))
             #expect(origin.requestCount == 0, "\(what): forwarded \(origin.requests.map(\.path))")
+            #expect(proxy.accessLog.count == 1)
+            #expect(proxy.accessLog.first?.contains("\" 400 ") == true, "the refusal is logged: \(proxy.accessLog)")
         }
     }
 

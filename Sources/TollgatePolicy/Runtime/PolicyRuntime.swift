@@ -41,6 +41,9 @@ public final class PolicyRuntime: Sendable {
     public let eventLoopGroup: any EventLoopGroup
     /// The loader ``reload()`` uses (the one `check-config` uses by default).
     public let loader: PolicyLoader
+    /// What every session's trust decisions share: the `tollgate.trust` logger, the failure
+    /// counter and the files trust settings name. Kept across reloads.
+    public let trustEnvironment: TrustEnvironment
 
     private let prepare: SessionPreparation
     private let current: NIOLockedValueBox<Snapshot>
@@ -101,6 +104,8 @@ public final class PolicyRuntime: Sendable {
     ///   - sourceFile: the file ``reload()`` re-reads; nil for none.
     ///   - eventLoopGroup: where the sessions run their tasks.
     ///   - loader: how ``reload()`` reads the file.
+    ///   - trustEnvironment: where trust events are logged and counted; a new one logging to
+    ///     `tollgate.trust` unless given.
     ///   - prepareSession: called for every session created, now and on each apply that creates
     ///     one, after ``SessionSettings/makeSessionConfiguration(name:)``.
     public init(
@@ -108,11 +113,13 @@ public final class PolicyRuntime: Sendable {
         sourceFile: String?,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         loader: PolicyLoader = PolicyLoader(),
+        trustEnvironment: TrustEnvironment = TrustEnvironment(),
         prepareSession: @escaping SessionPreparation
     ) {
         self.sourceFile = sourceFile
         self.eventLoopGroup = eventLoopGroup
         self.loader = loader
+        self.trustEnvironment = trustEnvironment
         self.prepare = prepareSession
         let retiring = NIOLockedValueBox<[ObjectIdentifier: Session]>([:])
         self.retiring = retiring
@@ -121,7 +128,8 @@ public final class PolicyRuntime: Sendable {
             keepingFrom: nil,
             prepare: prepareSession,
             eventLoopGroup: eventLoopGroup,
-            retiring: retiring
+            retiring: retiring,
+            trust: trustEnvironment
         )
         self.current = NIOLockedValueBox(snapshot)
     }
@@ -145,6 +153,14 @@ public final class PolicyRuntime: Sendable {
     }
 
     private var snapshot: Snapshot { current.withLockedValue { $0 } }
+
+    /// TLS trust failures by host since the runtime started, for `/metrics` ("TLS trust failures by
+    /// host"): refused server-trust challenges and reported pin mismatches
+    /// (``TrustFailureCounter/byHost``).
+    public var trustFailures: [String: Int] { trustEnvironment.failures.byHost }
+
+    /// The counter behind ``trustFailures``, with the counts by kind too.
+    public var trustFailureCounter: TrustFailureCounter { trustEnvironment.failures }
 
     /// The session and decisions for a request to `url` under the rules in force.
     public func route(_ url: HTTPURL) -> PolicyRoute {
@@ -196,15 +212,26 @@ public final class PolicyRuntime: Sendable {
     private func applyLocked(_ configuration: PolicyConfiguration) {
         guard !isShutDown.withLockedValue({ $0 }) else { return }
         let old = snapshot
+        // Client identity and root bundle files are read again (a rotated or fixed file).
+        trustEnvironment.files.removeAll()
         let (next, retired) = Self.makeSnapshot(
             configuration,
             keepingFrom: old,
             prepare: prepare,
             eventLoopGroup: eventLoopGroup,
-            retiring: retiring
+            retiring: retiring,
+            trust: trustEnvironment
         )
         current.withLockedValue { $0 = next }
         retire(retired)
+        // Trust is decided when a connection is made: if what decides it changed, the kept
+        // sessions' idle connections close, so the next request is checked under the new rules.
+        if Self.trustSettings(old.configuration) != Self.trustSettings(configuration) {
+            let retiredSessions = Set(retired.map(ObjectIdentifier.init))
+            for session in next.sessions.values where !retiredSessions.contains(ObjectIdentifier(session)) {
+                session.flush()
+            }
+        }
     }
 
     /// Lets every session finish its tasks and be invalidated (`finishTasksAndInvalidate()`);
@@ -230,7 +257,8 @@ public final class PolicyRuntime: Sendable {
         keepingFrom old: Snapshot?,
         prepare: SessionPreparation,
         eventLoopGroup: any EventLoopGroup,
-        retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>
+        retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>,
+        trust: TrustEnvironment
     ) -> (snapshot: Snapshot, retired: [Session]) {
         let decisions = PolicyDecisions(configuration: configuration)
         var sessions: [String: Session] = [:]
@@ -247,12 +275,18 @@ public final class PolicyRuntime: Sendable {
                 kept.insert(ObjectIdentifier(session))
                 continue
             }
-            var sessionConfiguration = settings.makeSessionConfiguration(name: name)
-            prepare(name, settings, &sessionConfiguration)
             // A retired session leaves `retiringSessions` once its last task has finished.
-            let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions) { session in
+            let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions, trustEnvironment: trust) {
+                session in
                 retiring.withLockedValue { $0[ObjectIdentifier(session)] = nil }
             }
+            var sessionConfiguration = settings.makeSessionConfiguration(name: name)
+            // Each host's roots and client identity, from the rules the delegate holds now (a
+            // reload that keeps the session changes them too); `prepare` may wrap it.
+            sessionConfiguration.tlsConfiguration = { host, port, defaults in
+                delegate.tlsConfiguration(host: host, port: port, defaults: defaults)
+            }
+            prepare(name, settings, &sessionConfiguration)
             let session = Session(
                 configuration: sessionConfiguration,
                 delegate: delegate,
@@ -274,6 +308,20 @@ public final class PolicyRuntime: Sendable {
             defaultSession: defaultSession
         )
         return (snapshot, retired)
+    }
+
+    /// What decides a connection's TLS settings and trust: each rule's patterns (which rule
+    /// matches), `trust` and `client-identity`, in order.
+    private static func trustSettings(_ configuration: PolicyConfiguration) -> [TrustSettings] {
+        configuration.hosts.map {
+            TrustSettings(patterns: $0.patterns, trust: $0.trust, clientIdentity: $0.clientIdentity)
+        }
+    }
+
+    private struct TrustSettings: Equatable {
+        var patterns: [HostPattern]
+        var trust: HostRule.Trust
+        var clientIdentity: HostRule.ClientIdentity?
     }
 
     private func retire(_ sessions: [Session]) {

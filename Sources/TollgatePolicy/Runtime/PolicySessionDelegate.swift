@@ -20,6 +20,9 @@ public import TollgateSession
 ///   stores the proposed response as is; `force-ttl` stores
 ///   ``TollgateSession/CachedResponse/forcingFreshness(for:sharedCache:)``.
 ///
+/// - The server-trust challenge and each host's TLS settings (roots, client identity): in
+///   `PolicySessionDelegate+Trust.swift`.
+///
 /// Additional headers and the upstream proxy are not decided here: they are in the session's
 /// configuration (``SessionSettings/makeSessionConfiguration(name:)``).
 ///
@@ -31,20 +34,25 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
     public let sessionName: String
     private let rules: NIOLockedValueBox<PolicyDecisions>
     private let onInvalidate: (@Sendable (Session) -> Void)?
+    /// The trust logger, failure counter and trust files (shared by a runtime's sessions).
+    public let trustEnvironment: TrustEnvironment
 
     /// A delegate deciding from `decisions`.
     ///
     /// - Parameters:
     ///   - sessionName: the session's name, for logs.
     ///   - decisions: the rules.
+    ///   - trustEnvironment: where trust events are logged and counted, and trust files kept.
     ///   - onInvalidate: called when the session became invalid (`didBecomeInvalidWithError`).
     public init(
         sessionName: String,
         decisions: PolicyDecisions,
+        trustEnvironment: TrustEnvironment = TrustEnvironment(),
         onInvalidate: (@Sendable (Session) -> Void)? = nil
     ) {
         self.sessionName = sessionName
         self.rules = NIOLockedValueBox(decisions)
+        self.trustEnvironment = trustEnvironment
         self.onInvalidate = onInvalidate
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgatePolicy
@@ -50,6 +51,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var framing = ResponseFraming.none
     private var clientInputClosed = false
     private var processing = false
+    private var flushScheduled = false
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -180,7 +182,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             if let exchange, request != nil, !responseDone {
                 exchange.clientRequestFailed(error)
             } else {
-                sendOwnAnswer(error.answer, close: true)
+                answerItself(error.answer, close: true)
             }
             closeAfterResponse = true
         }
@@ -190,7 +192,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// missing credentials) or an exchange.
     private func startExchange(for head: ClientRequestHead) {
         guard clientAllowed else {
-            sendOwnAnswer(
+            answerItself(
                 OwnResponse(.clientDenied, "client \(clientAddress) is not allowed to use this proxy (access.clients)"),
                 close: true
             )
@@ -198,7 +200,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         let target = RequestTarget.classify(head, mode: environment.mode)
         if case .refuse(let answer) = target {
-            sendOwnAnswer(answer, close: false)
+            answerItself(answer, close: false)
             return
         }
         if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
@@ -208,7 +210,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             let said =
                 head.headerFields.contains("Proxy-Authorization")
                 ? "the proxy credentials were not accepted" : "proxy authentication required"
-            sendOwnAnswer(ProxyAuthenticator.challenge(said), close: false)
+            answerItself(ProxyAuthenticator.challenge(said), close: false)
             return
         }
         switch target {
@@ -248,7 +250,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         guard let context, isActive else { return }
         var buffer = context.channel.allocator.buffer(capacity: 128)
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
     }
 
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
@@ -266,10 +269,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         self.framing = framing
         var buffer = context.channel.allocator.buffer(capacity: 512)
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
     }
 
-    /// Writes a piece of the response body.
+    /// Writes a piece of the response body. Body bytes are flushed at once: the client's socket
+    /// then reports how far behind it is, which is what suspends the task (back-pressure).
     func sendBody(_ piece: ByteBuffer) {
         guard let context, isActive, piece.readableBytes > 0 else { return }
         switch framing {
@@ -291,6 +296,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         guard let context, isActive else { return }
         if framing == .chunked {
             context.writeAndFlush(wrapOutboundOut(ByteBuffer(staticString: "0\r\n\r\n")), promise: nil)
+        } else {
+            context.flush()
         }
         responseEnded()
     }
@@ -305,15 +312,47 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
         var body = answer.body
         buffer.writeBuffer(&body)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        context.write(wrapOutboundOut(buffer), promise: nil)
+        flushSoon()
         framing = .none
         responseEnded()
+    }
+
+    /// Answers the current request (or, with none, the bytes that could not be one) without an
+    /// exchange, and logs it.
+    private func answerItself(_ answer: OwnResponse, close: Bool) {
+        let entry = AccessLogEntry(
+            clientAddress: clientAddress,
+            time: Int(Date().timeIntervalSince1970),
+            method: request?.method ?? "-",
+            target: request?.target ?? "-",
+            version: request?.versionText ?? "-",
+            status: answer.status,
+            bodyBytes: Int64(answer.body.readableBytes),
+            referer: request?.headerFields["Referer"],
+            userAgent: request?.headerFields["User-Agent"]
+        )
+        environment.accessLog.record(entry)
+        sendOwnAnswer(answer, close: close)
+    }
+
+    /// Flushes once the current event-loop tick is over, so that a response head and the first
+    /// body piece that came with it from the upstream leave in one write.
+    private func flushSoon() {
+        guard !flushScheduled, let context else { return }
+        flushScheduled = true
+        context.eventLoop.execute { [self] in
+            flushScheduled = false
+            self.context?.flush()
+        }
     }
 
     /// Closes the connection at once: a response that cannot be completed must not look complete.
     func abort() {
         closing = true
         responseDone = true
+        // What was relayed so far goes out first: the client sees the response cut short.
+        context?.flush()
         context?.close(promise: nil)
     }
 
@@ -462,7 +501,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
                     headTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
                         headTimer = nil
                         guard request == nil, !closing else { return }
-                        sendOwnAnswer(
+                        answerItself(
                             ClientRequestError.timedOut("the request head did not arrive within \(timeout)").answer,
                             close: true
                         )

@@ -55,6 +55,9 @@ extension ForwardExchange {
         let originVersion =
             response.version.hasPrefix("HTTP/") ? String(response.version.dropFirst(5)) : response.version
         fields.add(name: "Via", value: "\(originVersion) tollgate")
+        if let outcome = task?.cacheOutcome {
+            fields.add(name: "Cache-Status", value: outcome.cacheStatus())
+        }
         let framing = ResponseFraming.decide(
             status: response.status,
             fields: &fields,

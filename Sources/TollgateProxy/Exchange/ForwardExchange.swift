@@ -286,9 +286,12 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
         upstreamTimer = eventLoop.scheduleTask(in: delay) { [self] in
             upstreamTimer = nil
             guard let task, !isFinished else { return }
+            // Not waiting for the upstream now: the next change that makes the proxy wait again
+            // (a body piece handed over, the request's end, a resume) arms the timer anew.
+            guard waitsForUpstream else { return }
             let due = lastUpstreamProgress + TimeAmount(upstreamTimeout)
-            if !waitsForUpstream || due > .now() {
-                scheduleUpstreamTimer(in: max(due - .now(), .milliseconds(10)))
+            if due > .now() {
+                scheduleUpstreamTimer(in: due - .now())
                 return
             }
             if !responseStarted {
@@ -303,8 +306,13 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
 
     // MARK: ending
 
-    /// Answers with a response of the proxy's own.
+    /// Answers with a response of the proxy's own (logged without a status when the client is
+    /// already gone: nothing was sent).
     func respond(_ answer: OwnResponse) {
+        guard connection?.isActive == true else {
+            finish()
+            return
+        }
         record.status = answer.status
         record.bodyBytes = Int64(answer.body.readableBytes)
         let close = closeAfterResponse

@@ -9,6 +9,8 @@ enum HopByHopHeaders {
         "Proxy-Authorization", "Proxy-Authenticate",
     ]
 
+    private static let fixedLowercased = Set(fixed.map { $0.lowercased() })
+
     /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names.
     static func removing(from fields: HeaderFields) -> HeaderFields {
         var named = Set<String>()
@@ -18,7 +20,6 @@ enum HopByHopHeaders {
                 if !name.isEmpty { named.insert(name) }
             }
         }
-        let fixedLowercased = Set(fixed.map { $0.lowercased() })
         var result = fields
         result.removeAll { field in
             let name = field.name.lowercased()

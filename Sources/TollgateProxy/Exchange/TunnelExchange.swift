@@ -153,6 +153,10 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     // MARK: ending
 
     private func respond(_ answer: OwnResponse) {
+        guard connection?.isActive == true else {
+            finish()
+            return
+        }
         record.status = answer.status
         record.bodyBytes = Int64(answer.body.readableBytes)
         finish()?.sendOwnAnswer(answer, close: true)

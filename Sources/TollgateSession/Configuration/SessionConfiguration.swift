@@ -60,6 +60,11 @@ public struct SessionConfiguration: Sendable {
     public var httpCookieAcceptPolicy: CookieAcceptPolicy = .onlyFromMainDocumentDomain
     /// The cookie store; nil means cookies are neither sent nor stored. Default: nil.
     public var cookieStorage: (any CookieStoring)?
+    /// The credential store (URLCredentialStorage's role): default handling of Basic and Digest
+    /// challenges answers from it, credentials that worked are kept in it as their persistence
+    /// says, and Basic is sent preemptively to spaces that authenticated; nil means none of
+    /// that. Default: nil.
+    public var credentialStorage: CredentialStorage?
     /// The response cache (URLCache's role); nil means no caching. Default: nil.
     public var responseCache: ResponseCache?
     /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,

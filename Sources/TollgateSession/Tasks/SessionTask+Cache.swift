@@ -83,7 +83,8 @@ extension SessionTask {
     /// When another task is already fetching this key, waits for it (at most the request timeout)
     /// and then looks again; otherwise this task leads the fetch.
     private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
-        guard request.method == .get, !engine.collapsed else { return false }
+        // A task already leading (its retry after a 401 asks again) must not wait for itself.
+        guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
         guard let wait = cache.joinOrLead(key, on: eventLoop) else {
             engine.leadsFetch = true
             return false
@@ -280,6 +281,10 @@ extension SessionTask {
             engine.transactions.last?.resourceFetchType == .networkLoad, engine.cacheWriter == nil
         else { return }
         let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
+        if sessionAuthorizationForbidsStoring(head) {
+            engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
+            return
+        }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         var stored = request.head
         stored.headerFields.removeAll { field in

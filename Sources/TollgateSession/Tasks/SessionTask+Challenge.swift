@@ -3,7 +3,7 @@ import NIOCore
 import TollgateHTTP
 import TollgateTLS
 
-/// Raising challenges and answering HTTP Basic authentication.
+/// Raising challenges and answering HTTP Basic and Digest authentication (RFC 7617, RFC 7616).
 extension SessionTask {
     /// Routes a challenge as the seeds say: server trust, client certificate, NTLM and Negotiate go
     /// to the session delegate's session-level handler first and to the task level only if it does
@@ -17,7 +17,8 @@ extension SessionTask {
                 then: then
             )
         }
-        guard challenge.protectionSpace.authenticationMethod.isSessionLevel, let sessionDelegate = session.delegate else {
+        guard challenge.protectionSpace.authenticationMethod.isSessionLevel, let sessionDelegate = session.delegate
+        else {
             taskLevel()
             return
         }
@@ -30,44 +31,238 @@ extension SessionTask {
         }
     }
 
-    /// A 401 with a Basic challenge the task can answer: ask for a credential and, if one is
-    /// given, send the request again with it. Returns false when the 401 is just the response.
+    /// A 401 with a Basic or Digest challenge the task can answer: ask for a credential (the
+    /// task delegate, then the session delegate; default handling uses the credential storage)
+    /// and, if one is given, send the request again with it. Returns false when the 401 is just
+    /// the response.
+    ///
+    /// - A request carrying an Authorization of its own (the client's, not one the session
+    ///   added) is not answered: its 401 is the client's.
+    /// - The credential that was just refused is recorded: the challenge comes again with
+    ///   `previousFailureCount` raised and the refused one as `proposedCredential`, and the task
+    ///   never sends a refused credential again — answering with it delivers the 401.
+    /// - A Digest answer refused with `stale=true` is sent again with the new nonce, without
+    ///   asking anyone and without counting a failure.
+    /// - `rejectProtectionSpace` moves on to the next challenge the server offered (Digest
+    ///   SHA-256, then MD5, then Basic).
     func handleAuthenticationRequired(_ head: HTTPResponseHead) -> Bool {
-        guard head.status == 401, let request = engine.request,
-            let realm = BasicChallenge.realm(in: head.headerFields.values(for: "WWW-Authenticate"))
-        else { return false }
-        let space = ProtectionSpace(
-            host: request.url.host, port: request.url.effectivePort, protocol: request.url.scheme,
-            realm: realm, authenticationMethod: .httpBasic
-        )
-        let failures = engine.authenticationFailures[space, default: 0]
-        // A delegate that keeps answering with bad credentials must not loop forever.
-        guard failures < SessionTask.maximumAuthenticationAttempts else { return false }
-        engine.authenticationFailures[space] = failures + 1
-        let challenge = AuthenticationChallenge(protectionSpace: space, previousFailureCount: failures, failureResponse: head)
+        guard head.status == 401, let request = engine.request else { return false }
+        var state = engine.authentication
+        let ownAuthorization = request.headerFields["Authorization"]
+        if let ownAuthorization, ownAuthorization != state.addedAuthorization { return false }
+        let refused = ownAuthorization == nil ? nil : state.current
+        state.current = nil
+        if let refused {
+            state.reject(refused)
+            session.configuration.credentialStorage?.forgetAuthenticated(in: refused.space)
+        }
+        engine.authentication = state
+        let challenges = AnswerableChallenge.from(head.headerFields.values(for: "WWW-Authenticate"))
+        guard !challenges.isEmpty else { return false }
+
+        // stale=true: the password was right, the nonce old. Same credential, new nonce.
+        if let refused, let previous = refused.digest, state.staleRetries < TaskAuthentication.maximumStaleRetries,
+            let fresh = challenges.compactMap(\.digest).first(where: {
+                $0.stale && $0.realm == previous.realm && $0.nonce != previous.nonce
+            })
+        {
+            engine.authentication.staleRetries += 1
+            engine.authentication.rejected[refused.space.normalized]?.removeAll {
+                $0.user == refused.credential.user && $0.password == refused.credential.password
+            }
+            engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
+            retryWithCredential(
+                refused.credential,
+                space: refused.space,
+                challenge: AnswerableChallenge(kind: .digest(fresh), realm: fresh.realm),
+                request: request
+            )
+            return true
+        }
+
         engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
+        if offerChallenge(challenges, from: 0, head: head, request: request) { return true }
+        engine.redirect = nil
+        return false
+    }
+
+    /// Raises the challenge for `challenges[index]`; on `rejectProtectionSpace` the next one.
+    /// Returns false when no challenge is left to raise (nothing was raised).
+    private func offerChallenge(
+        _ challenges: [AnswerableChallenge],
+        from index: Int,
+        head: HTTPResponseHead,
+        request: Request
+    ) -> Bool {
+        guard index < challenges.count else { return false }
+        let offered = challenges[index]
+        let space = ProtectionSpace(
+            host: request.url.host,
+            port: request.url.effectivePort,
+            protocol: request.url.scheme,
+            realm: offered.realm,
+            authenticationMethod: offered.method
+        )
+        let attempts = engine.authenticationFailures[space, default: 0]
+        // A delegate that keeps answering with new bad credentials must not loop forever.
+        guard attempts < SessionTask.maximumAuthenticationAttempts else { return false }
+        engine.authenticationFailures[space] = attempts + 1
+        let state = engine.authentication
+        let storage = session.configuration.credentialStorage
+        let proposed = state.rejected[space.normalized]?.last ?? storage?.credential(answering: space)
+        var parameters: [String: String] = [:]
+        if let digest = offered.digest {
+            parameters = ["nonce": digest.nonce, "algorithm": digest.algorithm.rawValue]
+            if let qop = digest.qop { parameters["qop"] = qop }
+            if digest.stale { parameters["stale"] = "true" }
+        }
+        let challenge = AuthenticationChallenge(
+            protectionSpace: space,
+            previousFailureCount: state.failureCount(for: space),
+            proposedCredential: proposed,
+            failureResponse: head,
+            parameters: parameters
+        )
         setReadDemand(false)
         raise(challenge) { [self] disposition in
-            guard !isDone, var pending = engine.redirect else { return }
+            guard !isDone, let pending = engine.redirect else { return }
             setReadDemand(true)
             switch disposition?.base {
             case .useCredential(let credential?) where credential.user != nil:
-                var retry = request
-                let token = Data("\(credential.user ?? ""):\(credential.password ?? "")".utf8).base64EncodedString()
-                retry.headerFields.replaceOrAdd(name: "Authorization", value: "Basic \(token)")
-                pending.follow = retry
-                pending.body = []
-                engine.redirect = pending
-                if pending.ended { followRedirect(to: retry) }
+                if engine.authentication.isRejected(credential, in: space) {
+                    deliverPendingAsResponse(pending)  // refused once in this task: not sent again
+                } else {
+                    retryWithCredential(credential, space: space, challenge: offered, request: request)
+                }
             case .cancelAuthenticationChallenge(let reason?):
                 fail(reason)
             case .cancelAuthenticationChallenge(nil):
-                fail(SessionError(.userCancelledAuthentication, request.url, "the authentication challenge was cancelled"))
-            default:
+                fail(
+                    SessionError(
+                        .userCancelledAuthentication,
+                        request.url,
+                        "the authentication challenge was cancelled"
+                    )
+                )
+            case .rejectProtectionSpace:
+                if !offerChallenge(challenges, from: index + 1, head: head, request: request) {
+                    deliverPendingAsResponse(pending)
+                }
+            case .performDefaultHandling, .notImplemented, .none:
+                // As URLSession: the storage's default credential for the space, unless refused.
+                if let stored = session.configuration.credentialStorage?.credential(answering: space),
+                    !engine.authentication.isRejected(stored, in: space)
+                {
+                    retryWithCredential(stored, space: space, challenge: offered, request: request)
+                } else {
+                    deliverPendingAsResponse(pending)
+                }
+            case .useCredential:
                 deliverPendingAsResponse(pending)
             }
         }
         return true
+    }
+
+    /// Sends `request` again with `credential` answering `challenge`, once the 401 has ended.
+    private func retryWithCredential(
+        _ credential: Credential,
+        space: ProtectionSpace,
+        challenge: AnswerableChallenge,
+        request: Request
+    ) {
+        guard var pending = engine.redirect else { return }
+        var retry = request
+        let value: String
+        switch challenge.kind {
+        case .basic:
+            value = BasicAuthorization.value(user: credential.user ?? "", password: credential.password ?? "")
+        case .digest(let digest):
+            let count = engine.authentication.nonceCounts[digest.nonce, default: 0] + 1
+            engine.authentication.nonceCounts[digest.nonce] = count
+            value = digest.authorization(
+                user: credential.user ?? "",
+                password: credential.password ?? "",
+                method: request.method.rawValue,
+                uri: digestURI(for: request.url),
+                nonceCount: count,
+                cnonce: DigestChallenge.makeClientNonce()
+            )
+        }
+        retry.headerFields.replaceOrAdd(name: "Authorization", value: value)
+        engine.authentication.addedAuthorization = value
+        engine.authentication.current = TaskAuthentication.Attempt(
+            space: space,
+            credential: credential,
+            preemptive: false,
+            digest: challenge.digest
+        )
+        pending.follow = retry
+        pending.body = []
+        engine.redirect = pending
+        if pending.ended { followRedirect(to: retry) }
+    }
+
+    /// The request-target the request is sent with: origin-form, or absolute-form through an
+    /// upstream proxy (plain http).
+    private func digestURI(for url: HTTPURL) -> String {
+        session.configuration.upstreamProxy != nil && url.scheme == "http" ? url.absoluteString : url.pathAndQuery
+    }
+
+    /// Called as each request is prepared: keeps the record of an Authorization the session added
+    /// (a retry, or a same-origin redirect carrying it), forgets it otherwise, and adds Basic
+    /// preemptively for a space that already authenticated in the session.
+    func applySessionAuthorization(to request: inout Request) {
+        var state = engine.authentication
+        let present = request.headerFields["Authorization"]
+        if present == nil || present != state.addedAuthorization {
+            state.addedAuthorization = nil
+            state.current = nil
+        }
+        if present == nil, let storage = session.configuration.credentialStorage,
+            let (space, credential) = storage.preemptiveCredential(for: request.url),
+            !state.isRejected(credential, in: space)
+        {
+            let value = BasicAuthorization.value(user: credential.user ?? "", password: credential.password ?? "")
+            request.headerFields.add(name: "Authorization", value: value)
+            state.addedAuthorization = value
+            state.current = TaskAuthentication.Attempt(
+                space: space,
+                credential: credential,
+                preemptive: true,
+                digest: nil
+            )
+        }
+        engine.authentication = state
+    }
+
+    /// Called with every network response head: a response to a request the session
+    /// authenticated that is not a 401 means the credential worked — it is kept in the credential
+    /// storage as its persistence says, and Basic is sent preemptively from then on.
+    func noteAuthenticationResult(_ head: HTTPResponseHead) {
+        guard head.status != 401, let attempt = engine.authentication.current, let url = engine.request?.url else {
+            return
+        }
+        engine.authentication.current = nil
+        guard let storage = session.configuration.credentialStorage, attempt.credential.persistence != .none else {
+            return
+        }
+        if storage.credentials(for: attempt.space)[attempt.credential.storageUser] != attempt.credential {
+            storage.set(attempt.credential, for: attempt.space)
+        }
+        storage.rememberAuthenticated(attempt.credential, in: attempt.space, url: url)
+    }
+
+    /// Whether a response must not be stored because storing would record the Authorization the
+    /// session added (the credential's secret) with it: it varies on Authorization. (Without
+    /// Vary the request's fields are not stored, and a shared cache stores responses to
+    /// requests with Authorization only when the response allows it, RFC 9111 §3.5.)
+    func sessionAuthorizationForbidsStoring(_ head: HTTPResponseHead) -> Bool {
+        guard let added = engine.authentication.addedAuthorization,
+            engine.request?.headerFields["Authorization"] == added
+        else { return false }
+        let vary = Vary(fieldValues: head.headerFields.values(for: "Vary"))
+        return vary.isWildcard || vary.fieldNames.contains("authorization")
     }
 }
 
@@ -75,36 +270,7 @@ extension SessionTask {
 enum BasicChallenge {
     /// The realm of the first Basic challenge, "" when it names none, nil when there is none.
     static func realm(in values: [String]) -> String? {
-        for value in values {
-            let trimmed = value.trimmingASCIIWhitespace()
-            let scheme = trimmed.prefix { $0 != " " }
-            guard scheme.lowercased() == "basic" else { continue }
-            // auth-params are `name=value` (value a token or quoted-string) separated by commas.
-            var rest = Substring(trimmed.dropFirst(scheme.count))
-            while !rest.isEmpty {
-                rest = rest.drop { $0 == " " || $0 == "," }
-                let name = rest.prefix { $0 != "=" && $0 != "," && $0 != " " }
-                rest = rest.dropFirst(name.count).drop { $0 == " " }
-                guard rest.first == "=" else { continue }
-                rest = rest.dropFirst().drop { $0 == " " }
-                var parsed = ""
-                if rest.first == "\"" {
-                    rest = rest.dropFirst()
-                    while let c = rest.first, c != "\"" {
-                        if c == "\\", rest.count > 1 { rest = rest.dropFirst() }
-                        parsed.append(rest.first!)
-                        rest = rest.dropFirst()
-                    }
-                    rest = rest.dropFirst()
-                } else {
-                    parsed = String(rest.prefix { $0 != "," && $0 != " " })
-                    rest = rest.dropFirst(parsed.count)
-                }
-                if name.lowercased() == "realm" { return parsed }
-            }
-            return ""
-        }
-        return nil
+        AuthenticationHeader.challenges(in: values).first { $0.schemeName == "basic" }.map { $0.realm ?? "" }
     }
 }
 
@@ -119,7 +285,12 @@ extension SessionTask {
             return
         }
         let key = connection.key
-        let space = ProtectionSpace(host: key.host, port: key.port, protocol: "https", authenticationMethod: .serverTrust)
+        let space = ProtectionSpace(
+            host: key.host,
+            port: key.port,
+            protocol: "https",
+            authenticationMethod: .serverTrust
+        )
         let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: evaluation)
         let generation = engine.generation
         raise(challenge) { [self] disposition in
@@ -131,9 +302,17 @@ extension SessionTask {
                 switch evaluation.trustResult {
                 case .trusted: return nil
                 case .untrusted(let verification):
-                    return SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): \(verification)")
+                    return SessionError(
+                        .serverCertificateUntrusted,
+                        engine.request?.url,
+                        "\(key.host): \(verification)"
+                    )
                 case .noCertificate:
-                    return SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host) presented no certificate")
+                    return SessionError(
+                        .serverCertificateUntrusted,
+                        engine.request?.url,
+                        "\(key.host) presented no certificate"
+                    )
                 }
             }()
             let failure: SessionError?
@@ -141,9 +320,12 @@ extension SessionTask {
             case .useCredential(let credential?) where credential.trustsServer:
                 failure = nil
             case .cancelAuthenticationChallenge(let reason):
-                failure = reason ?? SessionError(.cancelled, engine.request?.url, "the server-trust challenge was cancelled")
+                failure =
+                    reason ?? SessionError(.cancelled, engine.request?.url, "the server-trust challenge was cancelled")
             case .rejectProtectionSpace:
-                failure = untrusted ?? SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): trust rejected")
+                failure =
+                    untrusted
+                    ?? SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): trust rejected")
             default:
                 failure = untrusted
             }

@@ -92,6 +92,7 @@ extension SessionTask {
         {
             prepared.headerFields.add(name: "Cookie", value: cookies)
         }
+        applySessionAuthorization(to: &prepared)
         return prepared
     }
 

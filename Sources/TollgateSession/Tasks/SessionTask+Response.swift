@@ -14,6 +14,7 @@ extension SessionTask {
         engine.transaction.response = head
         engine.transaction.countOfResponseHeaderBytesReceived = Int64(head.headerFields.wireSize + head.reason.utf8.count + 15)
         storeCookies(from: head)
+        noteAuthenticationResult(head)
         if cacheHandlesNetworkHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)

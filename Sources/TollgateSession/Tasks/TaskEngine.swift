@@ -90,6 +90,8 @@ struct TaskEngine {
     var download: DownloadFile?
     /// Credentials that failed per protection space (`previousFailureCount`).
     var authenticationFailures: [ProtectionSpace: Int] = [:]
+    /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
+    var authentication = TaskAuthentication()
 
     var transaction: TransactionMetrics {
         get { transactions[transactions.count - 1] }

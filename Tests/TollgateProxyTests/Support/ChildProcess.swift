@@ -6,8 +6,9 @@ final class ChildProcess: Sendable {
     private let process: Process
     private let output = NIOLockedValueBox<(stdout: [UInt8], stderr: [UInt8])>(([], []))
 
-    /// Starts `executable` with `arguments`; proxy variables are removed from its environment.
-    init(_ executable: String, _ arguments: [String]) throws {
+    /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
+    /// `environment` is added to it.
+    init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -17,6 +18,7 @@ final class ChildProcess: Sendable {
         ] {
             environment[name] = nil
         }
+        environment.merge(extra) { $1 }
         process.environment = environment
         let stdout = Pipe()
         let stderr = Pipe()
@@ -45,6 +47,9 @@ final class ChildProcess: Sendable {
     /// Sends SIGTERM.
     func terminate() { process.terminate() }
 
+    /// Sends a signal.
+    func send(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+
     /// Sends SIGKILL if the process still runs (cleanup after a failed test).
     func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
@@ -61,9 +66,10 @@ final class ChildProcess: Sendable {
     /// Runs a process to its end and returns its status and output.
     static func run(
         _ executable: String,
-        _ arguments: [String]
+        _ arguments: [String],
+        environment: [String: String] = [:]
     ) async throws -> (status: Int32, stdout: String, stderr: String) {
-        let child = try ChildProcess(executable, arguments)
+        let child = try ChildProcess(executable, arguments, environment: environment)
         let status = try await child.waitForExit()
         return (status, child.standardOutput, child.standardError)
     }

@@ -20,11 +20,16 @@ final class RawClient: Sendable {
         self.state = state
     }
 
-    /// Connects to 127.0.0.1:`port`; with `paused`, nothing is read until ``resumeReading()``
+    /// Connects to `host`:`port` (127.0.0.1 by default); with `paused`, nothing is read until ``resumeReading()``
     /// (and the receive buffer is kept small), so the server sees a client that does not read.
     /// With `halfClosure`, the server's EOF is noted (``receivedEOF``) while the connection stays
     /// open for sending (see ``shutdownOutput()``).
-    static func connect(port: Int, paused: Bool = false, halfClosure: Bool = false) async throws -> RawClient {
+    static func connect(
+        host: String = "127.0.0.1",
+        port: Int,
+        paused: Bool = false,
+        halfClosure: Bool = false
+    ) async throws -> RawClient {
         let state = NIOLockedValueBox(State())
         var bootstrap = ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
             .channelOption(.allowRemoteHalfClosure, value: halfClosure)
@@ -41,7 +46,7 @@ final class RawClient: Sendable {
                     try channel.pipeline.syncOperations.addHandler(Collector(state: state))
                 }
             }
-            .connect(host: "127.0.0.1", port: port)
+            .connect(host: host, port: port)
             .get()
         return RawClient(channel: channel, state: state)
     }

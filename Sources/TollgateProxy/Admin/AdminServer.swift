@@ -1,0 +1,135 @@
+public import NIOCore
+import NIOHTTP1
+public import NIOPosix
+public import TollgatePolicy
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// The admin HTTP API (CONTRACT.md "Admin HTTP API") on its own listener:
+///
+/// | request | answer |
+/// |---|---|
+/// | `GET /healthz` | `200 ok` |
+/// | `GET /tasks` | JSON list of live tasks: session, identifier, kind, state, URL, bytes |
+/// | `POST /config/reload` | reloads the configuration file as SIGHUP does: `200`, or `400` with the problems, one per line |
+///
+/// Only clients that `access.clients` allows may use it (403 otherwise). Anything else is 404
+/// (405 for a known path with the wrong method).
+public final class AdminServer: Sendable {
+    /// The address actually bound.
+    public let boundAddress: ListenAddress
+    private let channel: any Channel
+
+    private init(channel: any Channel, requested: ListenAddress) {
+        self.channel = channel
+        let local = channel.localAddress
+        self.boundAddress = ListenAddress(host: local?.ipAddress ?? requested.host, port: local?.port ?? requested.port)
+    }
+
+    /// Binds the admin listener.
+    /// - Parameters:
+    ///   - address: where to listen.
+    ///   - runtime: the policy whose sessions `/tasks` lists and which `/config/reload` reloads.
+    ///   - ownListeners: the proxy's own addresses; the admin listener is added (no request may loop to it).
+    /// - Throws: ``ProxyServerError/cannotListen(_:reason:)``.
+    public static func start(
+        listen address: ListenAddress,
+        runtime: PolicyRuntime,
+        ownListeners: OwnListeners,
+        group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
+    ) async throws -> AdminServer {
+        let channel: any Channel
+        do {
+            channel = try await ServerBootstrap(group: group)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                .childChannelInitializer { child in
+                    child.eventLoop.makeCompletedFuture {
+                        try child.pipeline.syncOperations.configureHTTPServerPipeline()
+                        try child.pipeline.syncOperations.addHandler(AdminHandler(runtime: runtime))
+                    }
+                }
+                .bind(host: address.host, port: address.port)
+                .get()
+        } catch {
+            let reason = (error as? IOError).map { String(cString: strerror($0.errnoCode)) } ?? "\(error)"
+            throw ProxyServerError.cannotListen(address, reason: reason)
+        }
+        let server = AdminServer(channel: channel, requested: address)
+        ownListeners.register(server.boundAddress)
+        return server
+    }
+
+    /// Stops listening and closes the admin connections.
+    public func shutdown() async {
+        try? await channel.close()
+    }
+}
+
+/// Answers one admin connection's requests.
+private final class AdminHandler: ChannelInboundHandler {
+    typealias InboundIn = HTTPServerRequestPart
+    typealias OutboundOut = HTTPServerResponsePart
+
+    private let runtime: PolicyRuntime
+    private var head: HTTPRequestHead?
+    private var allowed = false
+
+    init(runtime: PolicyRuntime) {
+        self.runtime = runtime
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        let access = runtime.configuration.access
+        allowed =
+            context.channel.remoteAddress.flatMap(ClientConnectionHandler.addressBytes).map(access.allowsClient)
+            ?? false
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        switch unwrapInboundIn(data) {
+        case .head(let head): self.head = head
+        case .body: break
+        case .end:
+            guard let head else { return }
+            self.head = nil
+            let (status, contentType, body) = answer(head)
+            var headers = HTTPHeaders()
+            headers.add(name: "Content-Type", value: contentType)
+            headers.add(name: "Content-Length", value: String(body.utf8.count))
+            if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
+            context.write(
+                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+                promise: nil
+            )
+            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+            let keepAlive = head.isKeepAlive
+            let channel = context.channel
+            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+                if !keepAlive { channel.close(promise: nil) }
+            }
+        }
+    }
+
+    private func answer(_ head: HTTPRequestHead) -> (HTTPResponseStatus, String, String) {
+        guard allowed else { return (.forbidden, "text/plain", "client not allowed (access.clients)\n") }
+        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
+        switch (head.method, path) {
+        case (.GET, "/healthz"), (.HEAD, "/healthz"):
+            return (.ok, "text/plain", "ok\n")
+        case (.GET, "/tasks"):
+            return (.ok, "application/json", TaskListing.json(runtime: runtime) + "\n")
+        case (.POST, "/config/reload"):
+            let problems = runtime.reload()
+            if problems.isEmpty { return (.ok, "text/plain", "reloaded\n") }
+            return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
+        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"):
+            return (.methodNotAllowed, "text/plain", "method not allowed\n")
+        default:
+            return (.notFound, "text/plain", "not found\n")
+        }
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import TollgateHTTP
+import TollgatePolicy
+import TollgateProxy
+
+/// The listeners `tollgate serve` runs: one ``ProxyServer`` per `listen` entry and the admin API.
+struct ServeListeners {
+    let servers: [ProxyServer]
+    let admin: AdminServer?
+
+    /// Binds every listener, or none: when one cannot be bound, those already bound are closed
+    /// and the error is thrown (exit 1). The admin listener of the embedded default is optional:
+    /// when its port is taken the proxy starts without it, with a warning.
+    static func start(
+        _ configuration: PolicyConfiguration,
+        runtime: PolicyRuntime,
+        accessLog: AccessLog,
+        adminIsOptional: Bool
+    ) async throws -> ServeListeners {
+        let ownListeners = OwnListeners()
+        var servers: [ProxyServer] = []
+        do {
+            for listener in configuration.listeners {
+                let mode: ListenerMode
+                if listener.mode == .reverse, let upstream = listener.upstream {
+                    mode = .reverse(upstream: upstream)
+                } else {
+                    mode = .forward
+                }
+                let server = try await ProxyServer.start(
+                    .init(
+                        listen: ListenAddress(host: listener.address.host, port: listener.address.port),
+                        mode: mode,
+                        accessLog: accessLog
+                    ),
+                    policy: runtime,
+                    ownListeners: ownListeners
+                )
+                servers.append(server)
+            }
+        } catch let error as ProxyServerError {
+            for server in servers { await server.shutdown(gracePeriod: .zero) }
+            throw CommandFailure.user(error.description)
+        }
+        var admin: AdminServer?
+        if let address = configuration.admin?.address {
+            do {
+                admin = try await AdminServer.start(
+                    listen: ListenAddress(host: address.host, port: address.port),
+                    runtime: runtime,
+                    ownListeners: ownListeners
+                )
+            } catch let error as ProxyServerError where adminIsOptional {
+                standardError("tollgate: warning: the admin API is not running: \(error)")
+            } catch let error as ProxyServerError {
+                for server in servers { await server.shutdown(gracePeriod: .zero) }
+                throw CommandFailure.user("admin: \(error)")
+            }
+        }
+        return ServeListeners(servers: servers, admin: admin)
+    }
+
+    /// `listening on ADDRESS (MODE)`, one per listener, the admin API's last.
+    var listeningLines: [String] {
+        servers.map { "listening on \($0.boundAddress) (\($0.configuration.mode))" }
+            + (admin.map { ["listening on \($0.boundAddress) (admin)"] } ?? [])
+    }
+
+    /// Stops every listener; exchanges in flight get `gracePeriod` to finish.
+    func shutdown(gracePeriod: Duration) async {
+        await admin?.shutdown()
+        await withTaskGroup(of: Void.self) { group in
+            for server in servers {
+                group.addTask { await server.shutdown(gracePeriod: gracePeriod) }
+            }
+        }
+    }
+}
