@@ -35,7 +35,9 @@ cleanup() {
 }
 trap cleanup EXIT
 
+chmod 755 "$work"  # nginx workers run as www-data and must read the files
 mkdir -p "$work/www" "$work/nginx-cache" "$work/tollgate-cache"
+chown www-data "$work/nginx-cache" 2>/dev/null || true
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
 head -c $((8 * 1024 * 1024)) /dev/urandom > "$work/www/8m.bin"
@@ -117,7 +119,7 @@ done
 
 run() { # url
   taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1" > "$work/wrk.out" 2>&1 || true
-  awk '/Requests\/sec/ {rps=$2} /Transfer\/sec/ {tps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$4}
+  awk '/Requests\/sec/ {rps=$2} /Transfer\/sec/ {tps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5}
        END {printf "%s %s %s %s %s\n", rps, tps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
 }
 

@@ -38,6 +38,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
+chmod 755 "$work"  # nginx workers run as www-data and must read the files
 mkdir -p "$work/www"
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
@@ -91,7 +92,7 @@ run() { # url [lua] [close] [absolute target for the forward proxy]
   [ -n "${2:-}" ] && args+=(-s "$2")
   [ "${3:-}" = close ] && args+=(-H "Connection: close")
   taskset -c 1 wrk "${args[@]}" "$1" > "$work/wrk.out" 2>&1 || true
-  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$4}
+  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5}
        END {printf "%s %s %s %s\n", rps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
 }
 

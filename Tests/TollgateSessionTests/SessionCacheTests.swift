@@ -176,8 +176,9 @@ struct SessionCacheTests {
         let (_, offline) = try await load(fixture.session(policy: .returnCacheDontLoad), Request(url: origin.url("/p")))
         #expect(offline == "old")
         #expect(origin.requestCount == 1)
-        _ = try await load(fixture.session(policy: .reload), Request(url: origin.url("/p")))
+        let (reloaded, _) = try await load(fixture.session(policy: .reload), Request(url: origin.url("/p")))
         #expect(origin.requestCount == 2)
+        #expect(reloaded.cacheOutcome?.result == .request)
     }
 
     @Test("stale-if-error serves the stored response when the origin answers 500 or is gone")

@@ -127,3 +127,32 @@ struct SessionTLSTests {
         }
     }
 }
+
+@Suite("Trust failures and the cache", .timeLimit(.minutes(1)))
+struct SessionTrustCacheTests {
+    @Test("A pin mismatch is never answered with a stale stored copy (stale-if-error covers origin failures only)")
+    func pinMismatchNotServedStale() async throws {
+        let pki = try TestPKI()
+        let origin = try await LoopbackOrigin.start(tls: pki.serverConfiguration) { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=0, stale-if-error=600", "ETag": "\"p\""], body: "pinned")
+        }
+        defer { origin.stop() }
+        let fixture = try CacheFixture()
+        func session(_ delegate: TrustRecorder) -> Session {
+            var configuration = SessionConfiguration.ephemeral
+            configuration.responseCache = fixture.cache
+            configuration.tlsConfiguration = { _, _, defaults in
+                var chosen = defaults
+                chosen.trustRoots = pki.trustRoots
+                return chosen
+            }
+            return Session(configuration: configuration, delegate: delegate)
+        }
+        let (stored, _) = try await session(TrustRecorder()).data(for: Request(url: origin.url("/p")))
+        #expect(String(buffer: stored) == "pinned")
+        let mismatch = TrustRecorder { _ in .cancelAuthenticationChallenge(reason: SessionError(.pinMismatch, nil, "wrong pin")) }
+        await #expect(throws: SessionError(.pinMismatch)) {
+            _ = try await session(mismatch).data(for: Request(url: origin.url("/p")))
+        }
+    }
+}

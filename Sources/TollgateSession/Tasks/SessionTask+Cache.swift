@@ -53,7 +53,8 @@ extension SessionTask {
             sendToNetwork(conditional)
             return true
         case .miss(let reason):
-            engine.cacheOutcome = CacheOutcome(result: Self.missResult(reason))
+            // `reload` skips the lookup, so the rules see nothing stored: it is still a reload.
+            engine.cacheOutcome = CacheOutcome(result: policy == .reload ? .request : Self.missResult(reason))
             return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
         case .unavailable(let reason):
             engine.cacheOutcome = CacheOutcome(result: .hit, detail: "not-stored")

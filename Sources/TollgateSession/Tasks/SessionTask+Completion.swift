@@ -20,9 +20,16 @@ extension SessionTask {
 
     func fail(_ error: SessionError) {
         abandonExchange()
-        if error.code != .cancelled, servesStaleOnFailure() { return }
+        // stale-if-error covers an origin that is unreachable or failing, never a refused trust
+        // decision (an untrusted chain or a pin mismatch must not be papered over by a stale copy).
+        if Self.staleIfErrorCodes.contains(error.code), servesStaleOnFailure() { return }
         complete(with: error)
     }
+
+    /// The failures after which a stored response may be served stale (RFC 5861 stale-if-error).
+    static let staleIfErrorCodes: Set<SessionError.Code> = [
+        .cannotConnectToHost, .cannotFindHost, .networkConnectionLost, .timedOut, .badServerResponse,
+    ]
 
     /// The cancel action: stop everything, complete with `cancelled`.
     func cancelWork() {
