@@ -34,6 +34,12 @@ struct CanonicalHost: Hashable, Sendable, CustomStringConvertible {
 
     /// The canonical form of `host` (IPv6 without brackets; brackets are accepted too).
     static func parse(_ host: String) throws(Invalid) -> CanonicalHost {
+        // The usual case, a dotted quad already in canonical form, without the general parse.
+        if host.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }), let bytes = CIDR.addressBytes(host),
+            bytes.count == 4, CIDR.addressText(bytes) == host
+        {
+            return CanonicalHost(text: host, address: bytes)
+        }
         var text = host
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         if text.contains("%") { text = try percentDecoded(text) }

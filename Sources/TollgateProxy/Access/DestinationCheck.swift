@@ -36,6 +36,21 @@ struct DestinationCheck: Sendable {
     let ownListeners: OwnListeners
     let resolver: AddressResolver
 
+    /// Resolves `host` and checks every address; `then` gets the verdict on `eventLoop` (at once
+    /// for an IP address, after the lookup for a name).
+    func check(
+        _ host: CanonicalHost,
+        port: Int,
+        on eventLoop: any EventLoop,
+        then: @escaping @Sendable (Verdict) -> Void
+    ) {
+        if let address = host.address {
+            then(decide(host: host, address: address, port: port))
+            return
+        }
+        check(host, port: port, on: eventLoop).whenSuccess(then)
+    }
+
     /// Resolves `host` and checks every address.
     func check(_ host: CanonicalHost, port: Int, on eventLoop: any EventLoop) -> EventLoopFuture<Verdict> {
         resolver.resolve(host, on: eventLoop).map { addresses in

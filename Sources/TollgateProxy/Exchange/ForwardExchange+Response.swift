@@ -82,11 +82,10 @@ extension ForwardExchange {
             then(error.description)
             return
         }
-        environment.destinations.check(host, port: target.effectivePort, on: eventLoop).whenComplete { result in
-            switch result {
-            case .success(.allowed): then(nil)
-            case .success(.denied(let why)), .success(.unresolvable(let why)): then(why)
-            case .failure(let error): then("\(error)")
+        environment.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
+            switch verdict {
+            case .allowed: then(nil)
+            case .denied(let why), .unresolvable(let why): then(why)
             }
         }
     }

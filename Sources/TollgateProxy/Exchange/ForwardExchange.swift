@@ -83,17 +83,15 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
             respond(OwnResponse(.badRequest, error.description))
             return
         }
-        environment.destinations.check(host, port: url.effectivePort, on: eventLoop).whenComplete { [self] result in
+        environment.destinations.check(host, port: url.effectivePort, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
-            switch result {
-            case .success(.allowed):
+            switch verdict {
+            case .allowed:
                 startTask(on: route)
-            case .success(.denied(let why)):
+            case .denied(let why):
                 respond(OwnResponse(.hostDenied, why))
-            case .success(.unresolvable(let why)):
+            case .unresolvable(let why):
                 respond(OwnResponse(.upstreamUnreachable, why))
-            case .failure(let error):
-                respond(OwnResponse(.upstreamUnreachable, "\(error)"))
             }
         }
     }

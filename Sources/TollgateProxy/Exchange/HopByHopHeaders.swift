@@ -9,22 +9,23 @@ enum HopByHopHeaders {
         "Proxy-Authorization", "Proxy-Authenticate",
     ]
 
-    private static let fixedLowercased = Set(fixed.map { $0.lowercased() })
-
-    /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names.
+    /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names
+    /// (returned as they are when there is none: the common case costs no copy).
     static func removing(from fields: HeaderFields) -> HeaderFields {
-        var named = Set<String>()
+        var named: [String] = []
         for value in fields.values(for: "Connection") {
             for token in value.split(separator: ",") {
-                let name = String(token).trimmingASCIIWhitespace().lowercased()
-                if !name.isEmpty { named.insert(name) }
+                let name = String(token).trimmingASCIIWhitespace()
+                if !name.isEmpty { named.append(name) }
             }
         }
-        var result = fields
-        result.removeAll { field in
-            let name = field.name.lowercased()
-            return fixedLowercased.contains(name) || named.contains(name)
+        func isHopByHop(_ field: HeaderFields.Field) -> Bool {
+            fixed.contains { $0.equalsIgnoringASCIICase(field.name) }
+                || named.contains { $0.equalsIgnoringASCIICase(field.name) }
         }
+        guard fields.contains(where: isHopByHop) else { return fields }
+        var result = fields
+        result.removeAll(where: isHopByHop)
         return result
     }
 

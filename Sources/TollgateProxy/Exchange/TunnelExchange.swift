@@ -53,17 +53,15 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             respond(OwnResponse(.hostDenied, "\(host.forURL):\(port) is denied by the rule \(route.ruleLabel)"))
             return
         }
-        environment.destinations.check(host, port: port, on: eventLoop).whenComplete { [self] result in
+        environment.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
-            switch result {
-            case .success(.allowed(let address)):
+            switch verdict {
+            case .allowed(let address):
                 connect(to: CanonicalHost(address), on: route)
-            case .success(.denied(let why)):
+            case .denied(let why):
                 respond(OwnResponse(.hostDenied, why))
-            case .success(.unresolvable(let why)):
+            case .unresolvable(let why):
                 respond(OwnResponse(.upstreamUnreachable, why))
-            case .failure(let error):
-                respond(OwnResponse(.upstreamUnreachable, "\(error)"))
             }
         }
     }

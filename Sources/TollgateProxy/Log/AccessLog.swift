@@ -10,6 +10,8 @@ public struct AccessLog: Sendable {
     private let flushLines: @Sendable () async -> Void
     /// The line format.
     public var format: PolicyConfiguration.Log.Format
+    /// Whether lines are dropped (`log.access: off`): they are then not even formatted.
+    let isOff: Bool
 
     /// An access log that gives each line (without its newline) to `writeLine`; `flush` returns
     /// once every line given so far is written (the server awaits it at shutdown).
@@ -21,13 +23,21 @@ public struct AccessLog: Sendable {
         self.format = format
         self.writeLine = writeLine
         self.flushLines = flush
+        self.isOff = false
+    }
+
+    private init(off format: PolicyConfiguration.Log.Format) {
+        self.format = format
+        self.writeLine = { _ in }
+        self.flushLines = {}
+        self.isOff = true
     }
 
     /// Writes lines to standard error in the combined format.
     public static let standardError = AccessLog.writing(to: .standardError)
 
     /// Writes nothing.
-    public static let off = AccessLog { _ in }
+    public static let off = AccessLog(off: .combined)
 
     /// Writes lines to a file handle on a queue of its own.
     public static func writing(to handle: FileHandle, format: PolicyConfiguration.Log.Format = .combined) -> AccessLog {
@@ -47,7 +57,7 @@ public struct AccessLog: Sendable {
         switch log.access {
         case .standardError: return .writing(to: .standardError, format: log.format)
         case .standardOutput: return .writing(to: .standardOutput, format: log.format)
-        case .off: return AccessLog(format: log.format) { _ in }
+        case .off: return AccessLog(off: log.format)
         case .file(let path):
             let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
             guard descriptor >= 0 else {
@@ -63,7 +73,9 @@ public struct AccessLog: Sendable {
     }
 
     /// Logs one exchange.
-    func record(_ entry: AccessLogEntry) {
+    func record(_ entry: @autoclosure () -> AccessLogEntry) {
+        guard !isOff else { return }
+        let entry = entry()
         writeLine(format == .json ? entry.jsonLine : entry.combinedLogLine)
     }
 
