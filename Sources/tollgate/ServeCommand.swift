@@ -75,7 +75,8 @@ struct ServeCommand: AsyncParsableCommand {
                 configuration,
                 runtime: runtime,
                 accessLog: accessLog,
-                adminIsOptional: config == nil
+                adminIsOptional: config == nil,
+                cache: stores?.cache
             )
         } catch {
             runtime.shutdown()

@@ -2,6 +2,7 @@ import Foundation
 import TollgateHTTP
 import TollgatePolicy
 import TollgateProxy
+import TollgateSession
 
 /// The listeners `tollgate serve` runs: one ``ProxyServer`` per `listen` entry and the admin API.
 struct ServeListeners {
@@ -15,9 +16,11 @@ struct ServeListeners {
         _ configuration: PolicyConfiguration,
         runtime: PolicyRuntime,
         accessLog: AccessLog,
-        adminIsOptional: Bool
+        adminIsOptional: Bool,
+        cache: ResponseCache? = nil
     ) async throws -> ServeListeners {
         let ownListeners = OwnListeners()
+        let metrics = ProxyMetrics()
         var servers: [ProxyServer] = []
         do {
             for listener in configuration.listeners {
@@ -31,7 +34,8 @@ struct ServeListeners {
                     .init(
                         listen: ListenAddress(host: listener.address.host, port: listener.address.port),
                         mode: mode,
-                        accessLog: accessLog
+                        accessLog: accessLog,
+                        metrics: metrics
                     ),
                     policy: runtime,
                     ownListeners: ownListeners
@@ -48,7 +52,9 @@ struct ServeListeners {
                 admin = try await AdminServer.start(
                     listen: ListenAddress(host: address.host, port: address.port),
                     runtime: runtime,
-                    ownListeners: ownListeners
+                    ownListeners: ownListeners,
+                    metrics: metrics,
+                    cache: cache
                 )
             } catch let error as ProxyServerError where adminIsOptional {
                 standardError("tollgate: warning: the admin API is not running: \(error)")

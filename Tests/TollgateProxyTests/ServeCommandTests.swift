@@ -350,3 +350,58 @@ struct ServeCommandTests {
         #expect(unknown.status == 1)
     }
 }
+
+@Suite(
+    "tollgate serve with its cache (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
+)
+struct ServeCacheTests {
+    @Test("A reverse listener serves the second request from the LMDB cache; Cache-Status, /metrics, /cache/stats and /cache/purge agree")
+    func cacheThroughTheBinary() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "cacheable")
+        }
+        defer { origin.stop() }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+        admin:
+          address: "127.0.0.1:0"
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+          max-size: 64MiB
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        let admin = try served.port("admin")
+
+        let first = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(first.status == 200)
+        #expect(first.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+        let second = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(second.bodyText == "cacheable")
+        #expect(second.header("Cache-Status") == "tollgate; hit")
+        #expect(origin.requestCount == 1)
+
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", port: admin)
+        #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"hit\"} 1"))
+        #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"miss\"} 1"))
+        #expect(metrics.bodyText.contains("tollgate_task_duration_seconds_count 2"))
+        let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: x\r\n\r\n", port: admin)
+        #expect(stats.bodyText.contains("\"entries\":1"))
+        let url = "http://127.0.0.1:\(origin.port)/doc"
+        let purge = try await request("POST /cache/purge?url=\(url) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", port: admin)
+        #expect(purge.bodyText == "purged 1\n")
+        let third = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(third.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+        #expect(origin.requestCount == 2)
+    }
+}

@@ -1,7 +1,10 @@
+import Foundation
 public import NIOCore
 import NIOHTTP1
 public import NIOPosix
 public import TollgatePolicy
+public import TollgateSession
+import TollgateCache
 
 /// The admin HTTP API (CONTRACT.md "Admin HTTP API") on its own listener:
 ///
@@ -34,6 +37,8 @@ public final class AdminServer: Sendable {
         listen address: ListenAddress,
         runtime: PolicyRuntime,
         ownListeners: OwnListeners,
+        metrics: ProxyMetrics? = nil,
+        cache: ResponseCache? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AdminServer {
         let channel: any Channel
@@ -43,7 +48,7 @@ public final class AdminServer: Sendable {
                 .childChannelInitializer { child in
                     child.eventLoop.makeCompletedFuture {
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
-                        try child.pipeline.syncOperations.addHandler(AdminHandler(runtime: runtime))
+                        try child.pipeline.syncOperations.addHandler(AdminHandler(runtime: runtime, metrics: metrics, cache: cache))
                     }
                 }
                 .bind(host: address.host, port: address.port)
@@ -71,7 +76,12 @@ private final class AdminHandler: ChannelInboundHandler {
     private var head: HTTPRequestHead?
     private var allowed = false
 
-    init(runtime: PolicyRuntime) {
+    private let metrics: ProxyMetrics?
+    private let cache: ResponseCache?
+
+    init(runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?) {
+        self.metrics = metrics
+        self.cache = cache
         self.runtime = runtime
     }
 
@@ -107,6 +117,19 @@ private final class AdminHandler: ChannelInboundHandler {
         }
     }
 
+    /// The percent-decoded value of `name` in the request target's query.
+    static func queryValue(_ name: String, in uri: String) -> String? {
+        guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
+        for pair in query.split(separator: "&") {
+            let parts = pair.split(separator: "=", maxSplits: 1)
+            if parts.first.map(String.init) == name {
+                let raw = parts.count > 1 ? String(parts[1]) : ""
+                return raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
+            }
+        }
+        return nil
+    }
+
     private func answer(_ head: HTTPRequestHead) -> (HTTPResponseStatus, String, String) {
         guard allowed else { return (.forbidden, "text/plain", "client not allowed (access.clients)\n") }
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
@@ -119,7 +142,24 @@ private final class AdminHandler: ChannelInboundHandler {
             let problems = runtime.reload()
             if problems.isEmpty { return (.ok, "text/plain", "reloaded\n") }
             return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
-        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"):
+        case (.GET, "/metrics"):
+            let text = (metrics ?? ProxyMetrics()).prometheusText(trustFailures: runtime.trustFailures)
+            return (.ok, "text/plain; version=0.0.4", text)
+        case (.GET, "/cache/stats"):
+            guard let cache, let stats = try? cache.store.statistics() else {
+                return (.notFound, "text/plain", "no cache\n")
+            }
+            let json = "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
+                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses)}\n"
+            return (.ok, "application/json", json)
+        case (.POST, "/cache/purge"):
+            guard let cache else { return (.notFound, "text/plain", "no cache\n") }
+            guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
+                return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
+            }
+            let removed = (try? cache.store.remove(url: url)) ?? 0
+            return (.ok, "text/plain", "purged \(removed)\n")
+        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"), (_, "/cache/purge"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import TollgateHTTP
+import TollgateSession
 
 /// What a client connection tells the exchange serving its current request. Called on the
 /// connection's event loop.
@@ -26,6 +27,10 @@ struct ExchangeRecord {
     var status: Int?
     var bodyBytes: Int64 = 0
     var route: ProxyRoute?
+    /// What the cache did (for /metrics).
+    var cacheOutcome: CacheOutcome?
+    /// The `Tollgate-Error` code when the proxy answered itself.
+    var errorCode: String?
 
     /// The access log entry.
     var entry: AccessLogEntry {

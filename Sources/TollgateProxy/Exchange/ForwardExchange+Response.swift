@@ -122,6 +122,7 @@ extension ForwardExchange {
     }
 
     func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        record.cacheOutcome = task.cacheOutcome
         self.task = nil
         guard !isFinished, !becameStream else { return }
         if responseStarted {

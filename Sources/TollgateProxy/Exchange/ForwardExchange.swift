@@ -212,7 +212,16 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
 
     func clientClosed() {
         guard !isFinished else { return }
-        if let task {
+        if let task, task.cacheOutcome?.stored == true, task.state != .completed {
+            // The response is being stored: finish fetching it into the cache although its client
+            // left (Squid's quick_abort, nginx's proxy_cache_lock): the next client gets a hit, and a
+            // body that was complete for this client is not thrown away a moment before its end.
+            connection = nil
+            if suspendedForClient {
+                suspendedForClient = false
+                task.resume()
+            }
+        } else if let task {
             task.cancel()
         } else {
             finish()
@@ -312,6 +321,7 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
             return
         }
         record.status = answer.status
+        record.errorCode = answer.code.rawValue
         record.bodyBytes = Int64(answer.body.readableBytes)
         let close = closeAfterResponse
         finish()?.sendOwnAnswer(answer, close: close)
@@ -332,6 +342,10 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
         let connection = self.connection
         self.connection = nil
         environment.accessLog.record(record.entry)
+        environment.metrics.record(
+            outcome: record.cacheOutcome, errorCode: record.errorCode,
+            seconds: Date().timeIntervalSince(record.started)
+        )
         return connection
     }
 }

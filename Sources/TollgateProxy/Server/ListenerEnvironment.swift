@@ -6,6 +6,7 @@ struct ListenerEnvironment: Sendable {
     var mode: ListenerMode
     var policy: any ProxyPolicy
     var accessLog: AccessLog
+    var metrics: ProxyMetrics
     var ownListeners: OwnListeners
     var authenticators: AuthenticatorCache
     var resolver: AddressResolver

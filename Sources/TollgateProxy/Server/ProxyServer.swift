@@ -97,6 +97,7 @@ public final class ProxyServer: Sendable {
             mode: configuration.mode,
             policy: policy,
             accessLog: configuration.accessLog,
+            metrics: configuration.metrics,
             ownListeners: ownListeners,
             authenticators: authenticators,
             resolver: AddressResolver()

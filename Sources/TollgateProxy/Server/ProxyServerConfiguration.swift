@@ -10,13 +10,17 @@ extension ProxyServer {
         public var mode: ListenerMode
         /// Where the access log goes. Default: standard error, combined format.
         public var accessLog: AccessLog
+        /// The counters `/metrics` reports (share one among the listeners of a process). Default: new.
+        public var metrics: ProxyMetrics
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
             listen: ListenAddress = .defaultForward,
             mode: ListenerMode = .forward,
-            accessLog: AccessLog = .standardError
+            accessLog: AccessLog = .standardError,
+            metrics: ProxyMetrics = ProxyMetrics()
         ) {
+            self.metrics = metrics
             self.listen = listen
             self.mode = mode
             self.accessLog = accessLog
