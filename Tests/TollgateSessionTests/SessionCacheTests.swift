@@ -287,3 +287,28 @@ struct SessionCacheTests {
         #expect((try fixture.cache.store.lookup(CacheKey(url: origin.url("/refuse")), requestHeaders: [:])) == nil)
     }
 }
+
+extension SessionCacheTests {
+    @Test("A cache-key rewrite stores and finds one entry for URLs that differ only in a dropped parameter")
+    func cacheKeyRewrite() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=60"], body: request.target)
+        }
+        defer { origin.stop() }
+        let fixture = try CacheFixture()
+        var configuration = SessionConfiguration.ephemeral
+        configuration.responseCache = fixture.cache
+        configuration.cacheKeyURL = { url in
+            var rewritten = url
+            rewritten.pathAndQuery = url.path
+            return rewritten
+        }
+        let session = Session(configuration: configuration)
+        let (_, first) = try await load(session, Request(url: origin.url("/obj?sig=1")))
+        let (hit, second) = try await load(session, Request(url: origin.url("/obj?sig=2")))
+        #expect(first == "/obj?sig=1")
+        #expect(second == "/obj?sig=1")
+        #expect(hit.cacheOutcome?.result == .hit)
+        #expect(origin.requestCount == 1)
+    }
+}

@@ -286,6 +286,8 @@ public final class PolicyRuntime: Sendable {
             sessionConfiguration.tlsConfiguration = { host, port, defaults in
                 delegate.tlsConfiguration(host: host, port: port, defaults: defaults)
             }
+            // A rule's `cache.key` normalization, under the rules in force when the task looks up.
+            sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
             prepare(name, settings, &sessionConfiguration)
             let session = Session(
                 configuration: sessionConfiguration,

@@ -67,6 +67,9 @@ public struct SessionConfiguration: Sendable {
     public var credentialStorage: CredentialStorage?
     /// The response cache (URLCache's role); nil means no caching. Default: nil.
     public var responseCache: ResponseCache?
+    /// Rewrites a request's URL into the one its response is stored under (a rule's cache-key
+    /// normalization: dropped or sorted query parameters). Default: nil, the URL itself.
+    public var cacheKeyURL: (@Sendable (HTTPURL) -> HTTPURL)?
     /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,
     /// retrying until the resource timeout. Default: false.
     public var waitsForConnectivity: Bool = false
