@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 
@@ -9,13 +10,26 @@ import Darwin
 
 /// Resolves a host name to every address it has, off the event loop (getaddrinfo blocks), so the
 /// destination rules can be checked against all of them before a connection is made.
+///
+/// Answers are kept for ``cacheLifetime`` (getaddrinfo gives no TTL), so a busy proxy does not
+/// make one lookup per request; failures are not kept.
 struct AddressResolver: Sendable {
     /// Why a name did not resolve.
     struct Failure: Error, Sendable, CustomStringConvertible {
         let description: String
     }
 
+    /// How long an answer is reused.
+    static let cacheLifetime: TimeAmount = .seconds(5)
+    /// The most names kept; past it the cache starts afresh.
+    static let cacheCapacity = 4096
+
+    private final class Cache: Sendable {
+        let entries = NIOLockedValueBox<[String: (addresses: [[UInt8]], expires: NIODeadline)]>([:])
+    }
+
     let threadPool: NIOThreadPool
+    private let cache = Cache()
 
     init(threadPool: NIOThreadPool = .singleton) {
         self.threadPool = threadPool
@@ -25,7 +39,19 @@ struct AddressResolver: Sendable {
     func resolve(_ host: CanonicalHost, on eventLoop: any EventLoop) -> EventLoopFuture<[[UInt8]]> {
         if let address = host.address { return eventLoop.makeSucceededFuture([address]) }
         let name = host.text
-        return threadPool.runIfActive(eventLoop: eventLoop) { try Self.lookup(name) }
+        let now = NIODeadline.now()
+        if let known = cache.entries.withLockedValue({ $0[name] }), known.expires > now {
+            return eventLoop.makeSucceededFuture(known.addresses)
+        }
+        let cache = self.cache
+        return threadPool.runIfActive(eventLoop: eventLoop) {
+            let addresses = try Self.lookup(name)
+            cache.entries.withLockedValue { entries in
+                if entries.count >= Self.cacheCapacity { entries = [:] }
+                entries[name] = (addresses, .now() + Self.cacheLifetime)
+            }
+            return addresses
+        }
     }
 
     private static func lookup(_ name: String) throws -> [[UInt8]] {

@@ -2,9 +2,9 @@ import Foundation
 public import NIOCore
 import NIOHTTP1
 public import NIOPosix
+import TollgateCache
 public import TollgatePolicy
 public import TollgateSession
-import TollgateCache
 
 /// The admin HTTP API (CONTRACT.md "Admin HTTP API") on its own listener:
 ///
@@ -48,7 +48,9 @@ public final class AdminServer: Sendable {
                 .childChannelInitializer { child in
                     child.eventLoop.makeCompletedFuture {
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
-                        try child.pipeline.syncOperations.addHandler(AdminHandler(runtime: runtime, metrics: metrics, cache: cache))
+                        try child.pipeline.syncOperations.addHandler(
+                            AdminHandler(runtime: runtime, metrics: metrics, cache: cache)
+                        )
                     }
                 }
                 .bind(host: address.host, port: address.port)
@@ -149,7 +151,8 @@ private final class AdminHandler: ChannelInboundHandler {
             guard let cache, let stats = try? cache.store.statistics() else {
                 return (.notFound, "text/plain", "no cache\n")
             }
-            let json = "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
+            let json =
+                "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
                 + "\"hits\":\(stats.hits),\"misses\":\(stats.misses)}\n"
             return (.ok, "application/json", json)
         case (.POST, "/cache/purge"):
@@ -159,7 +162,8 @@ private final class AdminHandler: ChannelInboundHandler {
             }
             let removed = (try? cache.store.remove(url: url)) ?? 0
             return (.ok, "text/plain", "purged \(removed)\n")
-        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"), (_, "/cache/purge"):
+        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
+            (_, "/cache/purge"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

@@ -343,7 +343,8 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
         self.connection = nil
         environment.accessLog.record(record.entry)
         environment.metrics.record(
-            outcome: record.cacheOutcome, errorCode: record.errorCode,
+            outcome: record.cacheOutcome,
+            errorCode: record.errorCode,
             seconds: Date().timeIntervalSince(record.started)
         )
         return connection

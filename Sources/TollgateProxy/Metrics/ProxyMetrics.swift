@@ -60,7 +60,9 @@ public final class ProxyMetrics: Sendable {
         for result in ["hit", "miss", "revalidated", "stale", "bypass"] {
             lines.append("tollgate_requests_total{cache=\"\(result)\"} \(state.requestsByCache[result, default: 0])")
         }
-        lines.append("# HELP tollgate_upstream_errors_total Requests the proxy answered itself, by Tollgate-Error code.")
+        lines.append(
+            "# HELP tollgate_upstream_errors_total Requests the proxy answered itself, by Tollgate-Error code."
+        )
         lines.append("# TYPE tollgate_upstream_errors_total counter")
         for (code, count) in state.upstreamErrors.sorted(by: { $0.key < $1.key }) {
             lines.append("tollgate_upstream_errors_total{kind=\"\(Self.escape(code))\"} \(count)")
