@@ -405,3 +405,78 @@ struct ServeCacheTests {
         #expect(origin.requestCount == 2)
     }
 }
+
+extension ServeCacheTests {
+    @Test("SIGKILL while bodies stream into the cache: verify stays clean and no truncated body is ever served")
+    func killedWhileStoring() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Large bodies sent slowly, so the kill lands while their cache entries are being written.
+        let size = 2 << 20
+        let payload = (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let slow = NIOLockedValueBoxFlag()
+        let origin = try await LoopbackOrigin.start { _, respond in
+            guard slow.isSet else {
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], bytes: payload)
+                return
+            }
+            respond.sendHead(status: 200, headers: ["Cache-Control": "max-age=300", "Content-Length": String(size)])
+            @Sendable func piece(_ offset: Int) {
+                guard offset < size else { return }
+                respond.after(.milliseconds(20)) {
+                    respond.write(Array(payload[offset..<min(size, offset + 65536)]))
+                    piece(offset + 65536)
+                }
+            }
+            piece(0)
+        }
+        defer { origin.stop() }
+        slow.set()
+        let cachePath = directory.appendingPathComponent("cache").path
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+        cache:
+          path: "\(cachePath)"
+          max-size: 256MiB
+        log:
+          access: "off"
+        """.write(to: config, atomically: true, encoding: .utf8)
+
+        let first = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        let port = try first.port("reverse")
+        // A small object stored whole before the kill, and several large ones mid-stream.
+        slow.clear()
+        _ = try await request("GET /whole HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        slow.set()
+        var clients: [RawClient] = []
+        for index in 0..<4 {
+            let client = try await RawClient.connect(host: "127.0.0.1", port: port)
+            try await client.send("GET /big\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+            clients.append(client)
+        }
+        try await Task.sleep(for: .milliseconds(400))
+        first.child.kill()
+        _ = try? await first.child.waitForExit()
+        for client in clients { client.close() }
+
+        let binary = try #require(tollgateBinary)
+        let verify = try await ChildProcess.run(binary, ["cache", "verify", "--cache-dir", cachePath])
+        #expect(verify.status == 0, "\(verify.stdout)\(verify.stderr)")
+
+        slow.clear()
+        let second = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { second.child.kill() }
+        let again = try second.port("reverse")
+        let whole = try await request("GET /whole HTTP/1.1\r\nHost: x\r\n\r\n", port: again)
+        #expect(whole.header("Cache-Status") == "tollgate; hit")
+        #expect(whole.body == payload)
+        for index in 0..<4 {
+            let response = try await request("GET /big\(index) HTTP/1.1\r\nHost: x\r\n\r\n", port: again)
+            #expect(response.body == payload, "a truncated body was served for /big\(index)")
+        }
+    }
+}

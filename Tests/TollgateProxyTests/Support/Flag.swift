@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 final class NIOLockedValueBoxFlag: Sendable {
     private let box = NIOLockedValueBox(false)
     func set() { box.withLockedValue { $0 = true } }
+    func clear() { box.withLockedValue { $0 = false } }
     var isSet: Bool { box.withLockedValue { $0 } }
 }
 
