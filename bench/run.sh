@@ -53,6 +53,8 @@ http {
   server {
     listen 127.0.0.1:$ORIGIN_PORT;
     root $work/www;
+    # Pass-through: nothing may be answered from Tollgate's cache (bench/cache.sh measures hits).
+    add_header Cache-Control "no-store";
   }
 }
 NGINX

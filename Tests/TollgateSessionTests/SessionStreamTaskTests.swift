@@ -93,10 +93,16 @@ struct SessionStreamTaskTests {
 /// Answers becomeStream to a 101 and keeps the stream task it gets.
 final class UpgradeRecorder: SessionDelegate, DataTaskDelegate, @unchecked Sendable {
     let stream = NIOLockedValueBox<StreamTask?>(nil)
+    /// What a read issued at once in `didBecome` returned (the bytes that followed the 101).
+    let firstRead = NIOLockedValueBox<String?>(nil)
     func dataTask(_ task: DataTask, didReceive response: HTTPResponseHead, completionHandler: @escaping @Sendable (ResponseDisposition) -> Void) {
         completionHandler(response.status == 101 ? .becomeStream : .allow)
     }
     func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {
+        let firstRead = self.firstRead
+        streamTask.readData(ofMinLength: 1, maxLength: 5, timeout: .seconds(5)) { bytes, eof, error in
+            firstRead.withLockedValue { $0 = bytes.map { String(buffer: $0) } ?? "nil eof=\(eof) \(String(describing: error))" }
+        }
         stream.withLockedValue { $0 = streamTask }
     }
 }
@@ -118,9 +124,9 @@ struct SessionUpgradeTests {
         try await eventually("stream") { recorder.stream.withLockedValue { $0 } != nil }
         let stream = try #require(recorder.stream.withLockedValue { $0 })
         #expect(stream.response?.status == 101)
-        // Bytes the server sent right behind the 101 are not lost.
-        let (early, _) = try await stream.read(min: 5)
-        #expect(early == "early")
+        // Bytes the server sent right behind the 101 are not lost, and a read issued at once gets them.
+        try await eventually("first read") { recorder.firstRead.withLockedValue { $0 } != nil }
+        #expect(recorder.firstRead.withLockedValue { $0 } == "early")
         try await stream.write("ping")
         let (echo, _) = try await stream.read(min: 4)
         #expect(echo == "ping")

@@ -46,6 +46,9 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         var bytes = unwrapInboundIn(data)
         buffer.writeBuffer(&bytes)
+        // Bytes can arrive outside a read cycle (the HTTP decoder hands over what followed a 101
+        // when it leaves the pipeline): serve waiting reads now, not at the next socket read.
+        serveReads()
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {

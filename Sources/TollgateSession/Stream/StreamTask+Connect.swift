@@ -42,20 +42,25 @@ extension StreamTask {
     func adopt(channel: any Channel, handler: StreamConnectionHandler?) {
         self.channel = channel
         self.streamHandler = handler
-        handler?.onInputClosed = { [self] in
+        // The handler's callbacks are set on its own loop (the channel's), and hop to the task's.
+        let inputClosed: @Sendable () -> Void = { [self] in
             onLoop { [self] in
                 reportReadClosed()
                 finishIfBothClosed()
             }
         }
-        handler?.onInactive = { [self] in
+        let inactive: @Sendable () -> Void = { [self] in
             onLoop { [self] in
                 reportReadClosed()
                 engine.transactions.last.map { _ in engine.transaction.responseEndDate = Date() }
                 complete(with: nil)
             }
         }
-        if !channel.isActive { handler?.onInactive?() }
+        onChannelLoop {
+            handler?.onInputClosed = inputClosed
+            handler?.onInactive = inactive
+            if !channel.isActive { inactive() }
+        }
         drainWaiters()
     }
 

@@ -43,10 +43,12 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
             let promise = eventLoop.makePromise(of: (ByteBuffer?, Bool).self)
             let timer: Scheduled<Void>? = timeout > .zero
                 ? eventLoop.scheduleTask(in: TimeAmount(timeout)) {
-                    handler.cancelRead(promise, error: SessionError(.timedOut, nil, "no data within \(timeout)"))
+                    self.onChannelLoop {
+                        handler.cancelRead(promise, error: SessionError(.timedOut, nil, "no data within \(timeout)"))
+                    }
                 }
                 : nil
-            handler.read(minLength: minLength, maxLength: maxLength, promise: promise)
+            onChannelLoop { handler.read(minLength: minLength, maxLength: maxLength, promise: promise) }
             promise.futureResult.whenComplete { result in
                 timer?.cancel()
                 switch result {
@@ -111,6 +113,16 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         if readClosedReported && writeClosed {
             channel?.close(promise: nil)
         }
+    }
+
+    /// Runs `body` on the connection's event loop: the stream handler lives there, and after an
+    /// upgrade that loop can differ from the task's.
+    func onChannelLoop(_ body: @escaping @Sendable () -> Void) {
+        guard let loop = channel?.eventLoop, !loop.inEventLoop else {
+            body()
+            return
+        }
+        loop.execute(body)
     }
 
     private func whenConnected(_ body: @escaping @Sendable () -> Void) {
