@@ -12,30 +12,8 @@ ORIGIN_PORT=${ORIGIN_PORT:-18180}
 NGINX_CACHE_PORT=${NGINX_CACHE_PORT:-18181}
 TOLLGATE_PORT=${TOLLGATE_PORT:-13228}
 
-need=()
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v wrk >/dev/null || need+=(wrk)
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-  else
-    echo "bench needs: sudo apt-get install -y ${need[*]}" >&2; exit 1
-  fi
-fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
-swift build -c release --product tollgate >/dev/null
-TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+source bench/common.sh
 
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  for pidfile in "$work"/*.pid; do [ -f "$pidfile" ] && kill "$(cat "$pidfile")" 2>/dev/null || true; done
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-chmod 755 "$work"  # nginx workers run as www-data and must read the files
 mkdir -p "$work/www" "$work/nginx-cache" "$work/tollgate-cache"
 chown www-data "$work/nginx-cache" 2>/dev/null || true
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
@@ -98,13 +76,6 @@ taskset -c 0 "$NGINX" -c "$work/cache.conf" -p "$work"
 taskset -c 0 "$TOLLGATE" serve --config "$work/tollgate.yaml" >"$work/tollgate.out" 2>"$work/tollgate.err" &
 pids+=($!)
 
-wait_for_port() {
-  for _ in $(seq 1 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2; cat "$work/tollgate.err" >&2; return 1
-}
 for port in "$ORIGIN_PORT" "$NGINX_CACHE_PORT" "$TOLLGATE_PORT"; do wait_for_port "$port"; done
 
 # Warm both caches and check that the second request is a hit.

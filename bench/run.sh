@@ -14,31 +14,8 @@ ORIGIN_PORT=${ORIGIN_PORT:-18080}
 FORWARD_PORT=${FORWARD_PORT:-13128}
 REVERSE_PORT=${REVERSE_PORT:-13129}
 
-need=()
-command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
-command -v wrk >/dev/null || need+=(wrk)
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-  else
-    echo "bench needs: sudo apt-get install -y ${need[*]}" >&2; exit 1
-  fi
-fi
-NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+source bench/common.sh
 
-swift build -c release --product tollgate >/dev/null
-TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
-
-work=$(mktemp -d)
-pids=()
-cleanup() {
-  for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
-  [ -f "$work/nginx.pid" ] && kill "$(cat "$work/nginx.pid")" 2>/dev/null || true
-  rm -rf "$work"
-}
-trap cleanup EXIT
-
-chmod 755 "$work"  # nginx workers run as www-data and must read the files
 mkdir -p "$work/www"
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
@@ -60,13 +37,6 @@ http {
 NGINX
 "$NGINX" -c "$work/nginx.conf" -p "$work"
 
-wait_for_port() {
-  for _ in $(seq 1 100); do
-    (exec 3<>/dev/tcp/127.0.0.1/"$1") 2>/dev/null && return 0
-    sleep 0.1
-  done
-  echo "nothing listens on port $1" >&2; return 1
-}
 wait_for_port "$ORIGIN_PORT"
 
 taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$FORWARD_PORT" >"$work/forward.log" 2>"$work/forward.err" &
