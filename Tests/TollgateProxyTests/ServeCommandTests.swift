@@ -480,3 +480,71 @@ extension ServeCacheTests {
         }
     }
 }
+
+@Suite(
+    "tollgate serve applies the host rules (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
+)
+struct ServePolicyDecisionTests {
+    @Test("Per host: the session's redirects and headers, cache.store deny, and deny — through the running proxy")
+    func hostRules() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            switch request.path {
+            case "/moved": respond.send(status: 302, headers: ["Location": "/target"], body: "moved")
+            default:
+                respond.send(
+                    status: 200, headers: ["Cache-Control": "max-age=300"],
+                    body: "\(request.path) team=\(request.headerFields["X-Team"] ?? "-")"
+                )
+            }
+        }
+        defer { origin.stop() }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: forward
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+          max-size: 64MiB
+        sessions:
+          follow:
+            redirects: follow
+            headers: { X-Team: web }
+        hosts:
+          - match: "127.0.0.1:\(origin.port)"
+            session: follow
+            cache: { store: deny }
+          - match: "localhost"
+            trust: { deny: true }
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        let base = "http://127.0.0.1:\(origin.port)"
+
+        // redirects: follow and the session's headers.
+        let followed = try await request("GET \(base)/moved HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(followed.status == 200)
+        #expect(followed.bodyText == "/target team=web")
+        // cache.store: deny — fetched twice, never stored.
+        let first = try await request("GET \(base)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let second = try await request("GET \(base)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        // (Cache-Status goes out with the head, before willCacheResponse is asked at the end.)
+        #expect(first.status == 200)
+        #expect(second.header("Cache-Status")?.contains("hit") == false)
+        #expect(origin.requests.filter { $0.path == "/doc" }.count == 2)
+        // deny: refused before any connection.
+        let denied = try await request("GET http://localhost:\(origin.port)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(denied.status == 403)
+        #expect(denied.header("Tollgate-Error") == "host-denied")
+        #expect(origin.requests.filter { $0.path == "/doc" }.count == 2)
+        // The access log names the rule and session.
+        try await eventually("log lines") { served.child.standardError.contains("\"follow\"") }
+        #expect(served.child.standardError.contains("hosts[0]"))
+    }
+}
