@@ -104,7 +104,9 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateProxyTests",
-            dependencies: ["TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS"] + nio,
+            dependencies: [
+                "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
+            ] + nio,
             swiftSettings: swiftSettings
         ),
     ]

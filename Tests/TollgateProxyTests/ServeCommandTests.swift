@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import NIOPosix
 import Testing
+import TollgateCache
 import TollgateHTTP
 import TollgateProxy
 import TollgateTesting
@@ -546,5 +547,43 @@ struct ServePolicyDecisionTests {
         // The access log names the rule and session.
         try await eventually("log lines") { served.child.standardError.contains("\"follow\"") }
         #expect(served.child.standardError.contains("hosts[0]"))
+    }
+}
+
+extension ServeCacheTests {
+    @Test("Offline: a stored response is served although its host name does not resolve; an unstored one is 502")
+    func offlineHostServedFromCache() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let cachePath = directory.appendingPathComponent("cache").path
+        let url = HTTPURL(string: "http://tollgate-offline.invalid/pkg.tar")!
+        do {
+            let store = try CacheStore(options: CacheStoreOptions(path: cachePath, maxSize: 64 << 20))
+            try store.store(
+                key: CacheKey(url: url), request: TollgateHTTP.HTTPRequestHead(url: url),
+                response: TollgateHTTP.HTTPResponseHead(status: 200, headerFields: ["Cache-Control": "max-age=3600", "Date": HTTPDate.format(Date())]),
+                body: ByteBuffer(string: "from the cache"), requestTime: Date(), responseTime: Date()
+            )
+            store.close()
+        }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: forward
+        cache:
+          path: "\(cachePath)"
+          max-size: 64MiB
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        let hit = try await request("GET \(url.absoluteString) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(hit.status == 200)
+        #expect(hit.bodyText == "from the cache")
+        #expect(hit.header("Cache-Status") == "tollgate; hit")
+        let miss = try await request("GET http://tollgate-offline.invalid/other HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(miss.status == 502)
+        #expect(miss.header("Tollgate-Error") == "upstream-unreachable")
     }
 }

@@ -90,8 +90,11 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
                 startTask(on: route)
             case .denied(let why):
                 respond(OwnResponse(.hostDenied, why))
-            case .unresolvable(let why):
-                respond(OwnResponse(.upstreamUnreachable, why))
+            case .unresolvable:
+                // Nothing to connect to, so nothing to refuse by address: the task still runs, so a
+                // build working offline is answered from the cache; without a stored response the
+                // session fails to resolve the name too (502 upstream-unreachable).
+                startTask(on: route)
             }
         }
     }
