@@ -4,20 +4,20 @@ import NIOPosix
 /// Delivers a message to the first delegate that implements it.
 ///
 /// Swift protocols have no optional methods, so the default implementations of notification
-/// methods call ``markNotImplemented()``: the dispatcher calls the task's delegate, and if that
+/// methods call ``markUnanswered()``: the dispatcher calls the task's delegate, and if that
 /// call only reached the default, it calls the session delegate next. Delegate calls are
 /// synchronous on the task's event loop, so a per-thread flag is enough.
 enum DelegateDispatch {
     private final class Flag {
-        var notImplemented = false
+        var unanswered = false
     }
 
     // ThreadSpecificVariable is per-thread by construction, hence safe to share.
     nonisolated(unsafe) private static let flag = ThreadSpecificVariable<Flag>()
 
     /// Called by default implementations: the message was not handled.
-    static func markNotImplemented() {
-        currentFlag.notImplemented = true
+    static func markUnanswered() {
+        currentFlag.unanswered = true
     }
 
     private static var currentFlag: Flag {
@@ -33,11 +33,11 @@ enum DelegateDispatch {
     static func notify<D>(_ receivers: [D], _ body: (D) -> Void) -> Bool {
         let flag = currentFlag
         for receiver in receivers {
-            flag.notImplemented = false
+            flag.unanswered = false
             body(receiver)
-            if !flag.notImplemented { return true }
+            if !flag.unanswered { return true }
         }
-        flag.notImplemented = false
+        flag.unanswered = false
         return false
     }
 }

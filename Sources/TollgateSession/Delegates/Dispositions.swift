@@ -6,7 +6,7 @@ public struct ChallengeDisposition: Sendable {
         case cancelAuthenticationChallenge(SessionError?)
         case rejectProtectionSpace
         /// The delegate does not implement this handler: route the challenge onward.
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
@@ -26,7 +26,7 @@ public struct ChallengeDisposition: Sendable {
     }
     /// Refuse this protection space; the session tries the next one the server offered.
     public static let rejectProtectionSpace = ChallengeDisposition(base: .rejectProtectionSpace)
-    static let notImplemented = ChallengeDisposition(base: .notImplemented)
+    static let unanswered = ChallengeDisposition(base: .unanswered)
 }
 
 /// What to do with a response whose head arrived, as `URLSession.ResponseDisposition`.
@@ -36,7 +36,7 @@ public struct ResponseDisposition: Sendable {
         case cancel
         case becomeDownload
         case becomeStream
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
@@ -49,7 +49,7 @@ public struct ResponseDisposition: Sendable {
     public static let allow = ResponseDisposition(base: .allow)
     /// Cancel the task (it completes with `cancelled`).
     public static let cancel = ResponseDisposition(base: .cancel)
-    static let notImplemented = ResponseDisposition(base: .notImplemented)
+    static let unanswered = ResponseDisposition(base: .unanswered)
 }
 
 /// The answer to `willPerformHTTPRedirection`: follow (possibly a changed request) or stop
@@ -58,7 +58,7 @@ public struct RedirectDecision: Sendable {
     enum Base: Sendable {
         case follow(Request)
         case deliverRedirectResponse
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
@@ -67,7 +67,7 @@ public struct RedirectDecision: Sendable {
     public static func follow(_ request: Request) -> RedirectDecision { RedirectDecision(base: .follow(request)) }
     /// Do not follow; the redirect response becomes the task's response.
     public static let deliverRedirectResponse = RedirectDecision(base: .deliverRedirectResponse)
-    static let notImplemented = RedirectDecision(base: .notImplemented)
+    static let unanswered = RedirectDecision(base: .unanswered)
 }
 
 /// The answer to `willCacheResponse`: store this (possibly changed) response, or nothing.
@@ -75,7 +75,7 @@ public struct CacheDecision: Sendable {
     enum Base: Sendable {
         case store(CachedResponse)
         case doNotStore
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
@@ -84,7 +84,7 @@ public struct CacheDecision: Sendable {
     public static func store(_ response: CachedResponse) -> CacheDecision { CacheDecision(base: .store(response)) }
     /// Store nothing.
     public static let doNotStore = CacheDecision(base: .doNotStore)
-    static let notImplemented = CacheDecision(base: .notImplemented)
+    static let unanswered = CacheDecision(base: .unanswered)
 }
 
 /// The answer to `willBeginDelayedRequest`, as `URLSession.DelayedRequestDisposition`.
@@ -93,7 +93,7 @@ public struct DelayedRequestDisposition: Sendable {
         case continueLoading
         case useNewRequest(Request)
         case cancel
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
@@ -106,19 +106,19 @@ public struct DelayedRequestDisposition: Sendable {
     }
     /// Cancel the task.
     public static let cancel = DelayedRequestDisposition(base: .cancel)
-    static let notImplemented = DelayedRequestDisposition(base: .notImplemented)
+    static let unanswered = DelayedRequestDisposition(base: .unanswered)
 }
 
 /// The answer to `needNewBodyStream`: a fresh stream, or nil when the body cannot be given again.
 public struct BodyStreamDecision: Sendable {
     enum Base: Sendable {
         case stream(BodyStream?)
-        case notImplemented
+        case unanswered
     }
 
     let base: Base
 
     /// Send this stream as the body (nil: none can be given; the task fails).
     public static func stream(_ stream: BodyStream?) -> BodyStreamDecision { BodyStreamDecision(base: .stream(stream)) }
-    static let notImplemented = BodyStreamDecision(base: .notImplemented)
+    static let unanswered = BodyStreamDecision(base: .unanswered)
 }

@@ -23,7 +23,7 @@ public protocol SessionDelegate: AnyObject, Sendable {
 
 extension SessionDelegate {
     public func session(_ session: Session, didBecomeInvalidWithError error: (any Error)?) {
-        DelegateDispatch.markNotImplemented()
+        DelegateDispatch.markUnanswered()
     }
 
     public func session(
@@ -31,6 +31,6 @@ extension SessionDelegate {
         didReceive challenge: AuthenticationChallenge,
         completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
     ) {
-        completionHandler(.notImplemented)
+        completionHandler(.unanswered)
     }
 }

@@ -53,44 +53,44 @@ public protocol TaskDelegate: AnyObject, Sendable {
 }
 
 extension TaskDelegate {
-    public func taskDidCreate(_ task: SessionTask) { DelegateDispatch.markNotImplemented() }
+    public func taskDidCreate(_ task: SessionTask) { DelegateDispatch.markUnanswered() }
 
     public func task(
         _ task: SessionTask,
         willBeginDelayedRequest request: Request,
         completionHandler: @escaping @Sendable (DelayedRequestDisposition) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 
-    public func taskIsWaitingForConnectivity(_ task: SessionTask) { DelegateDispatch.markNotImplemented() }
+    public func taskIsWaitingForConnectivity(_ task: SessionTask) { DelegateDispatch.markUnanswered() }
 
     public func task(
         _ task: SessionTask,
         willPerformHTTPRedirection response: HTTPResponseHead,
         newRequest: Request,
         completionHandler: @escaping @Sendable (RedirectDecision) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 
     public func task(
         _ task: SessionTask,
         didReceive challenge: AuthenticationChallenge,
         completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 
     public func task(
         _ task: SessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (BodyStreamDecision) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 
     public func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
-        DelegateDispatch.markNotImplemented()
+        DelegateDispatch.markUnanswered()
     }
 
     public func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
-        DelegateDispatch.markNotImplemented()
+        DelegateDispatch.markUnanswered()
     }
 
     public func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
-        DelegateDispatch.markNotImplemented()
+        DelegateDispatch.markUnanswered()
     }
 }
 
@@ -129,19 +129,19 @@ extension DataTaskDelegate {
         _ task: DataTask,
         didReceive response: HTTPResponseHead,
         completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 
-    public func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { DelegateDispatch.markNotImplemented() }
+    public func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { DelegateDispatch.markUnanswered() }
 
-    public func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask) { DelegateDispatch.markNotImplemented() }
+    public func dataTask(_ task: DataTask, didBecome downloadTask: DownloadTask) { DelegateDispatch.markUnanswered() }
 
-    public func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) { DelegateDispatch.markNotImplemented() }
+    public func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) { DelegateDispatch.markUnanswered() }
 
     public func dataTask(
         _ task: DataTask,
         willCacheResponse proposed: CachedResponse,
         completionHandler: @escaping @Sendable (CacheDecision) -> Void
-    ) { completionHandler(.notImplemented) }
+    ) { completionHandler(.unanswered) }
 }
 
 /// Download-task messages, in the model of `URLSessionDownloadDelegate`.
@@ -165,9 +165,9 @@ extension DownloadTaskDelegate {
         didWriteData bytesWritten: Int64,
         totalBytesWritten: Int64,
         totalBytesExpectedToWrite: Int64
-    ) { DelegateDispatch.markNotImplemented() }
+    ) { DelegateDispatch.markUnanswered() }
 
     public func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String) {
-        DelegateDispatch.markNotImplemented()
+        DelegateDispatch.markUnanswered()
     }
 }

@@ -141,6 +141,6 @@ public protocol StreamTaskDelegate: TaskDelegate {
 }
 
 extension StreamTaskDelegate {
-    public func streamTask(_ task: StreamTask, readClosedFor: Void) { DelegateDispatch.markNotImplemented() }
-    public func streamTask(_ task: StreamTask, writeClosedFor: Void) { DelegateDispatch.markNotImplemented() }
+    public func streamTask(_ task: StreamTask, readClosedFor: Void) { DelegateDispatch.markUnanswered() }
+    public func streamTask(_ task: StreamTask, writeClosedFor: Void) { DelegateDispatch.markUnanswered() }
 }

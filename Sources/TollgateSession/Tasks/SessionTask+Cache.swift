@@ -346,7 +346,7 @@ extension SessionTask {
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
-            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] decision in
             guard !isDone else {
                 writer.abort()
@@ -361,7 +361,7 @@ extension SessionTask {
                 return
             case .store(let chosen):
                 if chosen.response.headerFields != head.headerFields { writer.replaceHeaderFields(chosen.response.headerFields) }
-            case .notImplemented, .none:
+            case .unanswered, .none:
                 break
             }
             let settled = UncheckedBox(then)

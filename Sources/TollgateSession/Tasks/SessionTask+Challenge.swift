@@ -13,7 +13,7 @@ extension SessionTask {
             ask(
                 taskDelegates,
                 { delegate, answer in delegate.task(self, didReceive: challenge, completionHandler: answer) },
-                isNotImplemented: { if case .notImplemented = $0.base { true } else { false } },
+                isUnanswered: { if case .unanswered = $0.base { true } else { false } },
                 then: then
             )
         }
@@ -25,7 +25,7 @@ extension SessionTask {
         ask(
             [sessionDelegate],
             { delegate, answer in delegate.session(self.session, didReceive: challenge, completionHandler: answer) },
-            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { answer in
             if let answer { then(answer) } else { taskLevel() }
         }
@@ -148,7 +148,7 @@ extension SessionTask {
                 if !offerChallenge(challenges, from: index + 1, head: head, request: request) {
                     deliverPendingAsResponse(pending)
                 }
-            case .performDefaultHandling, .notImplemented, .none:
+            case .performDefaultHandling, .unanswered, .none:
                 // As URLSession: the storage's default credential for the space, unless refused.
                 if let stored = session.configuration.credentialStorage?.credential(answering: space),
                     !engine.authentication.isRejected(stored, in: space)

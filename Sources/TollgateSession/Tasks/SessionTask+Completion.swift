@@ -131,7 +131,7 @@ extension SessionTask {
     func ask<Receiver, Answer: Sendable>(
         _ receivers: [Receiver],
         _ question: @escaping (Receiver, @escaping @Sendable (Answer) -> Void) -> Void,
-        isNotImplemented: @escaping (Answer) -> Bool,
+        isUnanswered: @escaping (Answer) -> Bool,
         then: @escaping (Answer?) -> Void
     ) {
         guard let first = receivers.first else {
@@ -142,8 +142,8 @@ extension SessionTask {
         let loop = eventLoop
         let answered = AnswerOnce<Answer>()
         let deliver: (Answer) -> Void = { [self] answer in
-            if isNotImplemented(answer) {
-                ask(rest, question, isNotImplemented: isNotImplemented, then: then)
+            if isUnanswered(answer) {
+                ask(rest, question, isUnanswered: isUnanswered, then: then)
             } else {
                 then(answer)
             }

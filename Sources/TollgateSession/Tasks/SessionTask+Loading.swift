@@ -37,7 +37,7 @@ extension SessionTask {
         ask(
             taskDelegates,
             { delegate, answer in delegate.task(self, willBeginDelayedRequest: request, completionHandler: answer) },
-            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
             guard engine.generation == generation, !isDone else { return }
             switch disposition?.base {
@@ -46,7 +46,7 @@ extension SessionTask {
                 beginLoading(newRequest)
             case .cancel:
                 cancel()
-            case .continueLoading, .notImplemented, .none:
+            case .continueLoading, .unanswered, .none:
                 beginLoading(request)
             }
         }
@@ -118,7 +118,7 @@ extension SessionTask {
             ask(
                 taskDelegates,
                 { delegate, answer in delegate.task(self, needNewBodyStream: answer) },
-                isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+                isUnanswered: { if case .unanswered = $0.base { true } else { false } }
             ) { [self] decision in
                 guard engine.generation == generation, !isDone else { return }
                 guard case .stream(.some(let stream)) = decision?.base else {

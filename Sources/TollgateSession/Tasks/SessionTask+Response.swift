@@ -151,7 +151,7 @@ extension SessionTask {
             { delegate, answer in
                 delegate.task(self, willPerformHTTPRedirection: head, newRequest: newRequest, completionHandler: answer)
             },
-            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] decision in
             guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
             setReadDemand(true)
@@ -163,7 +163,7 @@ extension SessionTask {
                 redirect.body = []
                 engine.redirect = redirect
                 if redirect.ended { followRedirect(to: request) }
-            case .notImplemented, .none:
+            case .unanswered, .none:
                 redirect.follow = redirect.newRequest
                 redirect.body = []
                 engine.redirect = redirect
@@ -217,7 +217,7 @@ extension SessionTask {
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
-            isNotImplemented: { if case .notImplemented = $0.base { true } else { false } }
+            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
             guard !isDone else { return }
             engine.awaitingResponseDecision = false
@@ -228,7 +228,7 @@ extension SessionTask {
                 becomeDownload()
             case .becomeStream:
                 becomeStream()
-            case .allow, .notImplemented, .none:
+            case .allow, .unanswered, .none:
                 releaseHeld()
                 pumpStoredFile()
                 if !engine.isSuspended { setReadDemand(true) }

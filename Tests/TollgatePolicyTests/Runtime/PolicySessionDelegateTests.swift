@@ -27,7 +27,7 @@ struct PolicySessionDelegateTests {
         switch try #require(answer.value).base {
         case .follow(let request): return "follow \(request.url)"
         case .deliverRedirectResponse: return "pass"
-        case .notImplemented: return "not implemented"
+        case .unanswered: return "not implemented"
         }
     }
 
@@ -107,7 +107,7 @@ struct PolicySessionDelegateTests {
         switch try #require(answer.value).base {
         case .store(let chosen): return (proposed, chosen)
         case .doNotStore: return (proposed, nil)
-        case .notImplemented:
+        case .unanswered:
             Issue.record("not implemented")
             return (proposed, nil)
         }

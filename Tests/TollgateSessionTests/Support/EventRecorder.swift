@@ -41,7 +41,7 @@ final class EventRecorder: SessionDelegate, DataTaskDelegate, @unchecked Sendabl
 
     func session(_ session: Session, didReceive challenge: AuthenticationChallenge, completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void) {
         guard let onSessionChallenge else {
-            completionHandler(.notImplemented)
+            completionHandler(.unanswered)
             return
         }
         record("session-challenge \(challenge.protectionSpace.authenticationMethod)")
