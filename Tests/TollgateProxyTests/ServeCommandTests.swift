@@ -9,17 +9,7 @@ import TollgateTesting
 
 /// The built `tollgate` executable: next to the test bundle in the build products directory,
 /// else `.build/debug/tollgate` of the package this file belongs to.
-let tollgateBinary: String? = {
-    var candidates: [URL] = []
-    if let executable = Bundle.main.executableURL {
-        candidates.append(executable.deletingLastPathComponent().appendingPathComponent("tollgate"))
-    }
-    candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("tollgate"))
-    let packageRoot = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent()
-    candidates.append(packageRoot.appendingPathComponent(".build/debug/tollgate"))
-    return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
-}()
+let tollgateBinary: String? = TollgateBinary.path
 
 /// A running `tollgate serve` and the listeners it printed.
 private struct Served {

@@ -111,3 +111,13 @@ extension CacheRules {
         "Cache-Control", "Content-Location", "Date", "ETag", "Expires", "Vary", "Last-Modified", "Age",
     ]
 }
+
+extension HTTPRequestHead {
+    /// The request without its conditional fields (``CacheRules/conditionalFieldNames``): what a
+    /// cache records and revalidates with, whatever conditions this client added.
+    public var withoutConditionalFields: HTTPRequestHead {
+        var copy = self
+        for name in CacheRules.conditionalFieldNames { copy.headerFields.remove(name) }
+        return copy
+    }
+}

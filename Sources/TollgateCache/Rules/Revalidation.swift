@@ -24,8 +24,7 @@ public struct Revalidation: Sendable, Hashable {
     /// that a 304 is about the stored response (the client's conditions are then evaluated
     /// against it with ``CacheRules/answersConditional(clientRequest:stored:)``).
     public func upstreamRequest(from request: HTTPRequestHead) -> HTTPRequestHead {
-        var upstream = request
-        for name in CacheRules.conditionalFieldNames { upstream.headerFields.remove(name) }
+        var upstream = request.withoutConditionalFields
         for field in conditionalHeaders { upstream.headerFields.add(name: field.name, value: field.value) }
         return upstream
     }

@@ -24,12 +24,7 @@ extension SessionTask {
         }
         stream.engine.startDate = Date()
         stream.engine.transactions = engine.transactions
-        engine.idleTimer?.cancel()
-        engine.resourceTimer?.cancel()
-        engine = TaskEngine()
-        engine.phase = .done
-        _ = observed.withLockedValue { $0.lifecycle.finished() }
-        session.taskDidComplete(self)
+        retireAfterHandover()
 
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: stream) }

@@ -112,9 +112,7 @@ extension SessionTask {
         guard cache.claimBackgroundRevalidation(key) else { return }
         var background = request
         background.cachePolicy = .reloadRevalidating
-        background.headerFields.removeAll { field in
-            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
-        }
+        background.head = request.head.withoutConditionalFields
         do {
             let task = try session.dataTask(with: background, on: eventLoop) { _, _, _ in
                 cache.finishBackgroundRevalidation(key)
@@ -289,10 +287,7 @@ extension SessionTask {
             return
         }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
-        var stored = request.head
-        stored.headerFields.removeAll { field in
-            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
-        }
+        let stored = request.head.withoutConditionalFields
         switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
         case .store(let notes):
             do {
@@ -334,10 +329,7 @@ extension SessionTask {
         }
         engine.cacheWriter = nil
         engine.idleTimer?.cancel()
-        var storedRequest = request.head
-        storedRequest.headerFields.removeAll { field in
-            CacheRules.conditionalFieldNames.contains { field.name.equalsIgnoringASCIICase($0) }
-        }
+        let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
             requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()

@@ -90,6 +90,17 @@ extension SessionTask {
         }
     }
 
+    /// Ends this task without completion messages: another task (a download or stream task)
+    /// took over its work, and the session forgets this one.
+    func retireAfterHandover() {
+        engine.idleTimer?.cancel()
+        engine.resourceTimer?.cancel()
+        engine = TaskEngine()
+        engine.phase = .done
+        _ = observed.withLockedValue { $0.lifecycle.finished() }
+        session.taskDidComplete(self)
+    }
+
     /// Hands the running exchange to a new download task; this data task ends silently.
     func becomeDownload() {
         guard let dataTask = self as? DataTask else { return }
@@ -110,12 +121,7 @@ extension SessionTask {
             state.lifecycle = mine.lifecycle
         }
         engine.exchange?.retarget(to: download)
-        engine.idleTimer?.cancel()
-        engine.resourceTimer?.cancel()
-        engine = TaskEngine()
-        engine.phase = .done
-        _ = observed.withLockedValue { $0.lifecycle.finished() }
-        session.taskDidComplete(self)
+        retireAfterHandover()
 
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }

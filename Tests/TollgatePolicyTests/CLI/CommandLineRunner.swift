@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTesting
 
 /// Runs the built `tollgate` executable for the command-line tests.
 enum CommandLineRunner {
@@ -13,20 +14,7 @@ enum CommandLineRunner {
 
     /// The executable: next to the test bundle in the build products directory, else
     /// `.build/debug/tollgate` of the package these tests are built in.
-    static let binary: String? = {
-        var candidates: [URL] = []
-        if let executable = Bundle.main.executableURL {
-            candidates.append(executable.deletingLastPathComponent().appendingPathComponent("tollgate"))
-        }
-        for bundle in Bundle.allBundles where bundle.bundlePath.hasSuffix(".xctest") {
-            candidates.append(bundle.bundleURL.deletingLastPathComponent().appendingPathComponent("tollgate"))
-        }
-        candidates.append(Bundle.main.bundleURL.deletingLastPathComponent().appendingPathComponent("tollgate"))
-        var packageRoot = URL(fileURLWithPath: #filePath)
-        for _ in 0..<4 { packageRoot.deleteLastPathComponent() }  // Tests/TollgatePolicyTests/CLI/this file
-        candidates.append(packageRoot.appendingPathComponent(".build/debug/tollgate"))
-        return candidates.map(\.path).first { FileManager.default.isExecutableFile(atPath: $0) }
-    }()
+    static let binary: String? = TollgateBinary.path
 
     /// Why the tests are skipped when there is no executable.
     static let notFound =
