@@ -167,9 +167,24 @@ public final class TLSHandler: ChannelDuplexHandler {
     public func read(context: ChannelHandlerContext) {
         self.readRequested = true
         if self.plaintext.readableBytes > 0 {
-            if self.stateMachine.deliversApplicationData { self.deliverPlaintext(context: context, force: false) }
-            return  // delivered now, or held until approvePeer(): either way no socket read is needed
+            // Held until approvePeer(), or delivered now: either way this read is answered.
+            guard self.stateMachine.deliversApplicationData else { return }
+            self.deliverPlaintext(context: context, force: false)
+            self.readAgainIfAutoRead(context: context)
+            return
         }
+        context.read()
+    }
+
+    /// After plaintext that was already decrypted answered a `read()`: with `autoRead` on, the
+    /// channel asks for the next read only after a socket read, and none happened, so ask the socket
+    /// now or the connection stops reading for good (a request that arrived with the client's
+    /// Finished, then the next request on the connection never read). With `autoRead` off the next
+    /// handler asks when it wants more.
+    private func readAgainIfAutoRead(context: ChannelHandlerContext) {
+        guard !self.readRequested, self.stateMachine.decryptsApplicationData,
+            (try? context.channel.syncOptions?.getOption(.autoRead)) ?? false
+        else { return }
         context.read()
     }
 
@@ -238,8 +253,10 @@ public final class TLSHandler: ChannelDuplexHandler {
 
         case .startDataFlow:
             self.encryptPendingWrites(context: context)
+            let held = self.plaintext.readableBytes > 0
             self.deliverPlaintext(context: context, force: false)
             self.readFromSocketIfNeeded(context: context)
+            if held { self.readAgainIfAutoRead(context: context) }
 
         case .sendCloseNotifyAndClose(let deliverHeldData):
             self.cancelTimers()
