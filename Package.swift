@@ -58,7 +58,7 @@ let package = Package(
         ),
         .target(
             name: "TollgateProxy",
-            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", .product(name: "Logging", package: "swift-log")]
+            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
                 + nio,
             swiftSettings: swiftSettings
         ),

@@ -76,7 +76,8 @@ struct ServeCommand: AsyncParsableCommand {
                 runtime: runtime,
                 accessLog: accessLog,
                 adminIsOptional: config == nil,
-                cache: stores?.cache
+                cache: stores?.cache,
+                interceptor: try Self.prepareInterception(configuration)
             )
         } catch {
             runtime.shutdown()

@@ -17,7 +17,8 @@ struct ServeListeners {
         runtime: PolicyRuntime,
         accessLog: AccessLog,
         adminIsOptional: Bool,
-        cache: ResponseCache? = nil
+        cache: ResponseCache? = nil,
+        interceptor: Interceptor? = nil
     ) async throws -> ServeListeners {
         let ownListeners = OwnListeners()
         let metrics = ProxyMetrics()
@@ -35,7 +36,8 @@ struct ServeListeners {
                         listen: ListenAddress(host: listener.address.host, port: listener.address.port),
                         mode: mode,
                         accessLog: accessLog,
-                        metrics: metrics
+                        metrics: metrics,
+                        interceptor: interceptor
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

@@ -11,63 +11,6 @@ import TollgateTesting
 /// else `.build/debug/tollgate` of the package this file belongs to.
 let tollgateBinary: String? = TollgateBinary.path
 
-/// A running `tollgate serve` and the listeners it printed.
-private struct Served {
-    let child: ChildProcess
-    /// Address by mode, from the `listening on ADDRESS (MODE)` lines, in order.
-    let listeners: [(host: String, port: Int, mode: String)]
-
-    /// Starts `tollgate serve ARGUMENTS` with its cache in `directory`, and waits for `lines`
-    /// listening lines.
-    static func start(_ arguments: [String], directory: URL, lines: Int) async throws -> Served {
-        let binary = try #require(tollgateBinary)
-        let child = try ChildProcess(
-            binary,
-            ["serve"] + arguments,
-            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path]
-        )
-        do {
-            try await eventually("\(lines) listening lines") {
-                child.standardOutput.filter { $0 == "\n" }.count >= lines || !child.isRunning
-            }
-        } catch {
-            child.kill()
-            throw error
-        }
-        let listeners = child.standardOutput.split(separator: "\n").compactMap { line -> (String, Int, String)? in
-            guard let match = line.wholeMatch(of: #/listening on (\S+):(\d+) \((\w+)\)/#), let port = Int(match.2)
-            else {
-                return nil
-            }
-            return (String(match.1), port, String(match.3))
-        }
-        return Served(child: child, listeners: listeners)
-    }
-
-    func port(_ mode: String) throws -> Int {
-        try #require(listeners.first { $0.mode == mode }, "no \(mode) listener in \(child.standardOutput)").port
-    }
-
-    func host(_ mode: String) throws -> String {
-        try #require(listeners.first { $0.mode == mode }).host
-    }
-}
-
-/// A temporary directory, removed by `remove()`.
-private func temporaryDirectory() throws -> URL {
-    let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-serve-\(UUID().uuidString)")
-    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
-    return directory
-}
-
-/// One request to `host:port` on a new connection; its response.
-private func request(_ text: String, host: String = "127.0.0.1", port: Int) async throws -> RawResponse {
-    let client = try await RawClient.connect(host: host, port: port)
-    defer { client.close() }
-    try await client.send(text)
-    return try #require(try await client.waitForResponses(1).first)
-}
-
 @Suite(
     "tollgate serve (the built executable)",
     .serialized,

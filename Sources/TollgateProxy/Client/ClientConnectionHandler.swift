@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgatePolicy
+import TollgateTLS
 
 /// The proxy's side of one client connection: parses requests (``RequestDecoder``), checks the
 /// client and its credentials, hands each request to an exchange, writes the exchange's response
@@ -20,6 +21,10 @@ import TollgatePolicy
 /// `header-read-timeout` gets 408 and is closed (slowloris); a request body with no byte for
 /// `client-idle-timeout` gets the same.
 ///
+/// Interception: after an intercepted CONNECT (``beginInterception(of:context:)``) a server-side
+/// ``TLSHandler`` goes in front of this handler, which then reads the requests inside the client's
+/// TLS as it read plain ones, in the ``ListenerMode/intercepted(origin:)`` mode.
+///
 /// Everything here runs on the channel's event loop; exchanges and relays call in from there
 /// (hence `@unchecked Sendable`, which their `@Sendable` callbacks need).
 final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
@@ -30,7 +35,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Bytes of pipelined requests read ahead at most while a response is in progress.
     static let readAheadLimit = 64 * 1024
 
-    let environment: ListenerEnvironment
+    /// The listener's environment; its mode becomes ``ListenerMode/intercepted(origin:)`` when a
+    /// CONNECT is intercepted.
+    private(set) var environment: ListenerEnvironment
     private(set) var context: ChannelHandlerContext?
     private var decoder: RequestDecoder
     private let limits: PolicyConfiguration.Limits
@@ -57,6 +64,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var piecesInFlight = 0
     private var readHolds = 0
 
+    /// The host of an intercepted CONNECT, and whether the client's TLS handshake finished.
+    private var intercepted: (host: String, handshakeDone: Bool)?
+
     private var idleTimer: Scheduled<Void>?
     private var headTimer: Scheduled<Void>?
     private var bodyTimer: Scheduled<Void>?
@@ -65,12 +75,11 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         self.environment = environment
         let configuration = environment.policy.configuration
         self.limits = configuration.limits
-        self.decoder = RequestDecoder(
-            limits: .init(
-                maxHeaderBytes: configuration.limits.maxHeaderBytes,
-                maxHeaders: configuration.limits.maxHeaders
-            )
-        )
+        self.decoder = Self.makeDecoder(configuration.limits)
+    }
+
+    private static func makeDecoder(_ limits: PolicyConfiguration.Limits) -> RequestDecoder {
+        RequestDecoder(limits: .init(maxHeaderBytes: limits.maxHeaderBytes, maxHeaders: limits.maxHeaders))
     }
 
     // MARK: lifecycle
@@ -103,6 +112,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if let intercepted, !intercepted.handshakeDone, let error = error as? TLSError {
+            interceptedHandshakeFailed(host: intercepted.host, error)
+        }
         // A reset or another I/O failure: the connection is gone; channelInactive follows.
         context.close(promise: nil)
     }
@@ -111,6 +123,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         if event is ChannelShouldQuiesceEvent {
             quiescing = true
             if request == nil, relay == nil { closeNow() }
+            return
+        }
+        if event is TLSHandshakeCompleted, intercepted != nil {
+            intercepted?.handshakeDone = true
             return
         }
         if case ChannelEvent.inputClosed = event {
@@ -203,6 +219,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             answerItself(answer, close: false)
             return
         }
+        // Inside an intercepted tunnel the CONNECT was the authenticated request.
         if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
             authenticator.isEnabled,
             authenticator.user(for: head.headerFields["Proxy-Authorization"]) == nil
@@ -217,6 +234,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         case .refuse:
             break
         case .http(let url):
+            var head = head
+            // Logged as the URL it went to: inside an intercepted tunnel the request line names only a path.
+            if case .intercepted = environment.mode { head.target = url.absoluteString }
             let forward = ForwardExchange(head: head, url: url, connection: self)
             exchange = forward
             forward.start()
@@ -481,6 +501,52 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Closes the connection (a relay ended).
     func close() {
         closeNow()
+    }
+
+    // MARK: for exchanges: interception
+
+    /// Answers the current CONNECT with 200 and continues as an intercepted connection: TLS with
+    /// the client under `context` (a leaf minted for the host), then requests to `origin` read
+    /// from inside it. Bytes the client sent after the CONNECT head are its first TLS bytes.
+    func beginInterception(of origin: HTTPURL, context tlsContext: TLSContext) {
+        guard let context, isActive else { return }
+        var buffer = context.channel.allocator.buffer(capacity: 64)
+        ResponseEncoder.head(HTTPResponseHead(status: 200, reason: "Connection Established"), minorVersion: minorVersion, into: &buffer)
+        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        let early = decoder.takeRawBytes()
+        decoder = Self.makeDecoder(limits)
+        environment.mode = .intercepted(origin: origin)
+        intercepted = (host: origin.host, handshakeDone: false)
+        request = nil
+        requestEnded = false
+        responseDone = false
+        exchange = nil
+        closeAfterResponse = false
+        framing = .none
+        do {
+            try context.pipeline.syncOperations.addTLSServerHandler(context: tlsContext)
+        } catch {
+            standardErrorLine("tollgate: interception of \(origin.authority) failed: \(error)")
+            closeNow()
+            return
+        }
+        if early.readableBytes > 0 { context.pipeline.syncOperations.fireChannelRead(NIOAny(early)) }
+        updateTimers()
+        resumeReadingIfPossible()
+    }
+
+    /// The client ended the TLS handshake of an intercepted CONNECT. An alert from it means it
+    /// refused the minted certificate (it does not trust the CA, or pins the real key): the host
+    /// is tunnelled untouched from now on, and this is logged once.
+    private func interceptedHandshakeFailed(host: String, _ error: TLSError) {
+        guard error == .alertReceived, let interceptor = environment.interceptor else { return }
+        let alert = error.alert ?? "an alert"
+        if interceptor.rememberRefusal(of: host, reason: alert) {
+            standardErrorLine(
+                "tollgate: interception: the client \(clientAddress) refused the certificate minted for \(host) "
+                    + "(\(alert)); CONNECTs to \(host) are tunnelled untouched from now on"
+            )
+        }
     }
 
     // MARK: timeouts

@@ -25,6 +25,9 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let upstreamTLSUntrusted = ProxyErrorCode("upstream-tls-untrusted", 502)
     /// The upstream's chain matched none of the configured pins (502).
     public static let pinMismatch = ProxyErrorCode("pin-mismatch", 502)
+    /// A CONNECT to a host whose rule says `intercept: true` could not be intercepted: no usable
+    /// local CA, or no certificate could be minted for the host (502).
+    public static let interceptionFailed = ProxyErrorCode("interception-failed", 502)
     /// More redirects than allowed (502).
     public static let tooManyRedirects = ProxyErrorCode("too-many-redirects", 502)
     /// A rule refuses this destination (403).

@@ -15,6 +15,7 @@ enum RequestTarget {
         switch mode {
         case .forward: forward(head)
         case .reverse(let upstream): reverse(head, upstream: upstream)
+        case .intercepted(let origin): intercepted(head, origin: origin)
         }
     }
 
@@ -63,6 +64,27 @@ enum RequestTarget {
         } catch {
             return .refuse(OwnResponse(.badRequest, "bad CONNECT target: \(error.description)"))
         }
+    }
+
+    /// Inside an intercepted tunnel: requests go to the CONNECT target, whatever their Host says.
+    /// An absolute-form target must name that origin; CONNECT cannot be nested.
+    private static func intercepted(_ head: ClientRequestHead, origin: HTTPURL) -> RequestTarget {
+        if head.isConnect {
+            return .refuse(OwnResponse(.badRequest, status: 405, "CONNECT is not accepted inside an intercepted tunnel"))
+        }
+        if !head.target.hasPrefix("/"), head.target != "*" {
+            guard let url = HTTPURL(string: head.target), url.scheme == origin.scheme,
+                url.host.lowercased() == origin.host.lowercased(), url.effectivePort == origin.effectivePort
+            else {
+                return .refuse(
+                    OwnResponse(
+                        .badRequest,
+                        "inside the tunnel to \(origin.authority) only requests to it are served, not '\(head.target)'"
+                    )
+                )
+            }
+        }
+        return reverse(head, upstream: origin)
     }
 
     /// Reverse mode: every request goes to the upstream; the path (origin-form, or the path of an

@@ -2,6 +2,7 @@ import NIOCore
 import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
+import TollgateTLS
 
 /// A CONNECT request: a TCP tunnel to `host:port` carried by a session stream task.
 ///
@@ -10,6 +11,10 @@ import TollgateSession
 /// task then connects to that very address, so a name cannot resolve differently between the
 /// check and the connection. Once connected the client gets `200 Connection Established` and a
 /// ``StreamRelay`` carries bytes both ways until both sides have closed.
+///
+/// When the host's rule says `intercept: true` the tunnel is not opened: the client gets `200` at
+/// once and its connection continues as an intercepted one (``ClientConnectionHandler/beginInterception(of:context:)``),
+/// unless a client refused the host's minted certificate before (``Interceptor/tunnelsUntouched(_:)``).
 final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Sendable {
     let head: ClientRequestHead
     let host: CanonicalHost
@@ -53,6 +58,23 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             respond(OwnResponse(.hostDenied, "\(host.forURL):\(port) is denied by the rule \(route.ruleLabel)"))
             return
         }
+        if route.intercepts {
+            if let interceptor = environment.interceptor {
+                if !interceptor.tunnelsUntouched(host.text) {
+                    intercept(with: interceptor, route: route)
+                    return
+                }
+            } else {
+                respond(
+                    OwnResponse(
+                        .interceptionFailed,
+                        "\(host.forURL):\(port) is to be intercepted (rule \(route.ruleLabel)), but the proxy "
+                            + "runs without an interception CA (tollgate ca init, then restart)"
+                    )
+                )
+                return
+            }
+        }
         environment.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
             switch verdict {
@@ -63,6 +85,37 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             case .unresolvable(let why):
                 respond(OwnResponse(.upstreamUnreachable, why))
             }
+        }
+    }
+
+    /// Answers 200 and turns the client's connection into an intercepted one. The destination rules
+    /// are checked first (a denied host gets 403, as a tunnel would); each request inside is
+    /// checked again by its own exchange. A name that does not resolve is intercepted all the same,
+    /// so an offline build is served from the cache.
+    private func intercept(with interceptor: Interceptor, route: ProxyRoute) {
+        environment.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
+            guard !isFinished else { return }
+            if case .denied(let why) = verdict {
+                respond(OwnResponse(.hostDenied, why))
+                return
+            }
+            let context: TLSContext
+            do {
+                context = try interceptor.serverContext(for: host.text)
+            } catch {
+                respond(OwnResponse(.interceptionFailed, "cannot mint a certificate for \(host.text): \(error)"))
+                return
+            }
+            guard let connection, connection.isActive else {
+                finish()
+                return
+            }
+            record.status = 200
+            finish()
+            connection.beginInterception(
+                of: HTTPURL(scheme: "https", host: host.text, port: port == 443 ? nil : port),
+                context: context
+            )
         }
     }
 

@@ -19,7 +19,8 @@ extension ProxyRoute {
             session: route.session,
             sessionName: route.sessionName,
             isDenied: route.isDenied,
-            ruleLabel: route.ruleLabel
+            ruleLabel: route.ruleLabel,
+            intercepts: route.decision.intercept
         )
     }
 }

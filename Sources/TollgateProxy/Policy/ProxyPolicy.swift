@@ -33,13 +33,22 @@ public struct ProxyRoute: Sendable {
     public var isDenied: Bool
     /// The matching rule for the access log (`hosts[2]:*.example.com`), or `-`.
     public var ruleLabel: String
+    /// Whether a CONNECT to the host is intercepted (`intercept: true`) rather than tunnelled.
+    public var intercepts: Bool
 
     /// Creates a route.
-    public init(session: Session, sessionName: String, isDenied: Bool = false, ruleLabel: String = "-") {
+    public init(
+        session: Session,
+        sessionName: String,
+        isDenied: Bool = false,
+        ruleLabel: String = "-",
+        intercepts: Bool = false
+    ) {
         self.session = session
         self.sessionName = sessionName
         self.isDenied = isDenied
         self.ruleLabel = ruleLabel
+        self.intercepts = intercepts
     }
 }
 

@@ -10,6 +10,8 @@ struct ListenerEnvironment: Sendable {
     var ownListeners: OwnListeners
     var authenticators: AuthenticatorCache
     var resolver: AddressResolver
+    /// Mints certificates for intercepted CONNECTs; nil: every CONNECT is tunnelled.
+    var interceptor: Interceptor?
 
     /// The destination rules in force now.
     var destinations: DestinationCheck {

@@ -8,12 +8,17 @@ public enum ListenerMode: Hashable, Sendable, CustomStringConvertible {
     /// A gateway to one origin: clients send origin-form requests (`GET /path HTTP/1.1`), each
     /// goes to `upstream` with `Host` set to the upstream's; CONNECT gets 405.
     case reverse(upstream: HTTPURL)
+    /// Not a listener's mode but a connection's: a forward connection whose CONNECT to `origin`
+    /// (`https://host:port/`) is intercepted. Inside the client's TLS, origin-form requests go to
+    /// `origin`; an absolute-form one must name it; CONNECT gets 405.
+    case intercepted(origin: HTTPURL)
 
-    /// `forward` or `reverse`, as in the listening line and the configuration file.
+    /// `forward`, `reverse` or `intercepted`, as in the listening line and the configuration file.
     public var description: String {
         switch self {
         case .forward: "forward"
         case .reverse: "reverse"
+        case .intercepted: "intercepted"
         }
     }
 }

@@ -100,7 +100,8 @@ public final class ProxyServer: Sendable {
             metrics: configuration.metrics,
             ownListeners: ownListeners,
             authenticators: authenticators,
-            resolver: AddressResolver()
+            resolver: AddressResolver(),
+            interceptor: configuration.interceptor
         )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)

@@ -12,14 +12,19 @@ extension ProxyServer {
         public var accessLog: AccessLog
         /// The counters `/metrics` reports (share one among the listeners of a process). Default: new.
         public var metrics: ProxyMetrics
+        /// Mints the certificates of intercepted CONNECTs (share one among the listeners of a
+        /// process). Nil: no interception, every CONNECT is tunnelled. Default: nil.
+        public var interceptor: Interceptor?
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
             listen: ListenAddress = .defaultForward,
             mode: ListenerMode = .forward,
             accessLog: AccessLog = .standardError,
-            metrics: ProxyMetrics = ProxyMetrics()
+            metrics: ProxyMetrics = ProxyMetrics(),
+            interceptor: Interceptor? = nil
         ) {
+            self.interceptor = interceptor
             self.metrics = metrics
             self.listen = listen
             self.mode = mode
