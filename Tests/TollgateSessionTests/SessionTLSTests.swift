@@ -122,6 +122,9 @@ struct SessionTLSTests {
         let client = try pki.authority.issueLeaf(for: "client.test", usage: .clientAuth)
         let (body, _) = try await Self.session(trusting: pki, identity: client).data(for: Request(url: origin.url()))
         #expect(String(buffer: body) == "hello client")
+        // TLS 1.3: the server's "certificate required" alert becomes clientCertificateRequired when it
+        // arrives, but a server that closes at once with the request unread sends a reset that can
+        // discard the alert (then: networkConnectionLost), so only the failure is certain here.
         await #expect(throws: SessionError.self) {
             _ = try await Self.session(trusting: pki).data(for: Request(url: origin.url()))
         }

@@ -280,6 +280,14 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             sessionError = SessionError(.networkConnectionLost, nil, "the connection closed before the response was complete")
         } else if error is HTTPParserError {
             sessionError = SessionError(.badServerResponse, nil, "invalid HTTP response: \(error)")
+        } else if let tlsError = error as? TLSError, tlsError == .alertReceived,
+            tlsError.alert?.lowercased().contains("certificate required") == true
+        {
+            // TLS 1.3: the client's handshake is over before the server checks for a certificate,
+            // so a server that requires one says so with this alert on the first read.
+            sessionError = SessionError(
+                .clientCertificateRequired, nil, "the server requires a client certificate (\(tlsError))"
+            )
         } else {
             sessionError = SessionError(.networkConnectionLost, nil, "\(error)")
         }
