@@ -12,7 +12,7 @@ struct TollgateCommand: AsyncParsableCommand {
         abstract: "A caching HTTP proxy whose every request is carried out by a session task.",
         subcommands: [
             ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self, CacheCommand.self, TrustCommand.self,
-            CACommand.self, CredentialsCommand.self, CookiesCommand.self,
+            CACommand.self, CredentialsCommand.self, CookiesCommand.self, WarmCommand.self,
         ]
     )
 

@@ -1,0 +1,127 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+
+/// Fetches URLs into the cache through the policy's sessions, a bounded number at a time, and
+/// says what became of each (`tollgate warm`).
+///
+/// Each URL is one GET data task on the session its host rule picks (or the one named with
+/// `--session`), under the same rules as a proxied request: credentials, trust, redirects and the
+/// `willCacheResponse` answer (`cache.store`, `force-ttl`) come from the policy. Bodies stream into
+/// the cache and are otherwise dropped, so an artifact of any size costs no memory.
+struct URLWarmer {
+    /// What became of one URL.
+    struct Outcome: Sendable {
+        enum Kind: Sendable, Equatable {
+            /// Already fresh in the cache: nothing was fetched.
+            case fresh
+            /// Fetched (or revalidated) and stored.
+            case stored
+            /// Fetched but not stored (no-store, private, a policy that refuses, a failed status, …).
+            case notStored
+            /// Not fetched: the task failed or the host is denied.
+            case failed
+        }
+
+        var kind: Kind
+        /// The line: `STATUS  CACHE-STATUS  URL`, or `failed  URL: why`.
+        var line: String
+    }
+
+    let runtime: PolicyRuntime
+    /// The session to use for every URL (`--session`); nil: the one each URL's rule names.
+    let sessionName: String?
+
+    /// Warms `urls`, at most `concurrency` at once; outcomes in the order of `urls`.
+    func warm(_ urls: [HTTPURL], concurrency: Int) async -> [Outcome] {
+        await withTaskGroup(of: (Int, Outcome).self) { group in
+            var outcomes = [Outcome?](repeating: nil, count: urls.count)
+            var next = 0
+            func addNext() {
+                guard next < urls.count else { return }
+                let index = next
+                next += 1
+                group.addTask { (index, await warm(urls[index])) }
+            }
+            for _ in 0..<min(concurrency, urls.count) { addNext() }
+            for await (index, outcome) in group {
+                outcomes[index] = outcome
+                addNext()
+            }
+            return outcomes.map { $0! }
+        }
+    }
+
+    /// Fetches one URL.
+    func warm(_ url: HTTPURL) async -> Outcome {
+        let route = runtime.route(url)
+        if route.isDenied {
+            return Outcome(kind: .failed, line: "failed  \(url): denied by the rule \(route.ruleLabel)")
+        }
+        let session = sessionName.flatMap { runtime.sessions[$0] } ?? route.session
+        let task: DataTask
+        do {
+            task = try session.dataTask(with: Request(url: url))
+        } catch {
+            return Outcome(kind: .failed, line: "failed  \(url): \(error)")
+        }
+        let listener = WarmTaskListener()
+        task.delegate = listener
+        let result = await withCheckedContinuation { continuation in
+            listener.onComplete = { continuation.resume(returning: $0) }
+            task.resume()
+        }
+        switch result {
+        case .failure(let error):
+            return Outcome(kind: .failed, line: "failed  \(url): \(error)")
+        case .success(let status):
+            let outcome = task.cacheOutcome
+            let cacheStatus = outcome?.cacheStatus() ?? "tollgate; fwd=bypass"
+            let line = "\(status)  \(cacheStatus)  \(url)"
+            if let outcome, !outcome.servedStale, outcome.isHit {
+                // A hit, or a stale entry the origin confirmed (304): it is in the cache.
+                return Outcome(kind: .fresh, line: line)
+            }
+            if outcome?.stored == true, (200..<300).contains(status) || status == 304 {
+                return Outcome(kind: .stored, line: line)
+            }
+            return Outcome(kind: .notStored, line: line)
+        }
+    }
+}
+
+/// The delegate of one warming task: takes the status, drops the body (the cache keeps it), and
+/// reports the end once.
+private final class WarmTaskListener: DataTaskDelegate, @unchecked Sendable {
+    private let state = NIOLockedValueBox<(status: Int?, done: Bool)>((nil, false))
+    /// Set before the task resumes; called once.
+    var onComplete: (@Sendable (Result<Int, SessionError>) -> Void)?
+
+    func dataTask(
+        _ task: DataTask,
+        didReceive response: TollgateHTTP.HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    ) {
+        state.withLockedValue { $0.status = response.status }
+        completionHandler(.allow)
+    }
+
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {}
+
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        let status = state.withLockedValue { state -> Int?? in
+            guard !state.done else { return nil }
+            state.done = true
+            return .some(state.status)
+        }
+        guard let status else { return }
+        if let error {
+            onComplete?(.failure(error))
+        } else {
+            onComplete?(.success(status ?? 0))
+        }
+    }
+}

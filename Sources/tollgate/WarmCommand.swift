@@ -1,0 +1,106 @@
+import ArgumentParser
+import Foundation
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+
+/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] FILE|-`: fetches every URL
+/// listed into the cache, so that a build can later run offline against it.
+struct WarmCommand: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "warm",
+        abstract: "Fetch every URL listed (one a line) into the cache.",
+        discussion: """
+            Reads absolute http(s) URLs, one a line, from FILE (- for standard input); blank lines and \
+            lines starting with # are skipped. Each URL is fetched with GET under the configuration's rules \
+            (--config, else the embedded default): its host rule's session, credentials, trust and \
+            willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
+            `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. Exit 0 when every URL is \
+            in the cache afterwards; 1 when a line is not a URL, a URL failed, or a response was not stored.
+            """
+    )
+
+    @Option(help: ArgumentHelp("The configuration file (YAML).", valueName: "file"))
+    var config: String?
+
+    @Option(help: ArgumentHelp("Fetch every URL on this named session instead of its rule's.", valueName: "name"))
+    var session: String?
+
+    @Option(help: "How many URLs are fetched at once (1 to 64).")
+    var concurrency = 4
+
+    @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
+    var file: String
+
+    func validate() throws {
+        guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 64") }
+    }
+
+    func run() async throws {
+        let configuration = try ConfigurationSource.load(config)
+        let list = try readList()
+        for problem in list.problems { standardError(problem) }
+        let stores = try SessionStores(configuration: configuration)
+        let cookieCredentialStores = ServeCommand.openCookieCredentialStores()
+        let runtime = PolicyRuntime(
+            configuration: configuration,
+            sourceFile: config,
+            prepareSession: cookieCredentialStores.preparation(then: stores.prepareSession)
+        )
+        defer {
+            runtime.shutdown()
+            cookieCredentialStores.flush()
+        }
+        if let session {
+            guard let chosen = runtime.sessions[session] else {
+                let known = runtime.sessions.keys.sorted().joined(separator: ", ")
+                throw CommandFailure.user("--session: no session named \(session) (the configuration has: \(known))")
+            }
+            guard !chosen.configuration.kind.isEphemeral else {
+                throw CommandFailure.user("--session: \(session) is ephemeral and keeps no cache")
+            }
+        }
+        let outcomes = await URLWarmer(runtime: runtime, sessionName: session).warm(list.urls, concurrency: concurrency)
+        for outcome in outcomes { print(outcome.line) }
+        let count = { (kind: URLWarmer.Outcome.Kind) in outcomes.filter { $0.kind == kind }.count }
+        let warm = count(.fresh) + count(.stored)
+        print(
+            "warmed \(warm) of \(list.urls.count) URLs: \(count(.stored)) stored, \(count(.fresh)) already fresh, "
+                + "\(count(.notStored)) not stored, \(count(.failed)) failed"
+                + (list.problems.isEmpty ? "" : "; \(list.problems.count) lines skipped")
+        )
+        if warm < list.urls.count || !list.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
+    }
+
+    /// The URLs of the list and a `FILE:LINE: …` line for each line that is not one.
+    private func readList() throws -> (urls: [HTTPURL], problems: [String]) {
+        let text: String
+        let name = file == "-" ? "<stdin>" : file
+        if file == "-" {
+            text = String(decoding: FileHandle.standardInput.readDataToEndOfFile(), as: UTF8.self)
+        } else {
+            do {
+                text = try String(contentsOfFile: file, encoding: .utf8)
+            } catch {
+                throw CommandFailure.user("cannot read \(file): \(error.localizedDescription)")
+            }
+        }
+        var urls: [HTTPURL] = []
+        var problems: [String] = []
+        for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            let line = raw.trimmingCharacters(in: .whitespaces)
+            if line.isEmpty || line.hasPrefix("#") { continue }
+            do throws(HTTPURL.ParseError) {
+                let url = try HTTPURL.parse(line)
+                guard url.scheme == "http" || url.scheme == "https" else {
+                    problems.append("\(name):\(index + 1): only http:// and https:// URLs can be warmed, not '\(line)'")
+                    continue
+                }
+                urls.append(url)
+            } catch {
+                problems.append("\(name):\(index + 1): not a URL: '\(line)' (\(error.description))")
+            }
+        }
+        return (urls, problems)
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Testing
+import TollgateHTTP
+import TollgateTesting
+
+@Suite(
+    "tollgate warm (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil)
+)
+struct WarmCommandTests {
+    @Test("warm stores what it can, reports each URL and bad line, and the proxy then serves them offline")
+    func warmThenServeOffline() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            switch request.path {
+            case "/private": respond.send(status: 200, headers: ["Cache-Control": "no-store"], body: "secret")
+            case "/missing": respond.send(status: 404, body: "no")
+            default: respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "artifact \(request.path)")
+            }
+        }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+        access:
+          destinations:
+            - { allow: all }
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let base = "http://127.0.0.1:\(origin.port)"
+        let list = directory.appendingPathComponent("urls.txt")
+        try """
+        # what the build needs
+        \(base)/a.tar.gz
+        \(base)/b.tar.gz
+
+        \(base)/private
+        \(base)/missing
+        not a url
+        """.write(to: list, atomically: true, encoding: .utf8)
+        let binary = try #require(tollgateBinary)
+        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+
+        let first = try await ChildProcess.run(
+            binary, ["warm", "--config", config.path, "--concurrency", "2", list.path], environment: environment
+        )
+        #expect(first.status == 1, "\(first.stdout) \(first.stderr)")
+        let lines = first.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 5, "\(first.stdout)")
+        #expect(lines.first == "200  tollgate; fwd=uri-miss; stored  \(base)/a.tar.gz")
+        #expect(lines.contains("200  tollgate; fwd=uri-miss; stored  \(base)/b.tar.gz"))
+        #expect(lines.contains("200  tollgate; fwd=uri-miss; detail=\"no-store\"  \(base)/private"))
+        #expect(lines.contains { $0.hasPrefix("404  ") && $0.hasSuffix("\(base)/missing") })
+        #expect(lines.last == "warmed 2 of 4 URLs: 2 stored, 0 already fresh, 2 not stored, 0 failed; 1 lines skipped")
+        #expect(first.stderr.contains("urls.txt:7: not a URL: 'not a url'"), "\(first.stderr)")
+        #expect(origin.requestCount == 4)
+
+        // Warm again from standard input: both artifacts are already fresh, nothing is fetched.
+        let again = try await ChildProcess.run(
+            "/bin/sh",
+            ["-c", "printf '\(base)/a.tar.gz\\n\(base)/b.tar.gz\\n' | \"$0\" warm --config \"$1\" -", binary, config.path],
+            environment: environment
+        )
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains("200  tollgate; hit  \(base)/a.tar.gz"))
+        #expect(again.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"))
+        #expect(origin.requestCount == 4)
+
+        // Offline: the origin is gone, the proxy serves the warmed artifacts from the cache.
+        origin.stop()
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let response = try await request(
+            "GET \(base)/b.tar.gz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
+            port: try served.port("forward")
+        )
+        #expect(response.status == 200)
+        #expect(response.bodyText == "artifact /b.tar.gz")
+        #expect(response.header("Cache-Status") == "tollgate; hit")
+    }
+
+    @Test("warm refuses an unknown --session and a bad --concurrency with exit 1")
+    func badArguments() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let list = directory.appendingPathComponent("urls.txt")
+        try "http://127.0.0.1:9/x\n".write(to: list, atomically: true, encoding: .utf8)
+        let binary = try #require(tollgateBinary)
+        let environment = [
+            "XDG_DATA_HOME": directory.appendingPathComponent("data").path,
+            "XDG_CACHE_HOME": directory.appendingPathComponent("cache").path,
+        ]
+        let session = try await ChildProcess.run(binary, ["warm", "--session", "nightly", list.path], environment: environment)
+        #expect(session.status == 1)
+        #expect(session.stderr.contains("no session named nightly"), "\(session.stderr)")
+        let concurrency = try await ChildProcess.run(binary, ["warm", "--concurrency", "0", list.path], environment: environment)
+        #expect(concurrency.status == 1)
+        #expect(concurrency.stderr.contains("--concurrency must be 1 to 64"), "\(concurrency.stderr)")
+    }
+}
