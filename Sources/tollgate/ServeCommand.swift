@@ -44,6 +44,7 @@ struct ServeCommand: AsyncParsableCommand {
     func run() async throws {
         var configuration = try loadConfiguration()
         try applyOverrides(to: &configuration)
+        DiagnosticLog.bootstrap(level: configuration.log.level)
         let accessLog: AccessLog
         do {
             accessLog = try AccessLog.open(configuration.log)

@@ -38,6 +38,7 @@ struct WarmCommand: AsyncParsableCommand {
 
     func run() async throws {
         let configuration = try ConfigurationSource.load(config)
+        DiagnosticLog.bootstrap(level: configuration.log.level)
         let list = try readList()
         for problem in list.problems { standardError(problem) }
         let stores = try SessionStores(configuration: configuration)

@@ -28,7 +28,7 @@ private struct InterceptionSetup {
     }
 
     /// A configuration with one forward listener; `localhost` intercepted, trusted under `roots`.
-    func configuration(roots: String? = nil, extraPorts: [Int] = []) throws -> String {
+    func configuration(roots: String? = nil, extraPorts: [Int] = [], logLevel: String = "info") throws -> String {
         let file = directory.appendingPathComponent("tollgate.yaml")
         try """
         listen:
@@ -44,6 +44,8 @@ private struct InterceptionSetup {
               roots: [\(roots ?? "\"\(pki.caFile)\"")]
         interception:
           ca-dir: "\(caDirectory)"
+        log:
+          level: \(logLevel)
         """.write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
@@ -158,6 +160,26 @@ struct InterceptionTests {
         let again = try await curl(url, proxyPort: proxy, cacert: setup.pki.caFile)
         #expect(again.status == 0)
         #expect(served.child.standardError.components(separatedBy: "refused the certificate minted").count == 2)
+    }
+
+    @Test("log.level: warning hides the refusal notice; the host is still tunnelled from then on")
+    func logLevelFiltersNotices() async throws {
+        let setup = try await InterceptionSetup.make()
+        defer { setup.stop() }
+        let served = try await Served.start(
+            ["--config", try setup.configuration(logLevel: "warning")],
+            directory: setup.directory,
+            lines: 1
+        )
+        defer { served.child.kill() }
+        let proxy = try served.port("forward")
+        let url = "https://localhost:\(setup.origin.port)/quiet"
+        let refused = try await curl(url, proxyPort: proxy, cacert: setup.pki.caFile)
+        #expect(refused.status == 60)
+        try await eventually("the CONNECT is logged") { served.child.standardError.contains("\"CONNECT localhost:") }
+        let tunnelled = try await curl(url, proxyPort: proxy, cacert: setup.pki.caFile)
+        #expect(tunnelled.status == 0, "curl: \(tunnelled.stderr)")
+        #expect(!served.child.standardError.contains("refused the certificate"), "\(served.child.standardError)")
     }
 
     @Test("Inside the tunnel the upstream is verified under the host's trust: an untrusted origin gets 502 upstream-tls-untrusted")

@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import TollgateHTTP
+import Logging
 import TollgatePolicy
 import TollgateTLS
 
@@ -542,9 +543,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         guard error == .alertReceived, let interceptor = environment.interceptor else { return }
         let alert = error.alert ?? "an alert"
         if interceptor.rememberRefusal(of: host, reason: alert) {
-            standardErrorLine(
-                "tollgate: interception: the client \(clientAddress) refused the certificate minted for \(host) "
-                    + "(\(alert)); CONNECTs to \(host) are tunnelled untouched from now on"
+            Interceptor.logger.notice(
+                "the client \(clientAddress) refused the certificate minted for \(host) (\(alert)); CONNECTs to \(host) are tunnelled untouched from now on",
+                metadata: ["host": "\(host)", "client": "\(clientAddress)", "alert": "\(alert)"]
             )
         }
     }

@@ -1,4 +1,5 @@
 import Foundation
+public import Logging
 import NIOConcurrencyHelpers
 public import TollgateTLS
 
@@ -25,6 +26,8 @@ public final class Interceptor: Sendable {
     public static let renewalMargin: TimeInterval = 3600
     /// A CA that ends within this long is warned about at start-up.
     public static let expiryWarning: TimeInterval = 30 * 86_400
+    /// Where refusals of minted certificates are logged (`notice`).
+    public static let logger = Logger(label: "tollgate.interception")
 
     private struct Minted {
         var context: TLSContext
