@@ -34,7 +34,7 @@ struct ServeCommandTests {
         #expect(port != 0)
         #expect(served.listeners.allSatisfy { $0.mode == "forward" || $0.mode == "admin" })
 
-        let response = try await request("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let response = try await request("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(response.status == 200)
         #expect(response.bodyText == "through the binary")
 
@@ -97,7 +97,7 @@ struct ServeCommandTests {
 
         // Forward and reverse listeners.
         let forwarded = try await request(
-            "GET http://127.0.0.1:\(origin.port)/f HTTP/1.1\r\nHost: x\r\n\r\n",
+            "GET http://127.0.0.1:\(origin.port)/f HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n",
             port: forward
         )
         #expect(forwarded.bodyText == "origin saw /f")
@@ -105,16 +105,16 @@ struct ServeCommandTests {
         #expect(reversed.bodyText == "origin saw /r?q=1")
 
         // access.destinations and access.connect-ports from the file.
-        let denied = try await request("GET http://10.1.2.3/ HTTP/1.1\r\nHost: x\r\n\r\n", port: forward)
+        let denied = try await request("GET http://10.1.2.3/ HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: forward)
         #expect(denied.status == 403)
         #expect(denied.header("Tollgate-Error") == "host-denied")
         #expect(denied.bodyText.contains("access.destinations[0]"))
-        let tunnel = try await request("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: x\r\n\r\n", port: forward)
+        let tunnel = try await request("CONNECT 127.0.0.1:\(origin.port) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: forward)
         #expect(tunnel.header("Tollgate-Error") == "connect-port-denied")
 
         // limits.max-header-bytes from the file.
         let big =
-            "GET http://127.0.0.1:\(origin.port)/big HTTP/1.1\r\nHost: x\r\nX-Big: \(String(repeating: "b", count: 3000))\r\n\r\n"
+            "GET http://127.0.0.1:\(origin.port)/big HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Big: \(String(repeating: "b", count: 3000))\r\n\r\n"
         #expect(try await request(big, port: forward).status == 431)
 
         // The JSON access log, with rule and session.
@@ -129,14 +129,25 @@ struct ServeCommandTests {
         #expect(first["rule"] as? String == "-")
 
         // Admin: /healthz, and /tasks while a slow request is in flight.
-        let health = try await request("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n", host: "127.0.0.3", port: admin)
+        let health = try await request("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", host: "127.0.0.3", port: admin)
         #expect(health.status == 200)
         #expect(health.bodyText == "ok\n")
+        // A web page cannot drive it: a cross-site request carries Origin, a rebinding one a name.
+        let fromPage = try await request(
+            "POST /config/reload HTTP/1.1\r\nHost: 127.0.0.3:\(admin)\r\nOrigin: https://evil.example\r\nContent-Length: 0\r\n\r\n",
+            host: "127.0.0.3", port: admin
+        )
+        #expect(fromPage.status == 403)
+        #expect(fromPage.bodyText.contains("Origin: https://evil.example"))
+        let rebound = try await request("GET /tasks HTTP/1.1\r\nHost: evil.example:\(admin)\r\n\r\n", host: "127.0.0.3", port: admin)
+        #expect(rebound.status == 403)
+        let named = try await request("GET /healthz HTTP/1.1\r\nHost: localhost:\(admin)\r\n\r\n", host: "127.0.0.3", port: admin)
+        #expect(named.status == 200)
         let slow = try await RawClient.connect(port: forward)
         defer { slow.close() }
-        try await slow.send("GET http://127.0.0.1:\(origin.port)/slow HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await slow.send("GET http://127.0.0.1:\(origin.port)/slow HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
         try await eventually("the slow request reaches the origin") { origin.requests.contains { $0.path == "/slow" } }
-        let tasks = try await request("GET /tasks HTTP/1.1\r\nHost: x\r\n\r\n", host: "127.0.0.3", port: admin)
+        let tasks = try await request("GET /tasks HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", host: "127.0.0.3", port: admin)
         #expect(tasks.status == 200)
         #expect(tasks.header("Content-Type") == "application/json")
         let list = try #require(try JSONSerialization.jsonObject(with: Data(tasks.body)) as? [[String: Any]])
@@ -149,14 +160,14 @@ struct ServeCommandTests {
 
         // POST /config/reload: fine, then a broken file (400 with FILE:LINE), then SIGHUP.
         let reloaded = try await request(
-            "POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            "POST /config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
             host: "127.0.0.3",
             port: admin
         )
         #expect(reloaded.status == 200)
         try writeConfiguration(maxHeaderBytes: "2KiB", broken: true)
         let refused = try await request(
-            "POST /config/reload HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+            "POST /config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
             host: "127.0.0.3",
             port: admin
         )
@@ -209,7 +220,7 @@ struct ServeCommandTests {
         )
         defer { served.child.kill() }
         let port = try served.port("reverse")
-        let response = try await request("GET /bench?n=1 HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let response = try await request("GET /bench?n=1 HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(response.bodyText == "/bench?n=1")
         #expect(origin.requests.first?.headerFields["Host"] == "127.0.0.1:\(origin.port)")
         served.child.terminate()
@@ -317,24 +328,24 @@ struct ServeCacheTests {
         let port = try served.port("reverse")
         let admin = try served.port("admin")
 
-        let first = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let first = try await request("GET /doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(first.status == 200)
         #expect(first.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
-        let second = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let second = try await request("GET /doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(second.bodyText == "cacheable")
         #expect(second.header("Cache-Status") == "tollgate; hit")
         #expect(origin.requestCount == 1)
 
-        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", port: admin)
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin)
         #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"hit\"} 1"))
         #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"miss\"} 1"))
         #expect(metrics.bodyText.contains("tollgate_task_duration_seconds_count 2"))
-        let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: x\r\n\r\n", port: admin)
+        let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin)
         #expect(stats.bodyText.contains("\"entries\":1"))
         let url = "http://127.0.0.1:\(origin.port)/doc"
-        let purge = try await request("POST /cache/purge?url=\(url) HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n", port: admin)
+        let purge = try await request("POST /cache/purge?url=\(url) HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", port: admin)
         #expect(purge.bodyText == "purged 1\n")
-        let third = try await request("GET /doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let third = try await request("GET /doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(third.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
         #expect(origin.requestCount == 2)
     }
@@ -384,12 +395,12 @@ extension ServeCacheTests {
         let port = try first.port("reverse")
         // A small object stored whole before the kill, and several large ones mid-stream.
         slow.clear()
-        _ = try await request("GET /whole HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        _ = try await request("GET /whole HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         slow.set()
         var clients: [RawClient] = []
         for index in 0..<4 {
             let client = try await RawClient.connect(host: "127.0.0.1", port: port)
-            try await client.send("GET /big\(index) HTTP/1.1\r\nHost: x\r\n\r\n")
+            try await client.send("GET /big\(index) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
             clients.append(client)
         }
         try await Task.sleep(for: .milliseconds(400))
@@ -405,11 +416,11 @@ extension ServeCacheTests {
         let second = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { second.child.kill() }
         let again = try second.port("reverse")
-        let whole = try await request("GET /whole HTTP/1.1\r\nHost: x\r\n\r\n", port: again)
+        let whole = try await request("GET /whole HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: again)
         #expect(whole.header("Cache-Status") == "tollgate; hit")
         #expect(whole.body == payload)
         for index in 0..<4 {
-            let response = try await request("GET /big\(index) HTTP/1.1\r\nHost: x\r\n\r\n", port: again)
+            let response = try await request("GET /big\(index) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: again)
             #expect(response.body == payload, "a truncated body was served for /big\(index)")
         }
     }
@@ -462,18 +473,18 @@ struct ServePolicyDecisionTests {
         let base = "http://127.0.0.1:\(origin.port)"
 
         // redirects: follow and the session's headers.
-        let followed = try await request("GET \(base)/moved HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let followed = try await request("GET \(base)/moved HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(followed.status == 200)
         #expect(followed.bodyText == "/target team=web")
         // cache.store: deny — fetched twice, never stored.
-        let first = try await request("GET \(base)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
-        let second = try await request("GET \(base)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let first = try await request("GET \(base)/doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
+        let second = try await request("GET \(base)/doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         // (Cache-Status goes out with the head, before willCacheResponse is asked at the end.)
         #expect(first.status == 200)
         #expect(second.header("Cache-Status")?.contains("hit") == false)
         #expect(origin.requests.filter { $0.path == "/doc" }.count == 2)
         // deny: refused before any connection.
-        let denied = try await request("GET http://localhost:\(origin.port)/doc HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let denied = try await request("GET http://localhost:\(origin.port)/doc HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(denied.status == 403)
         #expect(denied.header("Tollgate-Error") == "host-denied")
         #expect(origin.requests.filter { $0.path == "/doc" }.count == 2)
@@ -511,11 +522,11 @@ extension ServeCacheTests {
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let port = try served.port("forward")
-        let hit = try await request("GET \(url.absoluteString) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let hit = try await request("GET \(url.absoluteString) HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(hit.status == 200)
         #expect(hit.bodyText == "from the cache")
         #expect(hit.header("Cache-Status") == "tollgate; hit")
-        let miss = try await request("GET http://tollgate-offline.invalid/other HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        let miss = try await request("GET http://tollgate-offline.invalid/other HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: port)
         #expect(miss.status == 502)
         #expect(miss.header("Tollgate-Error") == "upstream-unreachable")
     }

@@ -14,8 +14,11 @@ public import TollgateSession
 /// | `GET /tasks` | JSON list of live tasks: session, identifier, kind, state, URL, bytes |
 /// | `POST /config/reload` | reloads the configuration file as SIGHUP does: `200`, or `400` with the problems, one per line |
 ///
-/// Only clients that `access.clients` allows may use it (403 otherwise). Anything else is 404
-/// (405 for a known path with the wrong method).
+/// Only clients that `access.clients` allows may use it (403 otherwise). Requests from web pages
+/// are refused too (403): one with an `Origin` field (a browser's cross-site POST could otherwise
+/// reload the configuration or purge the cache), and one whose `Host` is a name other than
+/// `localhost` (a DNS-rebinding page reaching the loopback listener under its own name). Scripts
+/// and curl send neither. Anything else is 404 (405 for a known path with the wrong method).
 public final class AdminServer: Sendable {
     /// The address actually bound.
     public let boundAddress: ListenAddress
@@ -132,8 +135,26 @@ private final class AdminHandler: ChannelInboundHandler {
         return nil
     }
 
+    /// Why a request looks like it comes from a web page, or nil.
+    static func browserRefusal(_ headers: HTTPHeaders) -> String? {
+        if let origin = headers.first(name: "Origin") {
+            return "requests from web pages are refused (Origin: \(origin))"
+        }
+        guard let host = headers.first(name: "Host") else { return nil }
+        var name = Substring(host)
+        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
+            name = name[name.index(after: name.startIndex)..<close]
+        } else if let colon = name.lastIndex(of: ":"), name.filter({ $0 == ":" }).count == 1 {
+            name = name[..<colon]
+        }
+        let text = String(name).lowercased()
+        if text == "localhost" || CIDR.addressBytes(text) != nil { return nil }
+        return "the admin API answers only to an address or localhost in Host, not '\(host)'"
+    }
+
     private func answer(_ head: HTTPRequestHead) -> (HTTPResponseStatus, String, String) {
         guard allowed else { return (.forbidden, "text/plain", "client not allowed (access.clients)\n") }
+        if let refusal = Self.browserRefusal(head.headers) { return (.forbidden, "text/plain", refusal + "\n") }
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         switch (head.method, path) {
         case (.GET, "/healthz"), (.HEAD, "/healthz"):
