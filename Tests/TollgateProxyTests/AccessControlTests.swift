@@ -173,6 +173,38 @@ struct AccessControlTests {
     }
 }
 
+extension AccessControlTests {
+    @Test("A redirect the session would follow to a denied address is never sent: 403, and that origin sees nothing")
+    func followedRedirectNotSentToDeniedAddress() async throws {
+        let inside = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "internal") }
+        defer { inside.stop() }
+        let outside = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 302, headers: ["Location": "http://127.0.0.1:\(inside.port)/secret"], body: "")
+        }
+        defer { outside.stop() }
+        var configuration = PolicyConfiguration()
+        configuration.access.destinations = [
+            .init(.deny, .network(CIDR("127.0.0.1/32")!, port: inside.port)), .init(.allow, .all),
+        ]
+        let following = Session(configuration: .ephemeral)  // no delegate: redirects are followed
+        defer { following.invalidateAndCancel() }
+        let server = try await ProxyServer.start(
+            .init(listen: ListenAddress(host: "127.0.0.1", port: 0), accessLog: .off),
+            policy: StaticProxyPolicy(session: following, configuration: configuration)
+        )
+        let client = try await RawClient.connect(port: server.boundAddress.port)
+        defer { client.close() }
+        try await client.send("GET http://127.0.0.1:\(outside.port)/start HTTP/1.1\r\nHost: x\r\n\r\n")
+        let response = try #require(try await client.waitForResponses(1).first)
+        await server.shutdown(gracePeriod: .seconds(1))
+        #expect(response.status == 403)
+        #expect(response.header("Tollgate-Error") == "host-denied")
+        #expect(response.bodyText.contains("a redirect to 127.0.0.1:\(inside.port)"), "\(response.bodyText)")
+        #expect(outside.requestCount == 1)
+        #expect(inside.requestCount == 0)
+    }
+}
+
 /// Denies requests to one port, as a host rule with `trust.deny: true` would.
 private struct DenyingPolicy: ProxyPolicy {
     let session: Session

@@ -13,6 +13,11 @@ extension ForwardExchange {
             completionHandler(.cancel)
             return
         }
+        if ownAnswer != nil {
+            // The exchange already decided to answer itself (a redirect to a denied destination).
+            completionHandler(.cancel)
+            return
+        }
         noteUpstreamProgress()
         if response.status == 101 {
             guard head.isUpgrade else {
@@ -74,7 +79,7 @@ extension ForwardExchange {
     }
 
     /// Checks a redirect target; `then` gets nil when it is allowed, else why not.
-    private func recheckDestination(_ target: HTTPURL, then: @escaping @Sendable (String?) -> Void) {
+    func recheckDestination(_ target: HTTPURL, then: @escaping @Sendable (String?) -> Void) {
         let host: CanonicalHost
         do throws(CanonicalHost.Invalid) {
             host = try CanonicalHost.parse(target.host)

@@ -68,6 +68,17 @@ public struct RedirectDecision: Sendable {
     /// Do not follow; the redirect response becomes the task's response.
     public static let deliverRedirectResponse = RedirectDecision(base: .deliverRedirectResponse)
     static let unanswered = RedirectDecision(base: .unanswered)
+
+    /// The request the task sends next under this decision, given the one the session proposed:
+    /// the decision's own request, the proposed one when the delegate left the question
+    /// unanswered (the session's default is to follow), or nil when the redirect is delivered.
+    public func requestToFollow(proposed: Request) -> Request? {
+        switch base {
+        case .follow(let request): request
+        case .unanswered: proposed
+        case .deliverRedirectResponse: nil
+        }
+    }
 }
 
 /// The answer to `willCacheResponse`: store this (possibly changed) response, or nothing.

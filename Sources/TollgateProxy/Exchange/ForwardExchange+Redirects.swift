@@ -1,0 +1,48 @@
+import NIOCore
+import TollgateHTTP
+import TollgateSession
+
+/// Redirects the session would follow (a session with `redirects: follow` or `follow-same-host`,
+/// or one without a delegate) are checked against the destination rules *before* the session
+/// sends the new request: an origin must not be able to make the proxy reach a denied address (an
+/// internal service, the cloud metadata endpoint) by redirecting to it. Whether to follow stays the
+/// policy's answer (the session delegate's); a redirect passed to the client is not checked here
+/// (the client's own next request is).
+extension ForwardExchange {
+    func task(
+        _ task: SessionTask,
+        willPerformHTTPRedirection response: TollgateHTTP.HTTPResponseHead,
+        newRequest: Request,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    ) {
+        let decide: (@escaping @Sendable (RedirectDecision) -> Void) -> Void = { answer in
+            if let policy = task.session.delegate as? any TaskDelegate {
+                policy.task(task, willPerformHTTPRedirection: response, newRequest: newRequest, completionHandler: answer)
+            } else {
+                answer(.follow(newRequest))
+            }
+        }
+        decide { [self] decision in
+            guard let next = decision.requestToFollow(proposed: newRequest) else {
+                completionHandler(decision)
+                return
+            }
+            recheckDestination(next.url) { [self] verdict in
+                eventLoop.execute { [self] in
+                    guard let verdict else {
+                        completionHandler(decision)
+                        return
+                    }
+                    if !isFinished, !responseStarted {
+                        ownAnswer = OwnResponse(
+                            .hostDenied,
+                            "a redirect to \(next.url.authority) leads to a denied destination: \(verdict)"
+                        )
+                    }
+                    // Not followed; the redirect response is then refused in favour of the 403.
+                    completionHandler(.deliverRedirectResponse)
+                }
+            }
+        }
+    }
+}
