@@ -73,7 +73,8 @@ public final class Session: @unchecked Sendable {
                     // The session decides trust itself, through the server-trust challenge.
                     chosen.deferTrustDecision = true
                     return try contexts.context(for: chosen)
-                }
+                },
+                connectionAddressCheck: configuration.connectionAddressCheck
             ),
             threadPool: .singleton
         )

@@ -3,6 +3,7 @@ import Foundation
 import TollgateHTTP
 import TollgatePolicy
 import TollgateProxy
+import TollgateSession
 
 /// `tollgate serve [--config FILE] [--listen HOST:PORT [--reverse URL]]`: runs the proxy.
 struct ServeCommand: AsyncParsableCommand {
@@ -63,13 +64,21 @@ struct ServeCommand: AsyncParsableCommand {
             standardError("tollgate: warning: running without a cache: \(failure.message)")
             stores = nil
         }
-        let noStores: PolicyRuntime.SessionPreparation = { _, _, _ in }
         let cookieCredentialStores = Self.openCookieCredentialStores()
+        // The destination rules again where the session connects: a name that resolves to
+        // something else than when the proxy checked it is refused there (DNS rebinding).
+        let ownListeners = OwnListeners()
+        let addressCheck = SessionAddressCheck(ownListeners: ownListeners)
+        let cacheStores = stores?.prepareSession
         let runtime = PolicyRuntime(
             configuration: configuration,
             sourceFile: config,
-            prepareSession: cookieCredentialStores.preparation(then: stores?.prepareSession ?? noStores)
+            prepareSession: cookieCredentialStores.preparation(then: { name, settings, configuration in
+                cacheStores?(name, settings, &configuration)
+                configuration.connectionAddressCheck = addressCheck.sessionCheck
+            })
         )
+        addressCheck.readRules(from: runtime)
         let listeners: ServeListeners
         do {
             listeners = try await ServeListeners.start(
@@ -78,7 +87,8 @@ struct ServeCommand: AsyncParsableCommand {
                 accessLog: accessLog,
                 adminIsOptional: config == nil,
                 cache: stores?.cache,
-                interceptor: try Self.prepareInterception(configuration)
+                interceptor: try Self.prepareInterception(configuration),
+                ownListeners: ownListeners
             )
         } catch {
             runtime.shutdown()

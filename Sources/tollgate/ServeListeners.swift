@@ -18,9 +18,9 @@ struct ServeListeners {
         accessLog: AccessLog,
         adminIsOptional: Bool,
         cache: ResponseCache? = nil,
-        interceptor: Interceptor? = nil
+        interceptor: Interceptor? = nil,
+        ownListeners: OwnListeners = OwnListeners()
     ) async throws -> ServeListeners {
-        let ownListeners = OwnListeners()
         let metrics = ProxyMetrics()
         var servers: [ProxyServer] = []
         do {

@@ -1,3 +1,4 @@
+public import NIOCore
 public import TollgateCache
 public import TollgateHTTP
 public import TollgateTLS
@@ -82,6 +83,13 @@ public struct SessionConfiguration: Sendable {
     /// nil, the defaults for every host. Each connection's trust is then decided by a server-trust
     /// challenge (the delegate may check pins, or accept an untrusted chain).
     public var tlsConfiguration: (@Sendable (_ host: String, _ port: Int, _ defaults: TLSConfiguration) -> TLSConfiguration)?
+    /// Vets each address a host name resolved to before the pool connects to it (a proxy's
+    /// destination rules): nil allows it; a reason refuses it and the next address is tried. When
+    /// every address is refused the task fails with `cannotConnectToHost` giving the reason. Checking
+    /// here, on the address actually connected to, closes the gap a check made before the task
+    /// leaves: a name that resolves differently the second time (DNS rebinding). Not called for
+    /// connections through ``upstreamProxy`` (the parent resolves the origin). Default: nil.
+    public var connectionAddressCheck: (@Sendable (_ host: String, _ port: Int, _ address: SocketAddress) -> String?)?
     /// How long an idle keep-alive connection stays in the pool. Default: 60 s.
     public var connectionIdleTimeout: Duration = .seconds(60)
     /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a

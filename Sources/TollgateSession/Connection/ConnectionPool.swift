@@ -16,6 +16,8 @@ final class ConnectionPool: @unchecked Sendable {
         var idleTimeout: TimeAmount
         /// The TLS context for an https key (the session's per-host trust settings).
         var tlsContext: @Sendable (ConnectionKey) throws -> TLSContext? = { _ in nil }
+        /// ``SessionConfiguration/connectionAddressCheck``.
+        var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
     }
 
     private struct Entry {
@@ -170,6 +172,20 @@ final class ConnectionPool: @unchecked Sendable {
             record.withLockedValue {
                 $0.domainLookupEnd = Date()
                 $0.connectStart = Date()
+            }
+            var addresses = addresses
+            if let check = self.configuration.connectionAddressCheck, !key.viaProxy {
+                var refusals: [String] = []
+                addresses = addresses.filter { address in
+                    guard let why = check(key.host, key.port, address) else { return true }
+                    refusals.append(why)
+                    return false
+                }
+                if addresses.isEmpty, let why = refusals.first {
+                    return eventLoop.makeFailedFuture(
+                        SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): refused: \(why)")
+                    )
+                }
             }
             let tls: TLSContext?
             do {
