@@ -69,6 +69,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var intercepted: (host: String, handshakeDone: Bool)?
 
     private var idleTimer: Scheduled<Void>?
+    /// When the connection, idle since it last finished a request, is closed; nil while a request
+    /// is being read or served. The idle timer is not cancelled when a request starts: it checks
+    /// this deadline when it fires, so a busy keep-alive connection schedules no timer per request.
+    private var idleDeadline: NIODeadline?
     private var headTimer: Scheduled<Void>?
     private var bodyTimer: Scheduled<Void>?
 
@@ -180,7 +184,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             requestEnded = false
             responseDone = false
             closeAfterResponse = false
-            cancelTimers()
+            stopRequestTimers()
             if head.isConnect || head.isUpgrade {
                 // The tunnel or the new protocol needs the client's half-close (EOF) as an event.
                 context?.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
@@ -561,8 +565,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             bodyTimer?.cancel()
             bodyTimer = nil
             if decoder.isInsideHead {
-                idleTimer?.cancel()
-                idleTimer = nil
+                idleDeadline = nil
                 if headTimer == nil {
                     let timeout = limits.headerReadTimeout
                     headTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
@@ -574,15 +577,11 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
                         )
                     }
                 }
-            } else if idleTimer == nil, headTimer == nil {
-                idleTimer = context.eventLoop.scheduleTask(in: TimeAmount(limits.clientIdleTimeout)) { [self] in
-                    idleTimer = nil
-                    if request == nil, !decoder.isInsideHead { closeNow() }
-                }
+            } else if headTimer == nil {
+                armIdleTimer(on: context.eventLoop)
             }
         } else {
-            idleTimer?.cancel()
-            idleTimer = nil
+            idleDeadline = nil
             headTimer?.cancel()
             headTimer = nil
             let waitingForBody = !requestEnded && piecesInFlight == 0 && readHolds == 0 && !responseDone
@@ -600,7 +599,33 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
     }
 
+    /// Idle since now (unless already): close at the deadline unless a request comes first.
+    private func armIdleTimer(on eventLoop: any EventLoop) {
+        if idleDeadline == nil { idleDeadline = .now() + TimeAmount(limits.clientIdleTimeout) }
+        guard idleTimer == nil, let deadline = idleDeadline else { return }
+        idleTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
+            idleTimer = nil
+            guard let deadline = idleDeadline, request == nil, !decoder.isInsideHead, !closing else { return }
+            if deadline <= .now() {
+                closeNow()
+            } else if let context {
+                armIdleTimer(on: context.eventLoop)
+            }
+        }
+    }
+
+    /// A request head arrived: the head and body timers stop; the idle deadline is cleared (its
+    /// timer, if scheduled, finds nothing to do).
+    private func stopRequestTimers() {
+        idleDeadline = nil
+        headTimer?.cancel()
+        bodyTimer?.cancel()
+        headTimer = nil
+        bodyTimer = nil
+    }
+
     private func cancelTimers() {
+        idleDeadline = nil
         idleTimer?.cancel()
         headTimer?.cancel()
         bodyTimer?.cancel()
