@@ -56,7 +56,8 @@ struct ServeListeners {
                     runtime: runtime,
                     ownListeners: ownListeners,
                     metrics: metrics,
-                    cache: cache
+                    cache: cache,
+                    interceptor: interceptor
                 )
             } catch let error as ProxyServerError where adminIsOptional {
                 standardError("tollgate: warning: the admin API is not running: \(error)")

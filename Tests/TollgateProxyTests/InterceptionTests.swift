@@ -28,11 +28,12 @@ private struct InterceptionSetup {
     }
 
     /// A configuration with one forward listener; `localhost` intercepted, trusted under `roots`.
-    func configuration(roots: String? = nil, extraPorts: [Int] = [], logLevel: String = "info") throws -> String {
+    func configuration(roots: String? = nil, extraPorts: [Int] = [], logLevel: String = "info", admin: Bool = false) throws -> String {
         let file = directory.appendingPathComponent("tollgate.yaml")
         try """
         listen:
           - address: "127.0.0.1:0"
+        \(admin ? "admin: { address: \"127.0.0.1:0\" }" : "")
         access:
           connect-ports: [\(([origin.port] + extraPorts).map(String.init).joined(separator: ", "))]
         cache:
@@ -83,9 +84,9 @@ struct InterceptionTests {
         }
         defer { tunnelled.stop() }
         let served = try await Served.start(
-            ["--config", try setup.configuration(extraPorts: [tunnelled.port])],
+            ["--config", try setup.configuration(extraPorts: [tunnelled.port], admin: true)],
             directory: setup.directory,
-            lines: 1
+            lines: 2
         )
         defer { served.child.kill() }
         let proxy = try served.port("forward")
@@ -131,6 +132,11 @@ struct InterceptionTests {
             served.child.standardError.components(separatedBy: "\"GET \(url) HTTP/1.1\" 200").count == 3
         }
         #expect(served.child.standardError.contains("\"CONNECT localhost:\(setup.origin.port) HTTP/1.1\" 200"))
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin"))
+        #expect(metrics.bodyText.contains("tollgate_interceptions_total 3\n"), "\(metrics.bodyText)")
+        #expect(metrics.bodyText.contains("tollgate_interception_leaves_minted_total 1\n"))
+        #expect(metrics.bodyText.contains("tollgate_interception_refused_hosts 0\n"))
+        #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"hit\"} 1\n"))
     }
 
     @Test("A client that refuses the minted certificate makes the host tunnelled untouched from then on, logged once")

@@ -42,6 +42,7 @@ public final class AdminServer: Sendable {
         ownListeners: OwnListeners,
         metrics: ProxyMetrics? = nil,
         cache: ResponseCache? = nil,
+        interceptor: Interceptor? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AdminServer {
         let channel: any Channel
@@ -52,7 +53,7 @@ public final class AdminServer: Sendable {
                     child.eventLoop.makeCompletedFuture {
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
                         try child.pipeline.syncOperations.addHandler(
-                            AdminHandler(runtime: runtime, metrics: metrics, cache: cache)
+                            AdminHandler(runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor)
                         )
                     }
                 }
@@ -83,8 +84,10 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private let metrics: ProxyMetrics?
     private let cache: ResponseCache?
+    private let interceptor: Interceptor?
 
-    init(runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?) {
+    init(runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?) {
+        self.interceptor = interceptor
         self.metrics = metrics
         self.cache = cache
         self.runtime = runtime
@@ -167,7 +170,7 @@ private final class AdminHandler: ChannelInboundHandler {
             return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
         case (.GET, "/metrics"):
             let text = (metrics ?? ProxyMetrics()).prometheusText(trustFailures: runtime.trustFailures)
-            return (.ok, "text/plain; version=0.0.4", text)
+            return (.ok, "text/plain; version=0.0.4", text + (interceptor?.prometheusText() ?? ""))
         case (.GET, "/cache/stats"):
             guard let cache, let stats = try? cache.store.statistics() else {
                 return (.notFound, "text/plain", "no cache\n")

@@ -111,6 +111,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
                 return
             }
             record.status = 200
+            interceptor.noteInterception()
             finish()
             connection.beginInterception(
                 of: HTTPURL(scheme: "https", host: host.text, port: port == 443 ? nil : port),

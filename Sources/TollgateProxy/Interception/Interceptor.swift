@@ -40,6 +40,8 @@ public final class Interceptor: Sendable {
         var order: [String] = []
         /// Hosts whose clients refused a minted certificate: host → why.
         var refused: [String: String] = [:]
+        var interceptions = 0
+        var leavesMinted = 0
     }
 
     /// The CA that signs the leaves.
@@ -128,6 +130,7 @@ public final class Interceptor: Sendable {
         configuration.applicationProtocols = ["http/1.1"]
         let context = try TLSContext(configuration: configuration)
         state.withLockedValue { state in
+            state.leavesMinted += 1
             if state.minted.updateValue(Minted(context: context, notAfter: identity.certificate.notAfter), forKey: key)
                 == nil
             {
@@ -152,6 +155,28 @@ public final class Interceptor: Sendable {
         state.withLockedValue { state in
             state.refused.updateValue(reason, forKey: host.lowercased()) == nil
         }
+    }
+
+    /// Counts a CONNECT answered by interception.
+    func noteInterception() {
+        state.withLockedValue { $0.interceptions += 1 }
+    }
+
+    /// The `/metrics` lines: CONNECTs intercepted, leaves minted, hosts tunnelled after a refusal.
+    public func prometheusText() -> String {
+        let (interceptions, minted, refused) = state.withLockedValue { ($0.interceptions, $0.leavesMinted, $0.refused.count) }
+        return """
+            # HELP tollgate_interceptions_total CONNECTs answered by TLS interception.
+            # TYPE tollgate_interceptions_total counter
+            tollgate_interceptions_total \(interceptions)
+            # HELP tollgate_interception_leaves_minted_total Server certificates minted from the local CA.
+            # TYPE tollgate_interception_leaves_minted_total counter
+            tollgate_interception_leaves_minted_total \(minted)
+            # HELP tollgate_interception_refused_hosts Hosts tunnelled untouched since a client refused their minted certificate.
+            # TYPE tollgate_interception_refused_hosts gauge
+            tollgate_interception_refused_hosts \(refused)
+
+            """
     }
 
     /// The hosts tunnelled untouched after a refusal, sorted.
