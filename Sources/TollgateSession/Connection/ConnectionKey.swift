@@ -6,8 +6,15 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
     var host: String
     /// The port the TCP connection goes to.
     var port: Int
-    /// Whether `host:port` is an upstream proxy rather than the origin.
+    /// Whether `host:port` is an upstream proxy rather than the origin (plain HTTP through a proxy:
+    /// requests in absolute form).
     var viaProxy: Bool
+    /// For https through an upstream proxy: the proxy the TCP connection goes to, carrying a
+    /// `CONNECT` tunnel to the origin `host:port` (TLS and requests are then the origin's).
+    var tunnelVia: UpstreamProxy? = nil
 
-    var description: String { "\(scheme)://\(host):\(port)\(viaProxy ? " (proxy)" : "")" }
+    var description: String {
+        if let tunnelVia { return "\(scheme)://\(host):\(port) (tunnel via \(tunnelVia.host):\(tunnelVia.port))" }
+        return "\(scheme)://\(host):\(port)\(viaProxy ? " (proxy)" : "")"
+    }
 }

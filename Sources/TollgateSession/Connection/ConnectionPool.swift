@@ -168,13 +168,14 @@ final class ConnectionPool: @unchecked Sendable {
     private func connect(key: ConnectionKey, eventLoop: any EventLoop) {
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
-        resolver.resolve(host: key.host, port: key.port, on: eventLoop).flatMap { addresses -> EventLoopFuture<(any Channel, OriginConnectionHandler)> in
+        let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)
+        resolver.resolve(host: dialled.0, port: dialled.1, on: eventLoop).flatMap { addresses -> EventLoopFuture<(any Channel, OriginConnectionHandler)> in
             record.withLockedValue {
                 $0.domainLookupEnd = Date()
                 $0.connectStart = Date()
             }
             var addresses = addresses
-            if let check = self.configuration.connectionAddressCheck, !key.viaProxy {
+            if let check = self.configuration.connectionAddressCheck, !key.viaProxy, key.tunnelVia == nil {
                 var refusals: [String] = []
                 addresses = addresses.filter { address in
                     guard let why = check(key.host, key.port, address) else { return true }
@@ -193,7 +194,10 @@ final class ConnectionPool: @unchecked Sendable {
             } catch {
                 return eventLoop.makeFailedFuture(SessionError(.secureConnectionFailed, nil, "TLS settings for \(key.host): \(error)"))
             }
-            return Self.connectToFirst(addresses, tls: tls, serverHostname: key.host, on: eventLoop)
+            return Self.connectToFirst(
+                addresses, tls: tls, serverHostname: key.host,
+                tunnel: key.tunnelVia.map { _ in (key.host, key.port) }, on: eventLoop
+            )
                 .flatMap { channel, handler in
                     guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
                     record.withLockedValue {
@@ -277,55 +281,88 @@ final class ConnectionPool: @unchecked Sendable {
         return "\(error)"
     }
 
-    /// Tries each address in turn (IPv6 and IPv4 alike), keeping the first connection made.
+    /// Tries each address in turn (IPv6 and IPv4 alike), keeping the first connection made. With
+    /// `tunnel`, the addresses are an upstream proxy's: a `CONNECT` to the origin goes first, and
+    /// TLS and HTTP start once the proxy answered 2xx.
     private static func connectToFirst(
         _ addresses: [SocketAddress],
         tls: TLSContext?,
         serverHostname: String,
+        tunnel: (host: String, port: Int)? = nil,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
         guard let first = addresses.first else {
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address to connect to"))
         }
         let handlerBox = NIOLockedValueBox<OriginConnectionHandler?>(nil)
+        let connectBox = NIOLockedValueBox<UpstreamConnectHandler?>(nil)
         let bootstrap = ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
-                    let handler = OriginConnectionHandler()
-                    if let tls {
-                        handler.tlsHandler = try channel.pipeline.syncOperations.addTLSClientHandler(
-                            context: tls, serverHostname: serverHostname
-                        )
-                        handler.handshake = channel.eventLoop.makePromise(of: TLSPeerEvaluation.self)
+                    if let tunnel {
+                        let connect = UpstreamConnectHandler(host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop)
+                        try channel.pipeline.syncOperations.addHandler(connect)
+                        connectBox.withLockedValue { $0 = connect }
+                    } else {
+                        let handler = try installHTTPHandlers(on: channel, tls: tls, serverHostname: serverHostname)
+                        handlerBox.withLockedValue { $0 = handler }
                     }
-                    var encoderConfiguration = HTTPRequestEncoder.Configuration()
-                    encoderConfiguration.automaticallySetFramingHeaders = false
-                    try channel.pipeline.syncOperations.addHandlers([
-                        HTTPRequestEncoder(configuration: encoderConfiguration),
-                        ByteToMessageHandler(
-                            HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)
-                        ),
-                        handler,
-                    ])
-                    handlerBox.withLockedValue { $0 = handler }
                 }
             }
-        return bootstrap.connect(to: first).flatMapThrowing { channel in
-            guard let handler = handlerBox.withLockedValue({ $0 }) else {
-                throw SessionError(.cannotConnectToHost, nil, "pipeline not set up")
+        return bootstrap.connect(to: first).flatMap { channel -> EventLoopFuture<(any Channel, OriginConnectionHandler)> in
+            if let connect = connectBox.withLockedValue({ $0 }) {
+                // Through the proxy's tunnel: the origin's TLS and HTTP replace the CONNECT handler.
+                return connect.established.futureResult.flatMapThrowing {
+                    channel.pipeline.syncOperations.removeHandler(connect, promise: nil)
+                    let handler = try installHTTPHandlers(on: channel, tls: tls, serverHostname: serverHostname)
+                    return (channel, handler)
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
             }
-            return (channel, handler)
+            guard let handler = handlerBox.withLockedValue({ $0 }) else {
+                return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "pipeline not set up"))
+            }
+            return eventLoop.makeSucceededFuture((channel, handler))
         }.flatMapError { error in
+            if error is SessionError { return eventLoop.makeFailedFuture(error) }
             let rest = Array(addresses.dropFirst())
             if rest.isEmpty {
                 return eventLoop.makeFailedFuture(
                     SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(ConnectionPool.reason(error))")
                 )
             }
-            return connectToFirst(rest, tls: tls, serverHostname: serverHostname, on: eventLoop)
+            return connectToFirst(rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, on: eventLoop)
         }
+    }
+
+    /// The origin connection's handlers: TLS (for https), the HTTP/1.1 codec and the exchange
+    /// handler. Called on the channel's event loop.
+    private static func installHTTPHandlers(
+        on channel: any Channel,
+        tls: TLSContext?,
+        serverHostname: String
+    ) throws -> OriginConnectionHandler {
+        let handler = OriginConnectionHandler()
+        if let tls {
+            handler.tlsHandler = try channel.pipeline.syncOperations.addTLSClientHandler(
+                context: tls, serverHostname: serverHostname
+            )
+            handler.handshake = channel.eventLoop.makePromise(of: TLSPeerEvaluation.self)
+        }
+        var encoderConfiguration = HTTPRequestEncoder.Configuration()
+        encoderConfiguration.automaticallySetFramingHeaders = false
+        try channel.pipeline.syncOperations.addHandlers([
+            HTTPRequestEncoder(configuration: encoderConfiguration),
+            ByteToMessageHandler(
+                HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)
+            ),
+            handler,
+        ])
+        return handler
     }
 }

@@ -46,6 +46,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        // Added to a live channel (after a CONNECT through an upstream proxy): no channelActive follows.
+        if context.channel.isActive { issueRead() }
     }
 
     func channelActive(context: ChannelHandlerContext) {

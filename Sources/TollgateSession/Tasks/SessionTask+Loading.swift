@@ -61,10 +61,6 @@ extension SessionTask {
             fail(SessionError(.unsupportedURL, prepared.url, "only http and https URLs can be loaded"))
             return
         }
-        if prepared.url.scheme == "https", session.configuration.upstreamProxy != nil {
-            fail(SessionError(.unsupportedURL, prepared.url, "https through an upstream proxy (CONNECT) is not supported yet"))
-            return
-        }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
         if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache) {
             return
@@ -174,6 +170,10 @@ extension SessionTask {
 
     private func connectionKey(for url: HTTPURL) -> ConnectionKey {
         if let proxy = session.configuration.upstreamProxy {
+            if url.scheme == "https" {
+                // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's.
+                return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
+            }
             return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
         }
         return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
