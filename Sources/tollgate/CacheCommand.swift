@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import TollgateCache
+import TollgateHTTP
 import TollgatePolicy
 
 /// `tollgate cache stats|list|purge URL|verify [--config FILE | --cache-dir DIR]`: offline tools
@@ -71,14 +72,21 @@ struct CacheCommand: ParsableCommand {
     }
 
     struct Purge: ParsableCommand {
-        static let configuration = CommandConfiguration(abstract: "Remove every stored variant of URL.")
+        static let configuration = CommandConfiguration(
+            abstract: "Remove every stored variant of URL (under the host rule's cache.key normalization)."
+        )
         @OptionGroup var location: Location
         @Argument(help: "The URL whose responses to remove.") var url: String
 
         func run() throws {
             let store = try location.open()
             defer { store.close() }
-            print("purged \(try store.remove(url: url))")
+            // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.
+            let keyURL = HTTPURL(string: url).map {
+                PolicyDecisions(configuration: (try? ConfigurationSource.load(location.config)) ?? PolicyConfiguration())
+                    .cacheKeyURL(for: $0).absoluteString
+            }
+            print("purged \(try store.remove(url: keyURL ?? url))")
         }
     }
 

@@ -3,6 +3,7 @@ public import NIOCore
 import NIOHTTP1
 public import NIOPosix
 import TollgateCache
+import struct TollgateHTTP.HTTPURL
 public import TollgatePolicy
 public import TollgateSession
 
@@ -184,7 +185,9 @@ private final class AdminHandler: ChannelInboundHandler {
             guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
                 return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
             }
-            let removed = (try? cache.store.remove(url: url)) ?? 0
+            // Stored under the rule's cache.key normalization, as the session stores it.
+            let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
+            let removed = (try? cache.store.remove(url: keyURL)) ?? 0
             return (.ok, "text/plain", "purged \(removed)\n")
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
             (_, "/cache/purge"):
