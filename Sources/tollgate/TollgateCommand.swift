@@ -17,6 +17,7 @@ struct TollgateCommand: AsyncParsableCommand {
     )
 
     static func main() async {
+        EventLoopSizing.applyAffinity()
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()

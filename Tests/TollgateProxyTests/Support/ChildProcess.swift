@@ -40,6 +40,9 @@ final class ChildProcess: Sendable {
         try process.run()
     }
 
+    /// The process's identifier.
+    var processIdentifier: Int32 { process.processIdentifier }
+
     var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout }, as: UTF8.self) }
     var standardError: String { String(decoding: output.withLockedValue { $0.stderr }, as: UTF8.self) }
     var isRunning: Bool { process.isRunning }
