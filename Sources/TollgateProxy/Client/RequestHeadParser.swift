@@ -6,24 +6,48 @@ import TollgateHTTP
 /// ``RequestDecoder`` has already checked, and decides its body framing.
 enum RequestHeadParser {
     /// Parses `bytes`, which end with CRLF CRLF.
+    ///
+    /// One pass over the bytes in place: lines are found by their LF (the decoder has checked that
+    /// each is preceded by CR), and only the method, the target, and each field's name and value
+    /// become strings.
     static func parse(_ bytes: ByteBuffer) -> Result<ClientRequestHead, ClientRequestError> {
         let byteCount = bytes.readableBytes
-        let lines = bytes.readableBytesView.split(separator: 0x0A, omittingEmptySubsequences: false)
-            .map { $0.dropLast() }  // the CR of each CRLF
-        guard lines.count >= 3, let requestLine = lines.first else {
-            return .failure(.malformed("the request head is empty"))
-        }
-        let (method, target, minorVersion): (String, String, Int)
-        switch parseRequestLine(Array(requestLine)) {
-        case .failure(let error): return .failure(error)
-        case .success(let parts): (method, target, minorVersion) = parts
-        }
-        var fields = HeaderFields()
-        for line in lines.dropFirst().dropLast(2) {
-            switch parseField(Array(line)[...]) {
-            case .failure(let error): return .failure(error)
-            case .success(let (name, value)): fields.add(name: name, value: value)
+        let parsed = bytes.withUnsafeReadableBytes {
+            raw -> Result<(method: String, target: String, minorVersion: Int, fields: HeaderFields), ClientRequestError> in
+            var requestLine: (String, String, Int)?
+            var fields = HeaderFields()
+            var lineStart = 0
+            var ended = false
+            for index in 0..<raw.count where raw[index] == 0x0A {
+                let line = UnsafeRawBufferPointer(rebasing: raw[lineStart..<max(lineStart, index - 1)])
+                lineStart = index + 1
+                if requestLine == nil {
+                    switch parseRequestLine(line) {
+                    case .failure(let error): return .failure(error)
+                    case .success(let parts): requestLine = parts
+                    }
+                } else if line.isEmpty {
+                    ended = true
+                    break
+                } else {
+                    switch parseField(line) {
+                    case .failure(let error): return .failure(error)
+                    case .success(let (name, value)): fields.add(name: name, value: value)
+                    }
+                }
             }
+            guard let (method, target, minorVersion) = requestLine, ended else {
+                return .failure(.malformed("the request head is empty"))
+            }
+            return .success((method, target, minorVersion, fields))
+        }
+        let method: String
+        let target: String
+        let minorVersion: Int
+        let fields: HeaderFields
+        switch parsed {
+        case .failure(let error): return .failure(error)
+        case .success(let head): (method, target, minorVersion, fields) = head
         }
         let hosts = fields.values(for: "Host")
         if hosts.count > 1 { return .failure(.malformed("more than one Host header field")) }
@@ -51,8 +75,8 @@ enum RequestHeadParser {
     }
 
     /// `method SP request-target SP HTTP-version`, single spaces, nothing else.
-    static func parseRequestLine(_ line: [UInt8]) -> Result<(String, String, Int), ClientRequestError> {
-        let parts = line.split(separator: 0x20, omittingEmptySubsequences: false)
+    static func parseRequestLine<Line: Collection<UInt8>>(_ line: Line) -> Result<(String, String, Int), ClientRequestError> {
+        let parts = line.split(separator: 0x20, maxSplits: 3, omittingEmptySubsequences: false)
         guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
             return .failure(.malformed("the request line is not METHOD TARGET VERSION"))
         }
@@ -61,9 +85,10 @@ enum RequestHeadParser {
             return .failure(.malformed("the request target contains a byte that is not visible ASCII"))
         }
         let version = parts[2]
-        guard version.count == 8, version.starts(with: Array("HTTP/".utf8)),
-            version[version.startIndex + 6] == UInt8(ascii: "."),
-            let major = digit(version[version.startIndex + 5]), let minor = digit(version[version.startIndex + 7])
+        let versionBytes = Array(version)
+        guard versionBytes.count == 8, versionBytes.starts(with: "HTTP/".utf8),
+            versionBytes[6] == UInt8(ascii: "."),
+            let major = digit(versionBytes[5]), let minor = digit(versionBytes[7])
         else {
             return .failure(.malformed("invalid HTTP version"))
         }
@@ -79,7 +104,7 @@ enum RequestHeadParser {
 
     /// `name ":" OWS value OWS`: a token name with no whitespace before the colon (RFC 9112
     /// §5.1), no obs-fold, and a value of visible bytes, spaces and tabs in valid UTF-8.
-    static func parseField(_ line: ArraySlice<UInt8>) -> Result<(String, String), ClientRequestError> {
+    static func parseField<Line: BidirectionalCollection<UInt8>>(_ line: Line) -> Result<(String, String), ClientRequestError> {
         guard let first = line.first else { return .failure(.malformed("empty field line")) }
         if first == 0x20 || first == 0x09 {
             return .failure(.malformed("obs-fold (a field line starting with whitespace) is not accepted"))
@@ -93,7 +118,7 @@ enum RequestHeadParser {
                 .malformed("invalid field name (whitespace before the colon, or a byte a name may not have)")
             )
         }
-        var value = line[(colon + 1)...]
+        var value = line[line.index(after: colon)...]
         while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
         while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
         guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
@@ -169,7 +194,7 @@ enum RequestHeadParser {
 extension String {
     /// The text of `bytes` if they are valid UTF-8, else nil (never repaired: a proxy must not
     /// forward bytes other than those it received).
-    fileprivate init?(validatingUTF8Bytes bytes: ArraySlice<UInt8>) {
+    fileprivate init?<Bytes: Collection<UInt8>>(validatingUTF8Bytes bytes: Bytes) {
         if bytes.allSatisfy({ $0 < 0x80 }) {
             self = String(decoding: bytes, as: UTF8.self)
             return

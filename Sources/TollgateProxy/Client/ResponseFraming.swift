@@ -45,7 +45,16 @@ enum ResponseFraming: Hashable, Sendable {
 enum ResponseEncoder {
     /// `HTTP/1.x STATUS REASON`, the fields, the empty line.
     static func head(_ head: HTTPResponseHead, minorVersion: Int, into buffer: inout ByteBuffer) {
-        buffer.writeString("HTTP/1.\(minorVersion) \(head.status) ")
+        // Written byte by byte: this runs for every response, and interpolation allocates.
+        buffer.writeStaticString(minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
+        if (100...999).contains(head.status) {
+            buffer.writeMultipleIntegers(
+                UInt8(0x30 + head.status / 100), UInt8(0x30 + head.status / 10 % 10), UInt8(0x30 + head.status % 10),
+                UInt8(ascii: " ")
+            )
+        } else {
+            buffer.writeString("\(head.status) ")
+        }
         buffer.writeString(head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason)
         buffer.writeStaticString("\r\n")
         for field in head.headerFields {
