@@ -328,7 +328,7 @@ extension SessionTask {
             return
         }
         engine.cacheWriter = nil
-        engine.idleTimer?.cancel()
+        stopIdleTimer()
         let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,

@@ -44,7 +44,10 @@ extension SessionTask {
         guard !isDone else { return }
         engine.phase = .done
         engine.generation += 1
-        engine.idleTimer?.cancel()
+        // The exchange's forwarder holds the task: dropping it breaks the cycle (task → forwarder
+        // → task) that otherwise kept every completed task, and all it refers to, alive.
+        engine.exchange = nil
+        stopIdleTimer()
         engine.resourceTimer?.cancel()
         engine.bodyStream?.close()
         discardDownloadFile()
@@ -76,8 +79,7 @@ extension SessionTask {
 
     func pause() {
         engine.isSuspended = true
-        engine.idleTimer?.cancel()
-        engine.idleTimer = nil
+        stopIdleTimer()
         stopResourceTimer()
         setReadDemand(false)
     }
@@ -95,13 +97,42 @@ extension SessionTask {
     // MARK: timers
 
     /// The request timeout: the longest time without a byte sent or received.
+    ///
+    /// Called on every event of an exchange, so it only moves a deadline: one timer per task
+    /// is scheduled, and when it fires early (the deadline moved meanwhile) it is scheduled
+    /// again for the rest of the time, instead of being cancelled and made anew per event.
     func restartIdleTimer() {
-        engine.idleTimer?.cancel()
-        guard !engine.isSuspended else { return }
+        guard !engine.isSuspended else {
+            stopIdleTimer()
+            return
+        }
         let interval = engine.request?.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
-        let generation = engine.generation
-        engine.idleTimer = eventLoop.scheduleTask(in: TimeAmount(interval)) { [self] in
-            guard !isDone, !engine.isSuspended, engine.generation == generation || engine.redirect == nil else { return }
+        let amount = TimeAmount(interval)
+        engine.idleDeadline = .now() + amount
+        engine.idleInterval = interval
+        engine.idleGeneration = engine.generation
+        if engine.idleTimer == nil { scheduleIdleTimer(in: amount) }
+    }
+
+    /// Stops the request timeout (until the next ``restartIdleTimer()``).
+    func stopIdleTimer() {
+        engine.idleTimer?.cancel()
+        engine.idleTimer = nil
+        engine.idleDeadline = nil
+    }
+
+    private func scheduleIdleTimer(in delay: TimeAmount) {
+        engine.idleTimer = eventLoop.scheduleTask(in: delay) { [self] in
+            engine.idleTimer = nil
+            guard let deadline = engine.idleDeadline else { return }
+            let now = NIODeadline.now()
+            if deadline > now {
+                scheduleIdleTimer(in: deadline - now)
+                return
+            }
+            engine.idleDeadline = nil
+            guard !isDone, !engine.isSuspended, engine.generation == engine.idleGeneration || engine.redirect == nil else { return }
+            let interval = engine.idleInterval
             fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
         }
     }

@@ -93,7 +93,7 @@ extension SessionTask {
     /// Ends this task without completion messages: another task (a download or stream task)
     /// took over its work, and the session forgets this one.
     func retireAfterHandover() {
-        engine.idleTimer?.cancel()
+        stopIdleTimer()
         engine.resourceTimer?.cancel()
         engine = TaskEngine()
         engine.phase = .done
@@ -126,6 +126,7 @@ extension SessionTask {
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
         download.engine.resourceTimer = nil
+        download.engine.idleTimer = nil  // the data task's, cancelled when it retired
         download.startResourceTimer()
         download.restartIdleTimer()
         download.startDownloadFile()

@@ -192,7 +192,7 @@ extension SessionTask {
             DelegateDispatch.notify(taskDelegates) { $0.taskIsWaitingForConnectivity(self) }
         }
         // The idle timeout does not apply while waiting; the resource timeout ends the wait.
-        engine.idleTimer?.cancel()
+        stopIdleTimer()
         engine.transactions.removeLast()
         let body = engine.body
         let retry = eventLoop.scheduleTask(in: .milliseconds(500)) { [self] in

@@ -56,7 +56,13 @@ struct TaskEngine {
     var wholeBody: ByteBuffer?
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
 
+    /// The request timeout's one timer; it fires at or before ``idleDeadline``.
     var idleTimer: Scheduled<Void>?
+    /// When the request timeout runs out (moved by every event; nil: not running).
+    var idleDeadline: NIODeadline?
+    var idleInterval: Duration = .zero
+    /// The generation when the deadline was last moved.
+    var idleGeneration = 0
     var resourceTimer: Scheduled<Void>?
     /// What is left of the resource timeout; it does not run while the task is suspended.
     var resourceBudget: TimeAmount?
