@@ -88,9 +88,15 @@ extension SessionTask {
     private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
         // A task already leading (its retry after a 401 asks again) must not wait for itself.
         guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
-        guard let wait = cache.joinOrLead(key, on: eventLoop) else {
+        let wait: EventLoopFuture<Void>
+        switch cache.joinOrLead(key, on: eventLoop) {
+        case .lead:
             engine.leadsFetch = true
             return false
+        case .pass:
+            return false
+        case .wait(let future):
+            wait = future
         }
         engine.collapsed = true
         let interval = request.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
@@ -286,6 +292,7 @@ extension SessionTask {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
             return
         }
+        defer { if engine.cacheWriter == nil, request.method == .get { notStoring(key, cache: cache) } }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         let stored = request.head.withoutConditionalFields
         switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
@@ -296,12 +303,24 @@ extension SessionTask {
                     requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
                 )
                 engine.cacheOutcome?.stored = true
+                cache.noteStorable(key)
                 if !notes.isEmpty { engine.cacheOutcome?.detail = notes.map(\.rawValue).joined(separator: ",") }
             } catch {
                 engine.cacheOutcome?.detail = "size-limit"
             }
         case .doNotStore(let reason):
             engine.cacheOutcome?.detail = reason.rawValue
+        }
+    }
+
+    /// The response for `key` will not be stored: tasks waiting for this one need not wait for
+    /// its body (they would find nothing stored and go to the network anyway), and later misses
+    /// on the key pass for a while instead of waiting (``ResponseCache/noteUncacheable(_:)``).
+    private func notStoring(_ key: CacheKey, cache: ResponseCache) {
+        cache.noteUncacheable(key)
+        if engine.leadsFetch {
+            engine.leadsFetch = false
+            cache.finishLeading(key)
         }
     }
 
