@@ -18,7 +18,7 @@ import TollgateSession
 /// The task runs on the client channel's event loop, so its delegate messages and the channel's
 /// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
 /// `@unchecked Sendable`, which `TaskDelegate` requires).
-final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendable {
+final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sendable {
     let head: ClientRequestHead
     /// The URL loaded (canonical host; for a reverse listener, on the upstream).
     let url: HTTPURL
@@ -39,6 +39,8 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
     /// Body pieces handed to the session and not yet taken.
     var piecesWaiting = 0
     var responseStarted = false
+    /// How the response to the client is framed (set with its head).
+    var responseFraming: ResponseFraming = .none
     var becameStream = false
     /// The answer to give instead of the task's error (set when the exchange itself cancels it).
     var ownAnswer: OwnResponse?

@@ -10,6 +10,11 @@ final class StoredFileReader: @unchecked Sendable {
     let handle: NIOFileHandle
     var remaining: Int64
     var reading = false
+    /// Whether the task's delegate was offered the whole body as a file region (done once,
+    /// before the first read).
+    var offeredRegion = false
+    /// A file region of this file is being written by the delegate: the handle stays open.
+    var regionInFlight = false
 
     init(handle: NIOFileHandle, length: Int64) {
         self.handle = handle
@@ -185,6 +190,10 @@ extension SessionTask {
             releaseHeld()
             return
         }
+        if !reader.offeredRegion {
+            reader.offeredRegion = true
+            if offerFileRegion(reader) { return }
+        }
         reader.reading = true
         let count = Int(min(reader.remaining, 256 * 1024))
         session.fileIO.read(fileHandle: reader.handle, byteCount: count, allocator: ByteBufferAllocator(), eventLoop: eventLoop)
@@ -205,6 +214,46 @@ extension SessionTask {
                     fail(SessionError(.resourceUnavailable, engine.request?.url, "the stored body could not be read"))
                 }
             }
+    }
+
+    /// Hands the whole stored body to the task's own delegate as a file region when it takes
+    /// one (``StoredFileReceiving``); returns false when the body is to be read as usual.
+    private func offerFileRegion(_ reader: StoredFileReader) -> Bool {
+        guard let dataTask = self as? DataTask, engine.completionHandler == nil, engine.wholeBody == nil,
+            engine.download == nil, engine.cacheWriter == nil, engine.held.isEmpty,
+            let receiver = delegate as? any StoredFileReceiving,
+            reader.remaining > 0, reader.remaining <= Int64(Int.max),
+            receiver.dataTask(dataTask, acceptsFileRegionOf: reader.remaining)
+        else { return false }
+        let length = reader.remaining
+        let region = FileRegion(fileHandle: reader.handle, readerIndex: 0, endIndex: Int(length))
+        reader.reading = true
+        reader.regionInFlight = true
+        observed.withLockedValue { $0.countOfBytesReceived += length }
+        let loop = eventLoop
+        let finish: @Sendable ((any Error)?) -> Void = { [self] error in
+            reader.regionInFlight = false
+            reader.reading = false
+            guard !isDone else {
+                // The task ended meanwhile and left the file open for the region: close it now.
+                try? reader.handle.close()
+                return
+            }
+            if error != nil {
+                try? reader.handle.close()
+                engine.storedFile = nil
+                fail(SessionError(.resourceUnavailable, engine.request?.url, "the stored body could not be sent"))
+                return
+            }
+            reader.remaining = 0
+            pumpStoredFile()
+        }
+        let answered = NIOLockedValueBox(false)
+        receiver.dataTask(dataTask, didReceive: region) { error in
+            guard answered.withLockedValue({ done in defer { done = true }; return !done }) else { return }
+            if loop.inEventLoop { finish(error) } else { loop.execute { finish(error) } }
+        }
+        return true
     }
 
     // MARK: network responses
@@ -391,7 +440,8 @@ extension SessionTask {
         engine.cacheWriter?.abort()
         engine.cacheWriter = nil
         if let reader = engine.storedFile {
-            try? reader.handle.close()
+            // A region being written keeps its file open; its completion closes it.
+            if !reader.regionInFlight { try? reader.handle.close() }
             engine.storedFile = nil
         }
         if engine.leadsFetch, let key = engine.cacheKey {
