@@ -47,8 +47,9 @@ extension SessionTask {
         // The exchange's forwarder holds the task: dropping it breaks the cycle (task → forwarder
         // → task) that otherwise kept every completed task, and all it refers to, alive.
         engine.exchange = nil
-        stopIdleTimer()
-        engine.resourceTimer?.cancel()
+        engine.idleDeadline = nil
+        engine.resourceDeadline = nil
+        cancelWatchdog()
         engine.bodyStream?.close()
         discardDownloadFile()
         releaseCacheState()
@@ -96,63 +97,97 @@ extension SessionTask {
 
     // MARK: timers
 
+    // Both timeouts are deadlines watched by one timer per task (the watchdog), scheduled for
+    // the earlier of them. Events move the request deadline later without touching the timer;
+    // when it fires before a deadline (it moved meanwhile) it is scheduled again for the rest.
+    // So a request schedules one NIO timer, not one per event plus one for the resource.
+
     /// The request timeout: the longest time without a byte sent or received.
-    ///
-    /// Called on every event of an exchange, so it only moves a deadline: one timer per task
-    /// is scheduled, and when it fires early (the deadline moved meanwhile) it is scheduled
-    /// again for the rest of the time, instead of being cancelled and made anew per event.
     func restartIdleTimer() {
         guard !engine.isSuspended else {
             stopIdleTimer()
             return
         }
-        let interval = engine.request?.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
-        let amount = TimeAmount(interval)
-        engine.idleDeadline = .now() + amount
+        let interval = requestTimeoutInterval
+        engine.idleDeadline = .now() + TimeAmount(interval)
         engine.idleInterval = interval
         engine.idleGeneration = engine.generation
-        if engine.idleTimer == nil { scheduleIdleTimer(in: amount) }
+        armWatchdog()
+    }
+
+    /// The request timeout of the current request (its own, else the session's).
+    private var requestTimeoutInterval: Duration {
+        if case .some(let request) = engine.request, let own = request.timeoutInterval { return own }
+        return session.configuration.timeoutIntervalForRequest
     }
 
     /// Stops the request timeout (until the next ``restartIdleTimer()``).
     func stopIdleTimer() {
-        engine.idleTimer?.cancel()
-        engine.idleTimer = nil
         engine.idleDeadline = nil
+        if engine.resourceDeadline == nil { cancelWatchdog() }
     }
 
-    private func scheduleIdleTimer(in delay: TimeAmount) {
-        engine.idleTimer = eventLoop.scheduleTask(in: delay) { [self] in
-            engine.idleTimer = nil
-            guard let deadline = engine.idleDeadline else { return }
-            let now = NIODeadline.now()
-            if deadline > now {
-                scheduleIdleTimer(in: deadline - now)
-                return
-            }
-            engine.idleDeadline = nil
-            guard !isDone, !engine.isSuspended, engine.generation == engine.idleGeneration || engine.redirect == nil else { return }
-            let interval = engine.idleInterval
-            fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
-        }
+    /// The resource timeout runs (again) with what is left of its budget.
+    func startResourceTimer(arm: Bool = true) {
+        guard let budget = engine.resourceBudget, engine.resourceDeadline == nil else { return }
+        let now = NIODeadline.now()
+        engine.runningSince = now
+        engine.resourceDeadline = now + budget
+        if arm { armWatchdog() }
     }
 
-    func startResourceTimer() {
-        guard let budget = engine.resourceBudget, engine.resourceTimer == nil else { return }
-        engine.runningSince = .now()
-        engine.resourceTimer = eventLoop.scheduleTask(in: budget) { [self] in
-            guard !isDone else { return }
-            fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))
-        }
-    }
-
+    /// The resource timeout pauses, keeping what is left of its budget.
     func stopResourceTimer() {
-        engine.resourceTimer?.cancel()
-        engine.resourceTimer = nil
+        engine.resourceDeadline = nil
         if let since = engine.runningSince, let budget = engine.resourceBudget {
             engine.resourceBudget = max(.zero, budget - (.now() - since))
         }
         engine.runningSince = nil
+        if engine.idleDeadline == nil { cancelWatchdog() }
+    }
+
+    /// Stops both timeouts' timer (the task completed or handed its work over).
+    func cancelWatchdog() {
+        engine.watchdog?.cancel()
+        engine.watchdog = nil
+        engine.watchdogAt = nil
+    }
+
+    /// Makes sure the watchdog fires no later than the earlier deadline.
+    func armWatchdog() {
+        let due: NIODeadline
+        switch (engine.idleDeadline, engine.resourceDeadline) {
+        case (nil, nil): return
+        case (let idle?, nil): due = idle
+        case (nil, let resource?): due = resource
+        case (let idle?, let resource?): due = min(idle, resource)
+        }
+        if let armed = engine.watchdogAt, armed <= due, engine.watchdog != nil { return }
+        engine.watchdog?.cancel()
+        engine.watchdogAt = due
+        engine.watchdog = eventLoop.scheduleTask(deadline: due) { [self] in
+            engine.watchdog = nil
+            engine.watchdogAt = nil
+            watchdogFired()
+        }
+    }
+
+    private func watchdogFired() {
+        let now = NIODeadline.now()
+        if let resource = engine.resourceDeadline, resource <= now {
+            guard !isDone else { return }
+            fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))
+            return
+        }
+        if let idle = engine.idleDeadline, idle <= now {
+            engine.idleDeadline = nil
+            if !isDone, !engine.isSuspended, engine.generation == engine.idleGeneration || engine.redirect == nil {
+                let interval = engine.idleInterval
+                fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
+                return
+            }
+        }
+        armWatchdog()
     }
 
     // MARK: delegate questions

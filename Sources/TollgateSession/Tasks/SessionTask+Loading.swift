@@ -15,7 +15,10 @@ extension SessionTask {
         }
         engine.startDate = Date()
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
-        startResourceTimer()
+        // The watchdog is armed once loading has begun: usually the request timeout (far sooner
+        // than the resource timeout) arms it meanwhile, and a second scheduling is saved.
+        startResourceTimer(arm: false)
+        defer { armWatchdog() }
         guard let request = originalRequest else {
             fail(SessionError(.badURL, nil, "the task has no request"))
             return
