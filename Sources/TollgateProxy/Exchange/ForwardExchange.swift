@@ -48,6 +48,8 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     var suspendedForClient = false
     var isFinished = false
     var upstreamTimer: Scheduled<Void>?
+    /// Inside `task.resume()` in ``startTask(on:)`` (the upstream timer is armed after it).
+    var startingTask = false
     var lastUpstreamProgress = NIODeadline.now()
     /// The task was routed again after its first session turned out invalidated.
     var rerouted = false
@@ -123,9 +125,13 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
                 // expectation itself, now that the request is going upstream.
                 connection.sendInterim(HTTPResponseHead(status: 100))
             }
+            // A task answered at once (a cache hit) completes inside resume(): the upstream
+            // timer is armed only after it, when the task still waits.
+            startingTask = true
             task.resume()
+            startingTask = false
             noteUpstreamProgress()
-            if !connection.isWritable { clientWritabilityChanged(false) }
+            if !isFinished, !connection.isWritable { clientWritabilityChanged(false) }
         } catch  where error.code == .sessionInvalidated && !rerouted {
             // A reload retired the session between routing and now: route again, once.
             rerouted = true
@@ -286,7 +292,7 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     /// because the client does not read.
     func noteUpstreamProgress() {
         lastUpstreamProgress = .now()
-        guard upstreamTimer == nil, task != nil, !isFinished else { return }
+        guard upstreamTimer == nil, task != nil, !isFinished, !startingTask else { return }
         scheduleUpstreamTimer(in: TimeAmount(upstreamTimeout))
     }
 
