@@ -204,12 +204,11 @@ extension SessionTask {
             then(nil)
             return
         }
-        let rest = Array(receivers.dropFirst())
         let loop = eventLoop
         let answered = AnswerOnce<Answer>()
         let deliver: (Answer) -> Void = { [self] answer in
             if isUnanswered(answer) {
-                ask(rest, question, isUnanswered: isUnanswered, then: then)
+                ask(Array(receivers.dropFirst()), question, isUnanswered: isUnanswered, then: then)
             } else {
                 then(answer)
             }
@@ -232,14 +231,12 @@ extension TimeAmount {
 
 /// Lets a completion handler run only once, whatever the delegate does.
 private final class AnswerOnce<Answer>: @unchecked Sendable {
-    private var done = false
-    private let lock = NSLock()
+    private let done = NIOLockedValueBox(false)
     func claim() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if done { return false }
-        done = true
-        return true
+        done.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
     }
 }
 
