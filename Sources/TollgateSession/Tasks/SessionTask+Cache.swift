@@ -223,6 +223,7 @@ extension SessionTask {
             engine.download == nil, engine.cacheWriter == nil, engine.held.isEmpty,
             let receiver = delegate as? any StoredFileReceiving,
             reader.remaining > 0, reader.remaining <= Int64(Int.max),
+            Self.fileSize(reader.handle).map({ $0 >= reader.remaining }) == true,
             receiver.dataTask(dataTask, acceptsFileRegionOf: reader.remaining)
         else { return false }
         let length = reader.remaining
@@ -254,6 +255,16 @@ extension SessionTask {
             if loop.inEventLoop { finish(error) } else { loop.execute { finish(error) } }
         }
         return true
+    }
+
+    /// The size of an open file (nil when it cannot be known). A file shorter than its recorded
+    /// length (damaged outside the store) is read piece by piece, which fails the task cleanly,
+    /// rather than sent as a region that would stop short.
+    private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
+        try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
+            var status = stat()
+            return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
+        } ?? nil
     }
 
     // MARK: network responses
