@@ -260,10 +260,12 @@ extension SessionTask {
     /// The size of an open file (nil when it cannot be known). A file shorter than its recorded
     /// length (damaged outside the store) is read piece by piece, which fails the task cleanly,
     /// rather than sent as a region that would stop short.
+    /// Called before anything was read, so the file offset is 0 and is left there.
     private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
         try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
-            var status = stat()
-            return fstat(descriptor, &status) == 0 ? Int64(status.st_size) : nil
+            let end = lseek(descriptor, 0, SEEK_END)
+            guard lseek(descriptor, 0, SEEK_SET) == 0, end >= 0 else { return nil }
+            return Int64(end)
         } ?? nil
     }
 
