@@ -119,8 +119,11 @@ extension ForwardExchange {
         }
         noteUpstreamProgress()
         record.bodyBytes += Int64(region.readableBytes)
+        sendingStoredFile = true
         let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenComplete { result in
+        written.futureResult.whenComplete { [self] result in
+            sendingStoredFile = false
+            noteUpstreamProgress()
             if case .failure(let error) = result { done(error) } else { done(nil) }
         }
         context.writeAndFlush(NIOAny(IOData.fileRegion(region)), promise: written)

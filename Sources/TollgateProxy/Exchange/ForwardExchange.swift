@@ -50,6 +50,9 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     var upstreamTimer: Scheduled<Void>?
     /// Inside `task.resume()` in ``startTask(on:)`` (the upstream timer is armed after it).
     var startingTask = false
+    /// A stored body is being written to the client as a file region: the proxy waits for the
+    /// client then, not for the upstream, so the upstream timeout does not run.
+    var sendingStoredFile = false
     var lastUpstreamProgress = NIODeadline.now()
     /// The task was routed again after its first session turned out invalidated.
     var rerouted = false
@@ -297,7 +300,8 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     }
 
     private var waitsForUpstream: Bool {
-        task != nil && !isFinished && !suspendedForClient && (requestEnded || piecesWaiting > 0 || !head.hasBody)
+        task != nil && !isFinished && !suspendedForClient && !sendingStoredFile
+            && (requestEnded || piecesWaiting > 0 || !head.hasBody)
     }
 
     private func scheduleUpstreamTimer(in delay: TimeAmount) {
