@@ -36,9 +36,19 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     /// Parses an absolute URL, saying what is wrong when it is not acceptable.
     public static func parse(_ string: String) throws(ParseError) -> HTTPURL {
-        for byte in string.utf8 where byte <= 0x20 || byte == 0x7F {
-            throw ParseError(description: "URL contains a space or control character")
+        var ascii = true
+        for byte in string.utf8 {
+            if byte <= 0x20 || byte == 0x7F { throw ParseError(description: "URL contains a space or control character") }
+            if byte >= 0x80 { ascii = false }
         }
+        // Every request target goes through here: ASCII (nearly all of them) is parsed byte by
+        // byte, with the same rules as the Character-based parse below, which handles the rest.
+        if ascii { return try parseASCII(string) }
+        return try parseCharacters(string)
+    }
+
+    /// ``parse(_:)`` by Characters (any string without controls or spaces).
+    static func parseCharacters(_ string: String) throws(ParseError) -> HTTPURL {
         guard let colon = string.firstIndex(of: ":"), string[colon...].hasPrefix("://") else {
             throw ParseError(description: "not an absolute URL")
         }
@@ -53,12 +63,107 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
         var pathAndQuery = String(rest[authorityEnd...])
         if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
         if pathAndQuery.isEmpty { pathAndQuery = "/" }
-        let (host, port) = try parseAuthority(authority)
+        let (host, port) = try parseAuthorityCharacters(authority)
         return HTTPURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
+    }
+
+    /// ``parse(_:)`` for a string of ASCII bytes without controls or spaces, with the same rules
+    /// and messages as the Character-based parse.
+    private static func parseASCII(_ string: String) throws(ParseError) -> HTTPURL {
+        let bytes = Array(string.utf8)
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
+            bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
+        else {
+            throw ParseError(description: "not an absolute URL")
+        }
+        let schemeBytes = bytes[..<colon]
+        guard !schemeBytes.isEmpty, schemeBytes.allSatisfy({ isASCIIAlphanumeric($0) || $0 == UInt8(ascii: "+") || $0 == UInt8(ascii: "-") || $0 == UInt8(ascii: ".") })
+        else {
+            throw ParseError(description: "bad scheme")
+        }
+        let scheme = String(decoding: schemeBytes.map(lowercasedASCII), as: UTF8.self)
+        var end = bytes.count
+        let start = colon + 3
+        if let hash = bytes[start...].firstIndex(of: UInt8(ascii: "#")) { end = hash }
+        let authorityEnd = bytes[start..<end].firstIndex(where: { $0 == UInt8(ascii: "/") || $0 == UInt8(ascii: "?") }) ?? end
+        var pathAndQuery = String(decoding: bytes[authorityEnd..<end], as: UTF8.self)
+        if pathAndQuery.hasPrefix("?") { pathAndQuery = "/" + pathAndQuery }
+        if pathAndQuery.isEmpty { pathAndQuery = "/" }
+        let (host, port) = try parseAuthorityASCII(bytes[start..<authorityEnd])
+        return HTTPURL(scheme: scheme, host: host, port: port, pathAndQuery: pathAndQuery)
+    }
+
+    private static func isASCIIAlphanumeric(_ byte: UInt8) -> Bool {
+        (byte >= UInt8(ascii: "a") && byte <= UInt8(ascii: "z")) || (byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z"))
+            || (byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9"))
+    }
+
+    private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
+        byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
+    /// The bytes a host name may have besides letters and digits.
+    private static let hostPunctuation: Set<UInt8> = Set("-._~%!$&'()*+,;=".utf8)
+
+    /// ``parseAuthority(_:)`` over ASCII bytes, with the same rules and messages.
+    private static func parseAuthorityASCII(_ authority: ArraySlice<UInt8>) throws(ParseError) -> (host: String, port: Int?) {
+        if authority.contains(UInt8(ascii: "@")) {
+            throw ParseError(description: "URL with userinfo is refused")
+        }
+        var host: ArraySlice<UInt8>
+        var portText: ArraySlice<UInt8>?
+        let bracketed = authority.first == UInt8(ascii: "[")
+        if bracketed {
+            guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else {
+                throw ParseError(description: "unterminated IPv6 literal")
+            }
+            host = authority[(authority.startIndex + 1)..<close]
+            let after = authority[(close + 1)...]
+            if !after.isEmpty {
+                guard after.first == UInt8(ascii: ":") else { throw ParseError(description: "junk after IPv6 literal") }
+                portText = after.dropFirst()
+            }
+            let isHex: (UInt8) -> Bool = {
+                ($0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9")) || ($0 >= UInt8(ascii: "a") && $0 <= UInt8(ascii: "f"))
+                    || ($0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "F"))
+            }
+            guard !host.isEmpty, host.allSatisfy({ isHex($0) || $0 == UInt8(ascii: ":") || $0 == UInt8(ascii: ".") }) else {
+                throw ParseError(description: "bad IPv6 literal")
+            }
+        } else if let colon = authority.lastIndex(of: UInt8(ascii: ":")) {
+            host = authority[..<colon]
+            portText = authority[(colon + 1)...]
+        } else {
+            host = authority
+        }
+        guard !host.isEmpty else { throw ParseError(description: "URL has no host") }
+        if !bracketed {
+            guard host.allSatisfy({ isASCIIAlphanumeric($0) || hostPunctuation.contains($0) }) else {
+                throw ParseError(description: "host contains characters a URL host may not")
+            }
+        }
+        var port: Int?
+        if let portText, !portText.isEmpty {
+            guard portText.count <= 5, portText.allSatisfy({ $0 >= UInt8(ascii: "0") && $0 <= UInt8(ascii: "9") }) else {
+                throw ParseError(description: "bad port")
+            }
+            let value = portText.reduce(0) { $0 * 10 + Int($1 - UInt8(ascii: "0")) }
+            guard (1...65535).contains(value) else { throw ParseError(description: "bad port") }
+            port = value
+        }
+        return (String(decoding: host.map(lowercasedASCII), as: UTF8.self), port)
     }
 
     /// Splits `host[:port]` (IPv6 in brackets), refusing userinfo and empty hosts.
     public static func parseAuthority(_ authority: Substring) throws(ParseError) -> (host: String, port: Int?) {
+        if authority.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
+            return try parseAuthorityASCII(ArraySlice(authority.utf8))
+        }
+        return try parseAuthorityCharacters(authority)
+    }
+
+    /// ``parseAuthority(_:)`` by Characters.
+    static func parseAuthorityCharacters(_ authority: Substring) throws(ParseError) -> (host: String, port: Int?) {
         if authority.contains("@") {
             throw ParseError(description: "URL with userinfo is refused")
         }

@@ -28,6 +28,8 @@ public final class Session: @unchecked Sendable {
 
     private struct State {
         var delegate: (any SessionDelegate)?
+        /// The delegate as a task delegate, cast once (tasks ask for it on every message).
+        var taskDelegate: (any TaskDelegate)?
         var description: String?
         var tasks: [Int: SessionTask] = [:]
         var nextIdentifier = 0
@@ -58,7 +60,7 @@ public final class Session: @unchecked Sendable {
     ) {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
-        self.state = NIOLockedValueBox(State(delegate: delegate))
+        self.state = NIOLockedValueBox(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))
         let contexts = TLSContextCache()
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
@@ -83,6 +85,9 @@ public final class Session: @unchecked Sendable {
 
     /// The session's delegate (nil after invalidation).
     public var delegate: (any SessionDelegate)? { state.withLockedValue { $0.delegate } }
+
+    /// The delegate when it is also a `TaskDelegate` (nil after invalidation).
+    var taskDelegate: (any TaskDelegate)? { state.withLockedValue { $0.taskDelegate } }
 
     // MARK: creating tasks
 
@@ -249,7 +254,10 @@ public final class Session: @unchecked Sendable {
         let delegate = state.withLockedValue { state -> (any SessionDelegate)? in
             guard case .finishing = state.invalidation else { return nil }
             state.invalidation = .invalidated
-            defer { state.delegate = nil }
+            defer {
+                state.delegate = nil
+                state.taskDelegate = nil
+            }
             return state.delegate
         }
         pool.shutdown()

@@ -36,21 +36,58 @@ public struct Freshness: Sendable, Hashable {
         now: Date,
         rules: CacheRules = .shared
     ) {
+        self.init(
+            headerFields: headerFields,
+            cacheControl: CacheControl(response: headerFields),
+            status: status,
+            requestTime: requestTime,
+            responseTime: responseTime,
+            now: now,
+            rules: rules
+        )
+    }
+
+    /// The same with the response's Cache-Control already parsed, and its Date parsed once.
+    init(
+        headerFields: HeaderFields,
+        cacheControl: CacheControl,
+        status: Int,
+        requestTime: Date,
+        responseTime: Date,
+        now: Date,
+        rules: CacheRules
+    ) {
+        let dateValue = headerFields.date("Date", now: responseTime)
         currentAge = Self.currentAge(
             headerFields: headerFields,
+            dateValue: dateValue,
             requestTime: requestTime,
             responseTime: responseTime,
             now: now
         )
         (lifetime, isHeuristic) = Self.lifetime(
             headerFields: headerFields,
+            cacheControl: cacheControl,
+            dateValue: dateValue,
             status: status,
             responseTime: responseTime,
             rules: rules
         )
-        let cacheControl = CacheControl(response: headerFields)
         staleWhileRevalidate = cacheControl.staleWhileRevalidate.map(Double.init)
         staleIfError = cacheControl.staleIfError.map(Double.init)
+    }
+
+    /// The freshness of a stored response whose Cache-Control is already parsed.
+    init(_ stored: StoredResponse, cacheControl: CacheControl, now: Date, rules: CacheRules) {
+        self.init(
+            headerFields: stored.headerFields,
+            cacheControl: cacheControl,
+            status: stored.status,
+            requestTime: stored.requestTime,
+            responseTime: stored.responseTime,
+            now: now,
+            rules: rules
+        )
     }
 
     /// Computes the freshness of a stored response.
@@ -81,7 +118,24 @@ public struct Freshness: Sendable, Hashable {
         responseTime: Date,
         now: Date
     ) -> Double {
-        let dateValue = headerFields.date("Date", now: responseTime) ?? responseTime
+        currentAge(
+            headerFields: headerFields,
+            dateValue: headerFields.date("Date", now: responseTime),
+            requestTime: requestTime,
+            responseTime: responseTime,
+            now: now
+        )
+    }
+
+    /// `current_age` with the Date field already parsed (nil: absent or invalid).
+    static func currentAge(
+        headerFields: HeaderFields,
+        dateValue: Date?,
+        requestTime: Date,
+        responseTime: Date,
+        now: Date
+    ) -> Double {
+        let dateValue = dateValue ?? responseTime
         let apparentAge = max(0, responseTime.timeIntervalSince(dateValue))
         let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
         let correctedAgeValue = ageValue(headerFields).map { Double($0) + responseDelay } ?? responseDelay
@@ -97,10 +151,28 @@ public struct Freshness: Sendable, Hashable {
         responseTime: Date,
         rules: CacheRules = .shared
     ) -> (seconds: Double, heuristic: Bool) {
-        let cacheControl = CacheControl(response: headerFields)
+        lifetime(
+            headerFields: headerFields,
+            cacheControl: CacheControl(response: headerFields),
+            dateValue: headerFields.date("Date", now: responseTime),
+            status: status,
+            responseTime: responseTime,
+            rules: rules
+        )
+    }
+
+    /// The lifetime with Cache-Control and Date already parsed.
+    static func lifetime(
+        headerFields: HeaderFields,
+        cacheControl: CacheControl,
+        dateValue: Date?,
+        status: Int,
+        responseTime: Date,
+        rules: CacheRules
+    ) -> (seconds: Double, heuristic: Bool) {
         if rules.isShared, let sMaxAge = cacheControl.sMaxAge { return (Double(sMaxAge), false) }
         if let maxAge = cacheControl.maxAge { return (Double(maxAge), false) }
-        let date = headerFields.date("Date", now: responseTime) ?? responseTime
+        let date = dateValue ?? responseTime
         if headerFields.contains("Expires") {
             guard let expires = headerFields.date("Expires", now: responseTime) else { return (0, false) }
             return (max(0, expires.timeIntervalSince(date)), false)

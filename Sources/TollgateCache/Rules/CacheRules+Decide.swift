@@ -46,8 +46,8 @@ extension CacheRules {
             return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.varyMismatch)
         }
 
-        let freshness = Freshness(stored, now: now, rules: self)
         let responseControl = CacheControl(response: stored.headerFields)
+        let freshness = Freshness(stored, cacheControl: responseControl, now: now, rules: self)
         let hit = CacheHit(stored: stored, freshness: freshness, withheldFields: withheldFields(responseControl))
         switch policy {
         case .reload:

@@ -1,6 +1,7 @@
 import NIOCore
 import TollgateHTTP
 import TollgateSession
+import TollgateTLS
 
 /// The response side of a ``ForwardExchange``: head, body, end, upgrades.
 extension ForwardExchange {
@@ -70,6 +71,7 @@ extension ForwardExchange {
             clientMinorVersion: head.minorVersion
         )
         responseStarted = true
+        responseFraming = framing
         record.status = response.status
         connection.sendHead(
             HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
@@ -100,6 +102,36 @@ extension ForwardExchange {
         noteUpstreamProgress()
         record.bodyBytes += Int64(data.readableBytes)
         connection.sendBody(data)
+    }
+
+    // MARK: a stored body as a file region (StoredFileReceiving)
+
+    /// A stored body goes to the client with `sendfile` when its length frames the response and
+    /// the client connection is plain TCP: written below ``ClientConnectionHandler``, which has
+    /// then written the head (ordered before it in the channel) and writes the end after it.
+    func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
+        guard !isFinished, responseStarted, responseFraming == .contentLength, let connection, connection.isActive,
+            let context = connection.context
+        else { return false }
+        // A file region cannot pass through TLS (an intercepted client connection).
+        return (try? context.pipeline.syncOperations.context(handlerType: TLSHandler.self)) == nil
+    }
+
+    func dataTask(_ task: DataTask, didReceive region: FileRegion, done: @escaping @Sendable ((any Error)?) -> Void) {
+        guard !isFinished, let connection, connection.isActive, let context = connection.context else {
+            done(ChannelError.ioOnClosedChannel)
+            return
+        }
+        noteUpstreamProgress()
+        record.bodyBytes += Int64(region.readableBytes)
+        sendingStoredFile = true
+        let written = context.eventLoop.makePromise(of: Void.self)
+        written.futureResult.whenComplete { [self] result in
+            sendingStoredFile = false
+            noteUpstreamProgress()
+            if case .failure(let error) = result { done(error) } else { done(nil) }
+        }
+        context.writeAndFlush(NIOAny(IOData.fileRegion(region)), promise: written)
     }
 
     func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {

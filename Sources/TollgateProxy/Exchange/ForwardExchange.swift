@@ -18,7 +18,7 @@ import TollgateSession
 /// The task runs on the client channel's event loop, so its delegate messages and the channel's
 /// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
 /// `@unchecked Sendable`, which `TaskDelegate` requires).
-final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendable {
+final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sendable {
     let head: ClientRequestHead
     /// The URL loaded (canonical host; for a reverse listener, on the upstream).
     let url: HTTPURL
@@ -39,6 +39,8 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
     /// Body pieces handed to the session and not yet taken.
     var piecesWaiting = 0
     var responseStarted = false
+    /// How the response to the client is framed (set with its head).
+    var responseFraming: ResponseFraming = .none
     var becameStream = false
     /// The answer to give instead of the task's error (set when the exchange itself cancels it).
     var ownAnswer: OwnResponse?
@@ -46,6 +48,11 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
     var suspendedForClient = false
     var isFinished = false
     var upstreamTimer: Scheduled<Void>?
+    /// Inside `task.resume()` in ``startTask(on:)`` (the upstream timer is armed after it).
+    var startingTask = false
+    /// A stored body is being written to the client as a file region: the proxy waits for the
+    /// client then, not for the upstream, so the upstream timeout does not run.
+    var sendingStoredFile = false
     var lastUpstreamProgress = NIODeadline.now()
     /// The task was routed again after its first session turned out invalidated.
     var rerouted = false
@@ -121,9 +128,13 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
                 // expectation itself, now that the request is going upstream.
                 connection.sendInterim(HTTPResponseHead(status: 100))
             }
+            // A task answered at once (a cache hit) completes inside resume(): the upstream
+            // timer is armed only after it, when the task still waits.
+            startingTask = true
             task.resume()
+            startingTask = false
             noteUpstreamProgress()
-            if !connection.isWritable { clientWritabilityChanged(false) }
+            if !isFinished, !connection.isWritable { clientWritabilityChanged(false) }
         } catch  where error.code == .sessionInvalidated && !rerouted {
             // A reload retired the session between routing and now: route again, once.
             rerouted = true
@@ -284,12 +295,13 @@ final class ForwardExchange: DataTaskDelegate, ClientExchange, @unchecked Sendab
     /// because the client does not read.
     func noteUpstreamProgress() {
         lastUpstreamProgress = .now()
-        guard upstreamTimer == nil, task != nil, !isFinished else { return }
+        guard upstreamTimer == nil, task != nil, !isFinished, !startingTask else { return }
         scheduleUpstreamTimer(in: TimeAmount(upstreamTimeout))
     }
 
     private var waitsForUpstream: Bool {
-        task != nil && !isFinished && !suspendedForClient && (requestEnded || piecesWaiting > 0 || !head.hasBody)
+        task != nil && !isFinished && !suspendedForClient && !sendingStoredFile
+            && (requestEnded || piecesWaiting > 0 || !head.hasBody)
     }
 
     private func scheduleUpstreamTimer(in delay: TimeAmount) {

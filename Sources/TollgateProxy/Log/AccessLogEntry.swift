@@ -1,3 +1,5 @@
+import NIOConcurrencyHelpers
+
 #if canImport(Glibc)
 import Glibc
 #elseif canImport(Darwin)
@@ -97,17 +99,43 @@ struct AccessLogEntry: Sendable {
     }
 
     /// `dd/Mon/yyyy:HH:MM:SS +zzzz` in local time (strftime in the C locale, as Apache writes it).
+    /// The text of the latest second is kept: under load many lines share it.
     static func format(_ seconds: Int) -> String {
+        if let cached = lastFormatted.withLockedValue({ $0 }), cached.seconds == seconds { return cached.text }
         var time = time_t(seconds)
         var parts = tm()
         localtime_r(&time, &parts)
         var buffer = [CChar](repeating: 0, count: 64)
         let count = strftime(&buffer, buffer.count, "%d/%b/%Y:%H:%M:%S %z", &parts)
-        return String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let text = String(decoding: buffer[..<count].map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        lastFormatted.withLockedValue { $0 = (seconds, text) }
+        return text
     }
+
+    private static let lastFormatted = NIOLockedValueBox<(seconds: Int, text: String)?>(nil)
 
     /// `target` with the userinfo of an absolute URL (`http://user:password@host/`) replaced by `***`.
     static func redactingUserinfo(_ target: String) -> String {
+        // Fast path: scan the bytes for "://" and an "@" in the authority before building anything.
+        let bytes = target.utf8
+        guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")) else { return target }
+        var afterScheme = bytes.index(after: colon)
+        for expected in [UInt8(ascii: "/"), UInt8(ascii: "/")] {
+            guard afterScheme < bytes.endIndex, bytes[afterScheme] == expected else { return slowRedactingUserinfo(target) }
+            afterScheme = bytes.index(after: afterScheme)
+        }
+        var index = afterScheme
+        while index < bytes.endIndex {
+            switch bytes[index] {
+            case UInt8(ascii: "/"), UInt8(ascii: "?"), UInt8(ascii: "#"): return target
+            case UInt8(ascii: "@"): return slowRedactingUserinfo(target)
+            default: index = bytes.index(after: index)
+            }
+        }
+        return target
+    }
+
+    private static func slowRedactingUserinfo(_ target: String) -> String {
         guard let schemeEnd = target.firstRange(of: "://") else { return target }
         let rest = target[schemeEnd.upperBound...]
         let authorityEnd = rest.firstIndex { $0 == "/" || $0 == "?" || $0 == "#" } ?? rest.endIndex
@@ -118,6 +146,10 @@ struct AccessLogEntry: Sendable {
     /// Quotes, backslashes and control or non-ASCII bytes escaped as `\xNN`, so a client cannot
     /// forge log lines.
     static func escape(_ text: String) -> String {
+        // Most fields need no escaping: return them as they are.
+        if text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
+            return text
+        }
         var out = ""
         for byte in text.utf8 {
             switch byte {

@@ -6,7 +6,8 @@ public import TollgateSession
 /// upstream errors by kind, and task durations. Shared by every listener of a process.
 public final class ProxyMetrics: Sendable {
     private struct State {
-        var requestsByCache: [String: Int] = [:]
+        /// Requests by cache result, in the order of ``cacheResults``.
+        var requestsByCache = [Int](repeating: 0, count: ProxyMetrics.cacheResults.count)
         var upstreamErrors: [String: Int] = [:]
         var durationCount = 0
         var durationSum = 0.0
@@ -27,9 +28,9 @@ public final class ProxyMetrics: Sendable {
     ///   - errorCode: the `Tollgate-Error` code when the proxy answered with its own error.
     ///   - seconds: how long the exchange took.
     public func record(outcome: CacheOutcome?, errorCode: String?, seconds: Double) {
-        let result = Self.cacheResult(outcome)
+        let result = Self.cacheResultIndex(outcome)
         state.withLockedValue { state in
-            state.requestsByCache[result, default: 0] += 1
+            state.requestsByCache[result] += 1
             if let errorCode { state.upstreamErrors[errorCode, default: 0] += 1 }
             state.durationCount += 1
             state.durationSum += seconds
@@ -39,15 +40,23 @@ public final class ProxyMetrics: Sendable {
         }
     }
 
+    /// The cache results /metrics counts, in the order it reports them.
+    static let cacheResults = ["hit", "miss", "revalidated", "stale", "bypass"]
+
     /// hit, miss, revalidated, stale (served stale) or bypass, as CONTRACT's /metrics names them.
     static func cacheResult(_ outcome: CacheOutcome?) -> String {
-        guard let outcome else { return "bypass" }
-        if outcome.servedStale { return "stale" }
+        cacheResults[cacheResultIndex(outcome)]
+    }
+
+    /// ``cacheResult(_:)`` as an index into ``cacheResults`` (counted without hashing a string).
+    static func cacheResultIndex(_ outcome: CacheOutcome?) -> Int {
+        guard let outcome else { return 4 }
+        if outcome.servedStale { return 3 }
         switch outcome.result {
-        case .hit: return "hit"
-        case .stale: return outcome.forwardStatus == 304 ? "revalidated" : "miss"
-        case .uriMiss, .varyMiss, .request: return "miss"
-        case .method, .bypass: return "bypass"
+        case .hit: return 0
+        case .stale: return outcome.forwardStatus == 304 ? 2 : 1
+        case .uriMiss, .varyMiss, .request: return 1
+        case .method, .bypass: return 4
         }
     }
 
@@ -57,8 +66,8 @@ public final class ProxyMetrics: Sendable {
         var lines: [String] = []
         lines.append("# HELP tollgate_requests_total Requests by what the cache did.")
         lines.append("# TYPE tollgate_requests_total counter")
-        for result in ["hit", "miss", "revalidated", "stale", "bypass"] {
-            lines.append("tollgate_requests_total{cache=\"\(result)\"} \(state.requestsByCache[result, default: 0])")
+        for (index, result) in Self.cacheResults.enumerated() {
+            lines.append("tollgate_requests_total{cache=\"\(result)\"} \(state.requestsByCache[index])")
         }
         lines.append(
             "# HELP tollgate_upstream_errors_total Requests the proxy answered itself, by Tollgate-Error code."

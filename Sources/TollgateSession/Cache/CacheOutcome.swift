@@ -42,6 +42,8 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
 
     /// The `Cache-Status` member for a cache named `cacheName`, e.g. `tollgate; fwd=uri-miss; stored`.
     public func cacheStatus(cacheName: String = "tollgate") -> String {
+        // The common answer for a hit, without building a list of parts.
+        if result == .hit, !stored, !servedStale, detail == nil { return cacheName + "; hit" }
         var parts = [cacheName]
         if result == .hit {
             parts.append("hit")

@@ -23,7 +23,30 @@ public final class ResponseCache: Sendable {
         var waiters: [EventLoopPromise<Void>] = []
     }
 
-    private let leaders = NIOLockedValueBox<[CacheKey: Leader]>([:])
+    private struct Collapsing {
+        var leaders: [CacheKey: Leader] = [:]
+        /// Keys whose latest response could not be stored, until when misses on them skip
+        /// collapsing (Varnish's hit-for-miss): waiting for a leader whose response will not be
+        /// stored only delays the waiter, and serializes concurrent requests for that URL.
+        var uncacheable: [CacheKey: NIODeadline] = [:]
+    }
+
+    /// What a miss does about other tasks fetching the same key.
+    enum MissRole {
+        /// Fetch, and let later misses on the key wait for this task.
+        case lead
+        /// Wait for the leader; the future completes when it is done.
+        case wait(EventLoopFuture<Void>)
+        /// Fetch without leading: the key's responses were lately not storable.
+        case pass
+    }
+
+    /// How long a key whose response was not storable is passed through without collapsing.
+    static let uncacheableMemory: TimeAmount = .seconds(10)
+    /// At most this many such keys are remembered (the oldest are forgotten first, roughly).
+    static let uncacheableLimit = 4096
+
+    private let collapsing = NIOLockedValueBox(Collapsing())
     private let backgroundRevalidations = NIOLockedValueBox<Set<CacheKey>>([])
 
     /// Wraps an open store.
@@ -58,24 +81,48 @@ public final class ResponseCache: Sendable {
 
     // MARK: collapsing
 
-    /// Makes the caller the leader for `key` (returns nil), or returns a future that completes
-    /// when the current leader is done.
-    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop) -> EventLoopFuture<Void>? {
-        leaders.withLockedValue { leaders -> EventLoopFuture<Void>? in
-            if leaders[key] != nil {
+    /// Makes the caller the leader for `key`, makes it wait for the current leader, or lets it
+    /// pass when the key's latest response was not storable.
+    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop) -> MissRole {
+        collapsing.withLockedValue { state -> MissRole in
+            if state.leaders[key] != nil {
                 let promise = eventLoop.makePromise(of: Void.self)
-                leaders[key]!.waiters.append(promise)
-                return promise.futureResult
+                state.leaders[key]!.waiters.append(promise)
+                return .wait(promise.futureResult)
             }
-            leaders[key] = Leader()
-            return nil
+            if let until = state.uncacheable[key] {
+                if until > .now() { return .pass }
+                state.uncacheable[key] = nil
+            }
+            state.leaders[key] = Leader()
+            return .lead
         }
     }
 
     /// The leader for `key` finished (stored or not): its waiters look again.
     func finishLeading(_ key: CacheKey) {
-        let waiters = leaders.withLockedValue { $0.removeValue(forKey: key)?.waiters ?? [] }
+        let waiters = collapsing.withLockedValue { $0.leaders.removeValue(forKey: key)?.waiters ?? [] }
         for waiter in waiters { waiter.succeed(()) }
+    }
+
+    /// A response for `key` was not storable: later misses pass for a while instead of waiting.
+    func noteUncacheable(_ key: CacheKey) {
+        let until = NIODeadline.now() + Self.uncacheableMemory
+        collapsing.withLockedValue { state in
+            if state.uncacheable.count >= Self.uncacheableLimit, state.uncacheable[key] == nil {
+                let now = NIODeadline.now()
+                state.uncacheable = state.uncacheable.filter { $0.value > now }
+                if state.uncacheable.count >= Self.uncacheableLimit { state.uncacheable.removeAll() }
+            }
+            state.uncacheable[key] = until
+        }
+    }
+
+    /// A response for `key` is being stored: misses on it collapse again.
+    func noteStorable(_ key: CacheKey) {
+        collapsing.withLockedValue { state in
+            if !state.uncacheable.isEmpty { state.uncacheable[key] = nil }
+        }
     }
 
     /// Claims the one background revalidation allowed per key at a time.

@@ -167,6 +167,8 @@ public final class CredentialStorage: Sendable {
     /// The Basic credential to send with a request to `url` before any challenge, if a space of
     /// its origin authenticated at or above its path (the longest such path wins).
     func preemptiveCredential(for url: HTTPURL) -> (space: ProtectionSpace, credential: Credential)? {
+        // Asked for every request: with nothing to send, skip building the origin and path.
+        if memory.withLockedValue({ $0.preemptive.isEmpty }) { return nil }
         let origin = Self.origin(of: url)
         let path = url.path
         return memory.withLockedValue { memory in

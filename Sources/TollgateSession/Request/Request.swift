@@ -38,19 +38,19 @@ public struct Request: Sendable {
     /// The method.
     public var method: HTTPMethod {
         get { head.method }
-        set { head.method = newValue }
+        _modify { yield &head.method }
     }
 
     /// The URL.
     public var url: HTTPURL {
         get { head.url }
-        set { head.url = newValue }
+        _modify { yield &head.url }
     }
 
     /// The header fields.
     public var headerFields: HeaderFields {
         get { head.headerFields }
-        set { head.headerFields = newValue }
+        _modify { yield &head.headerFields }
     }
 }
 

@@ -10,6 +10,11 @@ final class StoredFileReader: @unchecked Sendable {
     let handle: NIOFileHandle
     var remaining: Int64
     var reading = false
+    /// Whether the task's delegate was offered the whole body as a file region (done once,
+    /// before the first read).
+    var offeredRegion = false
+    /// A file region of this file is being written by the delegate: the handle stays open.
+    var regionInFlight = false
 
     init(handle: NIOFileHandle, length: Int64) {
         self.handle = handle
@@ -88,9 +93,15 @@ extension SessionTask {
     private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
         // A task already leading (its retry after a 401 asks again) must not wait for itself.
         guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
-        guard let wait = cache.joinOrLead(key, on: eventLoop) else {
+        let wait: EventLoopFuture<Void>
+        switch cache.joinOrLead(key, on: eventLoop) {
+        case .lead:
             engine.leadsFetch = true
             return false
+        case .pass:
+            return false
+        case .wait(let future):
+            wait = future
         }
         engine.collapsed = true
         let interval = request.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
@@ -179,6 +190,10 @@ extension SessionTask {
             releaseHeld()
             return
         }
+        if !reader.offeredRegion {
+            reader.offeredRegion = true
+            if offerFileRegion(reader) { return }
+        }
         reader.reading = true
         let count = Int(min(reader.remaining, 256 * 1024))
         session.fileIO.read(fileHandle: reader.handle, byteCount: count, allocator: ByteBufferAllocator(), eventLoop: eventLoop)
@@ -199,6 +214,59 @@ extension SessionTask {
                     fail(SessionError(.resourceUnavailable, engine.request?.url, "the stored body could not be read"))
                 }
             }
+    }
+
+    /// Hands the whole stored body to the task's own delegate as a file region when it takes
+    /// one (``StoredFileReceiving``); returns false when the body is to be read as usual.
+    private func offerFileRegion(_ reader: StoredFileReader) -> Bool {
+        guard let dataTask = self as? DataTask, engine.completionHandler == nil, engine.wholeBody == nil,
+            engine.download == nil, engine.cacheWriter == nil, engine.held.isEmpty,
+            let receiver = delegate as? any StoredFileReceiving,
+            reader.remaining > 0, reader.remaining <= Int64(Int.max),
+            Self.fileSize(reader.handle).map({ $0 >= reader.remaining }) == true,
+            receiver.dataTask(dataTask, acceptsFileRegionOf: reader.remaining)
+        else { return false }
+        let length = reader.remaining
+        let region = FileRegion(fileHandle: reader.handle, readerIndex: 0, endIndex: Int(length))
+        reader.reading = true
+        reader.regionInFlight = true
+        observed.withLockedValue { $0.countOfBytesReceived += length }
+        let loop = eventLoop
+        let finish: @Sendable ((any Error)?) -> Void = { [self] error in
+            reader.regionInFlight = false
+            reader.reading = false
+            guard !isDone else {
+                // The task ended meanwhile and left the file open for the region: close it now.
+                try? reader.handle.close()
+                return
+            }
+            if error != nil {
+                try? reader.handle.close()
+                engine.storedFile = nil
+                fail(SessionError(.resourceUnavailable, engine.request?.url, "the stored body could not be sent"))
+                return
+            }
+            reader.remaining = 0
+            pumpStoredFile()
+        }
+        let answered = NIOLockedValueBox(false)
+        receiver.dataTask(dataTask, didReceive: region) { error in
+            guard answered.withLockedValue({ done in defer { done = true }; return !done }) else { return }
+            if loop.inEventLoop { finish(error) } else { loop.execute { finish(error) } }
+        }
+        return true
+    }
+
+    /// The size of an open file (nil when it cannot be known). A file shorter than its recorded
+    /// length (damaged outside the store) is read piece by piece, which fails the task cleanly,
+    /// rather than sent as a region that would stop short.
+    /// Called before anything was read, so the file offset is 0 and is left there.
+    private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
+        try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
+            let end = lseek(descriptor, 0, SEEK_END)
+            guard lseek(descriptor, 0, SEEK_SET) == 0, end >= 0 else { return nil }
+            return Int64(end)
+        } ?? nil
     }
 
     // MARK: network responses
@@ -286,6 +354,7 @@ extension SessionTask {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
             return
         }
+        defer { if engine.cacheWriter == nil, request.method == .get { notStoring(key, cache: cache) } }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         let stored = request.head.withoutConditionalFields
         switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
@@ -296,12 +365,24 @@ extension SessionTask {
                     requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
                 )
                 engine.cacheOutcome?.stored = true
+                cache.noteStorable(key)
                 if !notes.isEmpty { engine.cacheOutcome?.detail = notes.map(\.rawValue).joined(separator: ",") }
             } catch {
                 engine.cacheOutcome?.detail = "size-limit"
             }
         case .doNotStore(let reason):
             engine.cacheOutcome?.detail = reason.rawValue
+        }
+    }
+
+    /// The response for `key` will not be stored: tasks waiting for this one need not wait for
+    /// its body (they would find nothing stored and go to the network anyway), and later misses
+    /// on the key pass for a while instead of waiting (``ResponseCache/noteUncacheable(_:)``).
+    private func notStoring(_ key: CacheKey, cache: ResponseCache) {
+        cache.noteUncacheable(key)
+        if engine.leadsFetch {
+            engine.leadsFetch = false
+            cache.finishLeading(key)
         }
     }
 
@@ -328,7 +409,7 @@ extension SessionTask {
             return
         }
         engine.cacheWriter = nil
-        engine.idleTimer?.cancel()
+        stopIdleTimer()
         let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
@@ -372,7 +453,8 @@ extension SessionTask {
         engine.cacheWriter?.abort()
         engine.cacheWriter = nil
         if let reader = engine.storedFile {
-            try? reader.handle.close()
+            // A region being written keeps its file open; its completion closes it.
+            if !reader.regionInFlight { try? reader.handle.close() }
             engine.storedFile = nil
         }
         if engine.leadsFetch, let key = engine.cacheKey {

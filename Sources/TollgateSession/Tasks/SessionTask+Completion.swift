@@ -44,8 +44,12 @@ extension SessionTask {
         guard !isDone else { return }
         engine.phase = .done
         engine.generation += 1
-        engine.idleTimer?.cancel()
-        engine.resourceTimer?.cancel()
+        // The exchange's forwarder holds the task: dropping it breaks the cycle (task → forwarder
+        // → task) that otherwise kept every completed task, and all it refers to, alive.
+        engine.exchange = nil
+        engine.idleDeadline = nil
+        engine.resourceDeadline = nil
+        cancelWatchdog()
         engine.bodyStream?.close()
         discardDownloadFile()
         releaseCacheState()
@@ -76,8 +80,7 @@ extension SessionTask {
 
     func pause() {
         engine.isSuspended = true
-        engine.idleTimer?.cancel()
-        engine.idleTimer = nil
+        stopIdleTimer()
         stopResourceTimer()
         setReadDemand(false)
     }
@@ -94,34 +97,97 @@ extension SessionTask {
 
     // MARK: timers
 
+    // Both timeouts are deadlines watched by one timer per task (the watchdog), scheduled for
+    // the earlier of them. Events move the request deadline later without touching the timer;
+    // when it fires before a deadline (it moved meanwhile) it is scheduled again for the rest.
+    // So a request schedules one NIO timer, not one per event plus one for the resource.
+
     /// The request timeout: the longest time without a byte sent or received.
     func restartIdleTimer() {
-        engine.idleTimer?.cancel()
-        guard !engine.isSuspended else { return }
-        let interval = engine.request?.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
-        let generation = engine.generation
-        engine.idleTimer = eventLoop.scheduleTask(in: TimeAmount(interval)) { [self] in
-            guard !isDone, !engine.isSuspended, engine.generation == generation || engine.redirect == nil else { return }
-            fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
+        guard !engine.isSuspended else {
+            stopIdleTimer()
+            return
         }
+        let interval = requestTimeoutInterval
+        engine.idleDeadline = .now() + TimeAmount(interval)
+        engine.idleInterval = interval
+        engine.idleGeneration = engine.generation
+        armWatchdog()
     }
 
-    func startResourceTimer() {
-        guard let budget = engine.resourceBudget, engine.resourceTimer == nil else { return }
-        engine.runningSince = .now()
-        engine.resourceTimer = eventLoop.scheduleTask(in: budget) { [self] in
-            guard !isDone else { return }
-            fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))
-        }
+    /// The request timeout of the current request (its own, else the session's).
+    private var requestTimeoutInterval: Duration {
+        if case .some(let request) = engine.request, let own = request.timeoutInterval { return own }
+        return session.configuration.timeoutIntervalForRequest
     }
 
+    /// Stops the request timeout (until the next ``restartIdleTimer()``).
+    func stopIdleTimer() {
+        engine.idleDeadline = nil
+        if engine.resourceDeadline == nil { cancelWatchdog() }
+    }
+
+    /// The resource timeout runs (again) with what is left of its budget.
+    func startResourceTimer(arm: Bool = true) {
+        guard let budget = engine.resourceBudget, engine.resourceDeadline == nil else { return }
+        let now = NIODeadline.now()
+        engine.runningSince = now
+        engine.resourceDeadline = now + budget
+        if arm { armWatchdog() }
+    }
+
+    /// The resource timeout pauses, keeping what is left of its budget.
     func stopResourceTimer() {
-        engine.resourceTimer?.cancel()
-        engine.resourceTimer = nil
+        engine.resourceDeadline = nil
         if let since = engine.runningSince, let budget = engine.resourceBudget {
             engine.resourceBudget = max(.zero, budget - (.now() - since))
         }
         engine.runningSince = nil
+        if engine.idleDeadline == nil { cancelWatchdog() }
+    }
+
+    /// Stops both timeouts' timer (the task completed or handed its work over).
+    func cancelWatchdog() {
+        engine.watchdog?.cancel()
+        engine.watchdog = nil
+        engine.watchdogAt = nil
+    }
+
+    /// Makes sure the watchdog fires no later than the earlier deadline.
+    func armWatchdog() {
+        let due: NIODeadline
+        switch (engine.idleDeadline, engine.resourceDeadline) {
+        case (nil, nil): return
+        case (let idle?, nil): due = idle
+        case (nil, let resource?): due = resource
+        case (let idle?, let resource?): due = min(idle, resource)
+        }
+        if let armed = engine.watchdogAt, armed <= due, engine.watchdog != nil { return }
+        engine.watchdog?.cancel()
+        engine.watchdogAt = due
+        engine.watchdog = eventLoop.scheduleTask(deadline: due) { [self] in
+            engine.watchdog = nil
+            engine.watchdogAt = nil
+            watchdogFired()
+        }
+    }
+
+    private func watchdogFired() {
+        let now = NIODeadline.now()
+        if let resource = engine.resourceDeadline, resource <= now {
+            guard !isDone else { return }
+            fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))
+            return
+        }
+        if let idle = engine.idleDeadline, idle <= now {
+            engine.idleDeadline = nil
+            if !isDone, !engine.isSuspended, engine.generation == engine.idleGeneration || engine.redirect == nil {
+                let interval = engine.idleInterval
+                fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
+                return
+            }
+        }
+        armWatchdog()
     }
 
     // MARK: delegate questions
@@ -138,12 +204,11 @@ extension SessionTask {
             then(nil)
             return
         }
-        let rest = Array(receivers.dropFirst())
         let loop = eventLoop
         let answered = AnswerOnce<Answer>()
         let deliver: (Answer) -> Void = { [self] answer in
             if isUnanswered(answer) {
-                ask(rest, question, isUnanswered: isUnanswered, then: then)
+                ask(Array(receivers.dropFirst()), question, isUnanswered: isUnanswered, then: then)
             } else {
                 then(answer)
             }
@@ -166,14 +231,12 @@ extension TimeAmount {
 
 /// Lets a completion handler run only once, whatever the delegate does.
 private final class AnswerOnce<Answer>: @unchecked Sendable {
-    private var done = false
-    private let lock = NSLock()
+    private let done = NIOLockedValueBox(false)
     func claim() -> Bool {
-        lock.lock()
-        defer { lock.unlock() }
-        if done { return false }
-        done = true
-        return true
+        done.withLockedValue { done in
+            defer { done = true }
+            return !done
+        }
     }
 }
 

@@ -93,8 +93,7 @@ extension SessionTask {
     /// Ends this task without completion messages: another task (a download or stream task)
     /// took over its work, and the session forgets this one.
     func retireAfterHandover() {
-        engine.idleTimer?.cancel()
-        engine.resourceTimer?.cancel()
+        cancelWatchdog()
         engine = TaskEngine()
         engine.phase = .done
         _ = observed.withLockedValue { $0.lifecycle.finished() }
@@ -125,7 +124,10 @@ extension SessionTask {
 
         let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
-        download.engine.resourceTimer = nil
+        // The data task's timer was cancelled when it retired: the download arms its own.
+        download.engine.watchdog = nil
+        download.engine.watchdogAt = nil
+        download.engine.resourceDeadline = nil
         download.startResourceTimer()
         download.restartIdleTimer()
         download.startDownloadFile()

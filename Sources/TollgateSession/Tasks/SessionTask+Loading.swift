@@ -15,7 +15,10 @@ extension SessionTask {
         }
         engine.startDate = Date()
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
-        startResourceTimer()
+        // The watchdog is armed once loading has begun: usually the request timeout (far sooner
+        // than the resource timeout) arms it meanwhile, and a second scheduling is saved.
+        startResourceTimer(arm: false)
+        defer { armWatchdog() }
         guard let request = originalRequest else {
             fail(SessionError(.badURL, nil, "the task has no request"))
             return
@@ -192,7 +195,7 @@ extension SessionTask {
             DelegateDispatch.notify(taskDelegates) { $0.taskIsWaitingForConnectivity(self) }
         }
         // The idle timeout does not apply while waiting; the resource timeout ends the wait.
-        engine.idleTimer?.cancel()
+        stopIdleTimer()
         engine.transactions.removeLast()
         let body = engine.body
         let retry = eventLoop.scheduleTask(in: .milliseconds(500)) { [self] in

@@ -186,12 +186,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// The receivers of this task's messages: its own delegate, then the session delegate.
     var taskDelegates: [any TaskDelegate] {
-        var receivers: [any TaskDelegate] = []
-        if let own = delegate { receivers.append(own) }
-        if let sessionDelegate = session.delegate as? any TaskDelegate, sessionDelegate !== delegate {
-            receivers.append(sessionDelegate)
+        let own = delegate
+        let sessionDelegate = session.taskDelegate
+        switch (own, sessionDelegate) {
+        case (nil, nil): return []
+        case (let own?, nil): return [own]
+        case (nil, let shared?): return [shared]
+        case (let own?, let shared?): return own === shared ? [own] : [own, shared]
         }
-        return receivers
     }
 }
 

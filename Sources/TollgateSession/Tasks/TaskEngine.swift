@@ -56,8 +56,17 @@ struct TaskEngine {
     var wholeBody: ByteBuffer?
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
 
-    var idleTimer: Scheduled<Void>?
-    var resourceTimer: Scheduled<Void>?
+    /// The one timer watching both timeouts; it fires at ``watchdogAt``, at or before the earlier
+    /// of ``idleDeadline`` and ``resourceDeadline``.
+    var watchdog: Scheduled<Void>?
+    var watchdogAt: NIODeadline?
+    /// When the request timeout runs out (moved by every event; nil: not running).
+    var idleDeadline: NIODeadline?
+    var idleInterval: Duration = .zero
+    /// The generation when the request deadline was last moved.
+    var idleGeneration = 0
+    /// When the resource timeout runs out (nil: not running, e.g. while suspended).
+    var resourceDeadline: NIODeadline?
     /// What is left of the resource timeout; it does not run while the task is suspended.
     var resourceBudget: TimeAmount?
     var runningSince: NIODeadline?
@@ -93,8 +102,9 @@ struct TaskEngine {
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
     var authentication = TaskAuthentication()
 
+    /// The current transaction's metrics, changed in place (no copy of the whole record per field).
     var transaction: TransactionMetrics {
         get { transactions[transactions.count - 1] }
-        set { transactions[transactions.count - 1] = newValue }
+        _modify { yield &transactions[transactions.count - 1] }
     }
 }

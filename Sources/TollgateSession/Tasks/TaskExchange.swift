@@ -19,22 +19,30 @@ final class TaskExchange: ExchangeSink, @unchecked Sendable {
         target.withLockedValue { $0 = task }
     }
 
-    private func forward(_ body: @escaping @Sendable (SessionTask) -> Void) {
+    /// Runs `body(task, value)` on the task's loop if the task still runs this exchange. On the
+    /// task's own loop (the pool prefers connections there) it runs at once; `body` captures
+    /// nothing, so the usual path allocates no closure.
+    @inline(__always)
+    private func forward<Value: Sendable>(_ value: Value, _ body: @escaping @Sendable (SessionTask, Value) -> Void) {
         let task = target.withLockedValue { $0 }
+        if task.eventLoop.inEventLoop {
+            if task.engine.generation == generation { body(task, value) }
+            return
+        }
         let generation = self.generation
-        task.onLoop {
+        task.eventLoop.execute {
             guard task.engine.generation == generation else { return }
-            body(task)
+            body(task, value)
         }
     }
 
-    func exchangeDidWriteRequestHead(bytes: Int) { forward { $0.requestHeadWritten(bytes: bytes) } }
-    func exchangeDidWriteBody(bytes: Int) { forward { $0.requestBodyWritten(bytes: bytes) } }
-    func exchangeDidFinishRequest() { forward { $0.requestFinished() } }
-    func exchangeDidReceiveHead(_ head: HTTPResponseHead) { forward { $0.responseHeadReceived(head) } }
-    func exchangeDidReceiveBody(_ buffer: ByteBuffer) { forward { $0.responseBodyReceived(buffer) } }
-    func exchangeDidReceiveEnd(reusable: Bool) { forward { $0.responseEnded(reusable: reusable) } }
+    func exchangeDidWriteRequestHead(bytes: Int) { forward(bytes) { $0.requestHeadWritten(bytes: $1) } }
+    func exchangeDidWriteBody(bytes: Int) { forward(bytes) { $0.requestBodyWritten(bytes: $1) } }
+    func exchangeDidFinishRequest() { forward(()) { task, _ in task.requestFinished() } }
+    func exchangeDidReceiveHead(_ head: HTTPResponseHead) { forward(head) { $0.responseHeadReceived($1) } }
+    func exchangeDidReceiveBody(_ buffer: ByteBuffer) { forward(buffer) { $0.responseBodyReceived($1) } }
+    func exchangeDidReceiveEnd(reusable: Bool) { forward(reusable) { $0.responseEnded(reusable: $1) } }
     func exchangeDidFail(_ error: SessionError, responseStarted: Bool) {
-        forward { $0.exchangeFailed(error, responseStarted: responseStarted) }
+        forward((error, responseStarted)) { $0.exchangeFailed($1.0, responseStarted: $1.1) }
     }
 }

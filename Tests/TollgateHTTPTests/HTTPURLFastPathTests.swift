@@ -1,0 +1,48 @@
+import Testing
+@testable import TollgateHTTP
+
+@Suite("HTTPURL: the ASCII parse agrees with the Character-based one")
+struct HTTPURLFastPathTests {
+    static let samples = [
+        "http://example.com", "http://example.com/", "HTTP://Example.COM:8080/a/b?c=d#frag", "https://[::1]:8443/x",
+        "http://[::1]", "http://[::1]junk/", "http://[::1/", "http://[]/", "http://[g::1]/", "http://user@host/",
+        "http://host:/", "http://host:0/", "http://host:65535/", "http://host:65536/", "http://host:123456/",
+        "http://host:8a/", "http://:80/", "http:///path", "http://host?q", "http://host#f", "http:/host",
+        "http:host", "://host", "1http://host/", "h+t.t-p://host/", "ht_tp://host/", "http://ho_st/",
+        "http://h%20ost/", "http://a.b-c~d!$&'()*+,;=/", "http://host\\path", "http://ho^st/", "http://host:80:90/",
+        "http://a:b@c/", "http://example.com:00080/p", "no-colon-at-all", "http:", "http:/", "http://",
+        "ftp://files.example/x", "http://EXAMPLE.com/%41?%42#%43",
+    ]
+
+    @Test("Same URL or same error for every sample")
+    func agree() {
+        for sample in Self.samples {
+            let fast = Result { () throws(HTTPURL.ParseError) in try HTTPURL.parse(sample) }
+            let reference = Result { () throws(HTTPURL.ParseError) in try HTTPURL.parseCharacters(sample) }
+            switch (fast, reference) {
+            case (.success(let a), .success(let b)):
+                #expect(a == b, "\(sample)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a.description == b.description, "\(sample)")
+            default:
+                Issue.record("\(sample): \(fast) against \(reference)")
+            }
+        }
+    }
+
+    @Test("parseAuthority: same result for printable ASCII as by Characters")
+    func authorities() {
+        for sample in ["host", "HOST:80", "[::1]:8080", "[::1]", "a@b", ":80", "host:", "host:99999", "h^st", "[::1]x"] {
+            let fast = Result { () throws(HTTPURL.ParseError) in try HTTPURL.parseAuthority(Substring(sample)) }
+            let reference = Result { () throws(HTTPURL.ParseError) in try HTTPURL.parseAuthorityCharacters(Substring(sample)) }
+            switch (fast, reference) {
+            case (.success(let a), .success(let b)):
+                #expect(a.host == b.host && a.port == b.port, "\(sample)")
+            case (.failure(let a), .failure(let b)):
+                #expect(a.description == b.description, "\(sample)")
+            default:
+                Issue.record("\(sample): \(fast) against \(reference)")
+            }
+        }
+    }
+}
