@@ -85,4 +85,39 @@ struct OriginPoolStateTests {
         _ = pool.released(10, reusable: true)
         #expect(pool.idleTimedOut(10) == [.close(connection: 10)])
     }
+
+    @Test("A lease prefers an idle connection on the waiter's own event loop")
+    func leasePrefersOwnLoop() {
+        var pool = OriginPoolState(limit: 2)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5, loop: 1)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5, loop: 2)
+        #expect(pool.connected(10, loop: 1) == [.lease(connection: 10, waiter: 1)])
+        #expect(pool.connected(20, loop: 2) == [.lease(connection: 20, waiter: 2)])
+        _ = pool.released(10, reusable: true)
+        _ = pool.released(20, reusable: true)
+        #expect(pool.leaseRequested(waiter: 3, priority: 0.5, loop: 1) == [.lease(connection: 10, waiter: 3)])
+        // None left on loop 1: any idle connection rather than waiting.
+        #expect(pool.leaseRequested(waiter: 4, priority: 0.5, loop: 1) == [.lease(connection: 20, waiter: 4)])
+    }
+
+    @Test("A released connection goes to a waiter on its loop, but the head waiter is not starved")
+    func releasePrefersOwnLoopBounded() {
+        var pool = OriginPoolState(limit: 1)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5, loop: 1)
+        _ = pool.connected(10, loop: 1)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5, loop: 2)
+        _ = pool.leaseRequested(waiter: 3, priority: 0.5, loop: 1)
+        #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 3)])
+        var next = 100
+        for _ in 1..<OriginPoolState.maximumBypasses {
+            next += 1
+            _ = pool.leaseRequested(waiter: next, priority: 0.5, loop: 1)
+            #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: next)])
+        }
+        _ = pool.leaseRequested(waiter: 999, priority: 0.5, loop: 1)
+        #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 2)])
+        // A higher priority still comes first, whatever its loop.
+        _ = pool.leaseRequested(waiter: 1000, priority: 0.9, loop: 2)
+        #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 1000)])
+    }
 }

@@ -56,7 +56,7 @@ final class ConnectionPool: @unchecked Sendable {
             if isShutDown { return (id, []) }
             waiters[id] = Waiter(key: key, promise: promise)
             var entry = entries[key] ?? Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))
-            let actions = entry.state.leaseRequested(waiter: id, priority: priority)
+            let actions = entry.state.leaseRequested(waiter: id, priority: priority, loop: Self.loopID(eventLoop))
             entries[key] = entry
             return (id, actions)
         }
@@ -119,6 +119,11 @@ final class ConnectionPool: @unchecked Sendable {
     /// How many connections to `key` exist (idle, leased or being made); for tests and `/tasks`.
     func connectionCount(for key: ConnectionKey) -> Int {
         lock.withLock { entries[key]?.state.total ?? 0 }
+    }
+
+    /// Identifies an event loop for ``OriginPoolState``'s loop affinity.
+    static func loopID(_ loop: any EventLoop) -> Int {
+        ObjectIdentifier(loop).hashValue
     }
 
     // MARK: actions
@@ -240,7 +245,7 @@ final class ConnectionPool: @unchecked Sendable {
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
             entries[key, default: Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))]
                 .connections[connection.id] = connection
-            let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id) ?? [])
+            let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id, loop: Self.loopID(channel.eventLoop)) ?? [])
             return (connection, actions)
         }
         let id = connection.id

@@ -3,12 +3,24 @@
 ///
 /// Waiters are served by priority (higher first), then in arrival order. At most `limit`
 /// connections exist or are being made at once.
+///
+/// Event-loop affinity: waiters and connections carry the identity of their event loop (`loop`).
+/// A lease takes an idle connection on the waiter's own loop when there is one, and a released
+/// connection goes to the first waiter of the head's priority on the connection's loop, so that
+/// an exchange's events do not hop threads. The head waiter is passed over this way at most
+/// ``maximumBypasses`` times, so a waiter on another loop is never starved.
 struct OriginPoolState {
     struct Waiter: Equatable {
         var id: Int
         var priority: Float
         var sequence: Int
+        var loop: Int = 0
+        /// How often a later waiter on the connection's loop was served before this one.
+        var bypassed = 0
     }
+
+    /// How often the head waiter may be passed over for one on the released connection's loop.
+    static let maximumBypasses = 8
 
     enum Action: Equatable {
         /// Hand this idle connection to this waiter.
@@ -31,6 +43,8 @@ struct OriginPoolState {
     private(set) var connecting = 0
     private(set) var waiters: [Waiter] = []
     private var sequence = 0
+    /// The event loop of each connection made (idle or leased).
+    private var loops: [Int: Int] = [:]
 
     init(limit: Int) { self.limit = max(1, limit) }
 
@@ -38,13 +52,15 @@ struct OriginPoolState {
     var isUnused: Bool { total == 0 && waiters.isEmpty }
 
     /// A task wants a connection.
-    mutating func leaseRequested(waiter id: Int, priority: Float) -> [Action] {
-        if let connection = idle.popLast() {
+    mutating func leaseRequested(waiter id: Int, priority: Float, loop: Int = 0) -> [Action] {
+        // The most recently used idle connection on the waiter's loop, else the most recent one.
+        if let index = idle.lastIndex(where: { loops[$0] == loop }) ?? (idle.isEmpty ? nil : idle.endIndex - 1) {
+            let connection = idle.remove(at: index)
             leased.insert(connection)
             return [.lease(connection: connection, waiter: id)]
         }
         sequence += 1
-        let waiter = Waiter(id: id, priority: priority, sequence: sequence)
+        let waiter = Waiter(id: id, priority: priority, sequence: sequence, loop: loop)
         let index = waiters.firstIndex { $0.priority < priority } ?? waiters.endIndex
         waiters.insert(waiter, at: index)
         return connectIfUseful()
@@ -56,8 +72,9 @@ struct OriginPoolState {
     }
 
     /// A new connection is ready.
-    mutating func connected(_ connection: Int) -> [Action] {
+    mutating func connected(_ connection: Int, loop: Int = 0) -> [Action] {
         connecting -= 1
+        loops[connection] = loop
         return offer(connection)
     }
 
@@ -80,6 +97,7 @@ struct OriginPoolState {
     mutating func closed(_ connection: Int) -> [Action] {
         let wasKnown = leased.remove(connection) != nil || idle.contains(connection)
         idle.removeAll { $0 == connection }
+        loops[connection] = nil
         return wasKnown ? connectIfUseful() : []
     }
 
@@ -92,12 +110,22 @@ struct OriginPoolState {
     mutating func idleTimedOut(_ connection: Int) -> [Action] {
         guard let index = idle.firstIndex(of: connection) else { return [] }
         idle.remove(at: index)
+        loops[connection] = nil
         return [.close(connection: connection)]
     }
 
     private mutating func offer(_ connection: Int) -> [Action] {
         if !waiters.isEmpty {
-            let waiter = waiters.removeFirst()
+            var index = 0
+            let loop = loops[connection] ?? 0
+            let head = waiters[0]
+            if head.loop != loop, head.bypassed < Self.maximumBypasses,
+                let same = waiters.firstIndex(where: { $0.loop == loop && $0.priority == head.priority })
+            {
+                waiters[0].bypassed += 1
+                index = same
+            }
+            let waiter = waiters.remove(at: index)
             leased.insert(connection)
             return [.lease(connection: connection, waiter: waiter.id)]
         }
