@@ -31,4 +31,15 @@ public struct TestPKI: Sendable {
 
     /// Trust roots holding only this CA.
     public var trustRoots: TrustRoots { .certificates([authority.certificate]) }
+
+    /// For a session's `tlsConfiguration`: the session's defaults for every host, trusting only
+    /// this CA.
+    public var sessionTLSConfiguration: @Sendable (String, Int, TLSConfiguration) -> TLSConfiguration {
+        let roots = trustRoots
+        return { _, _, defaults in
+            var chosen = defaults
+            chosen.trustRoots = roots
+            return chosen
+        }
+    }
 }

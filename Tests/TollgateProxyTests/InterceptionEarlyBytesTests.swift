@@ -94,11 +94,7 @@ struct InterceptionEarlyBytesTests {
         defer { origin.stop() }
         var sessionConfiguration = ProxyServer.defaultSessionConfiguration
         sessionConfiguration.kind = .ephemeral
-        sessionConfiguration.tlsConfiguration = { _, _, defaults in
-            var chosen = defaults
-            chosen.trustRoots = originPKI.trustRoots
-            return chosen
-        }
+        sessionConfiguration.tlsConfiguration = originPKI.sessionTLSConfiguration
         let session = Session(configuration: sessionConfiguration)
         defer { session.invalidateAndCancel() }
         var configuration = PolicyConfiguration()

@@ -14,13 +14,7 @@ struct UpstreamProxyTests {
     private func makeSession(through parent: ProxyFixture, trusting pki: TestPKI?) -> Session {
         var configuration = SessionConfiguration.ephemeral
         configuration.upstreamProxy = UpstreamProxy(host: "127.0.0.1", port: parent.port)
-        if let pki {
-            configuration.tlsConfiguration = { _, _, defaults in
-                var chosen = defaults
-                chosen.trustRoots = pki.trustRoots
-                return chosen
-            }
-        }
+        configuration.tlsConfiguration = pki?.sessionTLSConfiguration
         return Session(configuration: configuration)
     }
 

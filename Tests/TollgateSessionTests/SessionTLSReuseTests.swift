@@ -21,11 +21,7 @@ struct SessionTLSReuseTests {
         defer { origin.stop() }
         var configuration = SessionConfiguration.ephemeral
         configuration.timeoutIntervalForRequest = .seconds(3)
-        configuration.tlsConfiguration = { _, _, defaults in
-            var chosen = defaults
-            chosen.trustRoots = pki.trustRoots
-            return chosen
-        }
+        configuration.tlsConfiguration = pki.sessionTLSConfiguration
         for round in 0..<25 {
             let session = Session(configuration: configuration, delegate: nil)
             defer { session.invalidateAndCancel() }
