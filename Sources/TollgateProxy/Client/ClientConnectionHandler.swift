@@ -316,6 +316,21 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
     }
 
+    /// Whether the current response's body may go out as a file region (`sendfile`): its length
+    /// frames it, and the connection is plain TCP (not the TLS of an intercepted tunnel, which a
+    /// file region cannot pass through).
+    var acceptsFileRegion: Bool {
+        isActive && framing == .contentLength && intercepted == nil
+    }
+
+    /// Writes a body piece that is a region of a file (a stored response's body) with `sendfile`;
+    /// the future completes when the kernel took all of it (nil: the connection is gone). Only
+    /// when ``acceptsFileRegion``.
+    func sendFile(_ region: FileRegion) -> EventLoopFuture<Void>? {
+        guard let context, acceptsFileRegion else { return nil }
+        return context.writeAndFlush(NIOAny(IOData.fileRegion(region)))
+    }
+
     /// Ends the response; the connection then serves the next request or closes.
     func sendEnd() {
         guard let context, isActive else { return }

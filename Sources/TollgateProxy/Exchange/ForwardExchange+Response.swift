@@ -1,7 +1,6 @@
 import NIOCore
 import TollgateHTTP
 import TollgateSession
-import TollgateTLS
 
 /// The response side of a ``ForwardExchange``: head, body, end, upgrades.
 extension ForwardExchange {
@@ -71,7 +70,6 @@ extension ForwardExchange {
             clientMinorVersion: head.minorVersion
         )
         responseStarted = true
-        responseFraming = framing
         record.status = response.status
         connection.sendHead(
             HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
@@ -106,32 +104,26 @@ extension ForwardExchange {
 
     // MARK: a stored body as a file region (StoredFileReceiving)
 
-    /// A stored body goes to the client with `sendfile` when its length frames the response and
-    /// the client connection is plain TCP: written below ``ClientConnectionHandler``, which has
-    /// then written the head (ordered before it in the channel) and writes the end after it.
+    /// A stored body goes to the client with `sendfile` when the client connection takes it
+    /// (``ClientConnectionHandler/acceptsFileRegion``: length-framed, plain TCP).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
-        guard !isFinished, responseStarted, responseFraming == .contentLength, let connection, connection.isActive,
-            let context = connection.context
-        else { return false }
-        // A file region cannot pass through TLS (an intercepted client connection).
-        return (try? context.pipeline.syncOperations.context(handlerType: TLSHandler.self)) == nil
+        guard !isFinished, responseStarted, let connection else { return false }
+        return connection.acceptsFileRegion
     }
 
     func dataTask(_ task: DataTask, didReceive region: FileRegion, done: @escaping @Sendable ((any Error)?) -> Void) {
-        guard !isFinished, let connection, connection.isActive, let context = connection.context else {
+        guard !isFinished, let connection, let written = connection.sendFile(region) else {
             done(ChannelError.ioOnClosedChannel)
             return
         }
         noteUpstreamProgress()
         record.bodyBytes += Int64(region.readableBytes)
         sendingStoredFile = true
-        let written = context.eventLoop.makePromise(of: Void.self)
-        written.futureResult.whenComplete { [self] result in
+        written.whenComplete { [self] result in
             sendingStoredFile = false
             noteUpstreamProgress()
             if case .failure(let error) = result { done(error) } else { done(nil) }
         }
-        context.writeAndFlush(NIOAny(IOData.fileRegion(region)), promise: written)
     }
 
     func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {

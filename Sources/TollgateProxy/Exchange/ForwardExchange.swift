@@ -39,8 +39,6 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     /// Body pieces handed to the session and not yet taken.
     var piecesWaiting = 0
     var responseStarted = false
-    /// How the response to the client is framed (set with its head).
-    var responseFraming: ResponseFraming = .none
     var becameStream = false
     /// The answer to give instead of the task's error (set when the exchange itself cancels it).
     var ownAnswer: OwnResponse?
