@@ -15,21 +15,12 @@ struct CookiesCommand: ParsableCommand {
     )
 
     struct Location: ParsableArguments {
-        @Option(
-            name: .customLong("data-dir"),
-            help: ArgumentHelp(
-                "The data directory holding credentials/ and cookies/ (default: $XDG_DATA_HOME/tollgate, else ~/.local/share/tollgate).",
-                valueName: "dir"
-            )
-        )
-        var dataDirectory: String?
+        @OptionGroup var data: DataDirectoryOption
         @Option(help: "Only cookies whose domain is this domain or below it.")
         var domain: String?
 
         var cookiesDirectory: String {
-            CookieCredentialStores.cookiesDirectory(
-                in: CredentialsCommand.expand(dataDirectory ?? CookieCredentialStores.defaultDirectory())
-            )
+            CookieCredentialStores.cookiesDirectory(in: data.directory)
         }
 
         func open() throws -> CookieStorage? {

@@ -15,17 +15,9 @@ struct CredentialsCommand: ParsableCommand {
     )
 
     struct Location: ParsableArguments {
-        @Option(
-            name: .customLong("data-dir"),
-            help: ArgumentHelp(
-                "The data directory holding credentials/ and cookies/ (default: $XDG_DATA_HOME/tollgate, else ~/.local/share/tollgate).",
-                valueName: "dir"
-            )
-        )
-        var dataDirectory: String?
+        @OptionGroup var data: DataDirectoryOption
 
-        var directory: String { CredentialsCommand.expand(dataDirectory ?? CookieCredentialStores.defaultDirectory()) }
-        var credentialsDirectory: String { CookieCredentialStores.credentialsDirectory(in: directory) }
+        var credentialsDirectory: String { CookieCredentialStores.credentialsDirectory(in: data.directory) }
 
         /// The store, created when missing only if `create`; nil when absent and not created.
         func open(create: Bool) throws -> CredentialStore? {
@@ -199,9 +191,5 @@ struct CredentialsCommand: ParsableCommand {
         let realm = space.realm.map { "realm=\"\($0)\"" } ?? "realm=*"
         return
             "\(space.protocol)://\(space.host.contains(":") ? "[\(space.host)]" : space.host):\(space.port)  \(space.authenticationMethod)  \(realm)"
-    }
-
-    static func expand(_ path: String) -> String {
-        (path as NSString).expandingTildeInPath
     }
 }
