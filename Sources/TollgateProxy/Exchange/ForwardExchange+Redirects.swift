@@ -45,4 +45,21 @@ extension ForwardExchange {
             }
         }
     }
+
+    /// Checks a redirect target; `then` gets nil when it is allowed, else why not.
+    private func recheckDestination(_ target: HTTPURL, then: @escaping @Sendable (String?) -> Void) {
+        let host: CanonicalHost
+        do throws(CanonicalHost.Invalid) {
+            host = try CanonicalHost.parse(target.host)
+        } catch {
+            then(error.description)
+            return
+        }
+        environment.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
+            switch verdict {
+            case .allowed: then(nil)
+            case .denied(let why), .unresolvable(let why): then(why)
+            }
+        }
+    }
 }

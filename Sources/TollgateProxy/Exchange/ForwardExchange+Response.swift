@@ -31,20 +31,8 @@ extension ForwardExchange {
             completionHandler(.becomeStream)
             return
         }
-        // A redirect the session followed (the policy's `redirects: follow`) went to a URL that
-        // was not checked: check it now, before anything of its answer reaches the client.
-        if let current = task.currentRequest?.url, current != url {
-            recheckDestination(current) { [self] verdict in
-                if let verdict {
-                    ownAnswer = OwnResponse(.hostDenied, "a followed redirect led to a denied destination: \(verdict)")
-                    completionHandler(.cancel)
-                } else {
-                    startResponse(response)
-                    completionHandler(.allow)
-                }
-            }
-            return
-        }
+        // A redirect the session followed had its target checked before it was sent
+        // (ForwardExchange+Redirects).
         startResponse(response)
         completionHandler(.allow)
     }
@@ -76,23 +64,6 @@ extension ForwardExchange {
             framing: framing,
             close: closeAfterResponse
         )
-    }
-
-    /// Checks a redirect target; `then` gets nil when it is allowed, else why not.
-    func recheckDestination(_ target: HTTPURL, then: @escaping @Sendable (String?) -> Void) {
-        let host: CanonicalHost
-        do throws(CanonicalHost.Invalid) {
-            host = try CanonicalHost.parse(target.host)
-        } catch {
-            then(error.description)
-            return
-        }
-        environment.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
-            switch verdict {
-            case .allowed: then(nil)
-            case .denied(let why), .unresolvable(let why): then(why)
-            }
-        }
     }
 
     func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {
