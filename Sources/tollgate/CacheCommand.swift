@@ -20,8 +20,13 @@ struct CacheCommand: ParsableCommand {
         @Option(name: .long, help: "The cache directory (overrides the configuration).")
         var cacheDir: String?
 
-        func open() throws -> CacheStore {
-            let configuration = try ConfigurationSource.load(config)
+        /// The configuration the cache is found from (`--config`, else the embedded default).
+        func configuration() throws -> PolicyConfiguration {
+            try ConfigurationSource.load(config)
+        }
+
+        func open(_ loaded: PolicyConfiguration? = nil) throws -> CacheStore {
+            let configuration = try loaded ?? self.configuration()
             let path = cacheDir ?? configuration.cache.resolvedPath(environment: ProcessInfo.processInfo.environment)
             guard FileManager.default.fileExists(atPath: path) else {
                 throw CommandFailure.user("no cache at \(path)")
@@ -79,12 +84,12 @@ struct CacheCommand: ParsableCommand {
         @Argument(help: "The URL whose responses to remove.") var url: String
 
         func run() throws {
-            let store = try location.open()
+            let configuration = try location.configuration()
+            let store = try location.open(configuration)
             defer { store.close() }
             // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.
             let keyURL = HTTPURL(string: url).map {
-                PolicyDecisions(configuration: (try? ConfigurationSource.load(location.config)) ?? PolicyConfiguration())
-                    .cacheKeyURL(for: $0).absoluteString
+                PolicyDecisions(configuration: configuration).cacheKeyURL(for: $0).absoluteString
             }
             print("purged \(try store.remove(url: keyURL ?? url))")
         }

@@ -145,14 +145,11 @@ private final class AdminHandler: ChannelInboundHandler {
             return "requests from web pages are refused (Origin: \(origin))"
         }
         guard let host = headers.first(name: "Host") else { return nil }
-        var name = Substring(host)
-        if name.hasPrefix("["), let close = name.firstIndex(of: "]") {
-            name = name[name.index(after: name.startIndex)..<close]
-        } else if let colon = name.lastIndex(of: ":"), name.filter({ $0 == ":" }).count == 1 {
-            name = name[..<colon]
+        if let name = try? HTTPURL.parseAuthority(Substring(host)).host,
+            name == "localhost" || CIDR.addressBytes(name) != nil
+        {
+            return nil
         }
-        let text = String(name).lowercased()
-        if text == "localhost" || CIDR.addressBytes(text) != nil { return nil }
         return "the admin API answers only to an address or localhost in Host, not '\(host)'"
     }
 

@@ -530,9 +530,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// from inside it. Bytes the client sent after the CONNECT head are its first TLS bytes.
     func beginInterception(of origin: HTTPURL, context tlsContext: TLSContext) {
         guard let context, isActive else { return }
-        var buffer = context.channel.allocator.buffer(capacity: 64)
-        ResponseEncoder.head(HTTPResponseHead(status: 200, reason: "Connection Established"), minorVersion: minorVersion, into: &buffer)
-        context.writeAndFlush(wrapOutboundOut(buffer), promise: nil)
+        // Out in plaintext before the TLS handler goes in front.
+        sendInterim(HTTPResponseHead(status: 200, reason: "Connection Established"))
+        context.flush()
         let early = decoder.takeRawBytes()
         decoder = Self.makeDecoder(limits)
         environment.mode = .intercepted(origin: origin)
