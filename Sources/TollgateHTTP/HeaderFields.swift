@@ -2,18 +2,49 @@
 ///
 /// Order and duplicates are kept exactly as received, because a proxy must forward
 /// fields in order and some fields (Set-Cookie) cannot be combined.
+///
+/// Every field carries a ``Field/nameKey``, a hash of its name folded to lower case, computed
+/// once when the field is made. Lookups compare keys first and strings only on a key match, so
+/// asking a head of twenty fields for one that is absent touches no string at all: on the proxy's
+/// hot path a request is asked for a few dozen names (hop-by-hop filtering, Cache-Control,
+/// Pragma, Vary, Authorization …), and comparing strings each time was a third of the
+/// reference-counting work of a cache hit.
 public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
     /// One field line.
     public struct Field: Hashable, Sendable {
         /// The field name as received.
-        public var name: String
+        public var name: String {
+            didSet { nameKey = Self.nameKey(of: name) }
+        }
         /// The field value, without leading or trailing whitespace.
         public var value: String
+        /// ``nameKey(of:)`` of ``name``: equal for names that are equal ignoring ASCII case.
+        public private(set) var nameKey: UInt32
 
         /// Creates a field line.
         public init(name: String, value: String) {
             self.name = name
             self.value = value
+            self.nameKey = Self.nameKey(of: name)
+        }
+
+        /// A hash of `name` folded to ASCII lower case (FNV-1a): names equal ignoring ASCII case
+        /// have equal keys; different keys mean different names.
+        public static func nameKey(of name: String) -> UInt32 {
+            var hash: UInt32 = 2_166_136_261
+            let folded: UInt32? = name.utf8.withContiguousStorageIfAvailable { bytes in
+                for byte in bytes { hash = (hash ^ UInt32(byte &- 65 < 26 ? byte | 0x20 : byte)) &* 16_777_619 }
+                return hash
+            }
+            if let folded { return folded }
+            for byte in name.utf8 { hash = (hash ^ UInt32(byte &- 65 < 26 ? byte | 0x20 : byte)) &* 16_777_619 }
+            return hash
+        }
+
+        /// Whether this line's name is `name` (ignoring ASCII case), whose key is `key`.
+        @inline(__always)
+        func isNamed(_ name: String, key: UInt32) -> Bool {
+            nameKey == key && self.name.equalsIgnoringASCIICase(name)
         }
     }
 
@@ -39,9 +70,22 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
 
+    /// The index of the first line named `name` at or after `start`.
+    private func index(of name: String, key: UInt32, from start: Int = 0) -> Int? {
+        // Over the buffer: elements are borrowed, not copied (no retain of their strings).
+        fields.withUnsafeBufferPointer { buffer in
+            var index = start
+            while index < buffer.count {
+                if buffer[index].isNamed(name, key: key) { return index }
+                index += 1
+            }
+            return nil
+        }
+    }
+
     /// The first value of the named field, or nil.
     public subscript(name: String) -> String? {
-        get { fields.first { $0.name.equalsIgnoringASCIICase(name) }?.value }
+        get { index(of: name, key: Field.nameKey(of: name)).map { fields[$0].value } }
         set {
             if let newValue { replaceOrAdd(name: name, value: newValue) } else { remove(name) }
         }
@@ -49,12 +93,27 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Every value of the named field, in order (one entry per field line).
     public func values(for name: String) -> [String] {
-        fields.compactMap { $0.name.equalsIgnoringASCIICase(name) ? $0.value : nil }
+        let key = Field.nameKey(of: name)
+        guard var index = index(of: name, key: key) else { return [] }
+        var values = [fields[index].value]
+        while let next = self.index(of: name, key: key, from: index + 1) {
+            values.append(fields[next].value)
+            index = next
+        }
+        return values
     }
 
     /// Whether any line has this name.
     public func contains(_ name: String) -> Bool {
-        fields.contains { $0.name.equalsIgnoringASCIICase(name) }
+        index(of: name, key: Field.nameKey(of: name)) != nil
+    }
+
+    /// Whether any line satisfies the predicate (the lines are lent to it, not copied).
+    public func contains(where predicate: (Field) throws -> Bool) rethrows -> Bool {
+        try fields.withUnsafeBufferPointer { buffer in
+            for index in buffer.indices where try predicate(buffer[index]) { return true }
+            return false
+        }
     }
 
     /// Appends a field line.
@@ -64,28 +123,29 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Replaces every line of that name by one line with this value (at the first line's place).
     public mutating func replaceOrAdd(name: String, value: String) {
-        if let first = fields.firstIndex(where: { $0.name.equalsIgnoringASCIICase(name) }) {
-            fields[first].value = value
-            var index = fields.index(after: first)
-            while index < fields.endIndex {
-                if fields[index].name.equalsIgnoringASCIICase(name) {
-                    fields.remove(at: index)
-                } else {
-                    index = fields.index(after: index)
-                }
-            }
-        } else {
-            add(name: name, value: value)
+        let key = Field.nameKey(of: name)
+        guard let first = index(of: name, key: key) else {
+            fields.append(Field(name: name, value: value))
+            return
+        }
+        fields[first].value = value
+        var index = fields.count - 1
+        while index > first {
+            if fields[index].isNamed(name, key: key) { fields.remove(at: index) }
+            index -= 1
         }
     }
 
     /// Removes every line of that name.
     public mutating func remove(_ name: String) {
-        fields.removeAll { $0.name.equalsIgnoringASCIICase(name) }
+        let key = Field.nameKey(of: name)
+        guard index(of: name, key: key) != nil else { return }
+        fields.removeAll { $0.isNamed(name, key: key) }
     }
 
     /// Removes every line whose name satisfies the predicate.
     public mutating func removeAll(where shouldRemove: (Field) -> Bool) {
+        guard contains(where: shouldRemove) else { return }
         fields.removeAll(where: shouldRemove)
     }
 

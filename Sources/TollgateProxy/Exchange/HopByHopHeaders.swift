@@ -8,6 +8,8 @@ enum HopByHopHeaders {
         "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
         "Proxy-Authorization", "Proxy-Authenticate",
     ]
+    /// The name keys of ``fixed``: a field whose key is not among them is not a fixed one.
+    private static let fixedKeys: [UInt32] = fixed.map(HeaderFields.Field.nameKey(of:))
 
     /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names
     /// (returned as they are when there is none: the common case costs no copy).
@@ -19,9 +21,10 @@ enum HopByHopHeaders {
                 if !name.isEmpty { named.append(name) }
             }
         }
+        let namedKeys = named.map(HeaderFields.Field.nameKey(of:))
         func isHopByHop(_ field: HeaderFields.Field) -> Bool {
-            fixed.contains { $0.equalsIgnoringASCIICase(field.name) }
-                || named.contains { $0.equalsIgnoringASCIICase(field.name) }
+            (fixedKeys.contains(field.nameKey) && fixed.contains { $0.equalsIgnoringASCIICase(field.name) })
+                || (namedKeys.contains(field.nameKey) && named.contains { $0.equalsIgnoringASCIICase(field.name) })
         }
         guard fields.contains(where: isHopByHop) else { return fields }
         var result = fields
