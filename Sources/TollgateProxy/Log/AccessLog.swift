@@ -40,11 +40,20 @@ public struct AccessLog: Sendable {
     /// Writes nothing.
     public static let off = AccessLog(off: .combined)
 
+    /// How long a line may wait in memory before the writer's queue writes it.
+    static let batchInterval = DispatchTimeInterval.milliseconds(50)
+    /// A batch this large is written at once, without waiting for ``batchInterval``.
+    static let batchLimit = 256 * 1024
+
     /// Writes lines to a file handle on a queue of its own.
     ///
-    /// Lines are gathered in memory and written in batches: only the line that finds the batch
-    /// empty wakes the queue, which then writes every line gathered by then in one `write(2)`.
-    /// Under load that is one wake-up and one write for many exchanges instead of one each.
+    /// Lines are gathered in memory and written in batches: the line that finds the batch empty
+    /// asks the queue to write it ``batchInterval`` later (at once past ``batchLimit`` bytes), and
+    /// the queue then writes every line gathered by then in one `write(2)`. Under load that is one
+    /// wake-up and one write per interval instead of one per exchange: when the proxy runs on one
+    /// core, waking the queue's thread for each line preempted the event loop each time (nginx's
+    /// `access_log … buffer= flush=` makes the same trade). A line reaches the file at most that
+    /// late; ``flush()`` (shutdown) writes what is gathered at once.
     public static func writing(to handle: FileHandle, format: PolicyConfiguration.Log.Format = .combined) -> AccessLog {
         let queue = DispatchQueue(label: "tollgate.access-log")
         let batch = NIOLockedValueBox(LineBatch())
@@ -55,10 +64,14 @@ public struct AccessLog: Sendable {
         return AccessLog(
             format: format,
             { line in
-                let wasEmpty = batch.withLockedValue { $0.append(line) }
-                if wasEmpty { queue.async(execute: drain) }
+                let (wasEmpty, size) = batch.withLockedValue { ($0.append(line), $0.count) }
+                if wasEmpty {
+                    queue.asyncAfter(deadline: .now() + batchInterval, execute: drain)
+                } else if size >= batchLimit, size - line.utf8.count - 1 < batchLimit {
+                    queue.async(execute: drain)
+                }
             },
-            flush: { await withCheckedContinuation { done in queue.async { done.resume() } } }
+            flush: { await withCheckedContinuation { done in queue.async { drain(); done.resume() } } }
         )
     }
 
@@ -114,6 +127,9 @@ private struct LineBatch {
         bytes.append(UInt8(ascii: "\n"))
         return wasEmpty
     }
+
+    /// The bytes gathered so far.
+    var count: Int { bytes.count }
 
     /// Everything gathered so far; the batch is empty afterwards.
     mutating func take() -> [UInt8] {
