@@ -8,15 +8,33 @@ public import TollgateHTTP
 /// No I/O and no clock of its own: time-dependent answers (pin expiry) take `now`. The session
 /// delegate of the proxy calls these; `tollgate explain` prints them (``explain(_:now:)``).
 public struct PolicyDecisions: Sendable {
+    /// The configuration and matcher, shared by every copy: the session delegate hands out its
+    /// decisions per request, and copying the whole configuration each time was a measurable
+    /// part of a cache hit's reference counting.
+    private final class Storage: Sendable {
+        let configuration: PolicyConfiguration
+        let matcher: HostRuleMatcher
+
+        init(configuration: PolicyConfiguration) {
+            self.configuration = configuration
+            self.matcher = HostRuleMatcher(rules: configuration.hosts)
+        }
+    }
+
+    private let storage: Storage
+
     /// The configuration decided from.
-    public let configuration: PolicyConfiguration
+    public var configuration: PolicyConfiguration {
+        _read { yield storage.configuration }
+    }
     /// The host rules' matcher.
-    public let matcher: HostRuleMatcher
+    public var matcher: HostRuleMatcher {
+        _read { yield storage.matcher }
+    }
 
     /// Decisions from `configuration`.
     public init(configuration: PolicyConfiguration) {
-        self.configuration = configuration
-        self.matcher = HostRuleMatcher(rules: configuration.hosts)
+        self.storage = Storage(configuration: configuration)
     }
 
     /// Everything decided for a request to `url`.

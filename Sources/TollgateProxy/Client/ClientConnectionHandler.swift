@@ -78,9 +78,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     init(environment: ListenerEnvironment) {
         self.environment = environment
-        let configuration = environment.policy.configuration
-        self.limits = configuration.limits
-        self.decoder = Self.makeDecoder(configuration.limits)
+        self.limits = environment.policy.limits
+        self.decoder = Self.makeDecoder(limits)
     }
 
     private static func makeDecoder(_ limits: PolicyConfiguration.Limits) -> RequestDecoder {
@@ -93,7 +92,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         self.context = context
         let remote = context.channel.remoteAddress
         clientAddress = remote?.ipAddress ?? "-"
-        let access = environment.policy.configuration.access
+        let access = environment.policy.access
         clientAllowed = remote.flatMap(Self.addressBytes).map { access.allowsClient(address: $0) } ?? false
         if context.channel.isActive { updateTimers() }
     }

@@ -61,7 +61,7 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
         self.connection = connection
         self.environment = connection.environment
         self.eventLoop = connection.context!.eventLoop
-        self.upstreamTimeout = environment.policy.configuration.limits.upstreamTimeout
+        self.upstreamTimeout = environment.policy.limits.upstreamTimeout
         self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
         // The decoder stops after an upgrade request: no request can follow one that is refused.
         self.closeAfterResponse = head.isUpgrade

@@ -41,9 +41,9 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     }
 
     func start() {
-        let configuration = environment.policy.configuration
-        guard configuration.access.connectPorts.contains(port) else {
-            let allowed = configuration.access.connectPorts.map(String.init).joined(separator: ", ")
+        let connectPorts = environment.policy.access.connectPorts
+        guard connectPorts.contains(port) else {
+            let allowed = connectPorts.map(String.init).joined(separator: ", ")
             respond(
                 OwnResponse(
                     .connectPortDenied,
@@ -141,7 +141,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         self.task = task
         task.delegate = self
         task.resume()
-        let timeout = environment.policy.configuration.limits.upstreamTimeout
+        let timeout = environment.policy.limits.upstreamTimeout
         connectTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
             guard !isFinished, !established else { return }
             ownAnswer = OwnResponse(

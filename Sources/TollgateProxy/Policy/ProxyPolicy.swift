@@ -8,8 +8,12 @@ public import TollgateSession
 /// and the session and decision for a URL. ``PolicyRuntime`` is one (rules reloaded on SIGHUP);
 /// ``StaticProxyPolicy`` is the fixed one a server uses when given none.
 public protocol ProxyPolicy: Sendable {
-    /// The configuration in force now (its `access` and `limits` are read per connection or request).
+    /// The configuration in force now.
     var configuration: PolicyConfiguration { get }
+    /// The `limits` in force now (read per request: cheaper than copying the whole configuration).
+    var limits: PolicyConfiguration.Limits { get }
+    /// The `access` rules in force now (read per connection and request).
+    var access: PolicyConfiguration.Access { get }
     /// The session and decision for a request to `url`.
     func proxyRoute(for url: HTTPURL) -> ProxyRoute
     /// The session and decision for a CONNECT tunnel to `host:port`.
@@ -17,6 +21,9 @@ public protocol ProxyPolicy: Sendable {
 }
 
 extension ProxyPolicy {
+    public var limits: PolicyConfiguration.Limits { configuration.limits }
+    public var access: PolicyConfiguration.Access { configuration.access }
+
     /// The route of `https://host:port/`.
     public func proxyRoute(forTunnelTo host: String, port: Int) -> ProxyRoute {
         proxyRoute(for: HTTPURL(scheme: "https", host: host, port: port))

@@ -15,7 +15,7 @@ struct ListenerEnvironment: Sendable {
 
     /// The destination rules in force now.
     var destinations: DestinationCheck {
-        DestinationCheck(access: policy.configuration.access, ownListeners: ownListeners, resolver: resolver)
+        DestinationCheck(access: policy.access, ownListeners: ownListeners, resolver: resolver)
     }
 }
 
@@ -41,7 +41,7 @@ final class AuthenticatorCache: Sendable {
 
     /// The authenticator for the users in force (nil: no proxy authentication).
     func current() -> ProxyAuthenticator? {
-        let users = policy.configuration.access.users
+        let users = policy.access.users
         let cached = entry.withLockedValue { $0 }
         if cached.users == users { return cached.authenticator }
         do {

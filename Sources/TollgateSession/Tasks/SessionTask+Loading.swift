@@ -79,14 +79,14 @@ extension SessionTask {
     /// The request as it goes out: the session's additional headers, User-Agent and cookies added.
     private func prepare(_ request: Request) -> Request {
         var prepared = request
-        let configuration = session.configuration
-        for field in configuration.httpAdditionalHeaders where !prepared.headerFields.contains(field.name) {
+        // `session.configuration.…` each time, not a local copy of the whole configuration.
+        for field in session.configuration.httpAdditionalHeaders where !prepared.headerFields.contains(field.name) {
             prepared.headerFields.add(name: field.name, value: field.value)
         }
-        if let agent = configuration.userAgent, !prepared.headerFields.contains("User-Agent") {
+        if let agent = session.configuration.userAgent, !prepared.headerFields.contains("User-Agent") {
             prepared.headerFields.add(name: "User-Agent", value: agent)
         }
-        if configuration.httpShouldSetCookies, let storage = configuration.cookieStorage,
+        if session.configuration.httpShouldSetCookies, let storage = session.configuration.cookieStorage,
             !prepared.headerFields.contains("Cookie"), let cookies = storage.cookieHeader(for: prepared.url)
         {
             prepared.headerFields.add(name: "Cookie", value: cookies)
