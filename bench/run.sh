@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Pass-through benchmark: wrk against an nginx origin directly, and through Tollgate's release
 # build in forward and reverse mode, for 1 KiB and 256 KiB objects, with keep-alive and with a new
-# connection per request. Tollgate is pinned to core 0 and wrk to core 1 (taskset).
+# connection per request. Tollgate is pinned to core 0 and wrk to core 1 (taskset). For reference,
+# the same requests also go through nginx as a reverse proxy (proxy_pass with upstream keep-alive,
+# pinned to core 0 like Tollgate): what a mature C proxy reaches on this machine.
 #
 # Every run is bounded: DURATION seconds each (default 10), loopback only.
 # Results: a Markdown table on stdout and in bench/results/passthrough-DATE.md.
@@ -13,6 +15,7 @@ CONNECTIONS=${CONNECTIONS:-32}
 ORIGIN_PORT=${ORIGIN_PORT:-18080}
 FORWARD_PORT=${FORWARD_PORT:-13128}
 REVERSE_PORT=${REVERSE_PORT:-13129}
+NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
 
 source bench/common.sh
 
@@ -36,8 +39,29 @@ http {
 }
 NGINX
 "$NGINX" -c "$work/nginx.conf" -p "$work"
+cat > "$work/nginx-proxy.conf" <<NGINX
+worker_processes 1;
+pid $work/nginx-proxy.pid;
+error_log $work/nginx-proxy-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 64; }
+  server {
+    listen 127.0.0.1:$NGINX_PROXY_PORT;
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+    }
+  }
+}
+NGINX
+taskset -c 0 "$NGINX" -c "$work/nginx-proxy.conf" -p "$work"
 
 wait_for_port "$ORIGIN_PORT"
+wait_for_port "$NGINX_PROXY_PORT"
 
 taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$FORWARD_PORT" >"$work/forward.log" 2>"$work/forward.err" &
 pids+=($!)
@@ -74,7 +98,7 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   echo "# Pass-through, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
-  echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate pinned to core 0; nginx unpinned."
+  echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate and the nginx proxy pinned to core 0; the nginx origin unpinned."
   echo
   echo "| object | connection | path | requests/s | p50 | p99 | non-2xx |"
   echo "|---|---|---|---|---|---|---|"
@@ -83,6 +107,8 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
       close=""; [ "$mode" = close ] && close=close
       read -r rps p50 p99 bad < <(run "http://127.0.0.1:$ORIGIN_PORT/$object" "" "$close")
       echo "| $object | $mode | direct | $rps | $p50 | $p99 | $bad |"
+      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$NGINX_PROXY_PORT/$object" "" "$close")
+      echo "| $object | $mode | nginx proxy_pass | $rps | $p50 | $p99 | $bad |"
       read -r rps p50 p99 bad < <(run "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "$close" "http://127.0.0.1:$ORIGIN_PORT/$object")
       echo "| $object | $mode | forward | $rps | $p50 | $p99 | $bad |"
       if [ "$reverse" = yes ]; then
