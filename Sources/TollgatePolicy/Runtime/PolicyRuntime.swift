@@ -140,10 +140,10 @@ public final class PolicyRuntime: Sendable {
     public var configuration: PolicyConfiguration { snapshot.configuration }
 
     /// The `limits` of the configuration in force (without copying the rest of it).
-    public var configurationLimits: PolicyConfiguration.Limits { snapshot.configuration.limits }
+    public var limits: PolicyConfiguration.Limits { snapshot.configuration.limits }
 
     /// The `access` rules of the configuration in force (without copying the rest of it).
-    public var configurationAccess: PolicyConfiguration.Access { snapshot.configuration.access }
+    public var access: PolicyConfiguration.Access { snapshot.configuration.access }
 
     /// The decisions in force (for `explain`-like answers without a session).
     public var decisions: PolicyDecisions { snapshot.decisions }

@@ -3,9 +3,6 @@ public import TollgatePolicy
 
 /// The running policy is where a proxy gets its routes: the rules in force, reloaded on SIGHUP.
 extension PolicyRuntime: ProxyPolicy {
-    public var limits: PolicyConfiguration.Limits { configurationLimits }
-    public var access: PolicyConfiguration.Access { configurationAccess }
-
     public func proxyRoute(for url: HTTPURL) -> ProxyRoute {
         ProxyRoute(route(url))
     }
