@@ -64,11 +64,10 @@ public struct AccessLog: Sendable {
         return AccessLog(
             format: format,
             { line in
-                let (wasEmpty, size) = batch.withLockedValue { ($0.append(line), $0.count) }
-                if wasEmpty {
-                    queue.asyncAfter(deadline: .now() + batchInterval, execute: drain)
-                } else if size >= batchLimit, size - line.utf8.count - 1 < batchLimit {
-                    queue.async(execute: drain)
+                switch batch.withLockedValue({ $0.append(line, limit: batchLimit) }) {
+                case .first: queue.asyncAfter(deadline: .now() + batchInterval, execute: drain)
+                case .reachedLimit: queue.async(execute: drain)
+                case .added: break
                 }
             },
             flush: { await withCheckedContinuation { done in queue.async { drain(); done.resume() } } }
@@ -120,16 +119,24 @@ func standardErrorLine(_ line: String) {
 private struct LineBatch {
     private var bytes: [UInt8] = []
 
-    /// Adds a line (and its newline); returns whether the batch was empty before.
-    mutating func append(_ line: String) -> Bool {
-        let wasEmpty = bytes.isEmpty
-        bytes.append(contentsOf: line.utf8)
-        bytes.append(UInt8(ascii: "\n"))
-        return wasEmpty
+    /// What adding a line made of the batch, and so whether the writer must be asked to write it.
+    enum Appended {
+        /// The batch was empty: a write must be scheduled.
+        case first
+        /// This line took the batch to `limit` bytes or past it: write now.
+        case reachedLimit
+        /// A write is already coming.
+        case added
     }
 
-    /// The bytes gathered so far.
-    var count: Int { bytes.count }
+    /// Adds a line (and its newline).
+    mutating func append(_ line: String, limit: Int) -> Appended {
+        let before = bytes.count
+        bytes.append(contentsOf: line.utf8)
+        bytes.append(UInt8(ascii: "\n"))
+        if before == 0 { return .first }
+        return before < limit && bytes.count >= limit ? .reachedLimit : .added
+    }
 
     /// Everything gathered so far; the batch is empty afterwards.
     mutating func take() -> [UInt8] {
