@@ -116,6 +116,11 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         }
     }
 
+    /// Makes room for `capacity` lines in all, so that adding lines up to it copies nothing.
+    public mutating func reserveCapacity(_ capacity: Int) {
+        fields.reserveCapacity(capacity)
+    }
+
     /// Appends a field line.
     public mutating func add(name: String, value: String) {
         fields.append(Field(name: name, value: value))

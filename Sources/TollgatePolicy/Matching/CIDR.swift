@@ -108,9 +108,10 @@ public struct CIDR: Hashable, Sendable, CustomStringConvertible {
         case 16: family = AF_INET6
         default: return nil
         }
-        var text = [CChar](repeating: 0, count: 64)
-        guard inet_ntop(family, bytes, &text, socklen_t(text.count)) != nil else { return nil }
-        return String(decoding: text.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        return withUnsafeTemporaryAllocation(of: CChar.self, capacity: 64) { text -> String? in
+            guard inet_ntop(family, bytes, text.baseAddress, socklen_t(text.count)) != nil else { return nil }
+            return String(cString: text.baseAddress!)
+        }
     }
 
     /// Whether this is an IPv6 network.
@@ -119,15 +120,30 @@ public struct CIDR: Hashable, Sendable, CustomStringConvertible {
     /// Whether `address` (4 or 16 network bytes) is in this network; IPv4-mapped IPv6 addresses
     /// count as the IPv4 address they carry.
     public func contains(_ other: [UInt8]) -> Bool {
-        var candidate = other
-        if address.count == 4, candidate.count == 16 {
-            guard CIDR.isIPv4Mapped(candidate) else { return false }
-            candidate = Array(candidate[12...])
-        } else if address.count == 16, candidate.count == 4 {
-            candidate = CIDR.mappedPrefix + candidate
+        // Compared byte by byte in place: this runs for every request's destination and client.
+        other.withUnsafeBufferPointer { other in
+            let count = address.count
+            let widensIPv4 = count == 16 && other.count == 4
+            if count == 4, other.count == 16 {
+                guard CIDR.isIPv4Mapped(other) else { return false }
+            } else if !widensIPv4, other.count != count {
+                return false
+            }
+            let offset = other.count - count  // 12 for a mapped address checked against IPv4
+            for index in 0..<count {
+                let bitsHere = max(0, min(8, prefixLength - index * 8))
+                if bitsHere == 0 { break }
+                let mask = UInt8(truncatingIfNeeded: 0xFF << (8 - bitsHere))
+                let byte: UInt8
+                if widensIPv4 {
+                    byte = index < 12 ? (index < 10 ? 0 : 0xFF) : other[index - 12]
+                } else {
+                    byte = other[index + offset]
+                }
+                if byte & mask != address[index] { return false }
+            }
+            return true
         }
-        guard candidate.count == address.count else { return false }
-        return CIDR.masked(candidate, prefixLength) == address
     }
 
     /// Whether the address written in `text` is in this network; false when it is not an address.
@@ -173,10 +189,8 @@ public struct CIDR: Hashable, Sendable, CustomStringConvertible {
         return (try parse(text), nil)
     }
 
-    private static let mappedPrefix: [UInt8] = [0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF]
-
-    private static func isIPv4Mapped(_ bytes: [UInt8]) -> Bool {
-        bytes.count == 16 && Array(bytes[0..<12]) == mappedPrefix
+    private static func isIPv4Mapped(_ bytes: UnsafeBufferPointer<UInt8>) -> Bool {
+        bytes.count == 16 && bytes[0..<10].allSatisfy { $0 == 0 } && bytes[10] == 0xFF && bytes[11] == 0xFF
     }
 
     private static func masked(_ bytes: [UInt8], _ prefixLength: Int) -> [UInt8] {

@@ -69,7 +69,8 @@ struct DestinationCheck: Sendable {
 
     /// The decision for one address (nil: the name did not resolve; only name rules can match).
     func decide(host: CanonicalHost, address: [UInt8]?, port: Int) -> Verdict {
-        let place = "\(host.forURL):\(port)"
+        // Formatted only for a denial: an allowed request should not pay for the text.
+        var place: String { "\(host.forURL):\(port)" }
         if let address, ownListeners.contains(address: address, port: port) {
             return .denied("\(place) is this proxy's own listener")
         }

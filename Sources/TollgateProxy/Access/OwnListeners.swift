@@ -47,7 +47,8 @@ public final class OwnListeners: Sendable {
     /// Whether a connection to `address` (canonical, 4 or 16 bytes) and `port` reaches one of the
     /// proxy's listeners.
     func contains(address: [UInt8], port: Int) -> Bool {
-        let candidates = listeners.withLockedValue { $0.filter { $0.port == port } }
+        // Most destinations share no port with a listener: answer that without copying the set.
+        let candidates = listeners.withLockedValue { all in all.contains { $0.port == port } ? all.filter { $0.port == port } : [] }
         guard !candidates.isEmpty else { return false }
         for listener in candidates {
             if listener.address == address { return true }

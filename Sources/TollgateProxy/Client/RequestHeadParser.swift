@@ -76,19 +76,27 @@ enum RequestHeadParser {
 
     /// `method SP request-target SP HTTP-version`, single spaces, nothing else.
     static func parseRequestLine<Line: Collection<UInt8>>(_ line: Line) -> Result<(String, String, Int), ClientRequestError> {
-        let parts = line.split(separator: 0x20, maxSplits: 3, omittingEmptySubsequences: false)
-        guard parts.count == 3, !parts[0].isEmpty, !parts[1].isEmpty else {
+        // Split at the first two spaces by index (no array of parts: this runs for every request).
+        guard let firstSpace = line.firstIndex(of: 0x20) else {
             return .failure(.malformed("the request line is not METHOD TARGET VERSION"))
         }
-        guard parts[0].allSatisfy(isTokenByte) else { return .failure(.malformed("invalid method")) }
-        guard parts[1].allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
+        let afterMethod = line.index(after: firstSpace)
+        guard let secondSpace = line[afterMethod...].firstIndex(of: 0x20) else {
+            return .failure(.malformed("the request line is not METHOD TARGET VERSION"))
+        }
+        let method = line[line.startIndex..<firstSpace]
+        let target = line[afterMethod..<secondSpace]
+        let version = line[line.index(after: secondSpace)...]
+        guard !method.isEmpty, !target.isEmpty, !version.contains(0x20) else {
+            return .failure(.malformed("the request line is not METHOD TARGET VERSION"))
+        }
+        guard method.allSatisfy(isTokenByte) else { return .failure(.malformed("invalid method")) }
+        guard target.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) else {
             return .failure(.malformed("the request target contains a byte that is not visible ASCII"))
         }
-        let version = parts[2]
-        let versionBytes = Array(version)
-        guard versionBytes.count == 8, versionBytes.starts(with: "HTTP/".utf8),
-            versionBytes[6] == UInt8(ascii: "."),
-            let major = digit(versionBytes[5]), let minor = digit(versionBytes[7])
+        func versionByte(_ offset: Int) -> UInt8 { version[version.index(version.startIndex, offsetBy: offset)] }
+        guard version.count == 8, version.starts(with: "HTTP/".utf8), versionByte(6) == UInt8(ascii: "."),
+            let major = digit(versionByte(5)), let minor = digit(versionByte(7))
         else {
             return .failure(.malformed("invalid HTTP version"))
         }
@@ -98,7 +106,7 @@ enum RequestHeadParser {
             )
         }
         return .success(
-            (String(decoding: parts[0], as: UTF8.self), String(decoding: parts[1], as: UTF8.self), min(minor, 1))
+            (String(decoding: method, as: UTF8.self), String(decoding: target, as: UTF8.self), min(minor, 1))
         )
     }
 

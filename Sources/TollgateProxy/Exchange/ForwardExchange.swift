@@ -156,6 +156,7 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     func forwardedHeaderFields() -> HeaderFields {
         let upgrades = head.isUpgrade ? head.headerFields.values(for: "Upgrade") : []
         var fields = HopByHopHeaders.removing(from: head.headerFields)
+        fields.reserveCapacity(fields.count + 4)  // Via and the X-Forwarded-* fields: one copy, not two
         let originalHost = fields["Host"]
         fields.remove("Host")
         if head.expectsContinue { fields.remove("Expect") }
