@@ -109,7 +109,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     /// Whether any line satisfies the predicate (the lines are lent to it, not copied).
-    public func contains(where predicate: (Field) throws -> Bool) rethrows -> Bool {
+    public func contains(where predicate: (borrowing Field) throws -> Bool) rethrows -> Bool {
         try fields.withUnsafeBufferPointer { buffer in
             for index in buffer.indices where try predicate(buffer[index]) { return true }
             return false
@@ -119,6 +119,15 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// Makes room for `capacity` lines in all, so that adding lines up to it copies nothing.
     public mutating func reserveCapacity(_ capacity: Int) {
         fields.reserveCapacity(capacity)
+    }
+
+    /// Whether any line's ``Field/nameKey`` satisfies the predicate. Touches no string, so it is
+    /// the cheap first test before comparing names (keys of different names may collide).
+    public func containsNameKey(where predicate: (UInt32) -> Bool) -> Bool {
+        fields.withUnsafeBufferPointer { buffer in
+            for index in buffer.indices where predicate(buffer[index].nameKey) { return true }
+            return false
+        }
     }
 
     /// Appends a field line.
@@ -148,10 +157,16 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         fields.removeAll { $0.isNamed(name, key: key) }
     }
 
-    /// Removes every line whose name satisfies the predicate.
-    public mutating func removeAll(where shouldRemove: (Field) -> Bool) {
+    /// Removes every line that satisfies the predicate.
+    public mutating func removeAll(where shouldRemove: (borrowing Field) -> Bool) {
         guard contains(where: shouldRemove) else { return }
-        fields.removeAll(where: shouldRemove)
+        fields.removeAll(where: { shouldRemove($0) })
+    }
+
+    /// Lends the lines to `body` in order, without copying them (encoders walk every line of
+    /// every message; iterating copies each line's two strings).
+    public func withLines<Result>(_ body: (UnsafeBufferPointer<Field>) throws -> Result) rethrows -> Result {
+        try fields.withUnsafeBufferPointer(body)
     }
 
     /// The field lines as name/value pairs.

@@ -8,32 +8,103 @@ public import TollgateHTTP
 /// reuse (``StoredHeaders``: no hop-by-hop fields, no Set-Cookie), with Content-Length set
 /// to the body's real length.
 public struct StoredResponse: Sendable, Hashable {
+    // One copy-on-write box: a hit copies the stored response several times (lookup, rules,
+    // the hit, the task) and each copy is one retain instead of a dozen.
+    private struct Parts: Hashable, Sendable {
+        var key: CacheKey
+        var url: String
+        var status: Int
+        var reason: String
+        var headerFields: HeaderFields
+        var requestTime: Date
+        var responseTime: Date
+        var varyingRequestFields: [VaryingField]
+        var bodyLength: Int64
+        var bodyDigest: [UInt8]
+        var bodyLocation: BodyLocation
+        var storedAt: Date
+        var lastAccess: Date
+    }
+
+    @CopyOnWrite private var parts: Parts
+
     /// The key it is filed under.
-    public var key: CacheKey
+    public var key: CacheKey {
+        _read { yield parts.key }
+        _modify { yield &parts.key }
+    }
+
     /// The request URL as the client sent it (before key normalization); used for revalidation.
-    public var url: String
+    public var url: String {
+        _read { yield parts.url }
+        _modify { yield &parts.url }
+    }
+
     /// The status code.
-    public var status: Int
+    public var status: Int {
+        _read { yield parts.status }
+        _modify { yield &parts.status }
+    }
+
     /// The reason phrase as received.
-    public var reason: String
+    public var reason: String {
+        _read { yield parts.reason }
+        _modify { yield &parts.reason }
+    }
+
     /// The stored header fields, in received order.
-    public var headerFields: HeaderFields
+    public var headerFields: HeaderFields {
+        _read { yield parts.headerFields }
+        _modify { yield &parts.headerFields }
+    }
+
     /// When the request that produced it was sent (RFC 9111 §4.2.3 `request_time`).
-    public var requestTime: Date
+    public var requestTime: Date {
+        _read { yield parts.requestTime }
+        _modify { yield &parts.requestTime }
+    }
+
     /// When the response was received (`response_time`).
-    public var responseTime: Date
+    public var responseTime: Date {
+        _read { yield parts.responseTime }
+        _modify { yield &parts.responseTime }
+    }
+
     /// The request header fields the response's Vary names, as the request carried them.
-    public var varyingRequestFields: [VaryingField]
+    public var varyingRequestFields: [VaryingField] {
+        _read { yield parts.varyingRequestFields }
+        _modify { yield &parts.varyingRequestFields }
+    }
+
     /// The body's length in bytes.
-    public var bodyLength: Int64
+    public var bodyLength: Int64 {
+        _read { yield parts.bodyLength }
+        _modify { yield &parts.bodyLength }
+    }
+
     /// The body's SHA-256 digest, 32 bytes.
-    public var bodyDigest: [UInt8]
+    public var bodyDigest: [UInt8] {
+        _read { yield parts.bodyDigest }
+        _modify { yield &parts.bodyDigest }
+    }
+
     /// Where the body lives.
-    public var bodyLocation: BodyLocation
+    public var bodyLocation: BodyLocation {
+        _read { yield parts.bodyLocation }
+        _modify { yield &parts.bodyLocation }
+    }
+
     /// When it was stored.
-    public var storedAt: Date
+    public var storedAt: Date {
+        _read { yield parts.storedAt }
+        _modify { yield &parts.storedAt }
+    }
+
     /// When it was last served (at most a flush interval behind; see ``CacheStore``).
-    public var lastAccess: Date
+    public var lastAccess: Date {
+        _read { yield parts.lastAccess }
+        _modify { yield &parts.lastAccess }
+    }
 
     /// Creates the metadata of a stored response.
     public init(
@@ -51,19 +122,23 @@ public struct StoredResponse: Sendable, Hashable {
         storedAt: Date? = nil,
         lastAccess: Date? = nil
     ) {
-        self.key = key
-        self.url = url
-        self.status = status
-        self.reason = reason
-        self.headerFields = headerFields
-        self.requestTime = requestTime
-        self.responseTime = responseTime
-        self.varyingRequestFields = varyingRequestFields
-        self.bodyLength = bodyLength
-        self.bodyDigest = bodyDigest
-        self.bodyLocation = bodyLocation
-        self.storedAt = storedAt ?? responseTime
-        self.lastAccess = lastAccess ?? storedAt ?? responseTime
+        _parts = CopyOnWrite(
+            wrappedValue: Parts(
+                key: key,
+                url: url,
+                status: status,
+                reason: reason,
+                headerFields: headerFields,
+                requestTime: requestTime,
+                responseTime: responseTime,
+                varyingRequestFields: varyingRequestFields,
+                bodyLength: bodyLength,
+                bodyDigest: bodyDigest,
+                bodyLocation: bodyLocation,
+                storedAt: storedAt ?? responseTime,
+                lastAccess: lastAccess ?? storedAt ?? responseTime
+            )
+        )
     }
 
     /// The body digest in lowercase hex.

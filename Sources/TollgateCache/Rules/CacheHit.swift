@@ -24,7 +24,9 @@ public struct CacheHit: Sendable, Hashable {
     /// send Age with a stored response, §5.1) and withheld fields removed.
     public var responseHead: HTTPResponseHead {
         var head = stored.responseHead
-        head.headerFields.removeAll { field in withheldFields.contains { field.name.equalsIgnoringASCIICase($0) } }
+        if !withheldFields.isEmpty {
+            head.headerFields.removeAll { field in withheldFields.contains { field.name.equalsIgnoringASCIICase($0) } }
+        }
         head.headerFields.replaceOrAdd(name: "Age", value: String(freshness.ageFieldValue))
         return head
     }

@@ -14,18 +14,58 @@ struct ClientRequestHead: Hashable, Sendable {
         case chunked
     }
 
+    // One copy-on-write box: the head is copied into the exchange, its record and the task's
+    // request, and a copy is then one retain.
+    private struct Parts: Hashable, Sendable {
+        var method: String
+        var target: String
+        var minorVersion: Int
+        var headerFields: HeaderFields
+        var framing: Framing
+        var byteCount: Int
+    }
+
+    @CopyOnWrite private var parts: Parts
+
     /// The method token, case-sensitive.
-    var method: String
+    var method: String {
+        _read { yield parts.method }
+        _modify { yield &parts.method }
+    }
+
     /// The request target exactly as sent (origin-, absolute- or authority-form, or `*`).
-    var target: String
+    var target: String {
+        _read { yield parts.target }
+        _modify { yield &parts.target }
+    }
+
     /// The minor version of HTTP/1.x (0 or 1).
-    var minorVersion: Int
+    var minorVersion: Int {
+        _read { yield parts.minorVersion }
+        _modify { yield &parts.minorVersion }
+    }
+
     /// The field lines in order, values trimmed of surrounding whitespace.
-    var headerFields: HeaderFields
+    var headerFields: HeaderFields {
+        _read { yield parts.headerFields }
+        _modify { yield &parts.headerFields }
+    }
+
     /// How the body is delimited.
-    var framing: Framing
+    var framing: Framing {
+        _read { yield parts.framing }
+        _modify { yield &parts.framing }
+    }
+
     /// The bytes of the request line and field lines, final empty line included.
-    var byteCount: Int
+    var byteCount: Int {
+        _read { yield parts.byteCount }
+        _modify { yield &parts.byteCount }
+    }
+
+    init(method: String, target: String, minorVersion: Int, headerFields: HeaderFields, framing: Framing, byteCount: Int) {
+        _parts = CopyOnWrite(wrappedValue: Parts(method: method, target: target, minorVersion: minorVersion, headerFields: headerFields, framing: framing, byteCount: byteCount))
+    }
 
     /// `HTTP/1.0` or `HTTP/1.1`.
     var versionText: String { "HTTP/1.\(minorVersion)" }

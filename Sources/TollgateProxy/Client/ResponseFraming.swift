@@ -57,11 +57,13 @@ enum ResponseEncoder {
         }
         buffer.writeString(head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason)
         buffer.writeStaticString("\r\n")
-        for field in head.headerFields {
-            buffer.writeString(field.name)
-            buffer.writeStaticString(": ")
-            buffer.writeString(field.value)
-            buffer.writeStaticString("\r\n")
+        head.headerFields.withLines { lines in
+            for index in lines.indices {
+                buffer.writeString(lines[index].name)
+                buffer.writeStaticString(": ")
+                buffer.writeString(lines[index].value)
+                buffer.writeStaticString("\r\n")
+            }
         }
         buffer.writeStaticString("\r\n")
     }

@@ -22,11 +22,15 @@ enum HopByHopHeaders {
             }
         }
         let namedKeys = named.map(HeaderFields.Field.nameKey(of:))
-        func isHopByHop(_ field: HeaderFields.Field) -> Bool {
+        func isHopByHop(_ field: borrowing HeaderFields.Field) -> Bool {
             (fixedKeys.contains(field.nameKey) && fixed.contains { $0.equalsIgnoringASCIICase(field.name) })
                 || (namedKeys.contains(field.nameKey) && named.contains { $0.equalsIgnoringASCIICase(field.name) })
         }
-        guard fields.contains(where: isHopByHop) else { return fields }
+        // Keys first: most messages have no hop-by-hop field, and keys are compared without
+        // touching (and retaining) any name.
+        guard fields.containsNameKey(where: { fixedKeys.contains($0) || namedKeys.contains($0) }),
+            fields.contains(where: isHopByHop)
+        else { return fields }
         var result = fields
         result.removeAll(where: isHopByHop)
         return result

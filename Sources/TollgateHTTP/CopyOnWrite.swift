@@ -1,0 +1,45 @@
+/// Keeps a value in one shared box, copied only when a shared box is changed.
+///
+/// Messages pass through many hands on the proxy's hot path (the task, its metrics, the cache
+/// rules, the delegate), and copying a struct of strings and arrays retains each of them: a
+/// request head copy was five reference-count operations, a stored response's a dozen. Behind
+/// this wrapper a copy is one retain, and value semantics stay: changing a copy whose box is
+/// shared copies the value first.
+@propertyWrapper
+public struct CopyOnWrite<Value> {
+    private final class Box {
+        var value: Value
+        init(_ value: Value) { self.value = value }
+    }
+
+    private var box: Box
+
+    /// Boxes `wrappedValue`.
+    public init(wrappedValue: Value) {
+        box = Box(wrappedValue)
+    }
+
+    /// The value; borrowed for reading, copied before a change when the box is shared.
+    public var wrappedValue: Value {
+        _read { yield box.value }
+        _modify {
+            if !isKnownUniquelyReferenced(&box) { box = Box(box.value) }
+            yield &box.value
+        }
+    }
+}
+
+// A box is never changed while shared (see `wrappedValue`), so sending a copy is sending the value.
+extension CopyOnWrite: @unchecked Sendable where Value: Sendable {}
+
+extension CopyOnWrite: Equatable where Value: Equatable {
+    public static func == (lhs: CopyOnWrite, rhs: CopyOnWrite) -> Bool {
+        lhs.box === rhs.box || lhs.box.value == rhs.box.value
+    }
+}
+
+extension CopyOnWrite: Hashable where Value: Hashable {
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(box.value)
+    }
+}
