@@ -30,14 +30,16 @@ enum DelegateDispatch {
     /// Calls `body` on each receiver in turn until one implements the message.
     /// Returns whether any did.
     @discardableResult
-    static func notify<D>(_ receivers: [D], _ body: (D) -> Void) -> Bool {
+    static func notify<D>(_ receivers: DelegatePair<D>, _ body: (D) -> Void) -> Bool {
+        guard let first = receivers.first else { return false }
         let flag = currentFlag
-        for receiver in receivers {
-            flag.unanswered = false
-            body(receiver)
-            if !flag.unanswered { return true }
-        }
         flag.unanswered = false
-        return false
+        body(first)
+        if !flag.unanswered { return true }
+        flag.unanswered = false
+        guard let second = receivers.second else { return false }
+        body(second)
+        defer { flag.unanswered = false }
+        return !flag.unanswered
     }
 }

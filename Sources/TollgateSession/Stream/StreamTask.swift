@@ -95,7 +95,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
             guard let channel, !writeClosed else { return }
             writeClosed = true
             channel.close(mode: .output).whenComplete { [self] _ in
-                let receivers = taskDelegates.compactMap { $0 as? any StreamTaskDelegate }
+                let receivers = delegates(as: (any StreamTaskDelegate).self)
                 DelegateDispatch.notify(receivers) { $0.streamTask(self, writeClosedFor: ()) }
                 finishIfBothClosed()
             }
@@ -105,7 +105,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     func reportReadClosed() {
         guard !readClosedReported else { return }
         readClosedReported = true
-        let receivers = taskDelegates.compactMap { $0 as? any StreamTaskDelegate }
+        let receivers = delegates(as: (any StreamTaskDelegate).self)
         DelegateDispatch.notify(receivers) { $0.streamTask(self, readClosedFor: ()) }
     }
 

@@ -415,7 +415,7 @@ extension SessionTask {
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
             requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
         )
-        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        let receivers = delegates(as: (any DataTaskDelegate).self)
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },

@@ -23,7 +23,7 @@ extension SessionTask {
             return
         }
         ask(
-            [sessionDelegate],
+            DelegatePair(sessionDelegate, nil),
             { delegate, answer in delegate.session(self.session, didReceive: challenge, completionHandler: answer) },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { answer in

@@ -195,7 +195,7 @@ extension SessionTask {
     /// Asks each receiver in turn until one implements the question; `then` gets its answer (nil
     /// when none did) on the task's event loop. The answer may come later from any thread.
     func ask<Receiver, Answer: Sendable>(
-        _ receivers: [Receiver],
+        _ receivers: DelegatePair<Receiver>,
         _ question: @escaping (Receiver, @escaping @Sendable (Answer) -> Void) -> Void,
         isUnanswered: @escaping (Answer) -> Bool,
         then: @escaping (Answer?) -> Void
@@ -204,19 +204,48 @@ extension SessionTask {
             then(nil)
             return
         }
+        let pending = PendingAnswer(task: self, rest: receivers.rest, question: question, isUnanswered: isUnanswered, then: then)
         let loop = eventLoop
-        let answered = AnswerOnce<Answer>()
-        let deliver: (Answer) -> Void = { [self] answer in
-            if isUnanswered(answer) {
-                ask(Array(receivers.dropFirst()), question, isUnanswered: isUnanswered, then: then)
-            } else {
-                then(answer)
-            }
-        }
-        let box = UncheckedBox(deliver)
         question(first) { answer in
-            guard answered.claim() else { return }
-            if loop.inEventLoop { box.value(answer) } else { loop.execute { box.value(answer) } }
+            if loop.inEventLoop { pending.receive(answer) } else { loop.execute { pending.receive(answer) } }
+        }
+    }
+}
+
+/// One question to a task's delegates waiting for its answer: taken once (a delegate may call
+/// its completion handler twice), then handed on, or asked of the next receiver when the
+/// answer says the question was not implemented. Touched only on the task's event loop (the
+/// completion handler hops there first), so the once-flag needs no lock; the question's state
+/// lives in this one object instead of a chain of closures.
+private final class PendingAnswer<Receiver, Answer: Sendable>: @unchecked Sendable {
+    private let task: SessionTask
+    private let rest: DelegatePair<Receiver>
+    private let question: (Receiver, @escaping @Sendable (Answer) -> Void) -> Void
+    private let isUnanswered: (Answer) -> Bool
+    private let then: (Answer?) -> Void
+    private var answered = false
+
+    init(
+        task: SessionTask,
+        rest: DelegatePair<Receiver>,
+        question: @escaping (Receiver, @escaping @Sendable (Answer) -> Void) -> Void,
+        isUnanswered: @escaping (Answer) -> Bool,
+        then: @escaping (Answer?) -> Void
+    ) {
+        self.task = task
+        self.rest = rest
+        self.question = question
+        self.isUnanswered = isUnanswered
+        self.then = then
+    }
+
+    func receive(_ answer: Answer) {
+        guard !answered else { return }
+        answered = true
+        if isUnanswered(answer) {
+            task.ask(rest, question, isUnanswered: isUnanswered, then: then)
+        } else {
+            then(answer)
         }
     }
 }
@@ -226,17 +255,6 @@ extension TimeAmount {
     init(_ duration: Duration) {
         let (seconds, attoseconds) = duration.components
         self = .nanoseconds(seconds * 1_000_000_000 + attoseconds / 1_000_000_000)
-    }
-}
-
-/// Lets a completion handler run only once, whatever the delegate does.
-private final class AnswerOnce<Answer>: @unchecked Sendable {
-    private let done = NIOLockedValueBox(false)
-    func claim() -> Bool {
-        done.withLockedValue { done in
-            defer { done = true }
-            return !done
-        }
     }
 }
 

@@ -54,7 +54,7 @@ extension SessionTask {
             guard !isDone, let downloadTask = self as? DownloadTask else { return }
             file.written += count
             let expected = countOfBytesExpectedToReceive
-            let receivers = taskDelegates.compactMap { $0 as? any DownloadTaskDelegate }
+            let receivers = delegates(as: (any DownloadTaskDelegate).self)
             DelegateDispatch.notify(receivers) {
                 $0.downloadTask(downloadTask, didWriteData: count, totalBytesWritten: file.written, totalBytesExpectedToWrite: expected)
             }
@@ -83,7 +83,7 @@ extension SessionTask {
                 return
             }
             if let downloadTask = self as? DownloadTask {
-                let receivers = taskDelegates.compactMap { $0 as? any DownloadTaskDelegate }
+                let receivers = delegates(as: (any DownloadTaskDelegate).self)
                 DelegateDispatch.notify(receivers) { $0.downloadTask(downloadTask, didFinishDownloadingTo: file.path) }
             }
             complete(with: nil)
@@ -122,7 +122,7 @@ extension SessionTask {
         engine.exchange?.retarget(to: download)
         retireAfterHandover()
 
-        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        let receivers = delegates(as: (any DataTaskDelegate).self)
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
         // The data task's timer was cancelled when it retired: the download arms its own.
         download.engine.watchdog = nil

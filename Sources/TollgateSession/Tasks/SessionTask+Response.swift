@@ -213,7 +213,7 @@ extension SessionTask {
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         engine.awaitingResponseDecision = true
         setReadDemand(false)
-        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        let receivers = delegates(as: (any DataTaskDelegate).self)
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
@@ -261,7 +261,7 @@ extension SessionTask {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
-        let receivers = taskDelegates.compactMap { $0 as? any DataTaskDelegate }
+        let receivers = delegates(as: (any DataTaskDelegate).self)
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didReceive: buffer) }
     }
 

@@ -185,15 +185,17 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     /// The receivers of this task's messages: its own delegate, then the session delegate.
-    var taskDelegates: [any TaskDelegate] {
+    var taskDelegates: DelegatePair<any TaskDelegate> {
         let own = delegate
-        let sessionDelegate = session.taskDelegate
-        switch (own, sessionDelegate) {
-        case (nil, nil): return []
-        case (let own?, nil): return [own]
-        case (nil, let shared?): return [shared]
-        case (let own?, let shared?): return own === shared ? [own] : [own, shared]
-        }
+        let shared = session.taskDelegate
+        return DelegatePair(own, own != nil && own === shared ? nil : shared)
+    }
+
+    /// The receivers of this task's messages that take messages of type `Receiver` (a data,
+    /// download or stream task delegate), in order.
+    func delegates<Receiver>(as type: Receiver.Type) -> DelegatePair<Receiver> {
+        let all = taskDelegates
+        return DelegatePair(all.first.flatMap { $0 as? Receiver }, all.second.flatMap { $0 as? Receiver })
     }
 }
 
