@@ -172,6 +172,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         while !closing, relay == nil, !(request != nil && requestEnded), let event = decoder.next() {
             handle(event)
         }
+        if flushScheduled {
+            // A head written while handling these bytes (a cache hit answers inside handle):
+            // flushed now, without a task on the loop's queue for it.
+            flushScheduled = false
+            context?.flush()
+        }
         updateTimers()
         resumeReadingIfPossible()
     }
@@ -376,10 +382,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     /// Flushes once the current event-loop tick is over, so that a response head and the first
-    /// body piece that came with it from the upstream leave in one write.
+    /// body piece that came with it from the upstream leave in one write. While the client's
+    /// bytes are being handled, ``processEvents()`` flushes when it is done.
     private func flushSoon() {
         guard !flushScheduled, let context else { return }
         flushScheduled = true
+        if processing { return }
         context.eventLoop.execute { [self] in
             flushScheduled = false
             self.context?.flush()
