@@ -103,6 +103,17 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         return values
     }
 
+    /// Whether every line named `name` has the value `value` (true when there is none).
+    public func allValues(for name: String, equal value: String) -> Bool {
+        let key = Field.nameKey(of: name)
+        return fields.withUnsafeBufferPointer { buffer in
+            for index in buffer.indices where buffer[index].isNamed(name, key: key) && buffer[index].value != value {
+                return false
+            }
+            return true
+        }
+    }
+
     /// Whether any line has this name.
     public func contains(_ name: String) -> Bool {
         index(of: name, key: Field.nameKey(of: name)) != nil
@@ -175,6 +186,39 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// The number of bytes these lines take on the wire (`name: value\r\n` each).
     public var wireSize: Int {
         fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+    }
+
+    /// Writes the lines as `name: value\r\n` to `destination`, which must have room for
+    /// ``wireSize`` bytes, and returns the number written. One pass of copies into memory the
+    /// caller sized once, rather than a growable buffer's checks for each of four pieces a line.
+    public func writeWire(to destination: UnsafeMutableRawBufferPointer) -> Int {
+        var offset = 0
+        func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
+            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
+            precondition(offset + bytes.count <= destination.count, "writeWire: destination too small")
+            (destination.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
+            offset += bytes.count
+        }
+        func copyASCII(_ first: UInt8, _ second: UInt8) {
+            precondition(offset + 2 <= destination.count, "writeWire: destination too small")
+            destination[offset] = first
+            destination[offset + 1] = second
+            offset += 2
+        }
+        fields.withUnsafeBufferPointer { lines in
+            for index in lines.indices {
+                // Native strings lend their UTF-8 in place; others (bridged) are copied once.
+                if lines[index].name.utf8.withContiguousStorageIfAvailable(copy) == nil {
+                    Array(lines[index].name.utf8).withUnsafeBufferPointer(copy)
+                }
+                copyASCII(UInt8(ascii: ":"), UInt8(ascii: " "))
+                if lines[index].value.utf8.withContiguousStorageIfAvailable(copy) == nil {
+                    Array(lines[index].value.utf8).withUnsafeBufferPointer(copy)
+                }
+                copyASCII(UInt8(ascii: "\r"), UInt8(ascii: "\n"))
+            }
+        }
+        return offset
     }
 
     public var description: String {

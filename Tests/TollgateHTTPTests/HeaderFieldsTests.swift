@@ -69,4 +69,25 @@ struct HeaderFieldsTests {
         #expect(field.nameKey == HeaderFields.Field.nameKey(of: "new-name"))
         #expect(field == HeaderFields.Field(name: "New-Name", value: "v"))
     }
+
+    @Test("The wire form is every line as name: value CRLF, in order, exactly wireSize bytes")
+    func wireForm() {
+        let fields = HeaderFields([("Content-Type", "text/plain; charset=utf-8"), ("X-Ünïcode", "wert ✓"), ("Empty", "")])
+        let bytes = [UInt8](unsafeUninitializedCapacity: fields.wireSize) { buffer, count in
+            count = fields.writeWire(to: UnsafeMutableRawBufferPointer(buffer))
+        }
+        #expect(bytes.count == fields.wireSize)
+        #expect(String(decoding: bytes, as: UTF8.self) == "Content-Type: text/plain; charset=utf-8\r\nX-Ünïcode: wert ✓\r\nEmpty: \r\n")
+        #expect(HeaderFields().wireSize == 0)
+    }
+
+    @Test("allValues(for:equal:) holds when every line of the name has the value, or there is none")
+    func allValuesEqual() {
+        let same = HeaderFields([("Content-Length", "5"), ("X", "1"), ("content-length", "5")])
+        let differ = HeaderFields([("Content-Length", "5"), ("content-length", "6")])
+        #expect(same.allValues(for: "Content-Length", equal: "5"))
+        #expect(!same.allValues(for: "Content-Length", equal: "6"))
+        #expect(!differ.allValues(for: "content-length", equal: "5"))
+        #expect(HeaderFields().allValues(for: "Content-Length", equal: "5"))
+    }
 }

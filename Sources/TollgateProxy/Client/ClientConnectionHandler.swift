@@ -285,20 +285,23 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
-    /// `close` asks for the connection to close after this response.
-    func sendHead(_ head: HTTPResponseHead, framing: ResponseFraming, close: Bool) {
+    /// `added` are fields the proxy adds, written after the head's own. `close` asks for the
+    /// connection to close after this response.
+    func sendHead(_ head: HTTPResponseHead, adding added: HeaderFields = HeaderFields(), framing: ResponseFraming, close: Bool) {
         guard let context, isActive else { return }
         var head = head
+        var added = added
         closeAfterResponse = closeAfterResponse || close || framing == .untilClose
         head.headerFields.remove("Connection")
+        added.remove("Connection")
         if willClose {
-            head.headerFields.add(name: "Connection", value: "close")
+            added.add(name: "Connection", value: "close")
         } else if minorVersion == 0 {
-            head.headerFields.add(name: "Connection", value: "keep-alive")
+            added.add(name: "Connection", value: "keep-alive")
         }
         self.framing = framing
         var buffer = context.channel.allocator.buffer(capacity: 512)
-        ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
+        ResponseEncoder.head(head, adding: added, minorVersion: minorVersion, into: &buffer)
         context.write(wrapOutboundOut(buffer), promise: nil)
         flushSoon()
     }

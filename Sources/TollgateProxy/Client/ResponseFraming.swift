@@ -15,10 +15,11 @@ enum ResponseFraming: Hashable, Sendable {
     /// The framing of `response` for a client that sent `method` over HTTP/1.`minorVersion`, with
     /// `fields` made to match: a `Transfer-Encoding` from upstream is replaced (it described the
     /// upstream connection), `Content-Length` is dropped where no body may follow, and chunked
-    /// framing is announced when used.
+    /// framing is announced in `added` (the fields the proxy adds) when used.
     static func decide(
         status: Int,
         fields: inout HeaderFields,
+        added: inout HeaderFields,
         requestIsHead: Bool,
         clientMinorVersion: Int
     ) -> ResponseFraming {
@@ -28,13 +29,14 @@ enum ResponseFraming: Hashable, Sendable {
             return .none
         }
         if status == 304 || requestIsHead { return .none }
-        let lengths = fields.values(for: "Content-Length")
-        if let first = lengths.first, lengths.allSatisfy({ $0 == first }), Int64(first).map({ $0 >= 0 }) == true {
+        if let first = fields["Content-Length"], Int64(first).map({ $0 >= 0 }) == true,
+            fields.allValues(for: "Content-Length", equal: first)
+        {
             return .contentLength
         }
         fields.remove("Content-Length")
         if clientMinorVersion >= 1 {
-            fields.add(name: "Transfer-Encoding", value: "chunked")
+            added.add(name: "Transfer-Encoding", value: "chunked")
             return .chunked
         }
         return .untilClose
@@ -43,29 +45,42 @@ enum ResponseFraming: Hashable, Sendable {
 
 /// Writes response heads and bodies as bytes.
 enum ResponseEncoder {
-    /// `HTTP/1.x STATUS REASON`, the fields, the empty line.
-    static func head(_ head: HTTPResponseHead, minorVersion: Int, into buffer: inout ByteBuffer) {
-        // Written byte by byte: this runs for every response, and interpolation allocates.
-        buffer.writeStaticString(minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ")
-        if (100...999).contains(head.status) {
-            buffer.writeMultipleIntegers(
-                UInt8(0x30 + head.status / 100), UInt8(0x30 + head.status / 10 % 10), UInt8(0x30 + head.status % 10),
-                UInt8(ascii: " ")
-            )
-        } else {
-            buffer.writeString("\(head.status) ")
-        }
-        buffer.writeString(head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason)
-        buffer.writeStaticString("\r\n")
-        head.headerFields.withLines { lines in
-            for index in lines.indices {
-                buffer.writeString(lines[index].name)
-                buffer.writeStaticString(": ")
-                buffer.writeString(lines[index].value)
-                buffer.writeStaticString("\r\n")
+    /// `HTTP/1.x STATUS REASON`, the fields, then `extra` (fields the proxy adds, written
+    /// after the message's own without copying its list), the empty line.
+    static func head(_ head: HTTPResponseHead, adding extra: HeaderFields = HeaderFields(), minorVersion: Int, into buffer: inout ByteBuffer) {
+        // Sized once and written in one pass: this runs for every response.
+        var reason = head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason
+        // Three digits as a rule; anything else is written as it is (never produced by a parser).
+        var statusText = (100...999).contains(head.status) ? "" : String(head.status)
+        let size = 13 + statusText.utf8.count + reason.utf8.count + 2 + head.headerFields.wireSize + extra.wireSize + 2
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { destination in
+            var offset = 0
+            func put(_ byte: UInt8) {
+                destination[offset] = byte
+                offset += 1
             }
+            for byte in (minorVersion == 0 ? "HTTP/1.0 " : "HTTP/1.1 ").utf8 { put(byte) }
+            if statusText.isEmpty {
+                put(UInt8(0x30 + head.status / 100))
+                put(UInt8(0x30 + head.status / 10 % 10))
+                put(UInt8(0x30 + head.status % 10))
+            } else {
+                statusText.withUTF8 { bytes in
+                    for byte in bytes { put(byte) }
+                }
+            }
+            put(UInt8(ascii: " "))
+            reason.withUTF8 { bytes in
+                for byte in bytes { put(byte) }
+            }
+            put(UInt8(ascii: "\r"))
+            put(UInt8(ascii: "\n"))
+            offset += head.headerFields.writeWire(to: UnsafeMutableRawBufferPointer(rebasing: destination[offset...]))
+            offset += extra.writeWire(to: UnsafeMutableRawBufferPointer(rebasing: destination[offset...]))
+            put(UInt8(ascii: "\r"))
+            put(UInt8(ascii: "\n"))
+            return offset
         }
-        buffer.writeStaticString("\r\n")
     }
 
     /// The line before a chunk of `count` bytes.

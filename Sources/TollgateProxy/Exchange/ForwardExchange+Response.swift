@@ -47,13 +47,18 @@ extension ForwardExchange {
         }
         let originVersion =
             response.version.hasPrefix("HTTP/") ? String(response.version.dropFirst(5)) : response.version
-        fields.add(name: "Via", value: "\(originVersion) tollgate")
+        // The proxy's own fields go in a list of their own, written after the response's: adding
+        // them to the response's list would copy it (the task keeps the response too).
+        var added = HeaderFields()
+        added.reserveCapacity(4)
+        added.add(name: "Via", value: "\(originVersion) tollgate")
         if let outcome = task?.cacheOutcome {
-            fields.add(name: "Cache-Status", value: outcome.cacheStatus())
+            added.add(name: "Cache-Status", value: outcome.cacheStatus())
         }
         let framing = ResponseFraming.decide(
             status: response.status,
             fields: &fields,
+            added: &added,
             requestIsHead: head.isHead,
             clientMinorVersion: head.minorVersion
         )
@@ -61,6 +66,7 @@ extension ForwardExchange {
         record.status = response.status
         connection.sendHead(
             HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
+            adding: added,
             framing: framing,
             close: closeAfterResponse
         )
