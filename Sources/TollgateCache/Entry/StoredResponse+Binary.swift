@@ -59,7 +59,10 @@ extension StoredResponse {
 
     /// Decodes a record, returning the metadata and the byte range of an inline body
     /// within `record`; nil when the record is not a valid version-1 record.
-    static func decode(record: UnsafeRawBufferPointer) -> (response: StoredResponse, inlineBody: Range<Int>?)? {
+    static func decode(
+        record: UnsafeRawBufferPointer,
+        lastAccess accessOverride: Date? = nil
+    ) -> (response: StoredResponse, inlineBody: Range<Int>?)? {
         var input = BinaryReader(record)
         guard input.byte() == recordVersion, let flags = input.byte(), let status = input.u16(),
             let requestTime = input.date(), let responseTime = input.date(), let storedAt = input.date(),
@@ -67,11 +70,11 @@ extension StoredResponse {
             let keyText = input.string(), let key = CacheKey(storedDescription: keyText), let url = input.string(),
             let reason = input.string(), let headerCount = input.varint()
         else { return nil }
-        var pairs: [(String, String)] = []
-        pairs.reserveCapacity(headerCount)
+        var headerFields = HeaderFields()
+        headerFields.reserveCapacity(headerCount)
         for _ in 0..<headerCount {
             guard let name = input.string(), let value = input.string() else { return nil }
-            pairs.append((name, value))
+            headerFields.add(name: name, value: value)
         }
         guard let varyCount = input.varint() else { return nil }
         var varying: [VaryingField] = []
@@ -98,7 +101,7 @@ extension StoredResponse {
             url: url,
             status: Int(status),
             reason: reason,
-            headerFields: HeaderFields(pairs),
+            headerFields: headerFields,
             requestTime: requestTime,
             responseTime: responseTime,
             varyingRequestFields: varying,
@@ -106,7 +109,7 @@ extension StoredResponse {
             bodyDigest: digest,
             bodyLocation: location,
             storedAt: storedAt,
-            lastAccess: lastAccess
+            lastAccess: accessOverride ?? lastAccess
         )
         return (response, bodyRange)
     }

@@ -22,8 +22,11 @@ extension CacheStore {
         let found: CacheEntry? = try environment.read { txn in
             var best: CacheEntry?
             for id in try variantIDs(key, txn) {
+                // The last access recorded in the LRU index (newer than the record's) is read first
+                // and decoded in, rather than set on the decoded response (a copy of it).
+                let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
                 let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                    guard let (response, range) = StoredResponse.decode(record: record),
+                    guard let (response, range) = StoredResponse.decode(record: record, lastAccess: lastAccess),
                         VaryMatching.matches(response, request: requestHeaders),
                         best.map({ response.responseTime > $0.response.responseTime }) ?? true
                     else { return nil }
@@ -39,13 +42,6 @@ extension CacheStore {
                     return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
                 }
                 if let candidate = candidate ?? nil { best = candidate }
-            }
-            if var entry = best,
-                let access = try txn.withValue(forKey: entry.id.rawValue, in: db.access, { Self.decodeAccess($0) })
-                    ?? nil
-            {
-                entry.response.lastAccess = access.time
-                best = entry
             }
             return best
         }
