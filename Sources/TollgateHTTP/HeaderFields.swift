@@ -41,6 +41,13 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             return hash
         }
 
+        /// ``nameKey(of:)`` of a name given as its UTF-8 bytes (a token inside a field value).
+        public static func nameKey<Bytes: Sequence<UInt8>>(ofBytes bytes: Bytes) -> UInt32 {
+            var hash: UInt32 = 2_166_136_261
+            for byte in bytes { hash = (hash ^ UInt32(byte &- 65 < 26 ? byte | 0x20 : byte)) &* 16_777_619 }
+            return hash
+        }
+
         /// Whether this line's name is `name` (ignoring ASCII case), whose key is `key`.
         @inline(__always)
         func isNamed(_ name: String, key: UInt32) -> Bool {

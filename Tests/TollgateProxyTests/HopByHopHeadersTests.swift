@@ -1,0 +1,43 @@
+import Testing
+import TollgateHTTP
+
+@testable import TollgateProxy
+
+@Suite("Hop-by-hop fields (RFC 9110 §7.6.1): the fixed ones and those Connection names")
+struct HopByHopHeadersTests {
+    @Test("Fixed hop-by-hop fields go, in any case; the message's own fields stay in order")
+    func fixed() {
+        let fields: HeaderFields = [
+            "Host": "a", "connection": "close", "KEEP-ALIVE": "timeout=5", "TE": "trailers", "X-Kept": "1",
+            "Proxy-Authorization": "Basic eA==", "Transfer-Encoding": "chunked", "Upgrade": "h2c", "Accept": "*/*",
+        ]
+        let kept = HopByHopHeaders.removing(from: fields)
+        #expect(kept.pairs.map(\.0) == ["Host", "X-Kept", "Accept"])
+    }
+
+    @Test("Fields Connection names go, whatever the spacing and case of the list")
+    func named() {
+        let fields: HeaderFields = [
+            "Connection": " x-private ,,\tKeep-Alive, X-Other\t", "Connection": "x-third", "X-Private": "1",
+            "x-other": "2", "X-Third": "3", "X-Public": "4",
+        ]
+        #expect(HopByHopHeaders.removing(from: fields).pairs.map(\.0) == ["X-Public"])
+    }
+
+    @Test("A list naming nothing present removes only Connection itself; without any, nothing is copied")
+    func namingNothing() {
+        let withConnection: HeaderFields = ["Connection": "keep-alive, close", "Close": "x", "ETag": "\"e\""]
+        #expect(HopByHopHeaders.removing(from: withConnection).pairs.map(\.0) == ["ETag"])
+        let plain: HeaderFields = ["ETag": "\"e\"", "Content-Length": "3"]
+        #expect(HopByHopHeaders.removing(from: plain) == plain)
+    }
+
+    @Test("connectionLists finds a token among several lines, ignoring case and blanks")
+    func lists() {
+        let fields: HeaderFields = ["Connection": "keep-alive", "Connection": " Upgrade ,x"]
+        #expect(HopByHopHeaders.connectionLists("upgrade", in: fields))
+        #expect(HopByHopHeaders.connectionLists("KEEP-ALIVE", in: fields))
+        #expect(!HopByHopHeaders.connectionLists("close", in: fields))
+        #expect(!HopByHopHeaders.connectionLists("upgrade", in: ["Connection": "upgraded"]))
+    }
+}
