@@ -5,21 +5,28 @@
 /// request head copy was five reference-count operations, a stored response's a dozen. Behind
 /// this wrapper a copy is one retain, and value semantics stay: changing a copy whose box is
 /// shared copies the value first.
+///
+/// Inlinable, so that users in other modules get it specialized to their value type (unspecialized,
+/// every access went through the generic value witnesses).
 @propertyWrapper
+@frozen
 public struct CopyOnWrite<Value> {
-    private final class Box {
-        var value: Value
-        init(_ value: Value) { self.value = value }
+    @usableFromInline
+    final class Box {
+        @usableFromInline var value: Value
+        @inlinable init(_ value: Value) { self.value = value }
     }
 
-    private var box: Box
+    @usableFromInline var box: Box
 
     /// Boxes `wrappedValue`.
+    @inlinable
     public init(wrappedValue: Value) {
         box = Box(wrappedValue)
     }
 
     /// The value; borrowed for reading, copied before a change when the box is shared.
+    @inlinable
     public var wrappedValue: Value {
         _read { yield box.value }
         _modify {
@@ -33,12 +40,14 @@ public struct CopyOnWrite<Value> {
 extension CopyOnWrite: @unchecked Sendable where Value: Sendable {}
 
 extension CopyOnWrite: Equatable where Value: Equatable {
+    @inlinable
     public static func == (lhs: CopyOnWrite, rhs: CopyOnWrite) -> Bool {
         lhs.box === rhs.box || lhs.box.value == rhs.box.value
     }
 }
 
 extension CopyOnWrite: Hashable where Value: Hashable {
+    @inlinable
     public func hash(into hasher: inout Hasher) {
         hasher.combine(box.value)
     }

@@ -1,17 +1,89 @@
 import NIOConcurrencyHelpers
+import TollgateHTTP
 import TollgatePolicy
 
 /// What every connection of one listener shares.
 struct ListenerEnvironment: Sendable {
-    var mode: ListenerMode
-    var policy: any ProxyPolicy
-    var accessLog: AccessLog
-    var metrics: ProxyMetrics
-    var ownListeners: OwnListeners
-    var authenticators: AuthenticatorCache
-    var resolver: AddressResolver
+    // One copy-on-write box: every exchange copies the environment, and a copy is then one
+    // retain rather than one per shared object.
+    private struct Parts: Sendable {
+        var mode: ListenerMode
+        var policy: any ProxyPolicy
+        var accessLog: AccessLog
+        var metrics: ProxyMetrics
+        var ownListeners: OwnListeners
+        var authenticators: AuthenticatorCache
+        var resolver: AddressResolver
+        var interceptor: Interceptor?
+    }
+
+    @CopyOnWrite private var parts: Parts
+
+    var mode: ListenerMode {
+        _read { yield parts.mode }
+        _modify { yield &parts.mode }
+    }
+
+    var policy: any ProxyPolicy {
+        _read { yield parts.policy }
+        _modify { yield &parts.policy }
+    }
+
+    var accessLog: AccessLog {
+        _read { yield parts.accessLog }
+        _modify { yield &parts.accessLog }
+    }
+
+    var metrics: ProxyMetrics {
+        _read { yield parts.metrics }
+        _modify { yield &parts.metrics }
+    }
+
+    var ownListeners: OwnListeners {
+        _read { yield parts.ownListeners }
+        _modify { yield &parts.ownListeners }
+    }
+
+    var authenticators: AuthenticatorCache {
+        _read { yield parts.authenticators }
+        _modify { yield &parts.authenticators }
+    }
+
+    var resolver: AddressResolver {
+        _read { yield parts.resolver }
+        _modify { yield &parts.resolver }
+    }
+
     /// Mints certificates for intercepted CONNECTs; nil: every CONNECT is tunnelled.
-    var interceptor: Interceptor?
+    var interceptor: Interceptor? {
+        _read { yield parts.interceptor }
+        _modify { yield &parts.interceptor }
+    }
+
+    /// An environment of these parts.
+    init(
+        mode: ListenerMode,
+        policy: any ProxyPolicy,
+        accessLog: AccessLog,
+        metrics: ProxyMetrics,
+        ownListeners: OwnListeners,
+        authenticators: AuthenticatorCache,
+        resolver: AddressResolver,
+        interceptor: Interceptor? = nil
+    ) {
+        _parts = CopyOnWrite(
+            wrappedValue: Parts(
+                mode: mode,
+                policy: policy,
+                accessLog: accessLog,
+                metrics: metrics,
+                ownListeners: ownListeners,
+                authenticators: authenticators,
+                resolver: resolver,
+                interceptor: interceptor
+            )
+        )
+    }
 
     /// The destination rules in force now.
     var destinations: DestinationCheck {
