@@ -88,11 +88,11 @@ for object in 1k.bin 256k.bin 8m.bin; do
   case "$status" in *hit*) ;; *) echo "tollgate did not serve $object from its cache (Cache-Status: ${status:-none})" >&2; exit 1 ;; esac
 done
 
-run() { # url
-  taskset -c 1 wrk -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$1" > "$work/wrk.out" 2>&1 || true
-  awk '/Requests\/sec/ {rps=$2} /Transfer\/sec/ {tps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5}
-       END {printf "%s %s %s %s %s\n", rps, tps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
+run() { # pid url
+  wrk_measured "$1" -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "$2"
 }
+tollgate_pid=${pids[0]}
+nginx_pid=$(nginx_worker cache)
 
 mkdir -p bench/results
 out="bench/results/cache-hits-$(date +%Y%m%d-%H%M%S).md"
@@ -102,13 +102,15 @@ out="bench/results/cache-hits-$(date +%Y%m%d-%H%M%S).md"
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
   echo "wrk: 1 thread, $CONNECTIONS keep-alive connections, ${DURATION}s per run, core 1; the cache under test on core 0."
   echo
-  echo "| object | cache | requests/s | transfer/s | p50 | p99 | non-2xx |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "CPU: the cache's own process, user and system time per request (µs)."
+  echo
+  echo "| object | cache | requests/s | transfer/s | p50 | p99 | non-2xx | CPU user | CPU system |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for object in 1k.bin 256k.bin 8m.bin; do
-    read -r rps tps p50 p99 bad < <(run "http://127.0.0.1:$NGINX_CACHE_PORT/$object")
-    echo "| $object | nginx proxy_cache | $rps | $tps | $p50 | $p99 | $bad |"
-    read -r rps tps p50 p99 bad < <(run "http://127.0.0.1:$TOLLGATE_PORT/$object")
-    echo "| $object | tollgate | $rps | $tps | $p50 | $p99 | $bad |"
+    read -r rps tps p50 p99 bad user sys < <(run "$nginx_pid" "http://127.0.0.1:$NGINX_CACHE_PORT/$object")
+    echo "| $object | nginx proxy_cache | $rps | $tps | $p50 | $p99 | $bad | $user | $sys |"
+    read -r rps tps p50 p99 bad user sys < <(run "$tollgate_pid" "http://127.0.0.1:$TOLLGATE_PORT/$object")
+    echo "| $object | tollgate | $rps | $tps | $p50 | $p99 | $bad | $user | $sys |"
   done
 } | tee "$out"
 echo "written: $out"

@@ -35,3 +35,28 @@ wait_for_port() {
   done
   echo "nothing listens on port $1" >&2; return 1
 }
+
+# CPU time a process has used so far, user and system, in clock ticks: "UTIME STIME".
+cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
+
+# The (one) worker of the nginx whose master wrote WORK/NAME.pid.
+nginx_worker() { pgrep -P "$(cat "$work/$1.pid")" | head -1; }
+
+# Runs wrk (its arguments) while measuring the CPU `pid` uses, and prints
+# "requests/s transfer/s p50 p99 non-2xx user-us/request system-us/request". CPU per request
+# varies much less between runs than throughput on a shared machine, and says where time goes.
+wrk_measured() { # pid wrk-arguments...
+  local pid=$1; shift
+  local before after
+  before=$(cpu_ticks "$pid")
+  taskset -c 1 wrk "$@" > "$work/wrk.out" 2>&1 || true
+  after=$(cpu_ticks "$pid")
+  awk -v before="$before" -v after="$after" -v hz="$(getconf CLK_TCK)" '
+    /requests in/ {n=$1} /Requests\/sec/ {rps=$2} /Transfer\/sec/ {tps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2}
+    /Non-2xx/ {bad=$5}
+    END {
+      split(before, b, " "); split(after, a, " ")
+      user = n > 0 ? (a[1] - b[1]) * 1e6 / hz / n : 0; sys = n > 0 ? (a[2] - b[2]) * 1e6 / hz / n : 0
+      printf "%s %s %s %s %s %.1f %.1f\n", rps, tps, p50, p99, (bad == "" ? 0 : bad), user, sys
+    }' "$work/wrk.out"
+}

@@ -65,12 +65,14 @@ wait_for_port "$NGINX_PROXY_PORT"
 
 taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$FORWARD_PORT" >"$work/forward.log" 2>"$work/forward.err" &
 pids+=($!)
+forward_pid=$!
 wait_for_port "$FORWARD_PORT"
 reverse=no
 if "$TOLLGATE" serve --help 2>&1 | grep -q -- "--reverse"; then
   taskset -c 0 "$TOLLGATE" serve --listen "127.0.0.1:$REVERSE_PORT" --reverse "http://127.0.0.1:$ORIGIN_PORT" \
     >"$work/reverse.log" 2>"$work/reverse.err" &
   pids+=($!)
+  reverse_pid=$!
   wait_for_port "$REVERSE_PORT"
   reverse=yes
 fi
@@ -81,15 +83,17 @@ local target = os.getenv("TARGET")
 request = function() return wrk.format("GET", target) end
 LUA
 
-# Prints "requests/s p50 p99" for one wrk run.
-run() { # url [lua] [close] [absolute target for the forward proxy]
-  export TARGET=${4:-}
+origin_pid=$(nginx_worker nginx)
+nginx_proxy_pid=$(nginx_worker nginx-proxy)
+
+# Prints "requests/s p50 p99 non-2xx user-us sys-us" for one wrk run, the CPU being that of `pid`.
+run() { # pid url [lua] [close] [absolute target for the forward proxy]
+  export TARGET=${5:-}
+  local pid=$1
   local args=(-t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency)
-  [ -n "${2:-}" ] && args+=(-s "$2")
-  [ "${3:-}" = close ] && args+=(-H "Connection: close")
-  taskset -c 1 wrk "${args[@]}" "$1" > "$work/wrk.out" 2>&1 || true
-  awk '/Requests\/sec/ {rps=$2} /^ +50%/ {p50=$2} /^ +99%/ {p99=$2} /Non-2xx/ {bad=$5}
-       END {printf "%s %s %s %s\n", rps, p50, p99, (bad==""?0:bad)}' "$work/wrk.out"
+  [ -n "${3:-}" ] && args+=(-s "$3")
+  [ "${4:-}" = close ] && args+=(-H "Connection: close")
+  wrk_measured "$pid" "${args[@]}" "$2" | awk '{print $1, $3, $4, $5, $6, $7}'
 }
 
 mkdir -p bench/results
@@ -100,20 +104,23 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
   echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate and the nginx proxy pinned to core 0; the nginx origin unpinned."
   echo
-  echo "| object | connection | path | requests/s | p50 | p99 | non-2xx |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "CPU: user and system time per request (µs) of the process serving the path: the origin's"
+  echo "worker for direct, the proxy's own process otherwise (the origin's share is not included)."
+  echo
+  echo "| object | connection | path | requests/s | p50 | p99 | non-2xx | CPU user | CPU system |"
+  echo "|---|---|---|---|---|---|---|---|---|"
   for object in 1k.bin 256k.bin; do
     for mode in keep-alive close; do
       close=""; [ "$mode" = close ] && close=close
-      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$ORIGIN_PORT/$object" "" "$close")
-      echo "| $object | $mode | direct | $rps | $p50 | $p99 | $bad |"
-      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$NGINX_PROXY_PORT/$object" "" "$close")
-      echo "| $object | $mode | nginx proxy_pass | $rps | $p50 | $p99 | $bad |"
-      read -r rps p50 p99 bad < <(run "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "$close" "http://127.0.0.1:$ORIGIN_PORT/$object")
-      echo "| $object | $mode | forward | $rps | $p50 | $p99 | $bad |"
+      read -r rps p50 p99 bad user sys < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/$object" "" "$close")
+      echo "| $object | $mode | direct | $rps | $p50 | $p99 | $bad | $user | $sys |"
+      read -r rps p50 p99 bad user sys < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/$object" "" "$close")
+      echo "| $object | $mode | nginx proxy_pass | $rps | $p50 | $p99 | $bad | $user | $sys |"
+      read -r rps p50 p99 bad user sys < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "$close" "http://127.0.0.1:$ORIGIN_PORT/$object")
+      echo "| $object | $mode | forward | $rps | $p50 | $p99 | $bad | $user | $sys |"
       if [ "$reverse" = yes ]; then
-        read -r rps p50 p99 bad < <(run "http://127.0.0.1:$REVERSE_PORT/$object" "" "$close")
-        echo "| $object | $mode | reverse | $rps | $p50 | $p99 | $bad |"
+        read -r rps p50 p99 bad user sys < <(run "$reverse_pid" "http://127.0.0.1:$REVERSE_PORT/$object" "" "$close")
+        echo "| $object | $mode | reverse | $rps | $p50 | $p99 | $bad | $user | $sys |"
       fi
     done
   done
