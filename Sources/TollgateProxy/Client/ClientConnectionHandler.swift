@@ -43,6 +43,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var decoder: RequestDecoder
     private let limits: PolicyConfiguration.Limits
     private(set) var clientAddress = "-"
+    /// The client connects over loopback (``StoredBodyTransfer``).
+    private(set) var clientIsLoopback = false
     private var clientAllowed = false
 
     /// The request being served (nil while waiting for one).
@@ -93,7 +95,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         let remote = context.channel.remoteAddress
         clientAddress = remote?.ipAddress ?? "-"
         let access = environment.policy.access
-        clientAllowed = remote.flatMap(Self.addressBytes).map { access.allowsClient(address: $0) } ?? false
+        let addressBytes = remote.flatMap(Self.addressBytes)
+        clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
+        clientIsLoopback = addressBytes.map(StoredBodyTransfer.isLoopback) ?? false
         if context.channel.isActive { updateTimers() }
     }
 

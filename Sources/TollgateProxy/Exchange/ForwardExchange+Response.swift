@@ -82,10 +82,12 @@ extension ForwardExchange {
     // MARK: a stored body as a file region (StoredFileReceiving)
 
     /// A stored body goes to the client with `sendfile` when the client connection takes it
-    /// (``ClientConnectionHandler/acceptsFileRegion``: length-framed, plain TCP).
+    /// (``ClientConnectionHandler/acceptsFileRegion``: length-framed, plain TCP) and it is not a
+    /// large body for a loopback client (``StoredBodyTransfer``).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
         guard !isFinished, responseStarted, let connection else { return false }
         return connection.acceptsFileRegion
+            && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: connection.clientIsLoopback)
     }
 
     func dataTask(_ task: DataTask, didReceive region: FileRegion, done: @escaping @Sendable ((any Error)?) -> Void) {
