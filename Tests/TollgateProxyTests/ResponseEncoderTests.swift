@@ -6,7 +6,11 @@ import TollgateHTTP
 
 @Suite("Response heads on the wire: status line, the message's fields, then the proxy's")
 struct ResponseEncoderTests {
-    private func encode(_ head: HTTPResponseHead, adding added: HeaderFields = HeaderFields(), minorVersion: Int = 1) -> String {
+    private func encode(
+        _ head: HTTPResponseHead,
+        adding added: HeaderFields = HeaderFields(),
+        minorVersion: Int = 1
+    ) -> String {
         var buffer = ByteBuffer()
         ResponseEncoder.head(head, adding: added, minorVersion: minorVersion, into: &buffer)
         return String(buffer: buffer)
@@ -16,7 +20,10 @@ struct ResponseEncoderTests {
     func addedAfterOwn() {
         let head = HTTPResponseHead(status: 200, reason: "OK", headerFields: ["Content-Length": "3", "ETag": "\"a\""])
         let text = encode(head, adding: ["Via": "1.1 tollgate", "Cache-Status": "tollgate; hit"])
-        #expect(text == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nETag: \"a\"\r\nVia: 1.1 tollgate\r\nCache-Status: tollgate; hit\r\n\r\n")
+        #expect(
+            text
+                == "HTTP/1.1 200 OK\r\nContent-Length: 3\r\nETag: \"a\"\r\nVia: 1.1 tollgate\r\nCache-Status: tollgate; hit\r\n\r\n"
+        )
     }
 
     @Test("HTTP/1.0 clients get an HTTP/1.0 status line; an empty reason becomes the standard one")
@@ -34,7 +41,13 @@ struct ResponseEncoderTests {
     func chunkedAnnouncedInAdded() {
         var fields: HeaderFields = ["Transfer-Encoding": "chunked", "ETag": "\"e\""]
         var added = HeaderFields()
-        let framing = ResponseFraming.decide(status: 200, fields: &fields, added: &added, requestIsHead: false, clientMinorVersion: 1)
+        let framing = ResponseFraming.decide(
+            status: 200,
+            fields: &fields,
+            added: &added,
+            requestIsHead: false,
+            clientMinorVersion: 1
+        )
         #expect(framing == .chunked)
         #expect(!fields.contains("Transfer-Encoding"))
         #expect(fields["ETag"] == "\"e\"")
@@ -46,8 +59,24 @@ struct ResponseEncoderTests {
         var same: HeaderFields = ["Content-Length": "4", "content-length": "4"]
         var differ: HeaderFields = ["Content-Length": "4", "content-length": "5"]
         var added = HeaderFields()
-        #expect(ResponseFraming.decide(status: 200, fields: &same, added: &added, requestIsHead: false, clientMinorVersion: 1) == .contentLength)
-        #expect(ResponseFraming.decide(status: 200, fields: &differ, added: &added, requestIsHead: false, clientMinorVersion: 0) == .untilClose)
+        #expect(
+            ResponseFraming.decide(
+                status: 200,
+                fields: &same,
+                added: &added,
+                requestIsHead: false,
+                clientMinorVersion: 1
+            ) == .contentLength
+        )
+        #expect(
+            ResponseFraming.decide(
+                status: 200,
+                fields: &differ,
+                added: &added,
+                requestIsHead: false,
+                clientMinorVersion: 0
+            ) == .untilClose
+        )
         #expect(!differ.contains("Content-Length"))
     }
 }

@@ -32,7 +32,11 @@ struct StoredBodyTransferTests {
         let small = (0..<(300 << 10)).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
         let large = (0..<(3 << 20)).map { UInt8(truncatingIfNeeded: $0 &* 7 &+ ($0 >> 16)) }
         let origin = try await LoopbackOrigin.start { request, respond in
-            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], bytes: request.target == "/large" ? large : small)
+            respond.send(
+                status: 200,
+                headers: ["Cache-Control": "max-age=600"],
+                bytes: request.target == "/large" ? large : small
+            )
         }
         defer { origin.stop() }
         let config = directory.appendingPathComponent("tollgate.yaml")

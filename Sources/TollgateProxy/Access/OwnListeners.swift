@@ -48,7 +48,9 @@ public final class OwnListeners: Sendable {
     /// proxy's listeners.
     func contains(address: [UInt8], port: Int) -> Bool {
         // Most destinations share no port with a listener: answer that without copying the set.
-        let candidates = listeners.withLockedValue { all in all.contains { $0.port == port } ? all.filter { $0.port == port } : [] }
+        let candidates = listeners.withLockedValue { all in
+            all.contains { $0.port == port } ? all.filter { $0.port == port } : []
+        }
         guard !candidates.isEmpty else { return false }
         for listener in candidates {
             if listener.address == address { return true }

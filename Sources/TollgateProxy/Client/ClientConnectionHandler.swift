@@ -291,7 +291,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
     /// `added` are fields the proxy adds, written after the head's own. `close` asks for the
     /// connection to close after this response.
-    func sendHead(_ head: HTTPResponseHead, adding added: HeaderFields = HeaderFields(), framing: ResponseFraming, close: Bool) {
+    func sendHead(
+        _ head: HTTPResponseHead,
+        adding added: HeaderFields = HeaderFields(),
+        framing: ResponseFraming,
+        close: Bool
+    ) {
         guard let context, isActive else { return }
         var head = head
         var added = added

@@ -63,8 +63,24 @@ struct ClientRequestHead: Hashable, Sendable {
         _modify { yield &parts.byteCount }
     }
 
-    init(method: String, target: String, minorVersion: Int, headerFields: HeaderFields, framing: Framing, byteCount: Int) {
-        _parts = CopyOnWrite(wrappedValue: Parts(method: method, target: target, minorVersion: minorVersion, headerFields: headerFields, framing: framing, byteCount: byteCount))
+    init(
+        method: String,
+        target: String,
+        minorVersion: Int,
+        headerFields: HeaderFields,
+        framing: Framing,
+        byteCount: Int
+    ) {
+        _parts = CopyOnWrite(
+            wrappedValue: Parts(
+                method: method,
+                target: target,
+                minorVersion: minorVersion,
+                headerFields: headerFields,
+                framing: framing,
+                byteCount: byteCount
+            )
+        )
     }
 
     /// `HTTP/1.0` or `HTTP/1.1`.

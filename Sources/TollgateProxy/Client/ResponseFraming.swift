@@ -47,7 +47,12 @@ enum ResponseFraming: Hashable, Sendable {
 enum ResponseEncoder {
     /// `HTTP/1.x STATUS REASON`, the fields, then `extra` (fields the proxy adds, written
     /// after the message's own without copying its list), the empty line.
-    static func head(_ head: HTTPResponseHead, adding extra: HeaderFields = HeaderFields(), minorVersion: Int, into buffer: inout ByteBuffer) {
+    static func head(
+        _ head: HTTPResponseHead,
+        adding extra: HeaderFields = HeaderFields(),
+        minorVersion: Int,
+        into buffer: inout ByteBuffer
+    ) {
         // Sized once and written in one pass: this runs for every response.
         var reason = head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason
         // Three digits as a rule; anything else is written as it is (never produced by a parser).
