@@ -48,6 +48,8 @@ public final class CacheStore: Sendable {
     let db: Databases
     let state: Locked<State>
     let allocator = ByteBufferAllocator()
+    /// Responses decoded by lookups, reused while their records are unchanged.
+    let decodedRecords = DecodedRecords()
     private let lockDescriptor: Int32
 
     /// The handles of the store's databases.

@@ -1,0 +1,56 @@
+import Foundation
+
+/// Stored responses as last decoded, by variant id, each with the metadata bytes it was decoded
+/// from.
+///
+/// Decoding a record makes strings of every stored field on every hit. A lookup whose record
+/// metadata is byte for byte what was decoded before (and whose last access is the same) takes
+/// the decoded response from here instead. Validity is checked by content, not by invalidation:
+/// a record that was rewritten (a 304 merge), replaced or removed no longer matches its bytes, so
+/// nothing stale is ever served from here. The metadata holds the body's length and SHA-256, so
+/// equal metadata also means an equal inline body, which is not compared. Bounded; cleared when
+/// full.
+final class DecodedRecords: @unchecked Sendable {
+    // @unchecked: `byID` is only touched while holding `lock`.
+    private struct Decoded {
+        let metadata: [UInt8]
+        let lastAccess: Date?
+        let response: StoredResponse
+        let inlineBody: Range<Int>?
+    }
+
+    /// Entries kept at most (a few KiB each); past it the memo starts empty again.
+    static let capacity = 4096
+
+    private let lock = NSLock()
+    private var byID: [UInt64: Decoded] = [:]
+
+    /// The response and inline body range of `record` (variant `id`), decoded or remembered.
+    func decode(id: UInt64, record: UnsafeRawBufferPointer, lastAccess: Date?) -> (StoredResponse, Range<Int>?)? {
+        lock.lock()
+        let known = byID[id]
+        lock.unlock()
+        if let known, known.lastAccess == lastAccess,
+            record.count == known.metadata.count + (known.inlineBody?.count ?? 0),
+            known.metadata.withUnsafeBytes({ memcmp($0.baseAddress!, record.baseAddress!, $0.count) == 0 })
+        {
+            return (known.response, known.inlineBody)
+        }
+        guard let (response, inlineBody) = StoredResponse.decode(record: record, lastAccess: lastAccess) else {
+            return nil
+        }
+        let metadata = Array(record[..<(inlineBody?.lowerBound ?? record.count)])
+        lock.lock()
+        if byID.count >= Self.capacity { byID.removeAll(keepingCapacity: true) }
+        byID[id] = Decoded(metadata: metadata, lastAccess: lastAccess, response: response, inlineBody: inlineBody)
+        lock.unlock()
+        return (response, inlineBody)
+    }
+
+    /// How many decoded responses are remembered (tests).
+    var count: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return byID.count
+    }
+}
