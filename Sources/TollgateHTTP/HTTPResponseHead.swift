@@ -19,8 +19,9 @@ public struct HTTPResponseHead: Hashable, Sendable {
 
     /// The body length the Content-Length field announces, or nil when it is absent or not a single valid number.
     public var contentLength: Int64? {
-        let values = headerFields.values(for: "Content-Length")
-        guard let first = values.first, values.allSatisfy({ $0 == first }), let length = Int64(first), length >= 0
+        // Without an array of the values: this is asked for every response.
+        guard let first = headerFields["Content-Length"], headerFields.allValues(for: "Content-Length", equal: first),
+            let length = Int64(first), length >= 0
         else { return nil }
         return length
     }

@@ -144,6 +144,16 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         }
     }
 
+    /// The number of lines with this name.
+    public func count(named name: String) -> Int {
+        let key = Field.nameKey(of: name)
+        return fields.withUnsafeBufferPointer { buffer in
+            var count = 0
+            for index in buffer.indices where buffer[index].isNamed(name, key: key) { count += 1 }
+            return count
+        }
+    }
+
     /// Whether any line has this name.
     public func contains(_ name: String) -> Bool {
         index(of: name, key: Field.nameKey(of: name)) != nil

@@ -46,7 +46,12 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// otherwise `#` and the hex SHA-256 of the text (no text key starts with `#`, since
     /// they start with the method).
     var storageKey: [UInt8] {
-        let text = Array(description.utf8)
+        // Built in one array (the description's interpolation and its copy were two, per lookup).
+        var text: [UInt8] = []
+        text.reserveCapacity(method.rawValue.utf8.count + 1 + url.utf8.count)
+        text.append(contentsOf: method.rawValue.utf8)
+        text.append(0x20)
+        text.append(contentsOf: url.utf8)
         guard text.count > Self.longestTextKey else { return text }
         return Array("#".utf8) + Array(SHA256.hex(SHA256.hash(text)).utf8)
     }

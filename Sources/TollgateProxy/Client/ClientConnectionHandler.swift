@@ -45,6 +45,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     private(set) var clientAddress = "-"
     /// The client connects over loopback (``StoredBodyTransfer``).
     private(set) var clientIsLoopback = false
+    /// The last host parsed for this connection's requests (a keep-alive client asks one host).
+    private var lastCanonicalHost: (text: String, host: CanonicalHost)?
     private var clientAllowed = false
 
     /// The request being served (nil while waiting for one).
@@ -86,6 +88,14 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
 
     private static func makeDecoder(_ limits: PolicyConfiguration.Limits) -> RequestDecoder {
         RequestDecoder(limits: .init(maxHeaderBytes: limits.maxHeaderBytes, maxHeaders: limits.maxHeaders))
+    }
+
+    /// `CanonicalHost.parse(text)`, remembered for the next request of this connection.
+    func canonicalHost(_ text: String) throws(CanonicalHost.Invalid) -> CanonicalHost {
+        if let last = lastCanonicalHost, last.text == text { return last.host }
+        let host = try CanonicalHost.parse(text)
+        lastCanonicalHost = (text, host)
+        return host
     }
 
     // MARK: lifecycle

@@ -49,9 +49,9 @@ enum RequestHeadParser {
         case .failure(let error): return .failure(error)
         case .success(let head): (method, target, minorVersion, fields) = head
         }
-        let hosts = fields.values(for: "Host")
-        if hosts.count > 1 { return .failure(.malformed("more than one Host header field")) }
-        if hosts.isEmpty, minorVersion >= 1 {
+        let hosts = fields.count(named: "Host")
+        if hosts > 1 { return .failure(.malformed("more than one Host header field")) }
+        if hosts == 0, minorVersion >= 1 {
             return .failure(.malformed("an HTTP/1.1 request without a Host header field"))
         }
         let framing: ClientRequestHead.Framing
@@ -143,6 +143,8 @@ enum RequestHeadParser {
         _ fields: HeaderFields,
         minorVersion: Int
     ) -> Result<ClientRequestHead.Framing, ClientRequestError> {
+        // The usual request has neither: no arrays for it.
+        guard fields.contains("Transfer-Encoding") || fields.contains("Content-Length") else { return .success(.none) }
         let encodings = fields.values(for: "Transfer-Encoding")
         let lengths = fields.values(for: "Content-Length")
         if !encodings.isEmpty {

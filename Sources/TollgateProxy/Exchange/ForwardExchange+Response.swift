@@ -45,13 +45,20 @@ extension ForwardExchange {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
             fields.remove("Content-Length")
         }
-        let originVersion =
-            response.version.hasPrefix("HTTP/") ? String(response.version.dropFirst(5)) : response.version
+        // Formatted only for an unusual version: interpolation allocates, and this runs per response.
+        let via: String
+        switch response.version {
+        case "HTTP/1.1": via = "1.1 tollgate"
+        case "HTTP/1.0": via = "1.0 tollgate"
+        default:
+            let version = response.version.hasPrefix("HTTP/") ? String(response.version.dropFirst(5)) : response.version
+            via = "\(version) tollgate"
+        }
         // The proxy's own fields go in a list of their own, written after the response's: adding
         // them to the response's list would copy it (the task keeps the response too).
         var added = HeaderFields()
         added.reserveCapacity(4)
-        added.add(name: "Via", value: "\(originVersion) tollgate")
+        added.add(name: "Via", value: via)
         if let outcome = task?.cacheOutcome {
             added.add(name: "Cache-Status", value: outcome.cacheStatus())
         }

@@ -83,7 +83,11 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
         }
         let host: CanonicalHost
         do throws(CanonicalHost.Invalid) {
-            host = try CanonicalHost.parse(url.host)
+            if let connection {
+                host = try connection.canonicalHost(url.host)
+            } else {
+                host = try CanonicalHost.parse(url.host)
+            }
         } catch {
             respond(OwnResponse(.badRequest, error.description))
             return
@@ -165,7 +169,7 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
             fields.add(name: "Connection", value: "Upgrade")
             for value in upgrades { fields.add(name: "Upgrade", value: value) }
         }
-        fields.add(name: "Via", value: "1.\(head.minorVersion) tollgate")
+        fields.add(name: "Via", value: head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate")
         if case .reverse = environment.mode {
             let client = connection?.clientAddress ?? "-"
             if let earlier = fields["X-Forwarded-For"] {

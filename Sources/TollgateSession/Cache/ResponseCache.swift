@@ -69,6 +69,13 @@ public final class ResponseCache: Sendable {
         CacheKey(request: request, normalizer: store.options.keyNormalizer)
     }
 
+    /// The key for a request with `method` to `url` (nil for a method never stored), without a
+    /// request head to build (the session's key rewrite changes only the URL).
+    func key(method: HTTPMethod, url: HTTPURL) -> CacheKey? {
+        guard method == .get || method == .head else { return nil }
+        return CacheKey(url: url, normalizer: store.options.keyNormalizer)
+    }
+
     /// Empties the cache (`Session.reset()`).
     public func removeAll() {
         try? store.removeAll()

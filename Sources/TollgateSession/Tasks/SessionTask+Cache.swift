@@ -28,9 +28,8 @@ extension SessionTask {
     /// Consults the cache for `request`. Returns true when the cache took the task over (served it,
     /// sent a conditional request, is waiting for another task's fetch, or failed it as offline).
     func consultCache(_ request: Request, policy: RequestCachePolicy, cache: ResponseCache) -> Bool {
-        var keyed = request.head
-        if let rewrite = session.configuration.cacheKeyURL { keyed.url = rewrite(keyed.url) }
-        guard let key = cache.key(for: keyed) else {
+        let keyURL = session.configuration.cacheKeyURL.map { rewrite in rewrite(request.url) } ?? request.url
+        guard let key = cache.key(method: request.method, url: keyURL) else {
             engine.cacheOutcome = CacheOutcome(result: request.method.isSafe ? .bypass : .method)
             engine.invalidatesOnSuccess = !request.method.isSafe
             return false
