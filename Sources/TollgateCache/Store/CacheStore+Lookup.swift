@@ -21,27 +21,33 @@ extension CacheStore {
         let allocator = self.allocator
         let found: CacheEntry? = try environment.read { txn in
             var best: CacheEntry?
-            for id in try variantIDs(key, txn) {
-                // The last access recorded in the LRU index (newer than the record's) is read first
-                // and decoded in, rather than set on the decoded response (a copy of it).
-                let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
-                let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                    guard let (response, range) = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
-                        VaryMatching.matches(response, request: requestHeaders),
-                        best.map({ response.responseTime > $0.response.responseTime }) ?? true
-                    else { return nil }
-                    let body: CacheBody
-                    switch response.bodyLocation {
-                    case .inline:
-                        var buffer = allocator.buffer(capacity: range?.count ?? 0)
-                        if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
-                        body = .inline(buffer)
-                    case .file(let name):
-                        body = .file(path: files.path(name), length: response.bodyLength)
+            // The variant ids are read in place from the key's entry (no array of them).
+            _ = try txn.withValue(forKey: key.storageKey, in: db.entries) { ids in
+                var offset = 0
+                while offset + 8 <= ids.count {
+                    let id = UInt64(bigEndian: ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                    offset += 8
+                    // The last access recorded in the LRU index (newer than the record's) is read
+                    // first and decoded in, rather than set on the decoded response (a copy of it).
+                    let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
+                    let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
+                        guard let (response, range) = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
+                            VaryMatching.matches(response, request: requestHeaders),
+                            best.map({ response.responseTime > $0.response.responseTime }) ?? true
+                        else { return nil }
+                        let body: CacheBody
+                        switch response.bodyLocation {
+                        case .inline:
+                            var buffer = allocator.buffer(capacity: range?.count ?? 0)
+                            if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
+                            body = .inline(buffer)
+                        case .file(let name):
+                            body = .file(path: files.path(name), length: response.bodyLength)
+                        }
+                        return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
                     }
-                    return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
+                    if let candidate = candidate ?? nil { best = candidate }
                 }
-                if let candidate = candidate ?? nil { best = candidate }
             }
             return best
         }
