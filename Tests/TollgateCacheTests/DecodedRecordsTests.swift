@@ -49,7 +49,8 @@ struct DecodedRecordsTests {
         let later = try #require(decode(memo, id: 1, record(sample), lastAccess: Date(timeIntervalSince1970: 20)))
         #expect(later.0.lastAccess == Date(timeIntervalSince1970: 20))
         // One byte more after the metadata: the record no longer decodes (the body's length is in it).
-        #expect(decode(memo, id: 1, record(sample, body: [1, 2, 3, 4]), lastAccess: Date(timeIntervalSince1970: 20)) == nil)
+        let longer = record(sample, body: [1, 2, 3, 4])
+        #expect(decode(memo, id: 1, longer, lastAccess: Date(timeIntervalSince1970: 20)) == nil)
     }
 
     @Test("Bounded: past its capacity the memo starts empty again")
