@@ -31,8 +31,8 @@ extension CacheStore {
                     // first and decoded in, rather than set on the decoded response (a copy of it).
                     let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
                     let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                        guard
-                            let (response, range) = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
+                        let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess)
+                        guard let (response, range) = decoded,
                             VaryMatching.matches(response, request: requestHeaders),
                             best.map({ response.responseTime > $0.response.responseTime }) ?? true
                         else { return nil }
