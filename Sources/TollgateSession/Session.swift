@@ -194,7 +194,11 @@ public final class Session: @unchecked Sendable {
             throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
         }
         // Receivers are looked up on the loop, so a delegate set right after creation is told too.
-        task.onLoop { DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) } }
+        if task.eventLoop.inEventLoop {
+            DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) }
+        } else {
+            task.eventLoop.execute { DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) } }
+        }
         return task
     }
 

@@ -267,7 +267,12 @@ extension SessionTask {
 
     func setReadDemand(_ demand: Bool) {
         guard case .exchanging(let connection) = engine.phase else { return }
-        connection.onLoop { connection.handler.setReadDemand(demand) }
+        // Twice per response (held while the delegate decides): no closure when on the loop.
+        if connection.eventLoop.inEventLoop {
+            connection.handler.setReadDemand(demand)
+        } else {
+            connection.onLoop { connection.handler.setReadDemand(demand) }
+        }
     }
 
     /// Closes the running exchange's connection (it cannot be reused mid-response).

@@ -131,19 +131,19 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Starts or continues the task.
     public func resume() {
         let action = observed.withLockedValue { $0.lifecycle.resume() }
-        onLoop { self.run(action) }
+        runOnLoop(action)
     }
 
     /// Pauses the task: nothing more is read from the network, and its timeouts stop.
     public func suspend() {
         let action = observed.withLockedValue { $0.lifecycle.suspend() }
-        onLoop { self.run(action) }
+        runOnLoop(action)
     }
 
     /// Cancels the task; it completes with a `cancelled` error (at once, even when suspended).
     public func cancel() {
         let action = observed.withLockedValue { $0.lifecycle.cancel() }
-        onLoop { self.run(action) }
+        runOnLoop(action)
     }
 
     /// Runs a lifecycle action on the event loop. Actions are decided under the lock by the
@@ -169,6 +169,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         case .suspended(started: true) where !engine.isSuspended: pause()
         case .running where engine.isSuspended: unpause()
         default: break
+        }
+    }
+
+    /// Runs a lifecycle action on the task's event loop: at once when already there, without
+    /// making a closure for it (a task is resumed once per request, usually on its own loop).
+    private func runOnLoop(_ action: TaskLifecycle.Action) {
+        if eventLoop.inEventLoop {
+            run(action)
+        } else {
+            eventLoop.execute { self.run(action) }
         }
     }
 
