@@ -119,6 +119,13 @@ struct PolicyDecisionsTests {
         let after = decisions.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_000))  // 2030-03
         #expect(after.trust.pinMode == .report)
         #expect(after.trust.pinsExpired)
+        // Asked again in either order (decisions are remembered per host, for the times they hold).
+        #expect(decisions.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_001)).trust.pinMode == .report)
+        #expect(decisions.decide(for: url, now: Date(timeIntervalSince1970: 1_800_000_001)).trust.pinMode == .enforce)
+        let fresh = try Self.decisions()
+        #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_000)).trust.pinMode == .report)
+        #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_800_000_000)).trust.pinMode == .enforce)
+        #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_000)).trust.pinMode == .report)
     }
 
     @Test func redirectsFollowTheSessionOfTheOriginalRequest() throws {

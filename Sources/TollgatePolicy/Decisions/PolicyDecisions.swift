@@ -11,14 +11,38 @@ public struct PolicyDecisions: Sendable {
     /// The configuration and matcher, shared by every copy: the session delegate hands out its
     /// decisions per request, and copying the whole configuration each time was a measurable
     /// part of a cache hit's reference counting.
-    private final class Storage: Sendable {
+    private final class Storage: @unchecked Sendable {
+        // @unchecked: `decided` is only touched while holding `lock`.
         let configuration: PolicyConfiguration
         let matcher: HostRuleMatcher
+        /// Decisions made, by host and port, each with the times it holds for (a rule's pins
+        /// expiring divides them); the proxy asks once per request, mostly for a few hosts.
+        private var decided: [HostAndPort: (decision: PolicyDecision, holds: Range<Date>)] = [:]
+        private let lock = NSLock()
 
         init(configuration: PolicyConfiguration) {
             self.configuration = configuration
             self.matcher = HostRuleMatcher(rules: configuration.hosts)
         }
+
+        func remembered(_ key: HostAndPort, now: Date) -> PolicyDecision? {
+            lock.lock()
+            defer { lock.unlock() }
+            guard let entry = decided[key], entry.holds.contains(now) else { return nil }
+            return entry.decision
+        }
+
+        func remember(_ decision: PolicyDecision, for key: HostAndPort, holds: Range<Date>) {
+            lock.lock()
+            defer { lock.unlock() }
+            if decided.count >= 1024 { decided.removeAll(keepingCapacity: true) }
+            decided[key] = (decision, holds)
+        }
+    }
+
+    private struct HostAndPort: Hashable {
+        let host: String
+        let port: Int
     }
 
     private let storage: Storage
@@ -44,13 +68,24 @@ public struct PolicyDecisions: Sendable {
 
     /// Everything decided for `host` on `port` (a CONNECT target has no URL).
     public func decide(host: String, port: Int, now: Date = Date()) -> PolicyDecision {
+        let key = HostAndPort(host: host, port: port)
+        if let known = storage.remembered(key, now: now) { return known }
+        let (decision, holds) = makeDecision(host: host, port: port, now: now)
+        storage.remember(decision, for: key, holds: holds)
+        return decision
+    }
+
+    /// The decision for `host` on `port` at `now`, and the times it holds for: until the
+    /// matching rule's pins expire when `now` is before that, from then on when it is after,
+    /// always when they never expire.
+    private func makeDecision(host: String, port: Int, now: Date) -> (PolicyDecision, holds: Range<Date>) {
         let match = matcher.firstMatch(host: host, port: port)
         let rule = match?.rule ?? HostRule(patterns: [])
         // A rule naming an undeclared session does not load; this fallback only serves models built in code.
         let sessionName = configuration.session(named: rule.session) == nil ? SessionSettings.defaultName : rule.session
         let session = configuration.session(named: sessionName) ?? SessionSettings()
         let pinMode = rule.trust.effectivePinMode(at: now)
-        return PolicyDecision(
+        let decision = PolicyDecision(
             rule: match.map {
                 PolicyDecision.MatchedRule(
                     index: $0.index,
@@ -84,6 +119,13 @@ public struct PolicyDecisions: Sendable {
             },
             intercept: rule.intercept
         )
+        let holds: Range<Date>
+        if let expiry = rule.trust.pinsExpire {
+            holds = now < expiry ? Date.distantPast..<expiry : expiry..<Date.distantFuture
+        } else {
+            holds = Date.distantPast..<Date.distantFuture
+        }
+        return (decision, holds)
     }
 
     /// The `willCacheResponse` answer for a response to `url` that the HTTP caching rules allow.
@@ -93,7 +135,9 @@ public struct PolicyDecisions: Sendable {
 
     /// The URL a response to `url` is cached under (the rule's `cache.key` normalization).
     public func cacheKeyURL(for url: HTTPURL) -> HTTPURL {
-        matcher.firstMatch(for: url)?.rule.cache.key.normalize(url) ?? url
+        // From the remembered decision (a rule's cache settings are in it): no second match.
+        let decision = decide(for: url)
+        return decision.rule == nil ? url : decision.cache.key.normalize(url)
     }
 
     /// Whether the session follows a redirect from `original` (the request's URL, whose rule and
