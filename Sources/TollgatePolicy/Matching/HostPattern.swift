@@ -103,28 +103,58 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         self.description = canonical
     }
 
+    /// A host prepared for matching against many patterns: normalized and tried as an address
+    /// once, not once per pattern (a request is checked against every host rule and destination
+    /// rule before the first that matches).
+    public struct Candidate: Sendable {
+        /// ``HostPattern/normalizedHost(_:)`` of the host.
+        public let name: String
+        /// Its address bytes when it is an IP literal.
+        public let address: [UInt8]?
+
+        /// `host` in any case, with a trailing dot, an IPv6 literal with or without brackets.
+        public init(host: String) {
+            name = HostPattern.normalizedHost(host)
+            address = CIDR.addressBytes(name)
+        }
+    }
+
     /// Whether a request to `host` on `port` matches. `host` may be in any case, with a trailing
     /// dot, and an IPv6 literal with or without brackets.
     public func matches(host: String, port: Int) -> Bool {
+        matches(Candidate(host: host), port: port)
+    }
+
+    /// Whether a request to the prepared host on `port` matches.
+    public func matches(_ candidate: Candidate, port: Int) -> Bool {
         if let ownPort = self.port, ownPort != port { return false }
-        let name = HostPattern.normalizedHost(host)
-        if case .address(let bytes) = form { return CIDR.addressBytes(name) == bytes }
+        if case .address(let bytes) = form { return candidate.address == bytes }
         if case .anyDepth(suffix: "") = form { return true }
-        if CIDR.addressBytes(name) != nil { return false }
+        if candidate.address != nil { return false }
+        let name = candidate.name.utf8
+        let dot = UInt8(ascii: ".")
         switch form {
         case .exact(let exact):
-            return name == exact
+            return candidate.name == exact
         case .oneLabel(let suffix) where suffix.isEmpty:
-            return !name.isEmpty && !name.contains(".")
+            return !name.isEmpty && !name.contains(dot)
         case .oneLabel(let suffix):
-            guard name.hasSuffix("." + suffix) else { return false }
-            let label = name.dropLast(suffix.count + 1)
-            return !label.isEmpty && !label.contains(".")
+            // Compared as bytes: names are ASCII, and String's suffix test works by Character.
+            guard Self.endsWithLabels(name, suffix.utf8) else { return false }
+            let label = name.dropLast(suffix.utf8.count + 1)
+            return !label.isEmpty && !label.contains(dot)
         case .anyDepth(let suffix):
-            return name == suffix || name.hasSuffix("." + suffix)
+            return candidate.name == suffix || Self.endsWithLabels(name, suffix.utf8)
         case .address:
             return false
         }
+    }
+
+    /// Whether `name` ends with `.` and then `suffix`.
+    private static func endsWithLabels(_ name: String.UTF8View, _ suffix: String.UTF8View) -> Bool {
+        guard name.count > suffix.count else { return false }
+        let start = name.index(name.endIndex, offsetBy: -suffix.count)
+        return name[name.index(before: start)] == UInt8(ascii: ".") && name[start...].elementsEqual(suffix)
     }
 
     /// A host as patterns compare it: lowercase, without IPv6 brackets or one trailing dot.

@@ -24,8 +24,10 @@ public struct HostRuleMatcher: Sendable {
 
     /// The first rule matching `host` on `port`, or nil when none does.
     public func firstMatch(host: String, port: Int) -> Match? {
+        guard !rules.isEmpty else { return nil }
+        let candidate = HostPattern.Candidate(host: host)
         for (index, rule) in rules.enumerated() {
-            if let pattern = rule.patterns.first(where: { $0.matches(host: host, port: port) }) {
+            if let pattern = rule.patterns.first(where: { $0.matches(candidate, port: port) }) {
                 return Match(index: index, rule: rule, pattern: pattern)
             }
         }

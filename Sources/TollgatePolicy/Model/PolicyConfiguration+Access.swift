@@ -75,6 +75,11 @@ extension PolicyConfiguration {
 
             /// Whether the destination matches.
             public func matches(host: String, address: [UInt8]?, port: Int) -> Bool {
+                matches(HostPattern.Candidate(host: host), address: address, port: port)
+            }
+
+            /// Whether the destination matches, for a host prepared once for every rule.
+            public func matches(_ candidate: HostPattern.Candidate, address: [UInt8]?, port: Int) -> Bool {
                 switch self {
                 case .all:
                     return true
@@ -82,9 +87,9 @@ extension PolicyConfiguration {
                     if let rulePort, rulePort != port { return false }
                     if let address { return cidr.contains(address) }
                     // A literal address in the request is its own resolution.
-                    return CIDR.addressBytes(host).map(cidr.contains) ?? false
+                    return candidate.address.map(cidr.contains) ?? false
                 case .host(let pattern):
-                    return pattern.matches(host: host, port: port)
+                    return pattern.matches(candidate, port: port)
                 }
             }
 

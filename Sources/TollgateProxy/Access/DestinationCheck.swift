@@ -75,21 +75,23 @@ struct DestinationCheck: Sendable {
             return .denied("\(place) is this proxy's own listener")
         }
         let linkLocal = address.map { Self.linkLocalIPv4.contains($0) || Self.linkLocalIPv6.contains($0) } ?? false
-        for (index, rule) in access.destinations.enumerated()
-        where rule.target.matches(host: host.text, address: address, port: port) {
-            switch rule.action {
-            case .deny:
-                return .denied("\(place) is denied by access.destinations[\(index)] (\(rule))")
-            case .allow:
-                var isNetworkRule = false
-                if case .network = rule.target { isNetworkRule = true }
-                if linkLocal, !isNetworkRule {
-                    return .denied("\(place) is a link-local address, denied unless a network rule allows it")
-                }
-                return .allowed(address: address ?? [])
-            }
-        }
         if !access.destinations.isEmpty {
+            // The host is prepared once for all the rules (normalized, tried as an address).
+            let candidate = HostPattern.Candidate(host: host.text)
+            for (index, rule) in access.destinations.enumerated()
+            where rule.target.matches(candidate, address: address, port: port) {
+                switch rule.action {
+                case .deny:
+                    return .denied("\(place) is denied by access.destinations[\(index)] (\(rule))")
+                case .allow:
+                    var isNetworkRule = false
+                    if case .network = rule.target { isNetworkRule = true }
+                    if linkLocal, !isNetworkRule {
+                        return .denied("\(place) is a link-local address, denied unless a network rule allows it")
+                    }
+                    return .allowed(address: address ?? [])
+                }
+            }
             return .denied("\(place) matches no rule of access.destinations")
         }
         if linkLocal {
