@@ -84,4 +84,13 @@ struct AccessLogEntryTests {
         #expect(!line.contains("\n"))
         #expect(line.hasSuffix("\"evil\\\"\\x0a127.0.0.1 - - fake\" \"hosts[0]:**\" \"default\""))
     }
+
+    @Test("Every byte outside visible ASCII, a quote and a backslash are escaped, byte for byte")
+    func escapingByteForByte() {
+        var entry = entry(userAgent: "a\\b\"c\u{7F}é\t")
+        entry.bodyBytes = 1_234_567_890
+        entry.referer = "http://r.example/"
+        let tail = " 200 1234567890 \"http://r.example/\" \"a\\\\b\\\"c\\x7f\\xc3\\xa9\\x09\" \"hosts[0]:**\" \"default\""
+        #expect(entry.combinedLogLine.hasSuffix(tail), "\(entry.combinedLogLine)")
+    }
 }

@@ -38,15 +38,70 @@ struct AccessLogEntry: Sendable {
     var durationMilliseconds: Int = 0
 
     var combinedLogLine: String {
-        let request = "\(method) \(Self.redactingUserinfo(target)) \(version)"
-        let statusText = status.map(String.init) ?? "-"
-        let bytesText = bodyBytes > 0 ? String(bodyBytes) : "-"
-        return "\(clientAddress) - - [\(Self.format(time))] \"\(Self.escape(request))\" \(statusText) \(bytesText)"
-            + " \"\(Self.escape(referer ?? "-"))\" \"\(Self.escape(userAgent ?? "-"))\""
-            + " \"\(Self.escape(rule))\" \"\(Self.escape(session))\""
+        // One pass into one buffer: this runs for every exchange (the log is on by default), and
+        // building it from interpolated pieces made a string for each.
+        var out: [UInt8] = []
+        out.reserveCapacity(192 + target.utf8.count + (userAgent?.utf8.count ?? 0) + (referer?.utf8.count ?? 0))
+        out.append(contentsOf: clientAddress.utf8)
+        out.append(contentsOf: " - - [".utf8)
+        out.append(contentsOf: Self.format(time).utf8)
+        out.append(contentsOf: "] \"".utf8)
+        Self.appendEscaped(method, to: &out)
+        out.append(0x20)
+        Self.appendEscaped(Self.redactingUserinfo(target), to: &out)
+        out.append(0x20)
+        Self.appendEscaped(version, to: &out)
+        out.append(contentsOf: "\" ".utf8)
+        if let status { Self.appendDecimal(Int64(status), to: &out) } else { out.append(UInt8(ascii: "-")) }
+        out.append(0x20)
+        if bodyBytes > 0 { Self.appendDecimal(bodyBytes, to: &out) } else { out.append(UInt8(ascii: "-")) }
+        func quoted(_ field: String) {
+            out.append(contentsOf: " \"".utf8)
+            Self.appendEscaped(field, to: &out)
+            out.append(UInt8(ascii: "\""))
+        }
+        quoted(referer ?? "-")
+        quoted(userAgent ?? "-")
+        quoted(rule)
+        quoted(session)
+        return String(decoding: out, as: UTF8.self)
     }
 
-    /// The entry as one line of JSON.
+    /// Appends `text` for a quoted field: visible ASCII as it is, `"` and `\` after a backslash,
+    /// every other byte as `\xHH` (so a client cannot end the field or the line).
+    static func appendEscaped(_ text: String, to out: inout [UInt8]) {
+        for byte in text.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""), UInt8(ascii: "\\"):
+                out.append(UInt8(ascii: "\\"))
+                out.append(byte)
+            case 0x20..<0x7F:
+                out.append(byte)
+            default:
+                func hexDigit(_ nibble: UInt8) -> UInt8 { nibble < 10 ? 0x30 + nibble : 0x57 + nibble }
+                out.append(UInt8(ascii: "\\"))
+                out.append(UInt8(ascii: "x"))
+                out.append(hexDigit(byte >> 4))
+                out.append(hexDigit(byte & 0xF))
+            }
+        }
+    }
+
+    /// Appends the decimal digits of a non-negative number.
+    static func appendDecimal(_ value: Int64, to out: inout [UInt8]) {
+        guard value > 0 else {
+            out.append(UInt8(ascii: "0"))
+            return
+        }
+        let start = out.count
+        var rest = value
+        while rest > 0 {
+            out.append(UInt8(ascii: "0") + UInt8(rest % 10))
+            rest /= 10
+        }
+        out[start...].reverse()
+    }
+
     var jsonLine: String {
         var fields: [String] = []
         func add(_ name: String, _ value: String?) {
@@ -143,22 +198,4 @@ struct AccessLogEntry: Sendable {
         return target[..<schemeEnd.upperBound] + "***" + target[at...]
     }
 
-    /// Quotes, backslashes and control or non-ASCII bytes escaped as `\xNN`, so a client cannot
-    /// forge log lines.
-    static func escape(_ text: String) -> String {
-        // Most fields need no escaping: return them as they are.
-        if text.utf8.allSatisfy({ (0x20..<0x7F).contains($0) && $0 != UInt8(ascii: "\"") && $0 != UInt8(ascii: "\\") }) {
-            return text
-        }
-        var out = ""
-        for byte in text.utf8 {
-            switch byte {
-            case UInt8(ascii: "\""): out += "\\\""
-            case UInt8(ascii: "\\"): out += "\\\\"
-            case 0x20..<0x7F: out.unicodeScalars.append(Unicode.Scalar(byte))
-            default: out += "\\x" + (byte < 16 ? "0" : "") + String(byte, radix: 16)
-            }
-        }
-        return out
-    }
 }
