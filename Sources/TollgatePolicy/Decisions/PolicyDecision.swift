@@ -54,30 +54,129 @@ public struct PolicyDecision: Sendable {
         }
     }
 
+    // One copy-on-write box: a decision is remembered per host and copied into every request's
+    // route and record; a copy is then one retain.
+    private struct Parts: Sendable {
+        var rule: MatchedRule?
+        var sessionName: String
+        var session: SessionSettings
+        var deny: Bool
+        var cache: HostRule.CacheOverride
+        var redirects: SessionSettings.Redirects
+        var additionalHeaders: HeaderFields
+        var upstreamProxy: UpstreamProxy?
+        var trust: TrustSummary
+        var clientIdentity: HostRule.ClientIdentity?
+        var credentials: [CredentialSummary]
+        var intercept: Bool
+    }
+
+    @CopyOnWrite private var parts: Parts
+
     /// The rule that matched, or nil when none did (every field then has its default).
-    public var rule: MatchedRule?
+    public var rule: MatchedRule? {
+        _read { yield parts.rule }
+        _modify { yield &parts.rule }
+    }
+
     /// The session that carries the request.
-    public var sessionName: String
+    public var sessionName: String {
+        _read { yield parts.sessionName }
+        _modify { yield &parts.sessionName }
+    }
+
     /// That session's settings.
-    public var session: SessionSettings
+    public var session: SessionSettings {
+        _read { yield parts.session }
+        _modify { yield &parts.session }
+    }
+
     /// Whether the host is refused (`trust.deny`).
-    public var deny: Bool
+    public var deny: Bool {
+        _read { yield parts.deny }
+        _modify { yield &parts.deny }
+    }
+
     /// The `willCacheResponse` answer and the cache key normalization.
-    public var cache: HostRule.CacheOverride
+    public var cache: HostRule.CacheOverride {
+        _read { yield parts.cache }
+        _modify { yield &parts.cache }
+    }
+
     /// What to do with redirects (the session's `redirects`).
-    public var redirects: SessionSettings.Redirects
+    public var redirects: SessionSettings.Redirects {
+        _read { yield parts.redirects }
+        _modify { yield &parts.redirects }
+    }
+
     /// Header fields added to upstream requests (the session's `headers`).
-    public var additionalHeaders: HeaderFields
+    public var additionalHeaders: HeaderFields {
+        _read { yield parts.additionalHeaders }
+        _modify { yield &parts.additionalHeaders }
+    }
+
     /// The parent proxy, if any (the session's `upstream-proxy`).
-    public var upstreamProxy: UpstreamProxy?
+    public var upstreamProxy: UpstreamProxy? {
+        _read { yield parts.upstreamProxy }
+        _modify { yield &parts.upstreamProxy }
+    }
+
     /// How the server's certificate is checked.
-    public var trust: TrustSummary
+    public var trust: TrustSummary {
+        _read { yield parts.trust }
+        _modify { yield &parts.trust }
+    }
+
     /// The client certificate presented, if any.
-    public var clientIdentity: HostRule.ClientIdentity?
+    public var clientIdentity: HostRule.ClientIdentity? {
+        _read { yield parts.clientIdentity }
+        _modify { yield &parts.clientIdentity }
+    }
+
     /// The credentials that may answer challenges, without passwords.
-    public var credentials: [CredentialSummary]
+    public var credentials: [CredentialSummary] {
+        _read { yield parts.credentials }
+        _modify { yield &parts.credentials }
+    }
+
     /// Whether CONNECT tunnels to the host are intercepted.
-    public var intercept: Bool
+    public var intercept: Bool {
+        _read { yield parts.intercept }
+        _modify { yield &parts.intercept }
+    }
+
+    /// A decision of these parts.
+    init(
+        rule: MatchedRule?,
+        sessionName: String,
+        session: SessionSettings,
+        deny: Bool,
+        cache: HostRule.CacheOverride,
+        redirects: SessionSettings.Redirects,
+        additionalHeaders: HeaderFields,
+        upstreamProxy: UpstreamProxy?,
+        trust: TrustSummary,
+        clientIdentity: HostRule.ClientIdentity?,
+        credentials: [CredentialSummary],
+        intercept: Bool
+    ) {
+        _parts = CopyOnWrite(
+            wrappedValue: Parts(
+                rule: rule,
+                sessionName: sessionName,
+                session: session,
+                deny: deny,
+                cache: cache,
+                redirects: redirects,
+                additionalHeaders: additionalHeaders,
+                upstreamProxy: upstreamProxy,
+                trust: trust,
+                clientIdentity: clientIdentity,
+                credentials: credentials,
+                intercept: intercept
+            )
+        )
+    }
 
     /// The `willCacheResponse` answer: store with the rule's `force-ttl`, or drop.
     public var cacheStore: CacheStoreDecision {
