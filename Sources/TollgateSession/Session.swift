@@ -193,11 +193,13 @@ public final class Session: @unchecked Sendable {
         guard let task else {
             throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
         }
-        // Receivers are looked up on the loop, so a delegate set right after creation is told too.
+        // Read under the locks when the message is sent, so a delegate set from another thread
+        // right after creation is told too when it was set before the loop got to this (the
+        // loop's own copy of the delegate may not be updated yet).
         if task.eventLoop.inEventLoop {
-            DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) }
+            DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) }
         } else {
-            task.eventLoop.execute { DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) } }
+            task.eventLoop.execute { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
         }
         return task
     }

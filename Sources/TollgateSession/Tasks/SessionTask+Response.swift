@@ -197,12 +197,14 @@ extension SessionTask {
 
     /// Hands the response head to the delegate and waits for its disposition before delivering body.
     func deliverResponse(_ head: TollgateHTTP.HTTPResponseHead) {
+        let outcome = engine.cacheOutcome
+        let expected = head.contentLength ?? -1
         observed.withLockedValue {
             $0.response = head
-            $0.countOfBytesExpectedToReceive = head.contentLength ?? -1
+            $0.countOfBytesExpectedToReceive = expected
+            if let outcome { $0.cacheOutcome = outcome }
         }
         engine.responseDelivered = true
-        if let outcome = engine.cacheOutcome { observed.withLockedValue { $0.cacheOutcome = outcome } }
         if engine.completionHandler != nil {
             engine.wholeBody = ByteBuffer()
         }

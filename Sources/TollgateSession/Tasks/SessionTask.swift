@@ -58,6 +58,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     let observed: NIOLockedValueBox<Observed>
+    /// The task's own delegate as last set (``delegate``): the loop's copy, read by messages.
+    /// Touched only on ``eventLoop``, like the engine, but kept apart from it: the engine is
+    /// replaced when a task hands its work over.
+    private var loopDelegate: (any TaskDelegate)?
+    /// The session delegate as a task delegate, once read (the outer nil: not read yet).
+    private var loopSessionDelegate: (any TaskDelegate)??
     /// Everything below is touched only on ``eventLoop``.
     var engine: TaskEngine
 
@@ -71,6 +77,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         observed.delegate = delegate
         self.observed = NIOLockedValueBox(observed)
         self.engine = TaskEngine()
+        self.loopDelegate = delegate
     }
 
     // MARK: public properties
@@ -123,7 +130,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The task's own delegate; it receives the task's messages before the session delegate.
     public var delegate: (any TaskDelegate)? {
         get { observed.withLockedValue { $0.delegate } }
-        set { observed.withLockedValue { $0.delegate = newValue } }
+        set {
+            observed.withLockedValue { $0.delegate = newValue }
+            // Messages read the loop's copy (no lock per message); from another thread it is
+            // brought up to date on the loop, to whatever was set last.
+            if eventLoop.inEventLoop {
+                loopDelegate = newValue
+            } else {
+                eventLoop.execute { self.loopDelegate = self.observed.withLockedValue { $0.delegate } }
+            }
+        }
     }
 
     // MARK: control
@@ -195,7 +211,20 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     }
 
     /// The receivers of this task's messages: its own delegate, then the session delegate.
+    /// On the task's loop, where data tasks send every message, without taking a lock; a stream
+    /// task also reports from its channel's loop, and reads them under the locks there.
     var taskDelegates: DelegatePair<any TaskDelegate> {
+        guard eventLoop.inEventLoop else { return currentTaskDelegates }
+        // The session delegate is read once per task (not in init: tasks are made under the
+        // session's lock): a session keeps its delegate until every task has completed.
+        if case .none = loopSessionDelegate { loopSessionDelegate = .some(session.taskDelegate) }
+        let own = loopDelegate
+        let shared = loopSessionDelegate ?? nil
+        return DelegatePair(own, own != nil && own === shared ? nil : shared)
+    }
+
+    /// ``taskDelegates`` read under the locks, as they are set this instant (from any thread).
+    var currentTaskDelegates: DelegatePair<any TaskDelegate> {
         let own = delegate
         let shared = session.taskDelegate
         return DelegatePair(own, own != nil && own === shared ? nil : shared)

@@ -1,0 +1,66 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import Testing
+import TollgateHTTP
+@testable import TollgateSession
+import TollgateTesting
+
+/// Records what a task's own delegate is told, in order.
+private final class OwnDelegate: DataTaskDelegate, @unchecked Sendable {
+    private let lock = NIOLock()
+    private var _events: [String] = []
+    var events: [String] { lock.withLock { _events } }
+    private func record(_ event: String) { lock.withLock { _events.append(event) } }
+
+    func taskDidCreate(_ task: SessionTask) { record("created") }
+    func dataTask(
+        _ task: DataTask,
+        didReceive response: HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    ) {
+        record("response \(response.status)")
+        completionHandler(.allow)
+    }
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { record("data") }
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) { record(error == nil ? "complete" : "failed") }
+}
+
+@Suite("A task's own delegate, set from any thread", .timeLimit(.minutes(1)))
+struct TaskDelegateSettingTests {
+    @Test("Set from another thread right after creation and before resume: every message of the load")
+    func setFromAnotherThread() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        for _ in 0..<20 {
+            let own = OwnDelegate()
+            let task = try session.dataTask(with: Request(url: origin.url()))
+            #expect(!task.eventLoop.inEventLoop)
+            task.delegate = own
+            task.resume()
+            try await eventually("complete") { own.events.last == "complete" }
+            // `created` races with the setter (the loop may send it first); what follows resume does not.
+            #expect(own.events.filter { $0 != "created" } == ["response 200", "data", "complete"])
+        }
+    }
+
+    @Test("Replaced from another thread between tasks' messages: the new delegate gets what follows")
+    func replacedBeforeResume() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let first = OwnDelegate()
+        let second = OwnDelegate()
+        let task = try session.dataTask(with: Request(url: origin.url()))
+        task.delegate = first
+        task.delegate = second
+        #expect(task.delegate === second)
+        task.resume()
+        try await eventually("complete") { second.events.last == "complete" }
+        #expect(!first.events.contains("complete"))
+        #expect(second.events.contains("response 200"))
+    }
+}
