@@ -196,11 +196,8 @@ public final class Session: @unchecked Sendable {
         // Read under the locks when the message is sent, so a delegate set from another thread
         // right after creation is told too when it was set before the loop got to this (the
         // loop's own copy of the delegate may not be updated yet).
-        if task.eventLoop.inEventLoop {
-            DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) }
-        } else {
-            task.eventLoop.execute { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
-        }
+        func tellCreated() { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
+        if task.eventLoop.inEventLoop { tellCreated() } else { task.eventLoop.execute { tellCreated() } }
         return task
     }
 

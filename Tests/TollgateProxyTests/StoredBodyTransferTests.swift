@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TollgateHTTP
+import TollgatePolicy
 import TollgateTesting
 
 @testable import TollgateProxy
@@ -13,12 +14,12 @@ struct StoredBodyTransferTests {
         #expect(StoredBodyTransfer.usesSendfile(length: limit, clientIsLoopback: true))
         #expect(!StoredBodyTransfer.usesSendfile(length: limit + 1, clientIsLoopback: true))
         #expect(StoredBodyTransfer.usesSendfile(length: 8 << 20, clientIsLoopback: false))
-        #expect(StoredBodyTransfer.isLoopback([127, 0, 0, 1]))
-        #expect(StoredBodyTransfer.isLoopback([127, 9, 8, 7]))
-        #expect(StoredBodyTransfer.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]))
-        #expect(StoredBodyTransfer.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1]))
-        #expect(!StoredBodyTransfer.isLoopback([10, 0, 0, 1]))
-        #expect(!StoredBodyTransfer.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]))
+        #expect(CIDR.isLoopback([127, 0, 0, 1]))
+        #expect(CIDR.isLoopback([127, 9, 8, 7]))
+        #expect(CIDR.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1]))
+        #expect(CIDR.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xFF, 0xFF, 127, 0, 0, 1]))
+        #expect(!CIDR.isLoopback([10, 0, 0, 1]))
+        #expect(!CIDR.isLoopback([0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2]))
     }
 
     @Test(

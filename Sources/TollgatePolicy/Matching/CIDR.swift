@@ -114,6 +114,12 @@ public struct CIDR: Hashable, Sendable, CustomStringConvertible {
         }
     }
 
+    /// Whether `address` (4 or 16 network bytes) is a loopback address: in `127.0.0.0/8` (also
+    /// IPv4-mapped) or `::1`.
+    public static func isLoopback(_ address: [UInt8]) -> Bool {
+        loopbackIPv4.contains(address) || loopbackIPv6.contains(address)
+    }
+
     /// Whether this is an IPv6 network.
     public var isIPv6: Bool { address.count == 16 }
 

@@ -55,10 +55,10 @@ public final class OwnListeners: Sendable {
         for listener in candidates {
             if listener.address == address { return true }
             if Self.isUnspecified(address) { return true }
-            if Self.isUnspecified(listener.address), Self.isLoopback(address) || localAddresses.contains(address) {
+            if Self.isUnspecified(listener.address), CIDR.isLoopback(address) || localAddresses.contains(address) {
                 return true
             }
-            if Self.isLoopback(listener.address), Self.isLoopback(address) { return true }
+            if CIDR.isLoopback(listener.address), CIDR.isLoopback(address) { return true }
         }
         return false
     }
@@ -68,10 +68,6 @@ public final class OwnListeners: Sendable {
         let found = Self.interfaceAddresses()
         interfaceAddresses.withLockedValue { $0 = found }
         return found
-    }
-
-    static func isLoopback(_ address: [UInt8]) -> Bool {
-        address.count == 4 ? address[0] == 127 : address == [UInt8](repeating: 0, count: 15) + [1]
     }
 
     static func isUnspecified(_ address: [UInt8]) -> Bool {

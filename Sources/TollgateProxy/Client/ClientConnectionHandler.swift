@@ -107,7 +107,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         let access = environment.policy.access
         let addressBytes = remote.flatMap(Self.addressBytes)
         clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
-        clientIsLoopback = addressBytes.map(StoredBodyTransfer.isLoopback) ?? false
+        clientIsLoopback = addressBytes.map(CIDR.isLoopback) ?? false
         if context.channel.isActive { updateTimers() }
     }
 

@@ -1,5 +1,3 @@
-import TollgatePolicy
-
 /// How a stored body file goes to a client: as a file region (`sendfile`, no copy through the
 /// proxy) or read in pieces and written.
 ///
@@ -19,10 +17,5 @@ enum StoredBodyTransfer {
     /// Whether a stored body of `length` bytes goes to the client as a file region.
     static func usesSendfile(length: Int64, clientIsLoopback: Bool) -> Bool {
         !(clientIsLoopback && length > loopbackSendfileLimit)
-    }
-
-    /// Whether an address (4 or 16 network bytes, IPv4-mapped counting as IPv4) is loopback.
-    static func isLoopback(_ address: [UInt8]) -> Bool {
-        CIDR.loopbackIPv4.contains(address) || CIDR.loopbackIPv6.contains(address)
     }
 }

@@ -18,6 +18,12 @@ struct DelegatePair<Receiver> {
         }
     }
 
+    /// The receivers of a task's messages: its own delegate, then the session's (once, when
+    /// they are the same object).
+    static func task(own: Receiver?, session: Receiver?) -> DelegatePair where Receiver == any TaskDelegate {
+        DelegatePair(own, own != nil && own === session ? nil : session)
+    }
+
     /// The receivers after the first.
     var rest: DelegatePair { DelegatePair(second, nil) }
 }

@@ -218,16 +218,12 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         // The session delegate is read once per task (not in init: tasks are made under the
         // session's lock): a session keeps its delegate until every task has completed.
         if case .none = loopSessionDelegate { loopSessionDelegate = .some(session.taskDelegate) }
-        let own = loopDelegate
-        let shared = loopSessionDelegate ?? nil
-        return DelegatePair(own, own != nil && own === shared ? nil : shared)
+        return .task(own: loopDelegate, session: loopSessionDelegate ?? nil)
     }
 
     /// ``taskDelegates`` read under the locks, as they are set this instant (from any thread).
     var currentTaskDelegates: DelegatePair<any TaskDelegate> {
-        let own = delegate
-        let shared = session.taskDelegate
-        return DelegatePair(own, own != nil && own === shared ? nil : shared)
+        .task(own: delegate, session: session.taskDelegate)
     }
 
     /// The receivers of this task's messages that take messages of type `Receiver` (a data,
