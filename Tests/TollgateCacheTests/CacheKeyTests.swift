@@ -1,6 +1,7 @@
 import Testing
-import TollgateCache
 import TollgateHTTP
+
+@testable import TollgateCache
 
 @Suite("CacheKey and its normalizer", .timeLimit(.minutes(1)))
 struct CacheKeyTests {
@@ -52,5 +53,13 @@ struct CacheKeyTests {
         let b = CacheKey(request: request(url: "https://e.example/x?session=bb&id=1"), normalizer: normalizer)
         #expect(a == b)
         #expect(CacheKey(request: request(url: "https://e.example/x?id=2"), normalizer: normalizer) != a)
+    }
+
+    @Test("The LMDB key is the description's bytes, or # and the hex SHA-256 of them when long")
+    func storageKeyIsTheDescription() throws {
+        let short = CacheKey(url: try #require(HTTPURL(string: "https://example.com/a?b=1")))
+        #expect(short.storageKey == Array(short.description.utf8))
+        let long = CacheKey(url: try #require(HTTPURL(string: "https://example.com/" + String(repeating: "x", count: 500))))
+        #expect(long.storageKey == Array("#".utf8) + Array(SHA256.hex(SHA256.hash(Array(long.description.utf8))).utf8))
     }
 }

@@ -46,7 +46,8 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// otherwise `#` and the hex SHA-256 of the text (no text key starts with `#`, since
     /// they start with the method).
     var storageKey: [UInt8] {
-        // Built in one array (the description's interpolation and its copy were two, per lookup).
+        // ``description``'s bytes, built in one array (its interpolation and a copy were two per
+        // lookup); CacheKeyTests checks the two agree.
         var text: [UInt8] = []
         text.reserveCapacity(method.rawValue.utf8.count + 1 + url.utf8.count)
         text.append(contentsOf: method.rawValue.utf8)
