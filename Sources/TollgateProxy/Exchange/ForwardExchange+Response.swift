@@ -119,8 +119,7 @@ extension ForwardExchange {
         }
         becameStream = true
         self.task = nil
-        upstreamTimer?.cancel()
-        upstreamTimer = nil
+        LoopDeadlines.of(eventLoop).unwatch(self)
         var fields = HopByHopHeaders.removing(from: response.headerFields)
         fields.add(name: "Connection", value: "Upgrade")
         for value in response.headerFields.values(for: "Upgrade") { fields.add(name: "Upgrade", value: value) }

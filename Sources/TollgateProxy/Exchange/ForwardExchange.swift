@@ -18,7 +18,7 @@ import TollgateSession
 /// The task runs on the client channel's event loop, so its delegate messages and the channel's
 /// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
 /// `@unchecked Sendable`, which `TaskDelegate` requires).
-final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sendable {
+final class ForwardExchange: StoredFileReceiving, ClientExchange, DeadlineWatcher, @unchecked Sendable {
     let head: ClientRequestHead
     /// The URL loaded (canonical host; for a reverse listener, on the upstream).
     let url: HTTPURL
@@ -45,7 +45,8 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     var closeAfterResponse = false
     var suspendedForClient = false
     var isFinished = false
-    var upstreamTimer: Scheduled<Void>?
+    /// The upstream timeout's place in the loop's deadline list.
+    package var deadlineSlot = DeadlineSlot()
     /// Inside `task.resume()` in ``startTask(on:)`` (the upstream timer is armed after it).
     var startingTask = false
     /// A stored body is being written to the client as a file region: the proxy waits for the
@@ -298,8 +299,8 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     /// because the client does not read.
     func noteUpstreamProgress() {
         lastUpstreamProgress = .now()
-        guard upstreamTimer == nil, task != nil, !isFinished, !startingTask else { return }
-        scheduleUpstreamTimer(in: TimeAmount(upstreamTimeout))
+        guard !deadlineSlot.isWatched, task != nil, !isFinished, !startingTask else { return }
+        LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(upstreamTimeout))
     }
 
     private var waitsForUpstream: Bool {
@@ -307,26 +308,25 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
             && (requestEnded || piecesWaiting > 0 || !head.hasBody)
     }
 
-    private func scheduleUpstreamTimer(in delay: TimeAmount) {
-        upstreamTimer = eventLoop.scheduleTask(in: delay) { [self] in
-            upstreamTimer = nil
-            guard let task, !isFinished else { return }
-            // Not waiting for the upstream now: the next change that makes the proxy wait again
-            // (a body piece handed over, the request's end, a resume) arms the timer anew.
-            guard waitsForUpstream else { return }
-            let due = lastUpstreamProgress + TimeAmount(upstreamTimeout)
-            if due > .now() {
-                scheduleUpstreamTimer(in: due - .now())
-                return
-            }
-            if !responseStarted {
-                ownAnswer = OwnResponse(
-                    .upstreamTimeout,
-                    "\(url.authority) did not answer within \(upstreamTimeout) (limits.upstream-timeout)"
-                )
-            }
-            task.cancel()
+    /// The upstream timeout's deadline passed: the upstream failed to make progress in time
+    /// (the task is cancelled), or it made some since (watch again for the rest).
+    package func deadlinePassed() {
+        guard let task, !isFinished else { return }
+        // Not waiting for the upstream now: the next change that makes the proxy wait again
+        // (a body piece handed over, the request's end, a resume) arms the timer anew.
+        guard waitsForUpstream else { return }
+        let due = lastUpstreamProgress + TimeAmount(upstreamTimeout)
+        if due > .now() {
+            LoopDeadlines.of(eventLoop).watch(self, until: due)
+            return
         }
+        if !responseStarted {
+            ownAnswer = OwnResponse(
+                .upstreamTimeout,
+                "\(url.authority) did not answer within \(upstreamTimeout) (limits.upstream-timeout)"
+            )
+        }
+        task.cancel()
     }
 
     // MARK: ending
@@ -351,8 +351,7 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, @unchecked Sen
     func finish() -> ClientConnectionHandler? {
         guard !isFinished else { return nil }
         isFinished = true
-        upstreamTimer?.cancel()
-        upstreamTimer = nil
+        if deadlineSlot.isWatched { LoopDeadlines.of(eventLoop).unwatch(self) }
         if holdingReads {
             holdingReads = false
             connection?.releaseReads()

@@ -97,10 +97,10 @@ extension SessionTask {
 
     // MARK: timers
 
-    // Both timeouts are deadlines watched by one timer per task (the watchdog), scheduled for
-    // the earlier of them. Events move the request deadline later without touching the timer;
-    // when it fires before a deadline (it moved meanwhile) it is scheduled again for the rest.
-    // So a request schedules one NIO timer, not one per event plus one for the resource.
+    // Both timeouts are deadlines watched by the loop's ``LoopDeadlines`` (the watchdog), told
+    // at the earlier of them. Events move the request deadline later without touching the watch;
+    // when told before a deadline (it moved meanwhile) the task registers again for the rest.
+    // So a request schedules no NIO timer of its own: it joins and leaves the loop's list.
 
     /// The request timeout: the longest time without a byte sent or received.
     func restartIdleTimer() {
@@ -146,11 +146,10 @@ extension SessionTask {
         if engine.idleDeadline == nil { cancelWatchdog() }
     }
 
-    /// Stops both timeouts' timer (the task completed or handed its work over).
+    /// Stops both timeouts' watch (the task completed or handed its work over).
     func cancelWatchdog() {
-        engine.watchdog?.cancel()
-        engine.watchdog = nil
-        engine.watchdogAt = nil
+        guard deadlineSlot.isWatched else { return }
+        loopDeadlines.unwatch(self)
     }
 
     /// Makes sure the watchdog fires no later than the earlier deadline.
@@ -162,17 +161,19 @@ extension SessionTask {
         case (nil, let resource?): due = resource
         case (let idle?, let resource?): due = min(idle, resource)
         }
-        if let armed = engine.watchdogAt, armed <= due, engine.watchdog != nil { return }
-        engine.watchdog?.cancel()
-        engine.watchdogAt = due
-        engine.watchdog = eventLoop.scheduleTask(deadline: due) { [self] in
-            engine.watchdog = nil
-            engine.watchdogAt = nil
-            watchdogFired()
-        }
+        loopDeadlines.watch(self, until: due)
     }
 
-    private func watchdogFired() {
+    /// The loop's deadline list (looked up once per task).
+    private var loopDeadlines: LoopDeadlines {
+        if let known = deadlines { return known }
+        let found = LoopDeadlines.of(eventLoop)
+        deadlines = found
+        return found
+    }
+
+    /// The watchdog: a timeout ran out (fail), or the deadlines moved later (watch again).
+    package func deadlinePassed() {
         let now = NIODeadline.now()
         if let resource = engine.resourceDeadline, resource <= now {
             guard !isDone else { return }
@@ -263,3 +264,5 @@ struct UncheckedBox<Value>: @unchecked Sendable {
     let value: Value
     init(_ value: Value) { self.value = value }
 }
+
+extension SessionTask: DeadlineWatcher {}

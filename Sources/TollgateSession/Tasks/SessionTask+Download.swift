@@ -124,9 +124,7 @@ extension SessionTask {
 
         let receivers = delegates(as: (any DataTaskDelegate).self)
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
-        // The data task's timer was cancelled when it retired: the download arms its own.
-        download.engine.watchdog = nil
-        download.engine.watchdogAt = nil
+        // The data task's watch ended when it retired: the download registers its own.
         download.engine.resourceDeadline = nil
         download.startResourceTimer()
         download.restartIdleTimer()

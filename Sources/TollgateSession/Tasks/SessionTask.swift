@@ -66,6 +66,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     private var loopSessionDelegate: (any TaskDelegate)??
     /// Everything below is touched only on ``eventLoop``.
     var engine: TaskEngine
+    /// The task's place in its loop's deadline list (the watchdog of both timeouts).
+    package var deadlineSlot = DeadlineSlot()
+    /// The loop's deadline list, once looked up.
+    var deadlines: LoopDeadlines?
 
     init(session: Session, identifier: Int, request: Request?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
         self.session = session

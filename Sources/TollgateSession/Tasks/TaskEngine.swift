@@ -56,10 +56,6 @@ struct TaskEngine {
     var wholeBody: ByteBuffer?
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
 
-    /// The one timer watching both timeouts; it fires at ``watchdogAt``, at or before the earlier
-    /// of ``idleDeadline`` and ``resourceDeadline``.
-    var watchdog: Scheduled<Void>?
-    var watchdogAt: NIODeadline?
     /// When the request timeout runs out (moved by every event; nil: not running).
     var idleDeadline: NIODeadline?
     var idleInterval: Duration = .zero

@@ -1,0 +1,135 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+@testable import TollgateSession
+
+@Suite("One timer per loop for all the deadlines on it", .timeLimit(.minutes(1)))
+struct LoopDeadlinesTests {
+    /// Records when it was told; optionally does something then (on the loop).
+    final class Watcher: DeadlineWatcher, @unchecked Sendable {
+        var deadlineSlot = DeadlineSlot()
+        let name: String
+        let told: NIOLockedValueBox<[String]>
+        var onTold: (() -> Void)?
+
+        init(_ name: String, _ told: NIOLockedValueBox<[String]>) {
+            self.name = name
+            self.told = told
+        }
+
+        func deadlinePassed() {
+            told.withLockedValue { $0.append(name) }
+            onTold?()
+        }
+    }
+
+    private static func onLoop<T: Sendable>(_ loop: any EventLoop, _ body: @escaping @Sendable () -> T) async throws -> T {
+        try await loop.submit(body).get()
+    }
+
+    @Test("Watchers are told in deadline order; one unwatched is never told")
+    func order() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let told = NIOLockedValueBox<[String]>([])
+        let (late, early, gone) = (Watcher("late", told), Watcher("early", told), Watcher("gone", told))
+        try await Self.onLoop(loop) {
+            let deadlines = LoopDeadlines.of(loop)
+            let now = NIODeadline.now()
+            deadlines.watch(late, until: now + .milliseconds(300))
+            deadlines.watch(gone, until: now + .milliseconds(100))
+            // Registered after a later one: the loop's timer must move earlier.
+            deadlines.watch(early, until: now + .milliseconds(150))
+            deadlines.unwatch(gone)
+            #expect(deadlines.count == 2)
+            #expect(!gone.deadlineSlot.isWatched)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(told.withLockedValue { $0 } == ["early"])
+        try await Task.sleep(for: .milliseconds(250))
+        #expect(told.withLockedValue { $0 } == ["early", "late"])
+        let left = try await Self.onLoop(loop) { LoopDeadlines.of(loop).count }
+        #expect(left == 0)
+        try await group.shutdownGracefully()
+    }
+
+    @Test("A later deadline does not move the watch; a watcher told early registers again")
+    func movedLater() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let told = NIOLockedValueBox<[String]>([])
+        let watcher = Watcher("w", told)
+        let started = NIODeadline.now()
+        let realDeadline = NIOLockedValueBox(started + .milliseconds(100))
+        watcher.onTold = {
+            // Like a task whose request timeout was restarted: the real deadline is later.
+            let real = realDeadline.withLockedValue { $0 }
+            if real > .now() { LoopDeadlines.of(loop).watch(watcher, until: real) }
+        }
+        try await Self.onLoop(loop) {
+            LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(100))
+            // Later than registered: no change.
+            LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(250))
+            #expect(watcher.deadlineSlot.due == started + .milliseconds(100))
+        }
+        realDeadline.withLockedValue { $0 = started + .milliseconds(250) }
+        try await Task.sleep(for: .milliseconds(180))
+        // Told once at 100 ms, registered again for 250 ms.
+        #expect(told.withLockedValue { $0 } == ["w"])
+        #expect(try await Self.onLoop(loop) { watcher.deadlineSlot.isWatched })
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(told.withLockedValue { $0 } == ["w", "w"])
+        #expect(try await Self.onLoop(loop) { !watcher.deadlineSlot.isWatched })
+        try await group.shutdownGracefully()
+    }
+
+    @Test("A watcher told first can end another that was due at the same time")
+    func endsAnother() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let told = NIOLockedValueBox<[String]>([])
+        let (first, second) = (Watcher("first", told), Watcher("second", told))
+        first.onTold = { LoopDeadlines.of(loop).unwatch(second) }
+        second.onTold = { LoopDeadlines.of(loop).unwatch(first) }
+        try await Self.onLoop(loop) {
+            let due = NIODeadline.now() + .milliseconds(50)
+            LoopDeadlines.of(loop).watch(first, until: due)
+            LoopDeadlines.of(loop).watch(second, until: due)
+        }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(told.withLockedValue { $0.count } == 1)
+        try await group.shutdownGracefully()
+    }
+
+    @Test("Many watchers joining and leaving keep their slots right")
+    func swapRemoval() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let told = NIOLockedValueBox<[String]>([])
+        let watchers = (0..<50).map { Watcher("w\($0)", told) }
+        try await Self.onLoop(loop) {
+            let deadlines = LoopDeadlines.of(loop)
+            let now = NIODeadline.now()
+            for (index, watcher) in watchers.enumerated() {
+                deadlines.watch(watcher, until: now + .milliseconds(index.isMultiple(of: 2) ? 60 : 60_000))
+            }
+            // Leave in an order that moves others around.
+            for index in stride(from: 1, to: 50, by: 2).reversed() where index % 3 != 0 {
+                deadlines.unwatch(watchers[index])
+            }
+        }
+        try await Task.sleep(for: .milliseconds(250))
+        let names = Set(told.withLockedValue { $0 })
+        #expect(names == Set((0..<50).filter { $0.isMultiple(of: 2) }.map { "w\($0)" }))
+        let left = try await Self.onLoop(loop) { () -> [String] in
+            let deadlines = LoopDeadlines.of(loop)
+            let remaining = watchers.filter(\.deadlineSlot.isWatched).map(\.name)
+            for watcher in watchers { deadlines.unwatch(watcher) }
+            #expect(deadlines.count == 0)
+            return remaining
+        }
+        #expect(Set(left) == Set((0..<50).filter { !$0.isMultiple(of: 2) && $0 % 3 == 0 }.map { "w\($0)" }))
+        try await group.shutdownGracefully()
+    }
+}
