@@ -44,19 +44,27 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
     public func cacheStatus(cacheName: String = "tollgate") -> String {
         // The common answer for a hit, without building a list of parts.
         if result == .hit, !stored, !servedStale, detail == nil { return cacheName + "; hit" }
-        var parts = [cacheName]
+        // One string grown in place (this is built for every response).
+        var text = cacheName
+        text.reserveCapacity(cacheName.utf8.count + 48 + (detail?.utf8.count ?? 0))
         if result == .hit {
-            parts.append("hit")
+            text += "; hit"
         } else {
-            parts.append("fwd=\(result.rawValue)")
-            if let forwardStatus { parts.append("fwd-status=\(forwardStatus)") }
+            text += "; fwd="
+            text += result.rawValue
+            if let forwardStatus {
+                text += "; fwd-status="
+                text += String(forwardStatus)
+            }
         }
-        if stored { parts.append("stored") }
-        var details: [String] = []
-        if servedStale { details.append("stale") }
-        if let detail { details.append(detail) }
-        if !details.isEmpty { parts.append("detail=\"\(details.joined(separator: ","))\"") }
-        return parts.joined(separator: "; ")
+        if stored { text += "; stored" }
+        if servedStale || detail != nil {
+            text += "; detail=\""
+            if servedStale { text += detail == nil ? "stale" : "stale," }
+            if let detail { text += detail }
+            text += "\""
+        }
+        return text
     }
 
     public var description: String { cacheStatus() }
