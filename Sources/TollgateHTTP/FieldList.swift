@@ -35,9 +35,43 @@ public enum FieldList {
         fieldValues.flatMap { elements($0[...]) }
     }
 
+    /// Whether `byte` may appear in a `token` (`tchar`, RFC 9110 §5.6.2).
+    @inlinable
+    public static func isTokenByte(_ byte: UInt8) -> Bool {
+        switch byte {
+        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
+            UInt8(ascii: "0")...UInt8(ascii: "9"):
+            true
+        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
+            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
+            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
+            true
+        default: false
+        }
+    }
+
+    /// Calls `body` with each comma-separated element of a list of tokens, trimmed of spaces and
+    /// tabs, empty ones skipped; slices of `value`, so nothing is allocated. (No quoted strings:
+    /// for `Connection`, `Transfer-Encoding` and the like.)
+    public static func forEachToken(in value: String, _ body: (Substring) -> Void) {
+        let utf8 = value.utf8
+        func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
+        var start = utf8.startIndex
+        while start < utf8.endIndex {
+            let end = utf8[start...].firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
+            var first = start
+            var last = end
+            while first < last, isBlank(utf8[first]) { first = utf8.index(after: first) }
+            while last > first, isBlank(utf8[utf8.index(before: last)]) { last = utf8.index(before: last) }
+            // Cut at ASCII bytes (comma, blanks), so the indices fall on character boundaries.
+            if first < last { body(value[first..<last]) }
+            start = end < utf8.endIndex ? utf8.index(after: end) : end
+        }
+    }
+
     /// Whether `s` is a non-empty `token` (RFC 9110 §5.6.2).
     public static func isToken(_ s: Substring) -> Bool {
-        !s.isEmpty && s.utf8.allSatisfy(FieldScanner.isTokenByte)
+        !s.isEmpty && s.utf8.allSatisfy(isTokenByte)
     }
 
     /// Whether `s` is a non-empty `token` (RFC 9110 §5.6.2).
@@ -335,18 +369,5 @@ struct FieldScanner {
         byte >= 0x41 && byte <= 0x5A ? byte | 0x20 : byte
     }
 
-    /// `tchar` (RFC 9110 §5.6.2).
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case UInt8(ascii: "a")...UInt8(ascii: "z"), UInt8(ascii: "A")...UInt8(ascii: "Z"),
-            UInt8(ascii: "0")...UInt8(ascii: "9"):
-            true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default:
-            false
-        }
-    }
+    static func isTokenByte(_ byte: UInt8) -> Bool { FieldList.isTokenByte(byte) }
 }

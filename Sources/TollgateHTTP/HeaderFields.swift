@@ -264,6 +264,22 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     public var description: String {
         fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
+
+    /// Whether a line named `name` lists `token` among its comma-separated elements (ASCII
+    /// case-insensitive), e.g. `Connection` and `close`. Allocates nothing for short tokens.
+    public func listContains(_ name: String, token: String) -> Bool {
+        let key = Field.nameKey(of: name)
+        for field in fields where field.isNamed(name, key: key) {
+            var found = false
+            FieldList.forEachToken(in: field.value) { element in
+                if !found, element.utf8.count == token.utf8.count, String(element).equalsIgnoringASCIICase(token) {
+                    found = true
+                }
+            }
+            if found { return true }
+        }
+        return false
+    }
 }
 
 extension String {

@@ -196,7 +196,7 @@ public final class Session: @unchecked Sendable {
         // Read under the locks when the message is sent, so a delegate set from another thread
         // right after creation is told too when it was set before the loop got to this (the
         // loop's own copy of the delegate may not be updated yet).
-        func tellCreated() { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
+        @Sendable func tellCreated() { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
         if task.eventLoop.inEventLoop { tellCreated() } else { task.eventLoop.execute { tellCreated() } }
         return task
     }

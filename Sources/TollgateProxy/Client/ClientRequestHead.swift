@@ -99,7 +99,7 @@ struct ClientRequestHead: Hashable, Sendable {
 
     /// Whether the client asked to switch protocols (`Upgrade` named in `Connection`).
     var isUpgrade: Bool {
-        headerFields.contains("Upgrade") && HopByHopHeaders.connectionLists("upgrade", in: headerFields)
+        headerFields.contains("Upgrade") && headerFields.listContains("Connection", token: "upgrade")
     }
 
     /// Whether the client waits for `100 Continue` before sending its body.
@@ -109,7 +109,7 @@ struct ClientRequestHead: Hashable, Sendable {
 
     /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).
     var wantsKeepAlive: Bool {
-        if HopByHopHeaders.connectionLists("close", in: headerFields) { return false }
-        return minorVersion >= 1 || HopByHopHeaders.connectionLists("keep-alive", in: headerFields)
+        if headerFields.listContains("Connection", token: "close") { return false }
+        return minorVersion >= 1 || headerFields.listContains("Connection", token: "keep-alive")
     }
 }

@@ -184,17 +184,7 @@ enum RequestHeadParser {
         return .success(.length(length ?? 0))
     }
 
-    /// tchar (RFC 9110 §5.6.2).
-    static func isTokenByte(_ byte: UInt8) -> Bool {
-        switch byte {
-        case 0x30...0x39, 0x41...0x5A, 0x61...0x7A: true
-        case UInt8(ascii: "!"), UInt8(ascii: "#"), UInt8(ascii: "$"), UInt8(ascii: "%"), UInt8(ascii: "&"),
-            UInt8(ascii: "'"), UInt8(ascii: "*"), UInt8(ascii: "+"), UInt8(ascii: "-"), UInt8(ascii: "."),
-            UInt8(ascii: "^"), UInt8(ascii: "_"), UInt8(ascii: "`"), UInt8(ascii: "|"), UInt8(ascii: "~"):
-            true
-        default: false
-        }
-    }
+    static func isTokenByte(_ byte: UInt8) -> Bool { FieldList.isTokenByte(byte) }
 
     private static func digit(_ byte: UInt8) -> Int? {
         (0x30...0x39).contains(byte) ? Int(byte - 0x30) : nil

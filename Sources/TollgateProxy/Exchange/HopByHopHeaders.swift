@@ -20,7 +20,7 @@ enum HopByHopHeaders {
         var named: [String] = []
         var namedKeys: [UInt32] = []
         for value in fields.values(for: "Connection") {
-            forEachToken(in: value) { token in
+            FieldList.forEachToken(in: value) { token in
                 let key = HeaderFields.Field.nameKey(ofBytes: token.utf8)
                 if fields.containsNameKey(where: { $0 == key }) {
                     named.append(String(token))
@@ -40,32 +40,5 @@ enum HopByHopHeaders {
         var result = fields
         result.removeAll(where: isHopByHop)
         return result
-    }
-
-    /// Whether the `Connection` field of `fields` lists `token` (case-insensitive).
-    static func connectionLists(_ token: String, in fields: HeaderFields) -> Bool {
-        var listed = false
-        for value in fields.values(for: "Connection") where !listed {
-            forEachToken(in: value) { if !listed, String($0).equalsIgnoringASCIICase(token) { listed = true } }
-        }
-        return listed
-    }
-
-    /// Calls `body` with each comma-separated token of a list value, trimmed of spaces and tabs,
-    /// empty ones skipped; slices of `value`, so nothing is allocated.
-    static func forEachToken(in value: String, _ body: (Substring) -> Void) {
-        let utf8 = value.utf8
-        func isBlank(_ byte: UInt8) -> Bool { byte == 0x20 || byte == 0x09 }
-        var start = utf8.startIndex
-        while start < utf8.endIndex {
-            let end = utf8[start...].firstIndex(of: UInt8(ascii: ",")) ?? utf8.endIndex
-            var first = start
-            var last = end
-            while first < last, isBlank(utf8[first]) { first = utf8.index(after: first) }
-            while last > first, isBlank(utf8[utf8.index(before: last)]) { last = utf8.index(before: last) }
-            // Cut at ASCII bytes (comma, blanks), so the indices fall on character boundaries.
-            if first < last { body(value[first..<last]) }
-            start = end < utf8.endIndex ? utf8.index(after: end) : end
-        }
     }
 }

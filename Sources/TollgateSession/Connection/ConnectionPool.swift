@@ -1,7 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
 import NIOPosix
 import TollgateTLS
 
@@ -359,15 +358,7 @@ final class ConnectionPool: @unchecked Sendable {
             )
             handler.handshake = channel.eventLoop.makePromise(of: TLSPeerEvaluation.self)
         }
-        var encoderConfiguration = HTTPRequestEncoder.Configuration()
-        encoderConfiguration.automaticallySetFramingHeaders = false
-        try channel.pipeline.syncOperations.addHandlers([
-            HTTPRequestEncoder(configuration: encoderConfiguration),
-            ByteToMessageHandler(
-                HTTPResponseDecoder(leftOverBytesStrategy: .forwardBytes, informationalResponseStrategy: .forward)
-            ),
-            handler,
-        ])
+        try channel.pipeline.syncOperations.addHandler(handler)
         return handler
     }
 }

@@ -1,6 +1,6 @@
 import Foundation
 import NIOCore
-import NIOHTTP1
+import TollgateHTTP
 import NIOPosix
 
 /// Receives what happens to one request/response exchange on an origin connection.

@@ -1,6 +1,6 @@
 import NIOCore
-import NIOHTTP1
 import NIOPosix
+import TollgateHTTP
 import TollgateTLS
 
 /// Runs one request/response exchange at a time on an origin connection.
@@ -9,10 +9,14 @@ import TollgateTLS
 /// (``setReadDemand(_:)``), which is how a suspended task stops reading from the socket.
 /// Between exchanges it keeps one read pending so a server's close is noticed at once and the
 /// connection is never handed to a new request after the server dropped it.
+///
+/// It speaks HTTP/1.1 itself: requests go out as ``RequestHeadEncoder`` bytes (bodies chunked
+/// when their length is unknown), responses are read by ``ResponseDecoder`` straight into the
+/// session's head type.
 final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
-    typealias InboundIn = HTTPClientResponsePart
+    typealias InboundIn = ByteBuffer
     typealias OutboundIn = Never
-    typealias OutboundOut = HTTPClientRequestPart
+    typealias OutboundOut = ByteBuffer
 
     private enum State {
         case idle
@@ -24,15 +28,16 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private struct Exchange {
         var sink: any ExchangeSink
-        var isHead: Bool
         var requestKeepAlive: Bool
+        var chunkedBody: Bool
         var requestFinished = false
         var responseStarted = false
-        var responseHead: HTTPResponseHead?
+        var responseStatus = 0
         var readDemand = true
     }
 
     private var state: State = .idle
+    private var decoder = ResponseDecoder()
     private var context: ChannelHandlerContext?
     private var readInFlight = false
     /// Bytes of a body file written so far (checked against the declared size).
@@ -56,18 +61,18 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// Starts an exchange: writes the head, streams the body, and reports to `sink`.
-    func startExchange(head: HTTPRequestHead, body: BodySource, sink: any ExchangeSink) {
+    func startExchange(head: RequestHeadEncoder, body: BodySource, sink: any ExchangeSink) {
         guard let context, case .idle = state else {
             sink.exchangeDidFail(SessionError(.networkConnectionLost, nil, "connection closed before the request"), responseStarted: false)
             return
         }
         fileBytesSent = 0
+        decoder.requestIsHead = head.isHead
         state = .exchanging(
-            Exchange(sink: sink, isHead: head.method == .HEAD, requestKeepAlive: head.isKeepAlive)
+            Exchange(sink: sink, requestKeepAlive: head.keepAlive, chunkedBody: head.framing == .chunked)
         )
-        let headBytes = head.uri.utf8.count + head.method.rawValue.utf8.count + 12
-            + head.headers.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
-        context.write(wrapOutboundOut(.head(head)), promise: nil)
+        let headBytes = head.bytes.readableBytes
+        context.write(wrapOutboundOut(head.bytes), promise: nil)
         sink.exchangeDidWriteRequestHead(bytes: headBytes)
         writeBody(body, context: context, sink: sink)
         issueRead()
@@ -97,8 +102,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         context.read()
     }
 
-    /// After a 101: replaces the HTTP handlers by a byte-stream handler, which also receives the
-    /// bytes the server sent right after the 101 (the decoder forwards them when removed).
+    /// After a 101: replaces this handler by a byte-stream handler, which also receives the bytes
+    /// the server sent right after the 101.
     func convertToStream(context: ChannelHandlerContext) throws -> StreamConnectionHandler {
         guard case .upgraded = state else {
             throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
@@ -108,13 +113,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         let pipeline = context.pipeline.syncOperations
         let stream = StreamConnectionHandler()
         try pipeline.addHandler(stream)
-        let encoder = try pipeline.handler(type: HTTPRequestEncoder.self)
-        let decoder = try pipeline.handler(type: ByteToMessageHandler<HTTPResponseDecoder>.self)
-        // This handler leaves first: the decoder forwards the bytes that followed the 101 as it is
-        // removed, and they must reach the stream handler, not this one.
+        stream.prepend(decoder.takeRemainingBytes())
         pipeline.removeHandler(context: context, promise: nil)
-        pipeline.removeHandler(encoder, promise: nil)
-        pipeline.removeHandler(decoder, promise: nil)
         context.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
         return stream
     }
@@ -132,7 +132,7 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .none:
             finishRequest(context: context, sink: sink)
         case .bytes(let buffer):
-            context.write(wrapOutboundOut(.body(.byteBuffer(buffer))), promise: nil)
+            writeBodyPiece(buffer, context: context, promise: nil)
             sink.exchangeDidWriteBody(bytes: buffer.readableBytes)
             finishRequest(context: context, sink: sink)
         case .file(let path, let size, let fileIO):
@@ -148,9 +148,10 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                     }
                     let count = chunk.readableBytes
                     self.fileBytesSent += Int64(count)
-                    return context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(chunk)))).map {
-                        sink.exchangeDidWriteBody(bytes: count)
-                    }
+                    let written = loop.makePromise(of: Void.self)
+                    self.writeBodyPiece(chunk, context: context, promise: written)
+                    context.flush()
+                    return written.futureResult.map { sink.exchangeDidWriteBody(bytes: count) }
                 }
                 future.whenComplete { [weak self] (result: Result<Void, any Error>) in
                     try? handle.close()
@@ -180,7 +181,10 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             switch result {
             case .success(.some(let piece)):
                 let count = piece.readableBytes
-                context.writeAndFlush(self.wrapOutboundOut(.body(.byteBuffer(piece)))).whenSuccess { [weak self] in
+                let written = context.eventLoop.makePromise(of: Void.self)
+                self.writeBodyPiece(piece, context: context, promise: written)
+                context.flush()
+                written.futureResult.whenSuccess { [weak self] in
                     sink.exchangeDidWriteBody(bytes: count)
                     guard let self, let context = self.context else { return }
                     self.pumpStream(stream, context: context, sink: sink)
@@ -193,8 +197,38 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
     }
 
+    /// Writes one piece of the request body, as a chunk when the body is chunked.
+    private func writeBodyPiece(_ piece: ByteBuffer, context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        guard case .exchanging(let exchange) = state, exchange.chunkedBody else {
+            context.write(wrapOutboundOut(piece), promise: promise)
+            return
+        }
+        guard piece.readableBytes > 0 else {
+            promise?.succeed(())  // an empty chunk would end the body
+            return
+        }
+        var sizeLine = context.channel.allocator.buffer(capacity: 18)
+        sizeLine.writeString(String(piece.readableBytes, radix: 16))
+        sizeLine.writeStaticString("\r\n")
+        context.write(wrapOutboundOut(sizeLine), promise: nil)
+        context.write(wrapOutboundOut(piece), promise: nil)
+        var lineEnd = context.channel.allocator.buffer(capacity: 2)
+        lineEnd.writeStaticString("\r\n")
+        context.write(wrapOutboundOut(lineEnd), promise: promise)
+    }
+
     private func finishRequest(context: ChannelHandlerContext, sink: any ExchangeSink) {
-        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { [weak self] result in
+        guard case .exchanging(let exchange) = state else { return }
+        // The last write carries the promise: writes complete in order, so when it completes the
+        // whole request has reached the socket.
+        var last = ByteBuffer()
+        if exchange.chunkedBody {
+            last = context.channel.allocator.buffer(capacity: 5)
+            last.writeStaticString("0\r\n\r\n")
+        }
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(last), promise: promise)
+        promise.futureResult.whenComplete { [weak self] result in
             guard let self, self.isExchanging(sink) else { return }
             if case .success = result {
                 guard case .exchanging(var exchange) = self.state else { return }
@@ -213,33 +247,51 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     // MARK: inbound
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let part = unwrapInboundIn(data)
-        guard case .exchanging(var exchange) = state else {
+        guard case .exchanging = state else {
             // Bytes with no request outstanding: the server is misbehaving; never reuse it.
             context.close(promise: nil)
             return
         }
-        switch part {
-        case .head(let head):
-            if (100..<200).contains(head.status.code) && head.status.code != 101 {
-                return  // interim responses (100 Continue, 103) are not the response
+        decoder.feed(unwrapInboundIn(data))
+        decodeResponse(context: context)
+    }
+
+    /// Hands what the decoder makes of the bytes so far to the exchange. The sink's calls may
+    /// end the exchange (cancel, close) or, after the end, start the next one on this connection:
+    /// the state is read afresh for each event.
+    private func decodeResponse(context: ChannelHandlerContext) {
+        while case .exchanging(var exchange) = state {
+            let event: ResponseDecoder.Event?
+            do {
+                event = try decoder.next()
+            } catch {
+                failExchange(SessionError(.badServerResponse, nil, "invalid HTTP response: \(error.message)"))
+                context.close(promise: nil)
+                return
             }
+            guard let event else { return }
+            deliver(event, of: &exchange, context: context)
+        }
+    }
+
+    private func deliver(_ event: ResponseDecoder.Event, of exchange: inout Exchange, context: ChannelHandlerContext) {
+        switch event {
+        case .head(let head):
             exchange.responseStarted = true
-            exchange.responseHead = head
+            exchange.responseStatus = head.status
             state = .exchanging(exchange)
             exchange.sink.exchangeDidReceiveHead(head)
         case .body(let buffer):
             exchange.sink.exchangeDidReceiveBody(buffer)
-        case .end:
-            let head = exchange.responseHead
-            if head?.status.code == 101 {
+        case .end(let framedForReuse):
+            if exchange.responseStatus == 101 {
                 state = .upgraded
                 exchange.sink.exchangeDidReceiveEnd(reusable: false)
                 return
             }
-            let reusable = exchange.requestFinished && exchange.requestKeepAlive && (head?.isKeepAlive ?? false)
-                && head?.status.code != 101
-                && (head.map { Self.hasSelfDelimitedBody($0, isHead: exchange.isHead) } ?? false)
+            // Bytes beyond the response: the server sent more than it was asked for.
+            let reusable = framedForReuse && exchange.requestFinished && exchange.requestKeepAlive
+                && decoder.bufferedBytes == 0
             state = .idle
             exchange.sink.exchangeDidReceiveEnd(reusable: reusable)
             if !reusable { context.close(promise: nil) }
@@ -277,12 +329,7 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             return
         }
         let sessionError: SessionError
-        if let parserError = error as? HTTPParserError, parserError == .invalidEOFState {
-            // The parser saw EOF inside a message: the connection died mid-response.
-            sessionError = SessionError(.networkConnectionLost, nil, "the connection closed before the response was complete")
-        } else if error is HTTPParserError {
-            sessionError = SessionError(.badServerResponse, nil, "invalid HTTP response: \(error)")
-        } else if let tlsError = error as? TLSError, tlsError == .alertReceived,
+        if let tlsError = error as? TLSError, tlsError == .alertReceived,
             tlsError.alert?.lowercased().contains("certificate required") == true
         {
             // TLS 1.3: the client's handshake is over before the server checks for a certificate,
@@ -302,6 +349,14 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             self.handshake = nil
             handshake.fail(SessionError(.secureConnectionFailed, nil, "the server closed the connection during the TLS handshake"))
         }
+        if case .exchanging(var exchange) = state {
+            do {
+                // The end of a body that runs to the close; nothing when no response had begun.
+                if let event = try decoder.inputEnded() { deliver(event, of: &exchange, context: context) }
+            } catch {
+                failExchange(SessionError(.networkConnectionLost, nil, error.message))
+            }
+        }
         failExchange(SessionError(.networkConnectionLost, nil, "the server closed the connection"))
         state = .closed
         onClose?()
@@ -314,12 +369,5 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         state = .closed
         exchange.sink.exchangeDidFail(error, responseStarted: exchange.responseStarted)
         context?.close(promise: nil)
-    }
-
-    /// Whether the response's end was marked by framing (not by closing the connection).
-    private static func hasSelfDelimitedBody(_ head: HTTPResponseHead, isHead: Bool) -> Bool {
-        if isHead || head.status.code == 204 || head.status.code == 304 || head.status.code < 200 { return true }
-        if head.headers.contains(name: "content-length") { return true }
-        return head.headers[canonicalForm: "transfer-encoding"].last?.lowercased() == "chunked"
     }
 }

@@ -1,7 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
 import TollgateCache
 import TollgateHTTP
 import TollgateTLS
@@ -225,11 +224,12 @@ extension SessionTask {
         engine.transaction.negotiatedTLSProtocolVersion = connection.establishment.tlsEvaluation?.protocolVersion.description
         engine.transaction.resourceFetchType = .networkLoad
         engine.requestDate = Date()
-        let head = WireConversions.requestHead(
-            for: request.head,
+        let head = RequestHeadEncoder(
+            head: request.head,
             bodyLength: body.knownLength,
             hasBody: request.body != nil,
-            viaProxy: connection.key.viaProxy
+            viaProxy: connection.key.viaProxy,
+            allocator: connection.channel.allocator
         )
         let sink = TaskExchange(task: self, generation: engine.generation)
         engine.exchange = sink

@@ -1,14 +1,12 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
 import TollgateHTTP
 
 /// Receiving a response: redirects, the response decision, the body, the end.
 extension SessionTask {
-    func responseHeadReceived(_ wireHead: NIOHTTP1.HTTPResponseHead) {
+    func responseHeadReceived(_ head: HTTPResponseHead) {
         restartIdleTimer()
-        let head = WireConversions.responseHead(wireHead)
         engine.responseDate = Date()
         engine.transaction.responseStartDate = Date()
         engine.transaction.response = head

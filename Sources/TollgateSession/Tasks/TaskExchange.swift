@@ -1,6 +1,6 @@
 import NIOConcurrencyHelpers
 import NIOCore
-import NIOHTTP1
+import TollgateHTTP
 
 /// Forwards one exchange's events from the connection's event loop to its task's, tagged with
 /// the exchange's generation so the task ignores events of an exchange it has abandoned.

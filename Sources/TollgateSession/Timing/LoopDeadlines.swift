@@ -42,8 +42,7 @@ package final class LoopDeadlines: @unchecked Sendable {
         self.loop = loop
     }
 
-    // ThreadSpecificVariable is per-thread by construction, hence safe to share.
-    nonisolated(unsafe) private static let perThread = ThreadSpecificVariable<LoopDeadlines>()
+    private static let perThread = ThreadSpecificVariable<LoopDeadlines>()
 
     /// The deadlines of `loop`, which must be the current thread's loop.
     package static func of(_ loop: any EventLoop) -> LoopDeadlines {

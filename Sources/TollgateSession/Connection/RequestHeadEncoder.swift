@@ -1,0 +1,85 @@
+import NIOCore
+import TollgateHTTP
+
+/// The bytes of a request head as an origin connection sends it, and how its body is framed.
+struct RequestHeadEncoder {
+    /// How the body after the head is written.
+    enum BodyFraming: Equatable {
+        /// As it is: no body, or one whose length the head announces.
+        case plain
+        /// In chunks (`Transfer-Encoding: chunked`, its length unknown when the head is sent).
+        case chunked
+    }
+
+    /// The encoded head (`METHOD target HTTP/1.1`, the fields, the empty line).
+    var bytes: ByteBuffer
+    var framing: BodyFraming
+    /// Whether the request is a HEAD (its response has no body, whatever its fields say).
+    var isHead: Bool
+    /// Whether the request lets the connection carry another one (no `Connection: close`).
+    var keepAlive: Bool
+
+    /// Encodes `head` for the wire: origin-form, or absolute-form through a proxy; `Host` first
+    /// when the request has none; `Content-Length` or `Transfer-Encoding: chunked` added for a
+    /// body that has neither, and `Content-Length: 0` for a POST, PUT or PATCH without one
+    /// (RFC 9110 §8.6).
+    init(
+        head: HTTPRequestHead,
+        bodyLength: Int64?,
+        hasBody: Bool,
+        viaProxy: Bool,
+        allocator: ByteBufferAllocator
+    ) {
+        let fields = head.headerFields
+        isHead = head.method == .head
+        keepAlive = !fields.contains("Connection")
+            || !FieldList.elements(fields.values(for: "Connection")).contains { $0.lowercased() == "close" }
+        var before: (name: String, value: String)?
+        var after: (name: String, value: String)?
+        if !fields.contains("Host") { before = ("Host", head.url.authority) }
+        let hasLength = fields.contains("Content-Length")
+        let hasCoding = fields.contains("Transfer-Encoding")
+        if hasBody {
+            if !hasLength && !hasCoding {
+                after = bodyLength.map { ("Content-Length", String($0)) } ?? ("Transfer-Encoding", "chunked")
+            }
+        } else if !hasLength, [.post, .put, .patch].contains(head.method) {
+            after = ("Content-Length", "0")
+        }
+        if let after, after.name == "Transfer-Encoding" {
+            framing = .chunked
+        } else if hasCoding {
+            let codings = FieldList.elements(fields.values(for: "Transfer-Encoding"))
+            framing = codings.last?.lowercased() == "chunked" ? .chunked : .plain
+        } else {
+            framing = .plain
+        }
+
+        let method = head.method.rawValue
+        let target = viaProxy ? head.url.absoluteString : head.url.pathAndQuery
+        func lineSize(_ field: (name: String, value: String)?) -> Int {
+            field.map { $0.name.utf8.count + $0.value.utf8.count + 4 } ?? 0
+        }
+        let size = method.utf8.count + target.utf8.count + 11 + lineSize(before) + fields.wireSize
+            + lineSize(after) + 2
+        var buffer = allocator.buffer(capacity: size)
+        buffer.writeString(method)
+        buffer.writeInteger(UInt8(ascii: " "))
+        buffer.writeString(target)
+        buffer.writeStaticString(" HTTP/1.1\r\n")
+        func writeLine(_ field: (name: String, value: String)?) {
+            guard let field else { return }
+            buffer.writeString(field.name)
+            buffer.writeStaticString(": ")
+            buffer.writeString(field.value)
+            buffer.writeStaticString("\r\n")
+        }
+        writeLine(before)
+        let fieldBytes = fields.wireSize
+        buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: fieldBytes) { fields.writeWire(to: $0) }
+        writeLine(after)
+        buffer.writeStaticString("\r\n")
+        bytes = buffer
+    }
+
+}

@@ -1,0 +1,484 @@
+import NIOCore
+import TollgateHTTP
+
+/// The HTTP/1.1 response parser of an origin connection: bytes in, the response head (as
+/// Tollgate's ``HTTPResponseHead``), body pieces and the end out.
+///
+/// Why our own: SwiftNIO's decoder builds its own header type, which the session then copied
+/// field by field into ``HeaderFields`` — two strings and an array slot per field, per response.
+/// This one makes the session's head directly from the bytes.
+///
+/// Framing follows RFC 9112 §6.3: no body after a HEAD request or for 1xx, 204 and 304; then
+/// `Transfer-Encoding` (chunked last: chunked; otherwise the body runs to the close), then
+/// `Content-Length` (a list of equal values is one value; anything else is an error), else the
+/// body runs to the close. Interim responses (100, 103 …) are read and dropped; after a 101 the
+/// decoder stops and keeps what follows for the new protocol (``takeRemainingBytes()``).
+///
+/// Lenient where RFC 9112 lets a recipient be: a bare LF ends a line (§2.2), obs-fold becomes a
+/// space (§5.2), whitespace before a field's colon is removed, bytes that are not UTF-8 in a
+/// value are replaced (the session's header values are strings). Refused: a NUL or a bare CR, a
+/// status line that is not `HTTP/1.x NNN [reason]`, a field name that is not a token, an invalid
+/// chunk size, a head over ``maximumHeadBytes`` or ``maximumFields``.
+struct ResponseDecoder {
+    /// What the next bytes made.
+    enum Event {
+        case head(HTTPResponseHead)
+        case body(ByteBuffer)
+        /// The message ended; `reusable`: its framing and `Connection` allow another on the
+        /// connection (a response that ran to the close, or says `close`, does not).
+        case end(reusable: Bool)
+    }
+
+    /// Why the response cannot be read.
+    struct Failure: Error, Equatable {
+        let message: String
+    }
+
+    /// The status line and field lines of a head (and of a trailer section) together.
+    static let maximumHeadBytes = 128 * 1024
+    static let maximumFields = 1000
+    static let maximumChunkLineBytes = 4096
+
+    private enum State {
+        /// Waiting for a head: `scanned` bytes are known to hold no empty line.
+        case head(scanned: Int, lineStart: Int)
+        case lengthBody(remaining: Int64)
+        case chunkSize
+        case chunkData(remaining: Int64)
+        case chunkDataEnd
+        case trailers(bytes: Int)
+        case untilClose
+        /// After a 101: the bytes belong to the new protocol.
+        case upgraded
+        case failed
+    }
+
+    private var buffer = ByteBuffer()
+    private var state = State.head(scanned: 0, lineStart: 0)
+    /// The end of the current message is the next event.
+    private var pendingEnd = false
+    /// Whether the current message leaves the connection usable.
+    private var reusable = false
+    /// Set by the connection for each request: a HEAD's response has no body.
+    var requestIsHead = false
+
+    /// Bytes received and not yet turned into events.
+    var bufferedBytes: Int { buffer.readableBytes }
+
+    /// Whether a message has begun (part of a head, or a body) and not ended.
+    var isInsideMessage: Bool {
+        switch state {
+        case .head: pendingEnd || buffer.readableBytes > 0
+        case .upgraded, .failed: false
+        default: true
+        }
+    }
+
+    /// Adds received bytes.
+    mutating func feed(_ bytes: ByteBuffer) {
+        if case .failed = state { return }
+        if buffer.readableBytes == 0 {
+            buffer = bytes
+        } else {
+            var bytes = bytes
+            buffer.writeBuffer(&bytes)
+        }
+    }
+
+    /// The bytes after a 101 (the new protocol's first bytes).
+    mutating func takeRemainingBytes() -> ByteBuffer {
+        defer { buffer = ByteBuffer() }
+        return buffer
+    }
+
+    /// The connection reached its end of input: the end of a body that runs to the close, nil
+    /// between messages; a failure inside one.
+    mutating func inputEnded() throws(Failure) -> Event? {
+        if pendingEnd { return try next() }
+        switch state {
+        case .untilClose:
+            state = .failed
+            return .end(reusable: false)
+        case .head where buffer.readableBytes == 0, .upgraded, .failed:
+            return nil
+        default:
+            state = .failed
+            throw Failure(message: "the connection closed before the response was complete")
+        }
+    }
+
+    /// The next event, or nil when more bytes are needed.
+    mutating func next() throws(Failure) -> Event? {
+        if pendingEnd {
+            pendingEnd = false
+            if case .upgraded = state {} else { state = .head(scanned: 0, lineStart: 0) }
+            return .end(reusable: reusable)
+        }
+        switch state {
+        case .head(let scanned, let lineStart):
+            return try nextHead(scanned: scanned, lineStart: lineStart)
+        case .lengthBody(let remaining):
+            guard buffer.readableBytes > 0 else { return nil }
+            let count = Int(min(remaining, Int64(buffer.readableBytes)))
+            let piece = buffer.readSlice(length: count)!
+            state = .lengthBody(remaining: remaining - Int64(count))
+            pendingEnd = remaining == Int64(count)
+            compact()
+            return .body(piece)
+        case .untilClose:
+            guard buffer.readableBytes > 0 else { return nil }
+            let piece = buffer.readSlice(length: buffer.readableBytes)!
+            compact()
+            return .body(piece)
+        case .chunkSize:
+            return try nextChunkSize()
+        case .chunkData(let remaining):
+            guard buffer.readableBytes > 0 else { return nil }
+            let count = Int(min(remaining, Int64(buffer.readableBytes)))
+            let piece = buffer.readSlice(length: count)!
+            state = remaining == Int64(count) ? .chunkDataEnd : .chunkData(remaining: remaining - Int64(count))
+            compact()
+            return .body(piece)
+        case .chunkDataEnd:
+            // CRLF (or a bare LF) and nothing else.
+            guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+            if first == 0x0D {
+                guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return nil }
+                guard second == 0x0A else { throw fail("chunk data is not followed by a line end") }
+                buffer.moveReaderIndex(forwardBy: 2)
+            } else {
+                guard first == 0x0A else { throw fail("chunk data is not followed by a line end") }
+                buffer.moveReaderIndex(forwardBy: 1)
+            }
+            state = .chunkSize
+            return try nextChunkSize()
+        case .trailers(let bytes):
+            return try nextTrailer(bytes: bytes)
+        case .upgraded, .failed:
+            return nil
+        }
+    }
+
+    // MARK: heads
+
+    private mutating func nextHead(scanned: Int, lineStart: Int) throws(Failure) -> Event? {
+        var (scanned, lineStart) = (scanned, lineStart)
+        while true {
+            guard let length = try scanHead(from: scanned, lineStart: lineStart) else { return nil }
+            (scanned, lineStart) = (0, 0)
+            let bytes = buffer.readSlice(length: length)!
+            compact()
+            state = .head(scanned: 0, lineStart: 0)
+            guard let head = try Self.parseHead(bytes) else { continue }  // empty lines before a head
+            if (100..<200).contains(head.status) && head.status != 101 {
+                continue  // an interim response: the final one follows
+            }
+            try begin(head)
+            return .head(head)
+        }
+    }
+
+    /// The length of the head at the front of the buffer (through its empty line), or nil when
+    /// it has not fully arrived (the scan position is kept).
+    private mutating func scanHead(from scanned: Int, lineStart: Int) throws(Failure) -> Int? {
+        let result = buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, Int, String?) in
+            var index = scanned
+            var lineStart = lineStart
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x0A:
+                    let lineLength = index - lineStart
+                    if lineLength == 0 || (lineLength == 1 && bytes[lineStart] == 0x0D) {
+                        return (index + 1, 0, 0, nil)
+                    }
+                    lineStart = index + 1
+                case 0x0D:
+                    // Checked with the byte after it: a CR that ends the bytes so far is looked
+                    // at again when more arrive.
+                    guard index + 1 < bytes.count else { return (nil, index, lineStart, nil) }
+                    if bytes[index + 1] != 0x0A {
+                        return (nil, 0, 0, "a bare CR in the response head")
+                    }
+                case 0:
+                    return (nil, 0, 0, "a NUL byte in the response head")
+                default:
+                    break
+                }
+                index += 1
+                if index > Self.maximumHeadBytes {
+                    return (nil, 0, 0, "the response head is larger than \(Self.maximumHeadBytes) bytes")
+                }
+            }
+            return (nil, index, lineStart, nil)
+        }
+        if let message = result.3 { throw fail(message) }
+        if let length = result.0 { return length }
+        state = .head(scanned: result.1, lineStart: result.2)
+        return nil
+    }
+
+    /// Parses one head (its lines end with LF or CRLF; the last line is empty). Nil when the
+    /// bytes are only an empty line (which may precede a status line).
+    static func parseHead(_ bytes: ByteBuffer) throws(Failure) -> HTTPResponseHead? {
+        let parsed = bytes.withUnsafeReadableBytes { raw -> Result<HTTPResponseHead?, Failure> in
+            var statusLine: (version: String, status: Int, reason: String)?
+            var fields = HeaderFields()
+            var pending: (name: String, value: String)?
+            var lineStart = 0
+            var fieldCount = 0
+            for index in 0..<raw.count where raw[index] == 0x0A {
+                var end = index
+                if end > lineStart, raw[end - 1] == 0x0D { end -= 1 }
+                let line = UnsafeRawBufferPointer(rebasing: raw[lineStart..<end])
+                lineStart = index + 1
+                if line.isEmpty { break }
+                guard statusLine != nil else {
+                    guard let parsed = parseStatusLine(line) else {
+                        return .failure(Failure(message: "invalid status line \"\(printable(line))\""))
+                    }
+                    statusLine = parsed
+                    continue
+                }
+                if line[0] == 0x20 || line[0] == 0x09 {
+                    // obs-fold: the line continues the previous field's value.
+                    guard var field = pending else { return .failure(Failure(message: "a field line starts with whitespace")) }
+                    let more = trimmed(line)
+                    if !more.isEmpty { field.value += " " + String(decoding: more, as: UTF8.self) }
+                    pending = field
+                    continue
+                }
+                guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+                    return .failure(Failure(message: "a field line without a colon: \"\(printable(line))\""))
+                }
+                var nameEnd = colon
+                while nameEnd > 0, line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09 { nameEnd -= 1 }
+                let name = UnsafeRawBufferPointer(rebasing: line[0..<nameEnd])
+                guard !name.isEmpty, name.allSatisfy(FieldList.isTokenByte) else {
+                    return .failure(Failure(message: "invalid field name \"\(printable(name))\""))
+                }
+                fieldCount += 1
+                guard fieldCount <= maximumFields else {
+                    return .failure(Failure(message: "more than \(maximumFields) header fields"))
+                }
+                if let field = pending { fields.add(name: field.name, value: field.value) }
+                let value = trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
+                pending = (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+            }
+            if let field = pending { fields.add(name: field.name, value: field.value) }
+            guard let statusLine else { return .success(nil) }
+            return .success(
+                HTTPResponseHead(
+                    status: statusLine.status,
+                    reason: statusLine.reason,
+                    version: statusLine.version,
+                    headerFields: fields
+                )
+            )
+        }
+        switch parsed {
+        case .success(let head): return head
+        case .failure(let failure): throw failure
+        }
+    }
+
+    /// `HTTP/1.x SP 3DIGIT [SP reason]`; a missing reason is allowed with or without its space.
+    private static func parseStatusLine(_ line: UnsafeRawBufferPointer) -> (version: String, status: Int, reason: String)? {
+        guard line.count >= 12, line.starts(with: "HTTP/1.".utf8), line[8] == 0x20,
+            line[7] == UInt8(ascii: "0") || line[7] == UInt8(ascii: "1")
+        else { return nil }
+        var status = 0
+        for index in 9..<12 {
+            guard (0x30...0x39).contains(line[index]) else { return nil }
+            status = status * 10 + Int(line[index] - 0x30)
+        }
+        guard status >= 100 else { return nil }
+        var reason = ""
+        if line.count > 12 {
+            guard line[12] == 0x20 || line[12] == 0x09 else { return nil }
+            reason = String(decoding: UnsafeRawBufferPointer(rebasing: line[13...]), as: UTF8.self)
+        }
+        return (line[7] == UInt8(ascii: "1") ? "HTTP/1.1" : "HTTP/1.0", status, reason)
+    }
+
+    /// Sets up the body of a head just parsed (RFC 9112 §6.3).
+    private mutating func begin(_ head: HTTPResponseHead) throws(Failure) {
+        let fields = head.headerFields
+        var keepAlive = head.version == "HTTP/1.1"
+        if fields.contains("Connection") {
+            keepAlive = keepAlive
+                ? !fields.listContains("Connection", token: "close") : fields.listContains("Connection", token: "keep-alive")
+        }
+        if head.status == 101 {
+            reusable = false
+            pendingEnd = true
+            state = .upgraded
+            return
+        }
+        if requestIsHead || head.status == 204 || head.status == 304 {
+            reusable = keepAlive
+            pendingEnd = true
+            return
+        }
+        if fields.contains("Transfer-Encoding") {
+            let codings = FieldList.elements(fields.values(for: "Transfer-Encoding"))
+            if codings.last?.lowercased() == "chunked" {
+                // With Content-Length beside it the message may be read differently downstream:
+                // this connection carries nothing more (RFC 9112 §6.1).
+                reusable = keepAlive && !fields.contains("Content-Length")
+                state = .chunkSize
+            } else {
+                reusable = false
+                state = .untilClose
+            }
+            return
+        }
+        if fields.contains("Content-Length") {
+            guard let length = Self.contentLength(fields) else {
+                throw fail("invalid Content-Length \"\(fields.values(for: "Content-Length").joined(separator: ", "))\"")
+            }
+            reusable = keepAlive
+            if length == 0 {
+                pendingEnd = true
+            } else {
+                state = .lengthBody(remaining: length)
+            }
+            return
+        }
+        reusable = false
+        state = .untilClose
+    }
+
+    /// One length from the `Content-Length` lines: digits only; a list of equal values is one.
+    static func contentLength(_ fields: HeaderFields) -> Int64? {
+        // The usual field: one line of digits (no arrays for it).
+        if let first = fields["Content-Length"], first.utf8.count <= 18, !first.isEmpty,
+            first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), fields.allValues(for: "Content-Length", equal: first)
+        {
+            return first.utf8.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+        }
+        let values = fields.values(for: "Content-Length")
+        var length: Int64?
+        for value in values {
+            for element in value.split(separator: ",", omittingEmptySubsequences: false) {
+                let digits = element.utf8.drop { $0 == 0x20 || $0 == 0x09 }.reversed().drop { $0 == 0x20 || $0 == 0x09 }
+                guard !digits.isEmpty, digits.count <= 18, digits.allSatisfy({ (0x30...0x39).contains($0) }) else {
+                    return nil
+                }
+                let number = digits.reversed().reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
+                if let length, length != number { return nil }
+                length = number
+            }
+        }
+        return length
+    }
+
+    // MARK: chunked bodies
+
+    private mutating func nextChunkSize() throws(Failure) -> Event? {
+        guard let line = try readLine(limit: Self.maximumChunkLineBytes, what: "chunk size line") else { return nil }
+        var size: Int64 = 0
+        var digits = 0
+        var index = line.startIndex
+        while index < line.endIndex, let digit = Self.hexValue(line[index]) {
+            digits += 1
+            guard digits <= 15 else { throw fail("chunk size too large") }
+            size = size * 16 + Int64(digit)
+            index += 1
+        }
+        var rest = line[index...]
+        while let first = rest.first, first == 0x20 || first == 0x09 { rest = rest.dropFirst() }
+        guard digits > 0, rest.isEmpty || rest.first == UInt8(ascii: ";") else {
+            throw fail("invalid chunk size \"\(Self.printable(line))\"")
+        }
+        if size == 0 {
+            state = .trailers(bytes: 0)
+            return try nextTrailer(bytes: 0)
+        }
+        state = .chunkData(remaining: size)
+        return try next()
+    }
+
+    private static func hexValue(_ byte: UInt8) -> UInt8? {
+        switch byte {
+        case 0x30...0x39: byte - 0x30
+        case 0x41...0x46: byte - 0x41 + 10
+        case 0x61...0x66: byte - 0x61 + 10
+        default: nil
+        }
+    }
+
+    /// Trailer fields after the last chunk are read and dropped (the session has no use for them
+    /// and the proxy's client framing carries none), within the head's size limit.
+    private mutating func nextTrailer(bytes: Int) throws(Failure) -> Event? {
+        var bytes = bytes
+        while true {
+            let budget = Self.maximumHeadBytes - bytes
+            guard budget > 0 else { throw fail("the trailer section is too large") }
+            guard let line = try readLine(limit: budget, what: "trailer section") else {
+                state = .trailers(bytes: bytes)
+                return nil
+            }
+            bytes += line.count + 2
+            if line.isEmpty {
+                state = .head(scanned: 0, lineStart: 0)
+                return .end(reusable: reusable)
+            }
+        }
+    }
+
+    /// One line without its line end (LF or CRLF); nil when it has not fully arrived.
+    private mutating func readLine(limit: Int, what: String) throws(Failure) -> [UInt8]? {
+        let found = buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, String?) in
+            var index = 0
+            while index < bytes.count {
+                switch bytes[index] {
+                case 0x0A:
+                    let end = index > 0 && bytes[index - 1] == 0x0D ? index - 1 : index
+                    return (end, index + 1, nil)
+                case 0x0D:
+                    // A CR that ends the bytes so far is looked at again when more arrive.
+                    guard index + 1 < bytes.count else { return (nil, 0, nil) }
+                    if bytes[index + 1] != 0x0A { return (nil, 0, "a bare CR in the \(what)") }
+                case 0:
+                    return (nil, 0, "a NUL byte in the \(what)")
+                default:
+                    break
+                }
+                index += 1
+                if index > limit + 1 { return (nil, 0, "the \(what) is too long") }
+            }
+            return (nil, 0, nil)
+        }
+        if let message = found.2 { throw fail(message) }
+        guard let length = found.0 else { return nil }
+        let line = buffer.readBytes(length: length)!
+        buffer.moveReaderIndex(forwardBy: found.1 - length)
+        compact()
+        return line
+    }
+
+    // MARK: helpers
+
+    private mutating func fail(_ message: String) -> Failure {
+        state = .failed
+        buffer = ByteBuffer()
+        return Failure(message: message)
+    }
+
+    private mutating func compact() {
+        if buffer.readerIndex > 16 * 1024 { buffer.discardReadBytes() }
+    }
+
+    private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
+        var start = 0
+        var end = bytes.count
+        while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
+        while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
+        return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
+    }
+
+    /// At most 80 bytes of `bytes` for an error message, control bytes shown as `?`.
+    private static func printable<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
+        String(decoding: bytes.prefix(80).map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
+    }
+}
