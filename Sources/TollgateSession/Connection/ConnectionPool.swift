@@ -19,10 +19,17 @@ final class ConnectionPool: @unchecked Sendable {
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
     }
 
-    private struct Entry {
+    /// A class, not a struct: reading `entries[key]?.connections[id]` or the state through the
+    /// dictionary would otherwise copy the whole entry (its arrays, set and dictionaries) each
+    /// time, and a lease copied and wrote it back — several of these per request.
+    private final class Entry {
         var state: OriginPoolState
         var connections: [Int: OriginConnection] = [:]
         var idleTimers: [Int: Scheduled<Void>] = [:]
+
+        init(state: OriginPoolState) {
+            self.state = state
+        }
     }
 
     private struct Waiter {
@@ -54,9 +61,14 @@ final class ConnectionPool: @unchecked Sendable {
             let id = nextID
             if isShutDown { return (id, []) }
             waiters[id] = Waiter(key: key, promise: promise)
-            var entry = entries[key] ?? Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))
+            let entry: Entry
+            if let known = entries[key] {
+                entry = known
+            } else {
+                entry = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))
+                entries[key] = entry
+            }
             let actions = entry.state.leaseRequested(waiter: id, priority: priority, loop: Self.loopID(eventLoop))
-            entries[key] = entry
             return (id, actions)
         }
         if lock.withLock({ isShutDown }) {
@@ -242,8 +254,8 @@ final class ConnectionPool: @unchecked Sendable {
         let (connection, actions): (OriginConnection, [OriginPoolState.Action]) = lock.withLock {
             nextID += 1
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
-            entries[key, default: Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))]
-                .connections[connection.id] = connection
+            if entries[key] == nil { entries[key] = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost)) }
+            entries[key]?.connections[connection.id] = connection
             let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id, loop: Self.loopID(channel.eventLoop)) ?? [])
             return (connection, actions)
         }
