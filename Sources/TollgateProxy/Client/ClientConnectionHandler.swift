@@ -322,7 +322,11 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         var buffer = context.channel.allocator.buffer(capacity: 512)
         ResponseEncoder.head(head, adding: added, minorVersion: minorVersion, into: &buffer)
         context.write(wrapOutboundOut(buffer), promise: nil)
-        flushSoon()
+        // A body of known length follows, and every piece of it is flushed (``sendBody``,
+        // ``sendFile``, ``sendEnd``): the head leaves with the first, without a task on the loop's
+        // queue to flush it. Heads of bodies of unknown length (a stream may pause before its
+        // first byte) and of no body go out at the end of this tick.
+        if framing != .contentLength { flushSoon() }
     }
 
     /// Writes a piece of the response body. Body bytes are flushed at once: the client's socket
@@ -448,11 +452,16 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             return
         }
         if processing { return }  // the loop in processEvents goes on
-        // Not inside processEvents: an exchange's callback ended the response. The next request is
-        // started from the event loop, after that callback has returned.
-        context?.eventLoop.execute { [self] in
-            if !closing { processEvents() }
+        // Not inside processEvents: an exchange's callback ended the response. A next request
+        // already received is started from the event loop, after that callback has returned; with
+        // none, reading and the idle timer resume now (nothing can start inside the callback).
+        guard decoder.bufferedBytes == 0 else {
+            context?.eventLoop.execute { [self] in
+                if !closing { processEvents() }
+            }
+            return
         }
+        processEvents()
     }
 
     private func closeAfterFlush() {
