@@ -231,7 +231,7 @@ extension SessionTask {
             viaProxy: connection.key.viaProxy,
             allocator: connection.channel.allocator
         )
-        let sink = TaskExchange(task: self, generation: engine.generation)
+        let sink = TaskExchange(task: self, generation: engine.generation, connectionLoop: connection.eventLoop)
         engine.exchange = sink
         let readNow = !engine.isSuspended
         connection.onLoop {

@@ -5,18 +5,32 @@ import TollgateHTTP
 /// Forwards one exchange's events from the connection's event loop to its task's, tagged with
 /// the exchange's generation so the task ignores events of an exchange it has abandoned.
 final class TaskExchange: ExchangeSink, @unchecked Sendable {
-    /// Replaced when a data task becomes a download task mid-response.
-    private let target: NIOLockedValueBox<SessionTask>
+    /// Replaced when a data task becomes a download task mid-response (on the task's loop).
+    private var currentTarget: SessionTask
+    /// Guards ``currentTarget`` when the connection's loop is not the task's; nil when they are
+    /// the same (the pool prefers that): then every access is on one thread, and each event of
+    /// the exchange costs no lock.
+    private let lock: NIOLock?
     let generation: Int
 
-    init(task: SessionTask, generation: Int) {
-        self.target = NIOLockedValueBox(task)
+    init(task: SessionTask, generation: Int, connectionLoop: any EventLoop) {
+        self.currentTarget = task
+        self.lock = connectionLoop === task.eventLoop ? nil : NIOLock()
         self.generation = generation
+    }
+
+    private var target: SessionTask {
+        guard let lock else { return currentTarget }
+        return lock.withLock { currentTarget }
     }
 
     /// Sends the rest of this exchange's events to another task (which took over the engine).
     func retarget(to task: SessionTask) {
-        target.withLockedValue { $0 = task }
+        guard let lock else {
+            currentTarget = task
+            return
+        }
+        lock.withLock { currentTarget = task }
     }
 
     /// Runs `body(task, value)` on the task's loop if the task still runs this exchange. On the
@@ -24,7 +38,7 @@ final class TaskExchange: ExchangeSink, @unchecked Sendable {
     /// nothing, so the usual path allocates no closure.
     @inline(__always)
     private func forward<Value: Sendable>(_ value: Value, _ body: @escaping @Sendable (SessionTask, Value) -> Void) {
-        let task = target.withLockedValue { $0 }
+        let task = target
         if task.eventLoop.inEventLoop {
             if task.engine.generation == generation { body(task, value) }
             return
