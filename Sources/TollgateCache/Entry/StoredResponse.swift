@@ -16,6 +16,9 @@ public struct StoredResponse: Sendable, Hashable {
         var status: Int
         var reason: String
         var headerFields: HeaderFields
+        /// ``headerFields``' Cache-Control, parsed when the fields are set: every lookup's
+        /// freshness decision needs it, and a decoded response is reused across hits.
+        var cacheControl: CacheControl
         var requestTime: Date
         var responseTime: Date
         var varyingRequestFields: [VaryingField]
@@ -55,8 +58,14 @@ public struct StoredResponse: Sendable, Hashable {
     /// The stored header fields, in received order.
     public var headerFields: HeaderFields {
         _read { yield parts.headerFields }
-        _modify { yield &parts.headerFields }
+        _modify {
+            yield &parts.headerFields
+            parts.cacheControl = CacheControl(response: parts.headerFields)
+        }
     }
+
+    /// The response's Cache-Control directives (parsed once per change of ``headerFields``).
+    public var cacheControl: CacheControl { parts.cacheControl }
 
     /// When the request that produced it was sent (RFC 9111 §4.2.3 `request_time`).
     public var requestTime: Date {
@@ -129,6 +138,7 @@ public struct StoredResponse: Sendable, Hashable {
                 status: status,
                 reason: reason,
                 headerFields: headerFields,
+                cacheControl: CacheControl(response: headerFields),
                 requestTime: requestTime,
                 responseTime: responseTime,
                 varyingRequestFields: varyingRequestFields,

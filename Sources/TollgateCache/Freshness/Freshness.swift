@@ -94,6 +94,7 @@ public struct Freshness: Sendable, Hashable {
     public init(_ stored: StoredResponse, now: Date, rules: CacheRules = .shared) {
         self.init(
             headerFields: stored.headerFields,
+            cacheControl: stored.cacheControl,
             status: stored.status,
             requestTime: stored.requestTime,
             responseTime: stored.responseTime,
