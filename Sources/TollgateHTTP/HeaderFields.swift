@@ -228,10 +228,27 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
     }
 
+    /// ``wireSize`` of the lines `omits` leaves in.
+    public func wireSize(omitting omits: (borrowing Field) -> Bool) -> Int {
+        fields.withUnsafeBufferPointer { lines in
+            var size = 0
+            for index in lines.indices where !omits(lines[index]) {
+                size += lines[index].name.utf8.count + lines[index].value.utf8.count + 4
+            }
+            return size
+        }
+    }
+
     /// Writes the lines as `name: value\r\n` to `destination`, which must have room for
     /// ``wireSize`` bytes, and returns the number written. One pass of copies into memory the
     /// caller sized once, rather than a growable buffer's checks for each of four pieces a line.
     public func writeWire(to destination: UnsafeMutableRawBufferPointer) -> Int {
+        writeWire(to: destination, omitting: { _ in false })
+    }
+
+    /// ``writeWire(to:)`` of the lines `omits` leaves in (``wireSize(omitting:)`` bytes): a
+    /// message's fields without, say, its hop-by-hop ones, with no filtered copy of the list.
+    public func writeWire(to destination: UnsafeMutableRawBufferPointer, omitting omits: (borrowing Field) -> Bool) -> Int {
         var offset = 0
         func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
             guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
@@ -246,7 +263,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             offset += 2
         }
         fields.withUnsafeBufferPointer { lines in
-            for index in lines.indices {
+            for index in lines.indices where !omits(lines[index]) {
                 // Native strings lend their UTF-8 in place; others (bridged) are copied once.
                 if lines[index].name.utf8.withContiguousStorageIfAvailable(copy) == nil {
                     Array(lines[index].name.utf8).withUnsafeBufferPointer(copy)

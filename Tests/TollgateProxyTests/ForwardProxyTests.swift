@@ -182,6 +182,53 @@ struct ForwardProxyTests {
         }
     }
 
+    @Test(
+        "Fixed hop-by-hop fields are left out of a length-framed response; one Connection names goes, framing and all",
+        arguments: [false, true]
+    )
+    func responseHopByHopWithLength(connectionNamesLength: Bool) async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(
+                status: 200,
+                headers: [
+                    "Connection": connectionNamesLength ? "keep-alive, Content-Length" : "keep-alive",
+                    "Keep-Alive": "timeout=5", "Content-Length": "6", "Proxy-Authenticate": "Basic", "ETag": "\"v2\"",
+                ]
+            )
+            respond.write("abcdef")
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            // Two requests on one connection: the first response's framing must be right for
+            // the second to be read at all.
+            try await client.send(
+                "GET http://127.0.0.1:\(origin.port)/a HTTP/1.1\r\nHost: x\r\n\r\n"
+                    + "GET http://127.0.0.1:\(origin.port)/b HTTP/1.1\r\nHost: x\r\n\r\n"
+            )
+            let responses = try await client.waitForResponses(2)
+            #expect(responses.count == 2)
+            for response in responses {
+                #expect(response.status == 200)
+                #expect(response.bodyText == "abcdef")
+                #expect(response.header("Keep-Alive") == nil)
+                #expect(response.header("Proxy-Authenticate") == nil)
+                #expect(response.header("Connection") == nil)
+                #expect(response.header("ETag") == "\"v2\"")
+                #expect(response.headers("Via") == ["1.1 tollgate"])
+                if connectionNamesLength {
+                    // Content-Length was the origin's connection's business: the length is
+                    // unknown to the client, which gets the body chunked.
+                    #expect(response.header("Content-Length") == nil)
+                    #expect(response.header("Transfer-Encoding") == "chunked")
+                } else {
+                    #expect(response.headers("Content-Length") == ["6"])
+                }
+            }
+        }
+    }
+
     @Test("A redirect is passed to the client, not followed")
     func redirectIsPassedThrough() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in

@@ -304,6 +304,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     func sendHead(
         _ head: HTTPResponseHead,
         adding added: HeaderFields = HeaderFields(),
+        omitting omission: HopByHopHeaders.Omission? = nil,
         framing: ResponseFraming,
         close: Bool
     ) {
@@ -311,7 +312,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         var head = head
         var added = added
         closeAfterResponse = closeAfterResponse || close || framing == .untilClose
-        head.headerFields.remove("Connection")
+        // The connection's own Connection field replaces the message's (an omission always
+        // leaves out `Connection`, which is among the fixed hop-by-hop names).
+        if omission == nil { head.headerFields.remove("Connection") }
         added.remove("Connection")
         if willClose {
             added.add(name: "Connection", value: "close")
@@ -320,7 +323,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         self.framing = framing
         var buffer = context.channel.allocator.buffer(capacity: 512)
-        ResponseEncoder.head(head, adding: added, minorVersion: minorVersion, into: &buffer)
+        ResponseEncoder.head(head, adding: added, omitting: omission, minorVersion: minorVersion, into: &buffer)
         context.write(wrapOutboundOut(buffer), promise: nil)
         // A body of known length follows, and every piece of it is flushed (``sendBody``,
         // ``sendFile``, ``sendEnd``): the head leaves with the first, without a task on the loop's

@@ -45,19 +45,23 @@ enum ResponseFraming: Hashable, Sendable {
 
 /// Writes response heads and bodies as bytes.
 enum ResponseEncoder {
-    /// `HTTP/1.x STATUS REASON`, the fields, then `extra` (fields the proxy adds, written
+    /// `HTTP/1.x STATUS REASON`, the fields but those `omission` names (hop-by-hop ones, left
+    /// out here rather than removed from a copy), then `extra` (fields the proxy adds, written
     /// after the message's own without copying its list), the empty line.
     static func head(
         _ head: HTTPResponseHead,
         adding extra: HeaderFields = HeaderFields(),
+        omitting omission: HopByHopHeaders.Omission? = nil,
         minorVersion: Int,
         into buffer: inout ByteBuffer
     ) {
+        func omits(_ field: borrowing HeaderFields.Field) -> Bool { omission?.omits(field) ?? false }
         // Sized once and written in one pass: this runs for every response.
         var reason = head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason
         // Three digits as a rule; anything else is written as it is (never produced by a parser).
         var statusText = (100...999).contains(head.status) ? "" : String(head.status)
-        let size = 13 + statusText.utf8.count + reason.utf8.count + 2 + head.headerFields.wireSize + extra.wireSize + 2
+        let fieldsSize = omission == nil ? head.headerFields.wireSize : head.headerFields.wireSize(omitting: omits)
+        let size = 13 + statusText.utf8.count + reason.utf8.count + 2 + fieldsSize + extra.wireSize + 2
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { destination in
             var offset = 0
             func put(_ byte: UInt8) {
@@ -80,7 +84,10 @@ enum ResponseEncoder {
             }
             put(UInt8(ascii: "\r"))
             put(UInt8(ascii: "\n"))
-            offset += head.headerFields.writeWire(to: UnsafeMutableRawBufferPointer(rebasing: destination[offset...]))
+            offset += head.headerFields.writeWire(
+                to: UnsafeMutableRawBufferPointer(rebasing: destination[offset...]),
+                omitting: omits
+            )
             offset += extra.writeWire(to: UnsafeMutableRawBufferPointer(rebasing: destination[offset...]))
             put(UInt8(ascii: "\r"))
             put(UInt8(ascii: "\n"))

@@ -40,7 +40,15 @@ extension ForwardExchange {
     /// Sends the response head to the client.
     private func startResponse(_ response: TollgateHTTP.HTTPResponseHead) {
         guard !isFinished, let connection else { return }
-        var fields = HopByHopHeaders.removing(from: response.headerFields)
+        // The hop-by-hop lines are left out as the head is written, not removed from a copy.
+        var omission = HopByHopHeaders.omission(for: response.headerFields)
+        var fields = response.headerFields
+        if omission?.namesOtherFields == true {
+            // Connection names other fields (perhaps Content-Length, which framing reads): they
+            // go before anything looks at the rest.
+            fields = HopByHopHeaders.removing(from: fields)
+            omission = nil
+        }
         if response.headerFields.contains("Transfer-Encoding") {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
             fields.remove("Content-Length")
@@ -74,6 +82,7 @@ extension ForwardExchange {
         connection.sendHead(
             HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
             adding: added,
+            omitting: omission,
             framing: framing,
             close: closeAfterResponse
         )

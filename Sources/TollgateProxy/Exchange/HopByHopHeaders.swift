@@ -11,34 +11,51 @@ enum HopByHopHeaders {
     /// The name keys of ``fixed``: a field whose key is not among them is not a fixed one.
     private static let fixedKeys: [UInt32] = fixed.map(HeaderFields.Field.nameKey(of:))
 
-    /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names
-    /// (returned as they are when there is none: the common case costs no copy).
-    static func removing(from fields: HeaderFields) -> HeaderFields {
-        // The names Connection lists: only those that may name a field present are kept as
-        // strings (most are `keep-alive` or `close`, naming nothing), so the usual response
-        // costs no string and no split.
-        var named: [String] = []
-        var namedKeys: [UInt32] = []
+    /// Which lines of one message are hop-by-hop: the fixed names and those its `Connection`
+    /// field lists.
+    struct Omission {
+        /// The names Connection lists that name a field present (most list `keep-alive` or
+        /// `close`, naming nothing: then these stay empty and allocate nothing).
+        fileprivate var named: [String] = []
+        fileprivate var namedKeys: [UInt32] = []
+
+        /// Whether `Connection` names fields present besides the fixed ones (which may be ones
+        /// the proxy reads, such as `Content-Length`).
+        var namesOtherFields: Bool { !named.isEmpty }
+
+        /// Whether `field` is hop-by-hop. Keys first: they are compared without touching (and
+        /// retaining) any name.
+        func omits(_ field: borrowing HeaderFields.Field) -> Bool {
+            (fixedKeys.contains(field.nameKey) && fixed.contains { $0.equalsIgnoringASCIICase(field.name) })
+                || (namedKeys.contains(field.nameKey) && named.contains { $0.equalsIgnoringASCIICase(field.name) })
+        }
+    }
+
+    /// The hop-by-hop lines of `fields`; nil when it has none (the usual stored response).
+    static func omission(for fields: HeaderFields) -> Omission? {
+        var omission = Omission()
         for value in fields.values(for: "Connection") {
             FieldList.forEachToken(in: value) { token in
                 let key = HeaderFields.Field.nameKey(ofBytes: token.utf8)
                 if fields.containsNameKey(where: { $0 == key }) {
-                    named.append(String(token))
-                    namedKeys.append(key)
+                    omission.named.append(String(token))
+                    omission.namedKeys.append(key)
                 }
             }
         }
-        func isHopByHop(_ field: borrowing HeaderFields.Field) -> Bool {
-            (fixedKeys.contains(field.nameKey) && fixed.contains { $0.equalsIgnoringASCIICase(field.name) })
-                || (namedKeys.contains(field.nameKey) && named.contains { $0.equalsIgnoringASCIICase(field.name) })
-        }
-        // Keys first: most messages have no hop-by-hop field, and keys are compared without
-        // touching (and retaining) any name.
-        guard fields.containsNameKey(where: { fixedKeys.contains($0) || namedKeys.contains($0) }),
-            fields.contains(where: isHopByHop)
-        else { return fields }
+        let keys = omission.namedKeys
+        guard fields.containsNameKey(where: { fixedKeys.contains($0) || keys.contains($0) }),
+            fields.contains(where: omission.omits)
+        else { return nil }
+        return omission
+    }
+
+    /// `fields` without the fixed hop-by-hop fields and without the fields `Connection` names
+    /// (returned as they are when there is none: the common case costs no copy).
+    static func removing(from fields: HeaderFields) -> HeaderFields {
+        guard let omission = omission(for: fields) else { return fields }
         var result = fields
-        result.removeAll(where: isHopByHop)
+        result.removeAll(where: omission.omits)
         return result
     }
 }
