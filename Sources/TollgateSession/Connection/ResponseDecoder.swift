@@ -65,15 +65,6 @@ struct ResponseDecoder {
     /// Bytes received and not yet turned into events.
     var bufferedBytes: Int { buffer.readableBytes }
 
-    /// Whether a message has begun (part of a head, or a body) and not ended.
-    var isInsideMessage: Bool {
-        switch state {
-        case .head: pendingEnd || buffer.readableBytes > 0
-        case .upgraded, .failed: false
-        default: true
-        }
-    }
-
     /// Adds received bytes.
     mutating func feed(_ bytes: ByteBuffer) {
         if case .failed = state { return }
