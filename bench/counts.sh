@@ -1,0 +1,98 @@
+#!/usr/bin/env bash
+# Per-request counts of the runtime's costly operations: reference-count retains
+# (swift_retain), Swift object allocations (swift_allocObject), malloc calls and mutex locks,
+# counted with uprobes (perf) while wrk runs a bounded load through the release build.
+#
+# Two paths, each against a local nginx origin:
+#   hit   — 1 KiB cache hits from a reverse listener (the object is fetched once, then served
+#           from the cache);
+#   pass  — 1 KiB pass-through on a forward listener (the origin answers no-store).
+# Access log off, so the counts are the proxy's own work. Counts are steady from run to run
+# (each request does the same work), unlike throughput: the way to see whether a change saved
+# allocations or locks.
+#
+# Needs root (uprobes) and perf (Debian: linux-perf; installed when missing, as root).
+# Bounded: DURATION seconds of wrk per path (default 3), 8 connections, loopback only.
+# Usage: bash bench/counts.sh [hit|pass ...]   (default: both)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+DURATION=${DURATION:-3}
+paths=("$@")
+[ ${#paths[@]} -gt 0 ] || paths=(hit pass)
+
+if [ "$(id -u)" != 0 ]; then
+  echo "counts.sh needs root (uprobes)" >&2; exit 1
+fi
+command -v perf >/dev/null || {
+  apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends linux-perf
+}
+source bench/common.sh
+
+# The probes, added once per machine (perf keeps them until reboot).
+swiftcore=$(ldd "$TOLLGATE" | awk '/libswiftCore.so/ {print $3}')
+libc=$(ldd "$TOLLGATE" | awk '/libc.so.6/ {print $3}')
+perf probe -l 2>/dev/null | grep -q 'swift_retain ' || perf probe -q -x "$swiftcore" swift_retain
+perf probe -l 2>/dev/null | grep -q 'swift_allocObject ' || perf probe -q -x "$swiftcore" swift_allocObject
+perf probe -l 2>/dev/null | grep -q 'probe_libc:malloc ' || perf probe -q -x "$libc" malloc
+perf probe -l 2>/dev/null | grep -q 'pthread_mutex_lock ' || perf probe -q -x "$libc" pthread_mutex_lock
+events=$(perf probe -l 2>/dev/null | awk '/swift_retain |swift_allocObject |probe_libc:malloc |pthread_mutex_lock / {print $1}' | paste -sd,)
+
+cat > "$work/origin.conf" <<EOF
+worker_processes 1;
+pid $work/origin.pid;
+error_log $work/origin-error.log;
+events { worker_connections 1024; }
+http {
+  access_log off;
+  server {
+    listen 127.0.0.1:18190;
+    root $work;
+    location /nostore/ { alias $work/; add_header Cache-Control no-store; }
+    location / { add_header Cache-Control max-age=3600; }
+  }
+}
+EOF
+head -c 1024 /dev/urandom > "$work/1k.bin"
+"$NGINX" -c "$work/origin.conf"
+wait_for_port 18190
+
+cat > "$work/tollgate.yaml" <<EOF
+listen:
+  - address: "127.0.0.1:18191"
+    mode: forward
+  - address: "127.0.0.1:18192"
+    mode: reverse
+    upstream: "http://127.0.0.1:18190"
+cache:
+  path: "$work/cache"
+log:
+  access: "off"
+EOF
+taskset -c 0 "$TOLLGATE" serve --config "$work/tollgate.yaml" > "$work/tollgate.out" 2>&1 &
+proxy=$!
+pids+=("$proxy")
+wait_for_port 18191
+wait_for_port 18192
+echo 'request = function() return wrk.format("GET", "http://127.0.0.1:18190/nostore/1k.bin") end' > "$work/forward.lua"
+
+echo "| path | requests | retains/request | Swift allocations/request | mallocs/request | mutex locks/request |"
+echo "|---|---|---|---|---|---|"
+for path in "${paths[@]}"; do
+  case $path in
+    hit)
+      curl -s -o /dev/null http://127.0.0.1:18192/1k.bin
+      args=(http://127.0.0.1:18192/1k.bin) ;;
+    pass)
+      args=(-s "$work/forward.lua" http://127.0.0.1:18191) ;;
+    *) echo "unknown path $path (hit, pass)" >&2; exit 2 ;;
+  esac
+  perf stat -x, -e "$events" -p "$proxy" -o "$work/stat.csv" &
+  stat=$!
+  sleep 0.3
+  taskset -c 1 wrk -t1 -c8 -d"${DURATION}s" "${args[@]}" > "$work/wrk.out"
+  kill -INT "$stat"; wait "$stat" || true
+  n=$(awk '/requests in/ {print $1}' "$work/wrk.out")
+  awk -F, -v n="$n" -v path="$path" '
+    /swift_retain/ {r=$1} /swift_allocObject/ {a=$1} /malloc/ {m=$1} /pthread_mutex_lock/ {l=$1}
+    END { printf "| %s | %d | %.1f | %.1f | %.1f | %.1f |\n", path, n, r/n, a/n, m/n, l/n }' "$work/stat.csv"
+done
