@@ -106,7 +106,8 @@ public final class ProxyServer: Sendable {
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.socketOption(.tcp_nodelay), value: 1)
+            // TCP_NODELAY: NIO sets it on the listening socket, and accepted sockets inherit it;
+            // no child option, so no setsockopt and no option futures per connection.
             .childChannelInitializer { channel in
                 guard connections.add(channel) else {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)

@@ -51,6 +51,9 @@ final class RawClient: Sendable {
         return RawClient(channel: channel, state: state)
     }
 
+    /// The client's own port (to find the proxy's end of the connection).
+    var localPort: Int? { channel.localAddress?.port }
+
     /// Sends bytes as they are.
     func send(_ text: String) async throws {
         try await channel.writeAndFlush(ByteBuffer(string: text)).get()
