@@ -132,4 +132,50 @@ struct LoopDeadlinesTests {
         #expect(Set(left) == Set((0..<50).filter { !$0.isMultiple(of: 2) && $0 % 3 == 0 }.map { "w\($0)" }))
         try await group.shutdownGracefully()
     }
+
+    @Test("In random order of joining, moving earlier and leaving, watchers are told in deadline order")
+    func heapOrder() async throws {
+        let group = MultiThreadedEventLoopGroup(numberOfThreads: 1)
+        let loop = group.next()
+        let told = NIOLockedValueBox<[String]>([])
+        var generator = SystemRandomNumberGenerator()
+        let watchers = (0..<300).map { Watcher("\($0)", told) }
+        // Deadlines in whole milliseconds from a common start, so the expected order is exact.
+        let initialDues = (0..<300).map { _ in Int.random(in: 50...250, using: &generator) }
+        let start = NIODeadline.now() + .milliseconds(20)
+        let plan: [(Int, Int?)] = (0..<600).map { _ in
+            (Int.random(in: 0..<300), Bool.random(using: &generator) ? Int.random(in: 30...250, using: &generator) : nil)
+        }
+        try await Self.onLoop(loop) {
+            let deadlines = LoopDeadlines.of(loop)
+            for (index, watcher) in watchers.enumerated() {
+                deadlines.watch(watcher, until: start + .milliseconds(Int64(initialDues[index])))
+            }
+        }
+        // Apply the plan on the loop: a number moves a deadline (earlier only counts), nil leaves.
+        let outcome = try await Self.onLoop(loop) { [plan] () -> ([Int], Set<Int>) in
+            let deadlines = LoopDeadlines.of(loop)
+            var dues = initialDues
+            var left = Set(0..<300)
+            for (index, move) in plan {
+                if let move {
+                    guard left.contains(index) else { continue }
+                    deadlines.watch(watchers[index], until: start + .milliseconds(Int64(move)))
+                    dues[index] = min(dues[index], move)
+                } else {
+                    deadlines.unwatch(watchers[index])
+                    left.remove(index)
+                }
+            }
+            return (dues, left)
+        }
+        let (dues, left) = outcome
+        try await Task.sleep(for: .milliseconds(400))
+        let order = told.withLockedValue { $0 }.map { Int($0)! }
+        #expect(Set(order) == left)
+        #expect(order.count == left.count)
+        let toldDues = order.map { dues[$0] }
+        #expect(toldDues == toldDues.sorted())
+        try await group.shutdownGracefully()
+    }
 }

@@ -3,6 +3,7 @@ import NIOCore
 import TollgateHTTP
 import Logging
 import TollgatePolicy
+import TollgateSession
 import TollgateTLS
 
 /// The proxy's side of one client connection: parses requests (``RequestDecoder``), checks the
@@ -28,7 +29,7 @@ import TollgateTLS
 ///
 /// Everything here runs on the channel's event loop; exchanges and relays call in from there
 /// (hence `@unchecked Sendable`, which their `@Sendable` callbacks need).
-final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
+final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -72,13 +73,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// The host of an intercepted CONNECT, and whether the client's TLS handshake finished.
     private var intercepted: (host: String, handshakeDone: Bool)?
 
-    private var idleTimer: Scheduled<Void>?
+    // The three timeouts are deadlines watched through the loop's `LoopDeadlines` (no NIO timer
+    // per connection or request): told when the earliest registered one passes, the handler acts
+    // on those that really passed and registers the rest. A deadline cleared meanwhile (a request
+    // came) just finds nothing to do.
     /// When the connection, idle since it last finished a request, is closed; nil while a request
-    /// is being read or served. The idle timer is not cancelled when a request starts: it checks
-    /// this deadline when it fires, so a busy keep-alive connection schedules no timer per request.
+    /// is being read or served.
     private var idleDeadline: NIODeadline?
-    private var headTimer: Scheduled<Void>?
-    private var bodyTimer: Scheduled<Void>?
+    /// When a request head begun must be complete (`limits.header-read-timeout`).
+    private var headDeadline: NIODeadline?
+    /// When the next piece of a request body must have arrived (`limits.client-idle-timeout`).
+    private var bodyDeadline: NIODeadline?
+    /// The handler's place in the loop's deadline list.
+    package var deadlineSlot = DeadlineSlot()
 
     init(environment: ListenerEnvironment) {
         self.environment = environment
@@ -166,10 +173,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         guard !closing else { return }
         decoder.feed(bytes)
-        if request != nil, !requestEnded {
-            bodyTimer?.cancel()
-            bodyTimer = nil
-        }
+        if request != nil, !requestEnded { bodyDeadline = nil }
         processEvents()
     }
 
@@ -487,8 +491,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
     func trackBodyPiece(_ taken: EventLoopFuture<Void>) {
         guard let context else { return }
         piecesInFlight += 1
-        bodyTimer?.cancel()
-        bodyTimer = nil
+        bodyDeadline = nil
         taken.hop(to: context.eventLoop).assumeIsolated().whenComplete { [self] _ in
             piecesInFlight -= 1
             updateTimers()
@@ -618,76 +621,80 @@ final class ClientConnectionHandler: ChannelDuplexHandler, @unchecked Sendable {
             return
         }
         if request == nil {
-            bodyTimer?.cancel()
-            bodyTimer = nil
+            bodyDeadline = nil
             if decoder.isInsideHead {
                 idleDeadline = nil
-                if headTimer == nil {
-                    let timeout = limits.headerReadTimeout
-                    headTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
-                        headTimer = nil
-                        guard request == nil, !closing else { return }
-                        answerItself(
-                            ClientRequestError.timedOut("the request head did not arrive within \(timeout)").answer,
-                            close: true
-                        )
-                    }
-                }
-            } else if headTimer == nil {
-                armIdleTimer(on: context.eventLoop)
+                if headDeadline == nil { headDeadline = .now() + TimeAmount(limits.headerReadTimeout) }
+            } else if headDeadline == nil, idleDeadline == nil {
+                // Idle since now: closed at the deadline unless a request comes first.
+                idleDeadline = .now() + TimeAmount(limits.clientIdleTimeout)
             }
         } else {
             idleDeadline = nil
-            headTimer?.cancel()
-            headTimer = nil
+            headDeadline = nil
             let waitingForBody = !requestEnded && piecesInFlight == 0 && readHolds == 0 && !responseDone
             if !waitingForBody {
-                bodyTimer?.cancel()
-                bodyTimer = nil
-            } else if bodyTimer == nil {
-                let timeout = limits.clientIdleTimeout
-                bodyTimer = context.eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
-                    bodyTimer = nil
-                    guard request != nil, !requestEnded, !closing else { return }
-                    handle(.failure(.timedOut("no request body bytes for \(timeout)")))
-                }
+                bodyDeadline = nil
+            } else if bodyDeadline == nil {
+                bodyDeadline = .now() + TimeAmount(limits.clientIdleTimeout)
             }
         }
+        watchDeadlines(on: context.eventLoop)
     }
 
-    /// Idle since now (unless already): close at the deadline unless a request comes first.
-    private func armIdleTimer(on eventLoop: any EventLoop) {
-        if idleDeadline == nil { idleDeadline = .now() + TimeAmount(limits.clientIdleTimeout) }
-        guard idleTimer == nil, let deadline = idleDeadline else { return }
-        idleTimer = eventLoop.scheduleTask(deadline: deadline) { [self] in
-            idleTimer = nil
-            guard let deadline = idleDeadline, request == nil, !decoder.isInsideHead, !closing else { return }
-            if deadline <= .now() {
+    /// Registers the earliest deadline with the loop (a later one than registered changes nothing).
+    private func watchDeadlines(on eventLoop: any EventLoop) {
+        var earliest = idleDeadline
+        if let head = headDeadline, earliest.map({ head < $0 }) ?? true { earliest = head }
+        if let body = bodyDeadline, earliest.map({ body < $0 }) ?? true { earliest = body }
+        if let earliest { LoopDeadlines.of(eventLoop).watch(self, until: earliest) }
+    }
+
+    /// A registered deadline passed: answer or close for the ones that really did, watch the rest.
+    package func deadlinePassed() {
+        guard let context, !closing else { return }
+        let now = NIODeadline.now()
+        if let deadline = headDeadline, deadline <= now {
+            headDeadline = nil
+            if request == nil {
+                let timeout = limits.headerReadTimeout
+                answerItself(
+                    ClientRequestError.timedOut("the request head did not arrive within \(timeout)").answer,
+                    close: true
+                )
+                return
+            }
+        }
+        if let deadline = bodyDeadline, deadline <= now {
+            bodyDeadline = nil
+            if request != nil, !requestEnded {
+                handle(.failure(.timedOut("no request body bytes for \(limits.clientIdleTimeout)")))
+                return
+            }
+        }
+        if let deadline = idleDeadline, deadline <= now {
+            idleDeadline = nil
+            if request == nil, !decoder.isInsideHead {
                 closeNow()
-            } else if let context {
-                armIdleTimer(on: context.eventLoop)
+                return
             }
         }
+        watchDeadlines(on: context.eventLoop)
     }
 
-    /// A request head arrived: the head and body timers stop; the idle deadline is cleared (its
-    /// timer, if scheduled, finds nothing to do).
+    /// A request head arrived: the head and body timeouts stop; so does the idle one.
     private func stopRequestTimers() {
         idleDeadline = nil
-        headTimer?.cancel()
-        bodyTimer?.cancel()
-        headTimer = nil
-        bodyTimer = nil
+        headDeadline = nil
+        bodyDeadline = nil
     }
 
     private func cancelTimers() {
         idleDeadline = nil
-        idleTimer?.cancel()
-        headTimer?.cancel()
-        bodyTimer?.cancel()
-        idleTimer = nil
-        headTimer = nil
-        bodyTimer = nil
+        headDeadline = nil
+        bodyDeadline = nil
+        // Off the loop's list at once: a closed connection is not kept until its old deadline.
+        if deadlineSlot.isWatched, let loop = context?.eventLoop { LoopDeadlines.of(loop).unwatch(self) }
     }
 
     /// The 4 or 16 network bytes of a socket address.

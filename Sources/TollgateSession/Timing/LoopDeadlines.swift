@@ -22,19 +22,22 @@ package struct DeadlineSlot {
     package var isWatched: Bool { index >= 0 }
 }
 
-/// The deadlines of all the tasks and exchanges on one event loop, behind a single NIO timer.
+/// The deadlines of all the tasks, exchanges and client connections on one event loop, behind a
+/// single NIO timer.
 ///
 /// Why: a timer per request costs three allocations to schedule and a linear search of the
 /// loop's timer heap to cancel, and almost every request cancels its timers (they are timeouts
-/// that rarely run out). Here a request appends itself to an array and swaps itself out again;
-/// the NIO timer is moved only when a deadline earlier than every other one is registered. A
-/// deadline that moves later (a request timeout restarted by each event) is not re-registered: the
-/// watcher is told at the old deadline, finds its real one later, and registers that.
+/// that rarely run out). Here the deadlines are a binary min-heap whose entries know their place
+/// (``DeadlineSlot``): joining and leaving it is O(log n) with no allocation, and the NIO timer is
+/// moved only when a deadline earlier than every other one is registered. A deadline that moves
+/// later (a request timeout restarted by each event) is not re-registered: the watcher is told at
+/// the old deadline, finds its real one later, and registers that.
 ///
 /// Confined to its loop: every method runs on it.
 package final class LoopDeadlines: @unchecked Sendable {
     private let loop: any EventLoop
-    private var watchers: [any DeadlineWatcher] = []
+    /// A min-heap by `deadlineSlot.due`; each watcher's `deadlineSlot.index` is its place.
+    private var heap: [any DeadlineWatcher] = []
     private var timer: Scheduled<Void>?
     private var timerDue: NIODeadline?
 
@@ -54,7 +57,7 @@ package final class LoopDeadlines: @unchecked Sendable {
     }
 
     /// How many watchers are registered (for tests).
-    package var count: Int { watchers.count }
+    package var count: Int { heap.count }
 
     /// Tells `watcher` when `due` has passed; a watcher already registered for an earlier or
     /// equal deadline stays as it is.
@@ -62,9 +65,11 @@ package final class LoopDeadlines: @unchecked Sendable {
         if watcher.deadlineSlot.isWatched {
             guard due < watcher.deadlineSlot.due else { return }
             watcher.deadlineSlot.due = due
+            siftUp(watcher.deadlineSlot.index)
         } else {
-            watcher.deadlineSlot = DeadlineSlot(index: watchers.count, due: due)
-            watchers.append(watcher)
+            watcher.deadlineSlot = DeadlineSlot(index: heap.count, due: due)
+            heap.append(watcher)
+            siftUp(heap.count - 1)
         }
         if let timerDue, timerDue <= due { return }
         schedule(at: due)
@@ -77,11 +82,13 @@ package final class LoopDeadlines: @unchecked Sendable {
             watcher.deadlineSlot = DeadlineSlot()  // also takes it off the list being told
             return
         }
-        precondition(watchers[index] === watcher, "a deadline watcher is registered with another loop")
-        let last = watchers.removeLast()
-        if index < watchers.count {
-            watchers[index] = last
+        precondition(heap[index] === watcher, "a deadline watcher is registered with another loop")
+        let last = heap.removeLast()
+        if index < heap.count {
+            heap[index] = last
             last.deadlineSlot.index = index
+            siftDown(index)
+            siftUp(last.deadlineSlot.index)
         }
         watcher.deadlineSlot = DeadlineSlot()
         // The timer stays: when it fires for nothing it finds the next deadline.
@@ -97,21 +104,15 @@ package final class LoopDeadlines: @unchecked Sendable {
         }
     }
 
-    /// Takes every watcher whose deadline passed out of the list and tells it, then sets the
+    /// Takes every watcher whose deadline passed out of the heap and tells it, then sets the
     /// timer for the earliest deadline left.
     private func fire() {
         let now = NIODeadline.now()
         var passed: [any DeadlineWatcher] = []
-        var index = 0
-        while index < watchers.count {
-            let watcher = watchers[index]
-            if watcher.deadlineSlot.due <= now {
-                passed.append(watcher)
-                unwatch(watcher)  // swaps the last one into `index`, which is looked at next
-                watcher.deadlineSlot.index = Self.beingTold
-            } else {
-                index += 1
-            }
+        while let first = heap.first, first.deadlineSlot.due <= now {
+            passed.append(first)
+            unwatch(first)
+            first.deadlineSlot.index = Self.beingTold
         }
         for watcher in passed {
             // One told before may have ended this one (unwatched) or registered it anew.
@@ -120,13 +121,45 @@ package final class LoopDeadlines: @unchecked Sendable {
             watcher.deadlinePassed()
         }
         // Watchers told may have registered again and set the timer, perhaps later than one left.
-        guard let earliest = watchers.lazy.map(\.deadlineSlot.due).min() else { return }
+        guard let earliest = heap.first?.deadlineSlot.due else { return }
         if let timerDue, timerDue <= earliest { return }
         schedule(at: earliest)
     }
 
-    /// The slot index of a watcher taken out of the list whose turn to be told comes.
+    /// The slot index of a watcher taken out of the heap whose turn to be told comes.
     private static let beingTold = -2
+
+    // MARK: the heap
+
+    private func siftUp(_ start: Int) {
+        var index = start
+        while index > 0 {
+            let parent = (index - 1) / 2
+            guard heap[index].deadlineSlot.due < heap[parent].deadlineSlot.due else { return }
+            swapAt(index, parent)
+            index = parent
+        }
+    }
+
+    private func siftDown(_ start: Int) {
+        var index = start
+        while true {
+            let left = 2 * index + 1
+            guard left < heap.count else { return }
+            let right = left + 1
+            var smallest = left
+            if right < heap.count, heap[right].deadlineSlot.due < heap[left].deadlineSlot.due { smallest = right }
+            guard heap[smallest].deadlineSlot.due < heap[index].deadlineSlot.due else { return }
+            swapAt(index, smallest)
+            index = smallest
+        }
+    }
+
+    private func swapAt(_ a: Int, _ b: Int) {
+        heap.swapAt(a, b)
+        heap[a].deadlineSlot.index = a
+        heap[b].deadlineSlot.index = b
+    }
 }
 
 extension DeadlineSlot {
