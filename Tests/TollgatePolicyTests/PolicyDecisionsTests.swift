@@ -173,7 +173,7 @@ struct PolicyDecisionsTests {
         #expect(standard.requestCachePolicy == .protocol)
         #expect(standard.timeoutIntervalForRequest == .seconds(60))
         #expect(standard.timeoutIntervalForResource == .seconds(7 * 86400))
-        #expect(standard.httpMaximumConnectionsPerHost == 6)
+        #expect(standard.httpMaximumConnectionsPerHost == 256)
     }
 
     @Test func explainPrintsOneItemPerLineAndNoSecrets() throws {

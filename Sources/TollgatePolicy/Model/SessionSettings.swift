@@ -53,8 +53,14 @@ public struct SessionSettings: Hashable, Sendable {
     public var timeoutRequest: Duration = .seconds(60)
     /// The most a task may run in all (`timeout-resource`). Default: 7 days.
     public var timeoutResource: Duration = .seconds(7 * 24 * 3600)
-    /// Simultaneous connections to one origin (`max-connections-per-host`). Default: 6.
-    public var maxConnectionsPerHost: Int = 6
+    /// Simultaneous connections to one origin (`max-connections-per-host`). Default: 256.
+    ///
+    /// Not URLSession's 6: a proxy's session serves many clients at once, and behind a small
+    /// limit a client waits for other clients' downloads from the same origin to end (and gets
+    /// 504 once `limits.upstream-timeout` passes). Squid and Varnish set no such limit by default.
+    public var maxConnectionsPerHost: Int = SessionSettings.defaultMaxConnectionsPerHost
+    /// The default of ``maxConnectionsPerHost``.
+    public static let defaultMaxConnectionsPerHost = 256
     /// Pass cookies through, or keep them in a jar (`cookies`). Default: passthrough.
     public var cookies: Cookies = .passthrough
     /// Which cookies the jar accepts (`cookie-accept`: always, never, main-document-domain).

@@ -1,5 +1,6 @@
 import TollgateHTTP
 public import TollgateSession
+import TollgatePolicy
 
 extension ProxyServer {
     /// What a ``ProxyServer`` listens on and how it works.
@@ -33,10 +34,13 @@ extension ProxyServer {
     }
 
     /// The configuration of the session a server makes when it is given no policy: `.default`,
-    /// without a User-Agent of its own so that the client's passes through untouched.
+    /// without a User-Agent of its own so that the client's passes through untouched, and the
+    /// proxy's connection limit per origin (`SessionSettings.defaultMaxConnectionsPerHost`, not
+    /// URLSession's 6: the session serves many clients).
     public static var defaultSessionConfiguration: SessionConfiguration {
         var configuration = SessionConfiguration.default
         configuration.userAgent = nil
+        configuration.httpMaximumConnectionsPerHost = SessionSettings.defaultMaxConnectionsPerHost
         return configuration
     }
 }
