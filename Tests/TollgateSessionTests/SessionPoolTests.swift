@@ -136,6 +136,25 @@ struct SessionIdleConnectionTests {
         try await eventually("idle connection closed") { origin.openConnectionCount == 0 }
     }
 
+    @Test("The idle timeout counts from the last use: a connection used again stays for another one")
+    func idleTimeoutFromLastUse() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionIdleTimeout = .milliseconds(800)
+        let session = Session(configuration: configuration)
+        _ = try await session.data(for: Request(url: origin.url()))
+        try await Task.sleep(for: .milliseconds(500))
+        let reused = ContinuousClock.now
+        _ = try await session.data(for: Request(url: origin.url()))
+        // Past the first use's deadline, inside the second's: still open, and still the one.
+        try await Task.sleep(for: .milliseconds(500))
+        if ContinuousClock.now - reused < .milliseconds(700) { #expect(origin.openConnectionCount == 1) }
+        #expect(origin.connectionCount == 1)
+        try await eventually("idle connection closed") { origin.openConnectionCount == 0 }
+        #expect(ContinuousClock.now - reused >= .milliseconds(800))
+    }
+
     @Test("An idle connection the server closed is never handed to the next request")
     func serverClosedIdle() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in

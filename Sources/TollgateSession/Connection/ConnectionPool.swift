@@ -25,7 +25,8 @@ final class ConnectionPool: @unchecked Sendable {
     private final class Entry {
         var state: OriginPoolState
         var connections: [Int: OriginConnection] = [:]
-        var idleTimers: [Int: Scheduled<Void>] = [:]
+        /// When each idle connection was parked (its idle timeout counts from then).
+        var idleSince: [Int: NIODeadline] = [:]
 
         init(state: OriginPoolState) {
             self.state = state
@@ -121,7 +122,6 @@ final class ConnectionPool: @unchecked Sendable {
         let connections: [OriginConnection] = lock.withLock {
             isShutDown = true
             let all = entries.values.flatMap { $0.connections.values }
-            for entry in entries.values { entry.idleTimers.values.forEach { $0.cancel() } }
             return all
         }
         for connection in connections { connection.channel.close(promise: nil) }
@@ -148,7 +148,9 @@ final class ConnectionPool: @unchecked Sendable {
                 connect(key: key, eventLoop: eventLoop)
             case .lease(let connectionID, let waiterID):
                 let (connection, waiter): (OriginConnection?, Waiter?) = lock.withLock {
-                    entries[key]?.idleTimers.removeValue(forKey: connectionID)?.cancel()
+                    // Its idle deadline stays registered: when it passes, the connection is
+                    // found leased and nothing happens (no timer cancelled per lease).
+                    entries[key]?.idleSince.removeValue(forKey: connectionID)
                     return (entries[key]?.connections[connectionID], waiters.removeValue(forKey: waiterID))
                 }
                 if let connection, let waiter {
@@ -157,7 +159,7 @@ final class ConnectionPool: @unchecked Sendable {
                     release(connection, reusable: true)
                 }
             case .park(let connectionID):
-                scheduleIdleTimer(key: key, connectionID: connectionID)
+                watchIdle(key: key, connectionID: connectionID)
             case .close(let connectionID):
                 let connection = lock.withLock { entries[key]?.connections[connectionID] }
                 connection?.channel.close(promise: nil)
@@ -168,17 +170,38 @@ final class ConnectionPool: @unchecked Sendable {
         }
     }
 
-    private func scheduleIdleTimer(key: ConnectionKey, connectionID: Int) {
-        guard let connection = lock.withLock({ entries[key]?.connections[connectionID] }) else { return }
-        let timer = connection.eventLoop.scheduleTask(in: configuration.idleTimeout) { [weak self] in
-            guard let self else { return }
-            let actions = self.lock.withLock { () -> [OriginPoolState.Action] in
-                self.entries[key]?.idleTimers.removeValue(forKey: connectionID)
-                return self.entries[key]?.state.idleTimedOut(connectionID) ?? []
-            }
-            self.run(actions, key: key, eventLoop: connection.eventLoop)
+    /// A connection was parked: its idle timeout runs from now, as a deadline in its loop's
+    /// `LoopDeadlines` (no NIO timer per park; a park is one per request when clients are fewer
+    /// than connections).
+    private func watchIdle(key: ConnectionKey, connectionID: Int) {
+        let now = NIODeadline.now()
+        let connection: OriginConnection? = lock.withLock {
+            guard let entry = entries[key], let connection = entry.connections[connectionID] else { return nil }
+            entry.idleSince[connectionID] = now
+            return connection
         }
-        lock.withLock { entries[key]?.idleTimers[connectionID] = timer }
+        guard let connection else { return }
+        let due = now + configuration.idleTimeout
+        if connection.eventLoop.inEventLoop {
+            LoopDeadlines.of(connection.eventLoop).watch(connection, until: due)
+        } else {
+            connection.eventLoop.execute { LoopDeadlines.of(connection.eventLoop).watch(connection, until: due) }
+        }
+    }
+
+    /// A parked connection's idle deadline passed (on its loop): closed if it has been idle for the
+    /// whole timeout; watched again if it was parked anew since; left alone if it is leased.
+    func idleDeadlinePassed(_ connection: OriginConnection) {
+        let key = connection.key
+        let (actions, later): ([OriginPoolState.Action], NIODeadline?) = lock.withLock {
+            guard let entry = entries[key], let since = entry.idleSince[connection.id] else { return ([], nil) }
+            let due = since + configuration.idleTimeout
+            if due > .now() { return ([], due) }
+            entry.idleSince[connection.id] = nil
+            return (entry.state.idleTimedOut(connection.id), nil)
+        }
+        if let later { LoopDeadlines.of(connection.eventLoop).watch(connection, until: later) }
+        run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
     private func connect(key: ConnectionKey, eventLoop: any EventLoop) {
@@ -254,6 +277,7 @@ final class ConnectionPool: @unchecked Sendable {
         let (connection, actions): (OriginConnection, [OriginPoolState.Action]) = lock.withLock {
             nextID += 1
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
+            connection.pool = self
             if entries[key] == nil { entries[key] = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost)) }
             entries[key]?.connections[connection.id] = connection
             let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id, loop: Self.loopID(channel.eventLoop)) ?? [])
@@ -268,14 +292,19 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connectionClosed(key: ConnectionKey, id: Int) {
-        let (actions, loop): ([OriginPoolState.Action], (any EventLoop)?) = lock.withLock {
+        let (actions, connection): ([OriginPoolState.Action], OriginConnection?) = lock.withLock {
             let connection = entries[key]?.connections.removeValue(forKey: id)
-            entries[key]?.idleTimers.removeValue(forKey: id)?.cancel()
+            entries[key]?.idleSince.removeValue(forKey: id)
             let actions = entries[key]?.state.closed(id) ?? []
             if entries[key]?.state.isUnused == true { entries[key] = nil }
-            return (actions, connection?.eventLoop)
+            return (actions, connection)
         }
-        if let loop { run(actions, key: key, eventLoop: loop) }
+        guard let connection else { return }
+        // Called on the connection's loop (channelInactive): off its deadline heap at once.
+        if connection.deadlineSlot.isWatched, connection.eventLoop.inEventLoop {
+            LoopDeadlines.of(connection.eventLoop).unwatch(connection)
+        }
+        run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
     private func connectFailed(key: ConnectionKey, error: SessionError) {

@@ -4,7 +4,7 @@ import TollgateTLS
 
 /// One keep-alive connection to an origin (or to the upstream proxy), owned by the pool and
 /// leased to one task at a time.
-final class OriginConnection: @unchecked Sendable {
+final class OriginConnection: DeadlineWatcher, @unchecked Sendable {
     /// Unique within the pool.
     let id: Int
     let key: ConnectionKey
@@ -30,6 +30,11 @@ final class OriginConnection: @unchecked Sendable {
         var tlsEvaluation: TLSPeerEvaluation?
     }
 
+    /// The idle timeout's place in the loop's deadline heap (touched on ``eventLoop`` only).
+    package var deadlineSlot = DeadlineSlot()
+    /// The pool that parks this connection (told when an idle deadline passes).
+    weak var pool: ConnectionPool?
+
     /// Whether the server's trust was accepted (by the session's challenge) for this connection.
     /// Until then no request is sent on it. Touched only by its lessee.
     var trustApproved = false
@@ -43,6 +48,11 @@ final class OriginConnection: @unchecked Sendable {
     }
 
     var eventLoop: any EventLoop { channel.eventLoop }
+
+    /// An idle deadline passed: the pool decides (close it, or it was used since).
+    package func deadlinePassed() {
+        pool?.idleDeadlinePassed(self)
+    }
 
     /// Runs `body` on the connection's event loop (at once when already there).
     func onLoop(_ body: @escaping @Sendable () -> Void) {
