@@ -219,24 +219,36 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
 
     private func finishRequest(context: ChannelHandlerContext, sink: any ExchangeSink) {
         guard case .exchanging(let exchange) = state else { return }
-        // The last write carries the promise: writes complete in order, so when it completes the
-        // whole request has reached the socket.
-        var last = ByteBuffer()
         if exchange.chunkedBody {
-            last = context.channel.allocator.buffer(capacity: 5)
+            var last = context.channel.allocator.buffer(capacity: 5)
             last.writeStaticString("0\r\n\r\n")
+            context.write(wrapOutboundOut(last), promise: nil)
         }
-        let promise = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(wrapOutboundOut(last), promise: promise)
-        promise.futureResult.whenComplete { [weak self] result in
-            guard let self, self.isExchanging(sink) else { return }
-            if case .success = result {
-                guard case .exchanging(var exchange) = self.state else { return }
-                exchange.requestFinished = true
-                self.state = .exchanging(exchange)
-                sink.exchangeDidFinishRequest()
+        // Plain TCP: when the flush leaves nothing buffered in the channel, the whole request is in
+        // the kernel now — the usual case, known without a promise, a future and a callback.
+        // (Through TLS the bytes may wait in the TLS handler, which the channel does not count.)
+        if tlsHandler == nil {
+            context.flush()
+            if let buffered = try? context.channel.syncOptions?.getOption(.bufferedWritableBytes), buffered == 0 {
+                requestWritten(sink)
+                return
             }
         }
+        // Otherwise an empty last write carries a promise: writes complete in order, so when it
+        // completes the whole request has reached the socket.
+        let promise = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer()), promise: promise)
+        promise.futureResult.whenComplete { [weak self] result in
+            guard let self, case .success = result else { return }
+            self.requestWritten(sink)
+        }
+    }
+
+    private func requestWritten(_ sink: any ExchangeSink) {
+        guard case .exchanging(var exchange) = state, exchange.sink === sink else { return }
+        exchange.requestFinished = true
+        state = .exchanging(exchange)
+        sink.exchangeDidFinishRequest()
     }
 
     private func isExchanging(_ sink: any ExchangeSink) -> Bool {
