@@ -60,7 +60,7 @@ struct RequestHeadEncoder {
         func lineSize(_ field: (name: String, value: String)?) -> Int {
             field.map { $0.name.utf8.count + $0.value.utf8.count + 4 } ?? 0
         }
-        let size = method.utf8.count + target.utf8.count + 11 + lineSize(before) + fields.wireSize
+        let size = method.utf8.count + target.utf8.count + 12 + lineSize(before) + fields.wireSize
             + lineSize(after) + 2
         var buffer = allocator.buffer(capacity: size)
         buffer.writeString(method)
