@@ -116,6 +116,8 @@ extension HTTPRequestHead {
     /// The request without its conditional fields (``CacheRules/conditionalFieldNames``): what a
     /// cache records and revalidates with, whatever conditions this client added.
     public var withoutConditionalFields: HTTPRequestHead {
+        // Most requests have none: then the head itself, not a copy of its box (asked per request).
+        guard CacheRules.conditionalFieldNames.contains(where: { headerFields.contains($0) }) else { return self }
         var copy = self
         for name in CacheRules.conditionalFieldNames { copy.headerFields.remove(name) }
         return copy

@@ -43,7 +43,7 @@ struct RequestHeadEncoder {
             if !hasLength && !hasCoding {
                 after = bodyLength.map { ("Content-Length", String($0)) } ?? ("Transfer-Encoding", "chunked")
             }
-        } else if !hasLength, [.post, .put, .patch].contains(head.method) {
+        } else if !hasLength, head.method == .post || head.method == .put || head.method == .patch {
             after = ("Content-Length", "0")
         }
         if let after, after.name == "Transfer-Encoding" {
