@@ -1,4 +1,5 @@
 import NIOCore
+import TollgateSession
 
 /// A strict HTTP/1.1 request parser for the client side of the proxy: bytes in, request heads,
 /// body pieces and ends out, one event at a time.
@@ -56,7 +57,7 @@ struct RequestDecoder {
     static let maximumChunkLineBytes = 4096
 
     let limits: Limits
-    private var buffer = ByteBuffer()
+    private var input = ReceivedBytes()
     private var state = State.head(scanned: 0, lines: 0, lineStart: 0)
     /// The previous event was the last piece of a body (or a head without one): `.end` is next.
     private var pendingEnd = false
@@ -68,11 +69,11 @@ struct RequestDecoder {
     }
 
     /// Bytes received and not yet turned into events.
-    var bufferedBytes: Int { buffer.readableBytes }
+    var bufferedBytes: Int { input.count }
 
     /// Whether part of a head has arrived and the rest has not (the header-read timeout runs).
     var isInsideHead: Bool {
-        if case .head = state, !pendingEnd { return buffer.readableBytes > 0 }
+        if case .head = state, !pendingEnd { return input.count > 0 }
         return false
     }
 
@@ -85,18 +86,12 @@ struct RequestDecoder {
     /// Adds received bytes.
     mutating func feed(_ bytes: ByteBuffer) {
         if case .failed = state { return }
-        if buffer.readableBytes == 0 {
-            buffer = bytes
-        } else {
-            var bytes = bytes
-            buffer.writeBuffer(&bytes)
-        }
+        input.append(bytes)
     }
 
     /// The bytes kept after parsing stopped (what the client already sent into its tunnel).
     mutating func takeRawBytes() -> ByteBuffer {
-        defer { buffer = ByteBuffer() }
-        return buffer
+        input.takeAll()
     }
 
     /// The next event, or nil when more bytes are needed (or parsing stopped or failed).
@@ -109,25 +104,20 @@ struct RequestDecoder {
         case .head(let scanned, let lines, let lineStart):
             return nextHead(scanned: scanned, lines: lines, lineStart: lineStart)
         case .lengthBody(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let count = Int(min(remaining, Int64(buffer.readableBytes)))
-            let piece = buffer.readSlice(length: count)!
-            state = .lengthBody(remaining: remaining - Int64(count))
-            pendingEnd = remaining == Int64(count)
-            compact()
+            guard let piece = input.readPiece(upTo: remaining) else { return nil }
+            state = .lengthBody(remaining: remaining - Int64(piece.readableBytes))
+            pendingEnd = remaining == Int64(piece.readableBytes)
             return .body(piece)
         case .chunkSize:
             return nextChunkSize()
         case .chunkData(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let count = Int(min(remaining, Int64(buffer.readableBytes)))
-            let piece = buffer.readSlice(length: count)!
-            state = remaining == Int64(count) ? .chunkDataEnd : .chunkData(remaining: remaining - Int64(count))
-            compact()
+            guard let piece = input.readPiece(upTo: remaining) else { return nil }
+            let count = Int64(piece.readableBytes)
+            state = remaining == count ? .chunkDataEnd : .chunkData(remaining: remaining - count)
             return .body(piece)
         case .chunkDataEnd:
-            guard buffer.readableBytes >= 2 else { return nil }
-            guard buffer.readInteger(as: UInt16.self) == 0x0D0A else {
+            guard input.buffer.readableBytes >= 2 else { return nil }
+            guard input.buffer.readInteger(as: UInt16.self) == 0x0D0A else {
                 return fail(.malformed("chunk data is not followed by CRLF"))
             }
             state = .chunkSize
@@ -152,8 +142,8 @@ struct RequestDecoder {
             return nil  // not returned by scanHead
         case .complete(let length):
             state = .head(scanned: 0, lines: 0, lineStart: 0)
-            let bytes = buffer.readSlice(length: length)!
-            compact()
+            let bytes = input.buffer.readSlice(length: length)!
+            input.compact()
             switch RequestHeadParser.parse(bytes) {
             case .failure(let error):
                 return fail(error)
@@ -176,7 +166,7 @@ struct RequestDecoder {
         let limits = self.limits
         var (start, startLines, startLine) = (start, startLines, startLine)
         while true {
-            let outcome = buffer.withUnsafeReadableBytes { [start, startLines, startLine] bytes -> HeadScan in
+            let outcome = input.buffer.withUnsafeReadableBytes { [start, startLines, startLine] bytes -> HeadScan in
                 var index = start
                 var lines = startLines
                 var lineStart = startLine
@@ -217,8 +207,8 @@ struct RequestDecoder {
             }
             guard case .leadingEmptyLine = outcome else { return outcome }
             // An empty line before the request line: drop it and look again from the start.
-            buffer.moveReaderIndex(forwardBy: 2)
-            compact()
+            input.buffer.moveReaderIndex(forwardBy: 2)
+            input.compact()
             (start, startLines, startLine) = (0, 0, 0)
         }
     }
@@ -328,7 +318,7 @@ struct RequestDecoder {
     /// One CRLF-terminated line without its CRLF; nil when it has not fully arrived. A bare CR or
     /// LF, a NUL, or a line longer than `limit` is refused.
     private mutating func readLine(limit: Int, what: String) -> Result<[UInt8], ClientRequestError>? {
-        let found: Result<Int, ClientRequestError>? = buffer.withUnsafeReadableBytes { bytes in
+        let found: Result<Int, ClientRequestError>? = input.buffer.withUnsafeReadableBytes { bytes in
             var index = 0
             while index < bytes.count {
                 switch bytes[index] {
@@ -362,9 +352,9 @@ struct RequestDecoder {
         case .failure(let error):
             return .failure(error)
         case .success(let length):
-            let line = buffer.readBytes(length: length)!
-            buffer.moveReaderIndex(forwardBy: 2)
-            compact()
+            let line = input.buffer.readBytes(length: length)!
+            input.buffer.moveReaderIndex(forwardBy: 2)
+            input.compact()
             return .success(line)
         }
     }
@@ -373,11 +363,7 @@ struct RequestDecoder {
 
     private mutating func fail(_ error: ClientRequestError) -> Event {
         state = .failed
-        buffer = ByteBuffer()
+        input = ReceivedBytes()
         return .failure(error)
-    }
-
-    private mutating func compact() {
-        if buffer.readerIndex > 16 * 1024 { buffer.discardReadBytes() }
     }
 }

@@ -53,7 +53,7 @@ struct ResponseDecoder {
         case failed
     }
 
-    private var buffer = ByteBuffer()
+    private var input = ReceivedBytes()
     private var state = State.head(scanned: 0, lineStart: 0)
     /// The end of the current message is the next event.
     private var pendingEnd = false
@@ -63,23 +63,17 @@ struct ResponseDecoder {
     var requestIsHead = false
 
     /// Bytes received and not yet turned into events.
-    var bufferedBytes: Int { buffer.readableBytes }
+    var bufferedBytes: Int { input.count }
 
     /// Adds received bytes.
     mutating func feed(_ bytes: ByteBuffer) {
         if case .failed = state { return }
-        if buffer.readableBytes == 0 {
-            buffer = bytes
-        } else {
-            var bytes = bytes
-            buffer.writeBuffer(&bytes)
-        }
+        input.append(bytes)
     }
 
     /// The bytes after a 101 (the new protocol's first bytes).
     mutating func takeRemainingBytes() -> ByteBuffer {
-        defer { buffer = ByteBuffer() }
-        return buffer
+        input.takeAll()
     }
 
     /// The connection reached its end of input: the end of a body that runs to the close, nil
@@ -90,7 +84,7 @@ struct ResponseDecoder {
         case .untilClose:
             state = .failed
             return .end(reusable: false)
-        case .head where buffer.readableBytes == 0, .upgraded, .failed:
+        case .head where input.buffer.readableBytes == 0, .upgraded, .failed:
             return nil
         default:
             state = .failed
@@ -109,37 +103,30 @@ struct ResponseDecoder {
         case .head(let scanned, let lineStart):
             return try nextHead(scanned: scanned, lineStart: lineStart)
         case .lengthBody(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let count = Int(min(remaining, Int64(buffer.readableBytes)))
-            let piece = buffer.readSlice(length: count)!
-            state = .lengthBody(remaining: remaining - Int64(count))
-            pendingEnd = remaining == Int64(count)
-            compact()
+            guard let piece = input.readPiece(upTo: remaining) else { return nil }
+            state = .lengthBody(remaining: remaining - Int64(piece.readableBytes))
+            pendingEnd = remaining == Int64(piece.readableBytes)
             return .body(piece)
         case .untilClose:
-            guard buffer.readableBytes > 0 else { return nil }
-            let piece = buffer.readSlice(length: buffer.readableBytes)!
-            compact()
+            guard let piece = input.readPiece(upTo: Int64.max) else { return nil }
             return .body(piece)
         case .chunkSize:
             return try nextChunkSize()
         case .chunkData(let remaining):
-            guard buffer.readableBytes > 0 else { return nil }
-            let count = Int(min(remaining, Int64(buffer.readableBytes)))
-            let piece = buffer.readSlice(length: count)!
-            state = remaining == Int64(count) ? .chunkDataEnd : .chunkData(remaining: remaining - Int64(count))
-            compact()
+            guard let piece = input.readPiece(upTo: remaining) else { return nil }
+            let count = Int64(piece.readableBytes)
+            state = remaining == count ? .chunkDataEnd : .chunkData(remaining: remaining - count)
             return .body(piece)
         case .chunkDataEnd:
             // CRLF (or a bare LF) and nothing else.
-            guard let first = buffer.getInteger(at: buffer.readerIndex, as: UInt8.self) else { return nil }
+            guard let first = input.buffer.getInteger(at: input.buffer.readerIndex, as: UInt8.self) else { return nil }
             if first == 0x0D {
-                guard let second = buffer.getInteger(at: buffer.readerIndex + 1, as: UInt8.self) else { return nil }
+                guard let second = input.buffer.getInteger(at: input.buffer.readerIndex + 1, as: UInt8.self) else { return nil }
                 guard second == 0x0A else { throw fail("chunk data is not followed by a line end") }
-                buffer.moveReaderIndex(forwardBy: 2)
+                input.buffer.moveReaderIndex(forwardBy: 2)
             } else {
                 guard first == 0x0A else { throw fail("chunk data is not followed by a line end") }
-                buffer.moveReaderIndex(forwardBy: 1)
+                input.buffer.moveReaderIndex(forwardBy: 1)
             }
             state = .chunkSize
             return try nextChunkSize()
@@ -157,8 +144,8 @@ struct ResponseDecoder {
         while true {
             guard let length = try scanHead(from: scanned, lineStart: lineStart) else { return nil }
             (scanned, lineStart) = (0, 0)
-            let bytes = buffer.readSlice(length: length)!
-            compact()
+            let bytes = input.buffer.readSlice(length: length)!
+            input.compact()
             state = .head(scanned: 0, lineStart: 0)
             guard let head = try Self.parseHead(bytes) else { continue }  // empty lines before a head
             if (100..<200).contains(head.status) && head.status != 101 {
@@ -172,7 +159,7 @@ struct ResponseDecoder {
     /// The length of the head at the front of the buffer (through its empty line), or nil when
     /// it has not fully arrived (the scan position is kept).
     private mutating func scanHead(from scanned: Int, lineStart: Int) throws(Failure) -> Int? {
-        let result = buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, Int, String?) in
+        let result = input.buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, Int, String?) in
             var index = scanned
             var lineStart = lineStart
             while index < bytes.count {
@@ -424,7 +411,7 @@ struct ResponseDecoder {
 
     /// One line without its line end (LF or CRLF); nil when it has not fully arrived.
     private mutating func readLine(limit: Int, what: String) throws(Failure) -> [UInt8]? {
-        let found = buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, String?) in
+        let found = input.buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, String?) in
             var index = 0
             while index < bytes.count {
                 switch bytes[index] {
@@ -447,9 +434,9 @@ struct ResponseDecoder {
         }
         if let message = found.2 { throw fail(message) }
         guard let length = found.0 else { return nil }
-        let line = buffer.readBytes(length: length)!
-        buffer.moveReaderIndex(forwardBy: found.1 - length)
-        compact()
+        let line = input.buffer.readBytes(length: length)!
+        input.buffer.moveReaderIndex(forwardBy: found.1 - length)
+        input.compact()
         return line
     }
 
@@ -457,12 +444,8 @@ struct ResponseDecoder {
 
     private mutating func fail(_ message: String) -> Failure {
         state = .failed
-        buffer = ByteBuffer()
+        input = ReceivedBytes()
         return Failure(message: message)
-    }
-
-    private mutating func compact() {
-        if buffer.readerIndex > 16 * 1024 { buffer.discardReadBytes() }
     }
 
     private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
