@@ -12,6 +12,27 @@ struct OriginPoolStateTests {
         #expect(pool.leaseRequested(waiter: 2, priority: 0.5) == [.lease(connection: 10, waiter: 2)])
     }
 
+    @Test("An idle connection is taken at once, on the asking loop first; never past waiters")
+    func takeIdle() {
+        var pool = OriginPoolState(limit: 2)
+        #expect(pool.takeIdle(loop: 1) == nil)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5, loop: 1)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5, loop: 2)
+        #expect(pool.connected(10, loop: 1) == [.lease(connection: 10, waiter: 1)])
+        #expect(pool.connected(20, loop: 2) == [.lease(connection: 20, waiter: 2)])
+        #expect(pool.released(10, reusable: true) == [.park(connection: 10)])
+        #expect(pool.released(20, reusable: true) == [.park(connection: 20)])
+        #expect(pool.takeIdle(loop: 1) == 10)
+        #expect(pool.takeIdle(loop: 1) == 20)  // none left on loop 1: another loop's
+        #expect(pool.takeIdle(loop: 1) == nil)
+        #expect(pool.total == 2)
+        // A waiter queued (both leased, limit reached) is served by the next release, not
+        // passed by a task asking for an idle connection meanwhile.
+        #expect(pool.leaseRequested(waiter: 3, priority: 0.5, loop: 1) == [])
+        #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 3)])
+        #expect(pool.takeIdle(loop: 1) == nil)
+    }
+
     @Test("No more connections than the limit; later waiters queue")
     func limitHolds() {
         var pool = OriginPoolState(limit: 1)

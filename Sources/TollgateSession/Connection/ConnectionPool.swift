@@ -79,6 +79,18 @@ final class ConnectionPool: @unchecked Sendable {
         return (id, promise.futureResult)
     }
 
+    /// An idle connection to `key`, leased at once; nil when none is idle (then ``lease(key:priority:eventLoop:)``).
+    /// The usual case for a keep-alive origin, without a promise, a future and a callback.
+    func leaseIdle(key: ConnectionKey, eventLoop: any EventLoop) -> OriginConnection? {
+        lock.withLock {
+            guard !isShutDown, let entry = entries[key], let id = entry.state.takeIdle(loop: Self.loopID(eventLoop)) else {
+                return nil
+            }
+            entry.idleSince.removeValue(forKey: id)
+            return entry.connections[id]
+        }
+    }
+
     /// Withdraws a lease request that has not been served.
     func cancelLease(_ id: Int) {
         let waiter: Waiter? = lock.withLock {

@@ -66,6 +66,17 @@ struct OriginPoolState {
         return connectIfUseful()
     }
 
+    /// An idle connection leased at once, without a waiter (the most recently used on `loop`, else
+    /// the most recent); nil when none is idle or tasks are already waiting.
+    mutating func takeIdle(loop: Int) -> Int? {
+        guard waiters.isEmpty,
+            let index = idle.lastIndex(where: { loops[$0] == loop }) ?? (idle.isEmpty ? nil : idle.endIndex - 1)
+        else { return nil }
+        let connection = idle.remove(at: index)
+        leased.insert(connection)
+        return connection
+    }
+
     /// A waiter gave up (its task was cancelled).
     mutating func waiterCancelled(_ id: Int) {
         waiters.removeAll { $0.id == id }

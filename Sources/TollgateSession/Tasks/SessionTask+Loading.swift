@@ -148,6 +148,11 @@ extension SessionTask {
         engine.transactions.append(metrics)
         let key = connectionKey(for: request.url)
         restartIdleTimer()
+        if let connection = session.pool.leaseIdle(key: key, eventLoop: eventLoop) {
+            engine.phase = .leasing(0)
+            connectionLeased(connection, request: request, body: body)
+            return
+        }
         let generation = engine.generation
         let (leaseID, future) = session.pool.lease(key: key, priority: priority, eventLoop: eventLoop)
         engine.phase = .leasing(leaseID)
@@ -158,15 +163,21 @@ extension SessionTask {
                     session.pool.release(connection, reusable: true)
                     return
                 }
-                if connection.needsTrustDecision {
-                    decideServerTrust(on: connection) { [self] in startExchange(on: connection, request: request, body: body) }
-                } else {
-                    startExchange(on: connection, request: request, body: body)
-                }
+                connectionLeased(connection, request: request, body: body)
             case .failure(let error):
                 guard engine.generation == generation, case .leasing = engine.phase, !isDone else { return }
                 connectionFailed(error as? SessionError ?? SessionError(.cannotConnectToHost, request.url, "\(error)"))
             }
+        }
+    }
+
+    /// A connection is the task's: the server's trust decided first on a new TLS connection, then
+    /// the exchange.
+    private func connectionLeased(_ connection: OriginConnection, request: Request, body: BodySource) {
+        if connection.needsTrustDecision {
+            decideServerTrust(on: connection) { [self] in startExchange(on: connection, request: request, body: body) }
+        } else {
+            startExchange(on: connection, request: request, body: body)
         }
     }
 
