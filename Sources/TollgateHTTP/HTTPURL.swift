@@ -81,7 +81,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
         else {
             throw ParseError(description: "bad scheme")
         }
-        let scheme = String(decoding: schemeBytes.map(lowercasedASCII), as: UTF8.self)
+        let scheme = lowercasedString(schemeBytes)
         var end = bytes.count
         let start = colon + 3
         if let hash = bytes[start...].firstIndex(of: UInt8(ascii: "#")) { end = hash }
@@ -100,6 +100,15 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     private static func lowercasedASCII(_ byte: UInt8) -> UInt8 {
         byte >= UInt8(ascii: "A") && byte <= UInt8(ascii: "Z") ? byte | 0x20 : byte
+    }
+
+    /// The bytes as a lowercase string; without an intermediate array when they are lowercase
+    /// already (nearly every scheme and host).
+    private static func lowercasedString(_ bytes: ArraySlice<UInt8>) -> String {
+        if !bytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
+            return String(decoding: bytes, as: UTF8.self)
+        }
+        return String(decoding: bytes.map(lowercasedASCII), as: UTF8.self)
     }
 
     /// The bytes a host name may have besides letters and digits.
@@ -151,7 +160,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
             guard (1...65535).contains(value) else { throw ParseError(description: "bad port") }
             port = value
         }
-        return (String(decoding: host.map(lowercasedASCII), as: UTF8.self), port)
+        return (lowercasedString(host), port)
     }
 
     /// Splits `host[:port]` (IPv6 in brackets), refusing userinfo and empty hosts.

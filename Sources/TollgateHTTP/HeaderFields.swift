@@ -282,6 +282,12 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
 
+    /// Calls `body` with the value of each line named `name`, in order (no array of them).
+    public func forEachValue(named name: String, _ body: (String) -> Void) {
+        let key = Field.nameKey(of: name)
+        for field in fields where field.isNamed(name, key: key) { body(field.value) }
+    }
+
     /// Whether a line named `name` lists `token` among its comma-separated elements (ASCII
     /// case-insensitive), e.g. `Connection` and `close`. Allocates nothing for short tokens.
     public func listContains(_ name: String, token: String) -> Bool {
