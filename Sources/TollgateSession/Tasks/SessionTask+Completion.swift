@@ -206,10 +206,9 @@ extension SessionTask {
             return
         }
         let pending = PendingAnswer(task: self, rest: receivers.rest, question: question, isUnanswered: isUnanswered, then: then)
-        let loop = eventLoop
-        question(first) { answer in
-            if loop.inEventLoop { pending.receive(answer) } else { loop.execute { pending.receive(answer) } }
-        }
+        // The completion handler captures the pending answer alone: a closure of one reference
+        // needs no context of its own (asked for every response).
+        question(first) { answer in pending.arrive(answer) }
     }
 }
 
@@ -238,6 +237,12 @@ private final class PendingAnswer<Receiver, Answer: Sendable>: @unchecked Sendab
         self.question = question
         self.isUnanswered = isUnanswered
         self.then = then
+    }
+
+    /// An answer from any thread: received on the task's loop.
+    func arrive(_ answer: Answer) {
+        let loop = task.eventLoop
+        if loop.inEventLoop { receive(answer) } else { loop.execute { self.receive(answer) } }
     }
 
     func receive(_ answer: Answer) {
