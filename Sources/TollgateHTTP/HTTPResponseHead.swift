@@ -18,13 +18,7 @@ public struct HTTPResponseHead: Hashable, Sendable {
     }
 
     /// The body length the Content-Length field announces, or nil when it is absent or not a single valid number.
-    public var contentLength: Int64? {
-        // Without an array of the values: this is asked for every response.
-        guard let first = headerFields["Content-Length"], headerFields.allValues(for: "Content-Length", equal: first),
-            let length = Int64(first), length >= 0
-        else { return nil }
-        return length
-    }
+    public var contentLength: Int64? { headerFields.contentLength }
 
     /// Whether this status can carry no body whatever the headers say (1xx, 204, 304; RFC 9112 §6.3).
     public var statusForbidsBody: Bool { (100..<200).contains(status) || status == 204 || status == 304 }

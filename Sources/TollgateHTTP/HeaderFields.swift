@@ -83,6 +83,15 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// Creates an empty list.
     public init() { fields = [] }
 
+    /// An empty list with room for the field lines of `head`, a whole message head (start line,
+    /// field lines, empty line): one allocation for a parser's list, not one per doubling.
+    public init(capacityForHead head: UnsafeRawBufferPointer) {
+        var lineEnds = 0
+        for byte in head where byte == 0x0A { lineEnds += 1 }
+        fields = []
+        fields.reserveCapacity(Swift.max(0, lineEnds - 2))  // less the start line and the empty line
+    }
+
     /// Creates a list from name/value pairs, in order.
     public init(_ pairs: [(String, String)]) {
         fields = pairs.map { Field(name: $0.0, value: $0.1) }
@@ -225,7 +234,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// The number of bytes these lines take on the wire (`name: value\r\n` each).
     public var wireSize: Int {
-        fields.reduce(0) { $0 + $1.name.utf8.count + $1.value.utf8.count + 4 }
+        wireSize(omitting: { _ in false })
     }
 
     /// ``wireSize`` of the lines `omits` leaves in.
@@ -280,6 +289,15 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     public var description: String {
         fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+    }
+
+    /// The body length `Content-Length` announces: its value when every line has the same one and
+    /// it is a number ≥ 0; nil otherwise. Without an array of the values: asked for every response.
+    public var contentLength: Int64? {
+        guard let first = self["Content-Length"], allValues(for: "Content-Length", equal: first),
+            let length = Int64(first), length >= 0
+        else { return nil }
+        return length
     }
 
     /// Calls `body` with the value of each line named `name`, in order (no array of them).

@@ -690,9 +690,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     }
 
     private func cancelTimers() {
-        idleDeadline = nil
-        headDeadline = nil
-        bodyDeadline = nil
+        stopRequestTimers()
         // Off the loop's list at once: a closed connection is not kept until its old deadline.
         if deadlineSlot.isWatched, let loop = context?.eventLoop { LoopDeadlines.of(loop).unwatch(self) }
     }

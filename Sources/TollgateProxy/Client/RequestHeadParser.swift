@@ -15,12 +15,7 @@ enum RequestHeadParser {
         let parsed = bytes.withUnsafeReadableBytes {
             raw -> Result<(method: String, target: String, minorVersion: Int, fields: HeaderFields), ClientRequestError> in
             var requestLine: (String, String, Int)?
-            var fields = HeaderFields()
-            // One allocation for the list, not one per doubling: a line end per field, plus the
-            // request line's and the empty line's.
-            var lineEnds = 0
-            for byte in raw where byte == 0x0A { lineEnds += 1 }
-            fields.reserveCapacity(max(0, lineEnds - 2))
+            var fields = HeaderFields(capacityForHead: raw)
             var lineStart = 0
             var ended = false
             for index in 0..<raw.count where raw[index] == 0x0A {

@@ -29,11 +29,7 @@ enum ResponseFraming: Hashable, Sendable {
             return .none
         }
         if status == 304 || requestIsHead { return .none }
-        if let first = fields["Content-Length"], Int64(first).map({ $0 >= 0 }) == true,
-            fields.allValues(for: "Content-Length", equal: first)
-        {
-            return .contentLength
-        }
+        if fields.contentLength != nil { return .contentLength }
         fields.remove("Content-Length")
         if clientMinorVersion >= 1 {
             added.add(name: "Transfer-Encoding", value: "chunked")
@@ -60,8 +56,8 @@ enum ResponseEncoder {
         var reason = head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason
         // Three digits as a rule; anything else is written as it is (never produced by a parser).
         var statusText = (100...999).contains(head.status) ? "" : String(head.status)
-        let fieldsSize = omission == nil ? head.headerFields.wireSize : head.headerFields.wireSize(omitting: omits)
-        let size = 13 + statusText.utf8.count + reason.utf8.count + 2 + fieldsSize + extra.wireSize + 2
+        let size = 13 + statusText.utf8.count + reason.utf8.count + 2 + head.headerFields.wireSize(omitting: omits)
+            + extra.wireSize + 2
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: size) { destination in
             var offset = 0
             func put(_ byte: UInt8) {

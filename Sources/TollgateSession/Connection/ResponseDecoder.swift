@@ -200,12 +200,7 @@ struct ResponseDecoder {
     static func parseHead(_ bytes: ByteBuffer) throws(Failure) -> HTTPResponseHead? {
         let parsed = bytes.withUnsafeReadableBytes { raw -> Result<HTTPResponseHead?, Failure> in
             var statusLine: (version: String, status: Int, reason: String)?
-            var fields = HeaderFields()
-            // One allocation for the list, not one per doubling: a line end per field, plus the
-            // status line's and the empty line's.
-            var lineEnds = 0
-            for byte in raw where byte == 0x0A { lineEnds += 1 }
-            fields.reserveCapacity(max(0, lineEnds - 2))
+            var fields = HeaderFields(capacityForHead: raw)
             var pending: (name: String, value: String)?
             var lineStart = 0
             var fieldCount = 0
