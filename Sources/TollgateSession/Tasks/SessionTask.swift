@@ -61,7 +61,13 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The task's own delegate as last set (``delegate``): the loop's copy, read by messages.
     /// Touched only on ``eventLoop``, like the engine, but kept apart from it: the engine is
     /// replaced when a task hands its work over.
-    private var loopDelegate: (any TaskDelegate)?
+    private var loopDelegate: (any TaskDelegate)? {
+        didSet { loopDataDelegates = nil }
+    }
+    /// ``delegates(as:)`` for data task delegates, once cast: a data task asks for them with
+    /// every response and body piece, and an `as?` to a protocol is a runtime conformance lookup.
+    /// Cleared when the loop's delegate changes (the session delegate is read once per task).
+    private var loopDataDelegates: DelegatePair<any DataTaskDelegate>?
     /// The session delegate as a task delegate, once read (the outer nil: not read yet).
     private var loopSessionDelegate: (any TaskDelegate)??
     /// Everything below is touched only on ``eventLoop``.
@@ -233,6 +239,15 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The receivers of this task's messages that take messages of type `Receiver` (a data,
     /// download or stream task delegate), in order.
     func delegates<Receiver>(as type: Receiver.Type) -> DelegatePair<Receiver> {
+        if Receiver.self == (any DataTaskDelegate).self, eventLoop.inEventLoop {
+            let pair = loopDataDelegates ?? castDelegates(as: (any DataTaskDelegate).self)
+            loopDataDelegates = pair
+            return unsafeBitCast(pair, to: DelegatePair<Receiver>.self)
+        }
+        return castDelegates(as: type)
+    }
+
+    private func castDelegates<Receiver>(as type: Receiver.Type) -> DelegatePair<Receiver> {
         let all = taskDelegates
         return DelegatePair(all.first.flatMap { $0 as? Receiver }, all.second.flatMap { $0 as? Receiver })
     }
