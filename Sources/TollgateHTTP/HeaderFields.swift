@@ -3,14 +3,19 @@
 /// Order and duplicates are kept exactly as received, because a proxy must forward
 /// fields in order and some fields (Set-Cookie) cannot be combined.
 ///
-/// Every field carries a ``Field/nameKey``, a hash of its name with letters folded to lower
-/// case, computed once when the field is made. Lookups compare keys first and strings only on a
-/// key match, so asking a head of twenty fields for one that is absent touches no string at
-/// all: on the proxy's hot path a request is asked for a few dozen names (hop-by-hop filtering,
-/// Cache-Control, Pragma, Vary, Authorization …), and comparing strings each time was a third
-/// of the reference-counting work of a cache hit.
+/// The lines are kept as bytes in one array: for each line in order, its name key and lengths,
+/// then its wire form `name: value\r\n`. A parser appends the bytes it read; an encoder copies
+/// each line's wire form out in one piece; a copy of the list is one retain, and a copy that is
+/// then changed copies one array of plain bytes. (A list of string pairs cost two
+/// retains per line for every copy and every walk over it, and a string per name and value for
+/// every head parsed or read from the cache: a quarter of a cache hit's CPU.) Values are
+/// strings only when asked for by name.
+///
+/// Every line carries a name key, a hash of its name with letters folded to lower case,
+/// computed once when the line is added. Lookups compare keys first and names only on a key
+/// match, so asking a head of twenty fields for one that is absent touches no name at all.
 public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionaryLiteral, CustomStringConvertible {
-    /// One field line.
+    /// One field line as strings: what iterating the list gives, and what a list can be made of.
     public struct Field: Hashable, Sendable {
         /// The field name as received.
         public var name: String {
@@ -26,6 +31,12 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             self.name = name
             self.value = value
             self.nameKey = Self.nameKey(of: name)
+        }
+
+        init(name: String, value: String, nameKey: UInt32) {
+            self.name = name
+            self.value = value
+            self.nameKey = nameKey
         }
 
         /// A hash of `name` with ASCII letters folded to lower case: names equal ignoring ASCII
@@ -46,7 +57,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         /// leaves digits, `-` and most other token bytes as they are; the few it merges, such as
         /// `^` and `~`, only cost a name comparison), mixed by multiply and xor-shift. A name is a
         /// few words, and keys are computed for every field parsed or decoded and every lookup.
-        private static func key(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
+        static func key(_ bytes: UnsafeRawBufferPointer) -> UInt32 {
             let fold: UInt64 = 0x2020_2020_2020_2020
             var hash: UInt64 = 0x9E37_79B9_7F4A_7C15 ^ UInt64(bytes.count)
             var offset = 0
@@ -70,31 +81,68 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             hash = (hash ^ (hash >> 29)) &* 0xBF58_476D_1CE4_E5B9
             return UInt32(truncatingIfNeeded: hash ^ (hash >> 32))
         }
-
-        /// Whether this line's name is `name` (ignoring ASCII case), whose key is `key`.
-        @inline(__always)
-        func isNamed(_ name: String, key: UInt32) -> Bool {
-            nameKey == key && self.name.equalsIgnoringASCIICase(name)
-        }
     }
 
-    private var fields: [Field]
+    /// One field line lent for the length of a call: its name key and the bytes of its name and
+    /// value (valid only inside the call that lends it). What the byte-level walks hand out.
+    public struct Line {
+        /// ``Field/nameKey(of:)`` of the name.
+        public let nameKey: UInt32
+        /// The name's bytes.
+        public let name: UnsafeRawBufferPointer
+        /// The value's bytes (no leading or trailing whitespace).
+        public let value: UnsafeRawBufferPointer
+
+        /// Whether the name is `other`, ignoring ASCII case.
+        public func isNamed(_ other: String) -> Bool {
+            HeaderFields.bytes(name, equalIgnoringASCIICase: other)
+        }
+
+        /// Whether the name's key is `key` and the name is `other`, ignoring ASCII case.
+        @inline(__always)
+        public func isNamed(_ other: String, key: UInt32) -> Bool {
+            nameKey == key && isNamed(other)
+        }
+
+        /// The name as a string.
+        public var nameString: String { String(decoding: name, as: UTF8.self) }
+        /// The value as a string.
+        public var valueString: String { String(decoding: value, as: UTF8.self) }
+
+        /// The line as a ``Field``.
+        var field: Field { Field(name: nameString, value: valueString, nameKey: nameKey) }
+    }
+
+    /// The fixed part of a line in ``bytes``, before its wire form: the name key and the name's
+    /// and the value's byte counts, three unaligned `UInt32`s.
+    private static let lineHeaderSize = 12
+
+    /// The lines, one after another, each its header (``lineHeaderSize`` bytes) then its wire form
+    /// `name: value\r\n`; nothing else. One array, so a list is one allocation and a copy one
+    /// retain; lines are found by walking (a head has tens of them), by key first.
+    private var bytes: [UInt8]
+    /// The number of lines.
+    public private(set) var count: Int
 
     /// Creates an empty list.
-    public init() { fields = [] }
+    public init() {
+        bytes = []
+        count = 0
+    }
 
     /// An empty list with room for the field lines of `head`, a whole message head (start line,
-    /// field lines, empty line): one allocation for a parser's list, not one per doubling.
+    /// field lines, empty line): one allocation for a parser's list.
     public init(capacityForHead head: UnsafeRawBufferPointer) {
         var lineEnds = 0
         for byte in head where byte == 0x0A { lineEnds += 1 }
-        fields = []
-        fields.reserveCapacity(Swift.max(0, lineEnds - 2))  // less the start line and the empty line
+        self.init()
+        bytes.reserveCapacity(head.count + Swift.max(0, lineEnds - 2) * Self.lineHeaderSize)
     }
 
     /// Creates a list from name/value pairs, in order.
     public init(_ pairs: [(String, String)]) {
-        fields = pairs.map { Field(name: $0.0, value: $0.1) }
+        self.init()
+        for (name, value) in pairs { add(name: name, value: value) }
     }
 
     /// Creates a list from a dictionary literal, in literal order.
@@ -102,29 +150,85 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         self.init(elements)
     }
 
-    /// The number of field lines.
-    public var count: Int { fields.count }
     /// Whether there are no field lines.
-    public var isEmpty: Bool { fields.isEmpty }
+    public var isEmpty: Bool { count == 0 }
 
-    public func makeIterator() -> IndexingIterator<[Field]> { fields.makeIterator() }
+    // MARK: reading lines
 
-    /// The index of the first line named `name` at or after `start`.
-    private func index(of name: String, key: UInt32, from start: Int = 0) -> Int? {
-        // Over the buffer: elements are borrowed, not copied (no retain of their strings).
-        fields.withUnsafeBufferPointer { buffer in
-            var index = start
-            while index < buffer.count {
-                if buffer[index].isNamed(name, key: key) { return index }
-                index += 1
+    /// The line at byte `offset` of `raw` (``bytes``), and the offset of the next.
+    @inline(__always)
+    private static func line(at offset: Int, in raw: UnsafeRawBufferPointer) -> (line: Line, next: Int) {
+        let key = raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+        let nameCount = Int(raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+        let valueCount = Int(raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
+        let nameStart = offset + lineHeaderSize
+        let valueStart = nameStart + nameCount + 2
+        let line = Line(
+            nameKey: key,
+            name: UnsafeRawBufferPointer(rebasing: raw[nameStart..<nameStart + nameCount]),
+            value: UnsafeRawBufferPointer(rebasing: raw[valueStart..<valueStart + valueCount])
+        )
+        return (line, valueStart + valueCount + 2)
+    }
+
+    /// Calls `body` with each line and its offset, in order, until it returns false; nothing is
+    /// copied.
+    private func walk(from start: Int = 0, _ body: (Int, Line) throws -> Bool) rethrows {
+        try bytes.withUnsafeBytes { raw in
+            var offset = start
+            while offset < raw.count {
+                let (line, next) = Self.line(at: offset, in: raw)
+                guard try body(offset, line) else { return }
+                offset = next
             }
-            return nil
         }
+    }
+
+    /// Calls `body` with each line in order (lent, not copied: see ``Line``).
+    public func forEachLine(_ body: (Line) throws -> Void) rethrows {
+        try walk { _, line in
+            try body(line)
+            return true
+        }
+    }
+
+    /// Whether any line satisfies the predicate (lines lent, not copied).
+    public func containsLine(where predicate: (Line) throws -> Bool) rethrows -> Bool {
+        var found = false
+        try walk { _, line in
+            found = try predicate(line)
+            return !found
+        }
+        return found
+    }
+
+    /// Whether any line's ``Field/nameKey`` satisfies the predicate. Touches no name, so it is
+    /// the cheap first test before comparing names (keys of different names may collide).
+    public func containsNameKey(where predicate: (UInt32) -> Bool) -> Bool {
+        containsLine { predicate($0.nameKey) }
+    }
+
+    /// The offset of the first line named `name` (whose key is `key`) at or after offset `start`.
+    private func offset(of name: String, key: UInt32, from start: Int = 0) -> Int? {
+        var found: Int?
+        walk(from: start) { offset, line in
+            if line.isNamed(name, key: key) { found = offset }
+            return found == nil
+        }
+        return found
     }
 
     /// The first value of the named field, or nil.
     public subscript(name: String) -> String? {
-        get { index(of: name, key: Field.nameKey(of: name)).map { fields[$0].value } }
+        get {
+            let key = Field.nameKey(of: name)
+            var value: String?
+            walk { _, line in
+                if line.isNamed(name, key: key) { value = line.valueString }
+                return value == nil
+            }
+            return value
+        }
         set {
             if let newValue { replaceOrAdd(name: name, value: newValue) } else { remove(name) }
         }
@@ -132,163 +236,65 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Every value of the named field, in order (one entry per field line).
     public func values(for name: String) -> [String] {
-        let key = Field.nameKey(of: name)
-        guard var index = index(of: name, key: key) else { return [] }
-        var values = [fields[index].value]
-        while let next = self.index(of: name, key: key, from: index + 1) {
-            values.append(fields[next].value)
-            index = next
-        }
+        var values: [String] = []
+        forEachValue(named: name) { values.append($0) }
         return values
+    }
+
+    /// Calls `body` with the value of each line named `name`, in order (no array of them).
+    public func forEachValue(named name: String, _ body: (String) -> Void) {
+        let key = Field.nameKey(of: name)
+        forEachLine { line in
+            if line.isNamed(name, key: key) { body(line.valueString) }
+        }
     }
 
     /// Whether every line named `name` has the value `value` (true when there is none).
     public func allValues(for name: String, equal value: String) -> Bool {
         let key = Field.nameKey(of: name)
-        return fields.withUnsafeBufferPointer { buffer in
-            for index in buffer.indices where buffer[index].isNamed(name, key: key) && buffer[index].value != value {
-                return false
+        var text = value
+        return text.withUTF8 { wanted in
+            !containsLine { line in
+                line.isNamed(name, key: key) && !line.value.elementsEqual(UnsafeRawBufferPointer(wanted))
             }
-            return true
         }
     }
 
     /// The number of lines with this name.
     public func count(named name: String) -> Int {
         let key = Field.nameKey(of: name)
-        return fields.withUnsafeBufferPointer { buffer in
-            var count = 0
-            for index in buffer.indices where buffer[index].isNamed(name, key: key) { count += 1 }
-            return count
+        var count = 0
+        forEachLine { line in
+            if line.isNamed(name, key: key) { count += 1 }
         }
+        return count
     }
 
     /// Whether any line has this name.
     public func contains(_ name: String) -> Bool {
-        index(of: name, key: Field.nameKey(of: name)) != nil
+        offset(of: name, key: Field.nameKey(of: name)) != nil
     }
 
-    /// Whether any line satisfies the predicate (the lines are lent to it, not copied).
-    public func contains(where predicate: (borrowing Field) throws -> Bool) rethrows -> Bool {
-        try fields.withUnsafeBufferPointer { buffer in
-            for index in buffer.indices where try predicate(buffer[index]) { return true }
-            return false
-        }
+    /// Whether any line satisfies the predicate (each line made a ``Field`` for it: on hot paths,
+    /// ``containsLine(where:)``).
+    public func contains(where predicate: (Field) throws -> Bool) rethrows -> Bool {
+        try containsLine { line in try predicate(line.field) }
     }
 
-    /// Makes room for `capacity` lines in all, so that adding lines up to it copies nothing.
-    public mutating func reserveCapacity(_ capacity: Int) {
-        fields.reserveCapacity(capacity)
-    }
-
-    /// Whether any line's ``Field/nameKey`` satisfies the predicate. Touches no string, so it is
-    /// the cheap first test before comparing names (keys of different names may collide).
-    public func containsNameKey(where predicate: (UInt32) -> Bool) -> Bool {
-        fields.withUnsafeBufferPointer { buffer in
-            for index in buffer.indices where predicate(buffer[index].nameKey) { return true }
-            return false
-        }
-    }
-
-    /// Appends a field line.
-    public mutating func add(name: String, value: String) {
-        fields.append(Field(name: name, value: value))
-    }
-
-    /// Replaces every line of that name by one line with this value (at the first line's place).
-    public mutating func replaceOrAdd(name: String, value: String) {
+    /// Whether a line named `name` lists `token` among its comma-separated elements (ASCII
+    /// case-insensitive), e.g. `Connection` and `close`. Allocates nothing for short tokens.
+    public func listContains(_ name: String, token: String) -> Bool {
         let key = Field.nameKey(of: name)
-        guard let first = index(of: name, key: key) else {
-            fields.append(Field(name: name, value: value))
-            return
-        }
-        fields[first].value = value
-        var index = fields.count - 1
-        while index > first {
-            if fields[index].isNamed(name, key: key) { fields.remove(at: index) }
-            index -= 1
-        }
-    }
-
-    /// Removes every line of that name.
-    public mutating func remove(_ name: String) {
-        let key = Field.nameKey(of: name)
-        guard index(of: name, key: key) != nil else { return }
-        fields.removeAll { $0.isNamed(name, key: key) }
-    }
-
-    /// Removes every line that satisfies the predicate.
-    public mutating func removeAll(where shouldRemove: (borrowing Field) -> Bool) {
-        guard contains(where: shouldRemove) else { return }
-        fields.removeAll(where: { shouldRemove($0) })
-    }
-
-    /// Lends the lines to `body` in order, without copying them (encoders walk every line of
-    /// every message; iterating copies each line's two strings).
-    public func withLines<Result>(_ body: (UnsafeBufferPointer<Field>) throws -> Result) rethrows -> Result {
-        try fields.withUnsafeBufferPointer(body)
-    }
-
-    /// The field lines as name/value pairs.
-    public var pairs: [(String, String)] { fields.map { ($0.name, $0.value) } }
-
-    /// The number of bytes these lines take on the wire (`name: value\r\n` each).
-    public var wireSize: Int {
-        wireSize(omitting: { _ in false })
-    }
-
-    /// ``wireSize`` of the lines `omits` leaves in.
-    public func wireSize(omitting omits: (borrowing Field) -> Bool) -> Int {
-        fields.withUnsafeBufferPointer { lines in
-            var size = 0
-            for index in lines.indices where !omits(lines[index]) {
-                size += lines[index].name.utf8.count + lines[index].value.utf8.count + 4
-            }
-            return size
-        }
-    }
-
-    /// Writes the lines as `name: value\r\n` to `destination`, which must have room for
-    /// ``wireSize`` bytes, and returns the number written. One pass of copies into memory the
-    /// caller sized once, rather than a growable buffer's checks for each of four pieces a line.
-    public func writeWire(to destination: UnsafeMutableRawBufferPointer) -> Int {
-        writeWire(to: destination, omitting: { _ in false })
-    }
-
-    /// ``writeWire(to:)`` of the lines `omits` leaves in (``wireSize(omitting:)`` bytes): a
-    /// message's fields without, say, its hop-by-hop ones, with no filtered copy of the list.
-    public func writeWire(to destination: UnsafeMutableRawBufferPointer, omitting omits: (borrowing Field) -> Bool) -> Int {
-        var offset = 0
-        func copy(_ bytes: UnsafeBufferPointer<UInt8>) {
-            guard let base = bytes.baseAddress, !bytes.isEmpty else { return }
-            precondition(offset + bytes.count <= destination.count, "writeWire: destination too small")
-            (destination.baseAddress! + offset).copyMemory(from: base, byteCount: bytes.count)
-            offset += bytes.count
-        }
-        func copyASCII(_ first: UInt8, _ second: UInt8) {
-            precondition(offset + 2 <= destination.count, "writeWire: destination too small")
-            destination[offset] = first
-            destination[offset + 1] = second
-            offset += 2
-        }
-        fields.withUnsafeBufferPointer { lines in
-            for index in lines.indices where !omits(lines[index]) {
-                // Native strings lend their UTF-8 in place; others (bridged) are copied once.
-                if lines[index].name.utf8.withContiguousStorageIfAvailable(copy) == nil {
-                    Array(lines[index].name.utf8).withUnsafeBufferPointer(copy)
+        return containsLine { line in
+            guard line.isNamed(name, key: key) else { return false }
+            var found = false
+            FieldList.forEachToken(in: line.valueString) { element in
+                if !found, element.utf8.count == token.utf8.count, String(element).equalsIgnoringASCIICase(token) {
+                    found = true
                 }
-                copyASCII(UInt8(ascii: ":"), UInt8(ascii: " "))
-                if lines[index].value.utf8.withContiguousStorageIfAvailable(copy) == nil {
-                    Array(lines[index].value.utf8).withUnsafeBufferPointer(copy)
-                }
-                copyASCII(UInt8(ascii: "\r"), UInt8(ascii: "\n"))
             }
+            return found
         }
-        return offset
-    }
-
-    public var description: String {
-        fields.map { "\($0.name): \($0.value)" }.joined(separator: "\n")
     }
 
     /// The body length `Content-Length` announces: its value when every line has the same one and
@@ -300,26 +306,212 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         return length
     }
 
-    /// Calls `body` with the value of each line named `name`, in order (no array of them).
-    public func forEachValue(named name: String, _ body: (String) -> Void) {
-        let key = Field.nameKey(of: name)
-        for field in fields where field.isNamed(name, key: key) { body(field.value) }
+    // MARK: changing lines
+
+    /// Makes room for `capacity` lines in all (of a usual length), so that adding lines up to
+    /// it copies nothing.
+    public mutating func reserveCapacity(_ capacity: Int) {
+        bytes.reserveCapacity(bytes.count + Swift.max(0, capacity - count) * Self.usualLineSize)
     }
 
-    /// Whether a line named `name` lists `token` among its comma-separated elements (ASCII
-    /// case-insensitive), e.g. `Connection` and `close`. Allocates nothing for short tokens.
-    public func listContains(_ name: String, token: String) -> Bool {
-        let key = Field.nameKey(of: name)
-        for field in fields where field.isNamed(name, key: key) {
-            var found = false
-            FieldList.forEachToken(in: field.value) { element in
-                if !found, element.utf8.count == token.utf8.count, String(element).equalsIgnoringASCIICase(token) {
-                    found = true
-                }
+    /// Room reserved per line to come: most lines are shorter.
+    private static let usualLineSize = 64
+
+    /// Appends a field line.
+    public mutating func add(name: String, value: String) {
+        var name = name
+        var value = value
+        name.withUTF8 { name in
+            value.withUTF8 { value in
+                add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
             }
-            if found { return true }
         }
-        return false
+    }
+
+    /// Appends a field line given as bytes (a parser's or a stored record's).
+    public mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer) {
+        add(name: name, value: value, key: Field.key(name))
+    }
+
+    private mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, key: UInt32) {
+        let needed = bytes.count + Self.lineHeaderSize + name.count + value.count + 4
+        if bytes.capacity < needed {
+            // Growth from empty would go 16, 32, 64 … bytes: a head's lines need a few hundred.
+            bytes.reserveCapacity(Swift.max(needed, 2 * bytes.capacity, 256))
+        }
+        // Typed buffers: appending a raw buffer goes byte by byte, a typed one is one copy.
+        let header = (key.littleEndian, UInt32(name.count).littleEndian, UInt32(value.count).littleEndian)
+        withUnsafeBytes(of: header) { raw in raw.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) } }
+        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
+        bytes.append(UInt8(ascii: ":"))
+        bytes.append(UInt8(ascii: " "))
+        bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
+        bytes.append(UInt8(ascii: "\r"))
+        bytes.append(UInt8(ascii: "\n"))
+        count += 1
+    }
+
+    /// Replaces every line of that name by one line with this value (at the first line's place).
+    public mutating func replaceOrAdd(name: String, value: String) {
+        let key = Field.nameKey(of: name)
+        guard let first = offset(of: name, key: key) else {
+            add(name: name, value: value)
+            return
+        }
+        let (nameCount, oldCount) = bytes.withUnsafeBytes { raw in
+            (
+                Int(raw.loadUnaligned(fromByteOffset: first + 4, as: UInt32.self)),
+                Int(raw.loadUnaligned(fromByteOffset: first + 8, as: UInt32.self))
+            )
+        }
+        let next = first + Self.lineHeaderSize + nameCount + oldCount + 4
+        if offset(of: name, key: key, from: next) != nil {
+            removeLines(from: next) { $0.isNamed(name, key: key) }
+        }
+        // The new value in place of the old; later lines are found by walking, so nothing else moves.
+        var replacement = value
+        replacement.withUTF8 { newValue in
+            let valueStart = first + Self.lineHeaderSize + nameCount + 2
+            bytes.replaceSubrange(valueStart..<valueStart + oldCount, with: newValue)
+            bytes.withUnsafeMutableBytes { raw in
+                raw.storeBytes(of: UInt32(newValue.count).littleEndian, toByteOffset: first + 8, as: UInt32.self)
+            }
+        }
+    }
+
+    /// Removes every line of that name.
+    public mutating func remove(_ name: String) {
+        let key = Field.nameKey(of: name)
+        guard let first = offset(of: name, key: key) else { return }
+        removeLines(from: first) { $0.isNamed(name, key: key) }
+    }
+
+    /// Removes every line that satisfies the predicate (lines lent, not copied).
+    public mutating func removeLines(where shouldRemove: (Line) -> Bool) {
+        var first: Int?
+        walk { offset, line in
+            if shouldRemove(line) { first = offset }
+            return first == nil
+        }
+        guard let first else { return }
+        removeLines(from: first, where: shouldRemove)
+    }
+
+    /// Removes every line that satisfies the predicate (each line made a ``Field`` for it).
+    public mutating func removeAll(where shouldRemove: (Field) -> Bool) {
+        removeLines { line in shouldRemove(line.field) }
+    }
+
+    /// Removes the lines from byte `start` on that satisfy the predicate, in place: the kept
+    /// lines move down over the removed ones (no new array when this one is not shared).
+    private mutating func removeLines(from start: Int, where shouldRemove: (Line) -> Bool) {
+        var kept = start
+        var removed = 0
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = start
+            while offset < raw.count {
+                let (line, next) = Self.line(at: offset, in: UnsafeRawBufferPointer(raw))
+                if shouldRemove(line) {
+                    removed += 1
+                } else {
+                    if offset != kept {
+                        (raw.baseAddress! + kept).copyMemory(from: raw.baseAddress! + offset, byteCount: next - offset)
+                    }
+                    kept += next - offset
+                }
+                offset = next
+            }
+        }
+        bytes.removeLast(bytes.count - kept)
+        count -= removed
+    }
+
+    // MARK: wire form
+
+    /// The field lines as name/value pairs.
+    public var pairs: [(String, String)] { map { ($0.name, $0.value) } }
+
+    /// The number of bytes these lines take on the wire (`name: value\r\n` each).
+    public var wireSize: Int { bytes.count - count * Self.lineHeaderSize }
+
+    /// ``wireSize`` of the lines `omits` leaves in.
+    public func wireSize(omitting omits: (Line) -> Bool) -> Int {
+        var size = 0
+        forEachLine { line in
+            if !omits(line) { size += line.name.count + line.value.count + 4 }
+        }
+        return size
+    }
+
+    /// Writes the lines as `name: value\r\n` to `destination`, which must have room for
+    /// ``wireSize`` bytes, and returns the number written: one copy per line.
+    public func writeWire(to destination: UnsafeMutableRawBufferPointer) -> Int {
+        writeWire(to: destination, omitting: { _ in false })
+    }
+
+    /// ``writeWire(to:)`` of the lines `omits` leaves in (``wireSize(omitting:)`` bytes): a
+    /// message's fields without, say, its hop-by-hop ones, with no filtered copy of the list.
+    public func writeWire(to destination: UnsafeMutableRawBufferPointer, omitting omits: (Line) -> Bool) -> Int {
+        var offset = 0
+        forEachLine { line in
+            guard !omits(line) else { return }
+            // The wire form runs from the name to the value's CRLF.
+            let count = line.name.count + line.value.count + 4
+            precondition(offset + count <= destination.count, "writeWire: destination too small")
+            (destination.baseAddress! + offset).copyMemory(from: line.name.baseAddress!, byteCount: count)
+            offset += count
+        }
+        return offset
+    }
+
+    // MARK: Sequence, Hashable, description
+
+    /// Iterates the lines as ``Field`` values (strings made for each).
+    public struct Iterator: IteratorProtocol {
+        let fields: HeaderFields
+        var offset = 0
+
+        public mutating func next() -> Field? {
+            guard offset < fields.bytes.count else { return nil }
+            return fields.bytes.withUnsafeBytes { raw in
+                let (line, next) = HeaderFields.line(at: offset, in: raw)
+                offset = next
+                return line.field
+            }
+        }
+    }
+
+    public func makeIterator() -> Iterator { Iterator(fields: self) }
+
+    public var underestimatedCount: Int { count }
+
+    public static func == (lhs: HeaderFields, rhs: HeaderFields) -> Bool {
+        // The bytes are exactly the lines (header and wire form), so equal lines mean equal arrays.
+        lhs.count == rhs.count && lhs.bytes == rhs.bytes
+    }
+
+    public func hash(into hasher: inout Hasher) {
+        hasher.combine(count)
+        bytes.withUnsafeBytes { hasher.combine(bytes: $0) }
+    }
+
+    public var description: String {
+        map { "\($0.name): \($0.value)" }.joined(separator: "\n")
+    }
+
+    /// Whether `bytes` spell `text`, ignoring ASCII case.
+    static func bytes(_ bytes: UnsafeRawBufferPointer, equalIgnoringASCIICase text: String) -> Bool {
+        func compare(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
+            guard other.count == bytes.count else { return false }
+            for index in 0..<other.count where other[index] != bytes[index] {
+                let x = other[index] &- 65 < 26 ? other[index] | 0x20 : other[index]
+                let y = bytes[index] &- 65 < 26 ? bytes[index] | 0x20 : bytes[index]
+                if x != y { return false }
+            }
+            return true
+        }
+        if let equal = text.utf8.withContiguousStorageIfAvailable(compare) { return equal }
+        return Array(text.utf8).withUnsafeBufferPointer(compare)
     }
 }
 

@@ -90,4 +90,61 @@ struct HeaderFieldsTests {
         #expect(!differ.allValues(for: "content-length", equal: "5"))
         #expect(HeaderFields().allValues(for: "Content-Length", equal: "5"))
     }
+
+    @Test("Lines added as bytes keep their bytes exactly, obs-text included, and read back as strings")
+    func bytesKeptExactly() {
+        var fields = HeaderFields()
+        let name: [UInt8] = Array("X-Raw".utf8)
+        let value: [UInt8] = [0x61, 0xE9, 0x62]  // "a", obs-text 0xE9 (not UTF-8), "b"
+        name.withUnsafeBytes { name in value.withUnsafeBytes { fields.add(name: name, value: $0) } }
+        fields.add(name: "Next", value: "1")
+        let wire = [UInt8](unsafeUninitializedCapacity: fields.wireSize) { buffer, count in
+            count = fields.writeWire(to: UnsafeMutableRawBufferPointer(buffer))
+        }
+        #expect(wire == Array("X-Raw: ".utf8) + value + Array("\r\nNext: 1\r\n".utf8))
+        #expect(fields["x-raw"] == "a\u{FFFD}b")
+        #expect(fields.contains("X-RAW"))
+    }
+
+    @Test("Writing while omitting lines copies the kept runs in order, and its size is exact")
+    func wireOmitting() {
+        let fields = HeaderFields([("A", "1"), ("Drop", "x"), ("B", "2"), ("C", "3"), ("drop", "y"), ("D", "4")])
+        let omits: (HeaderFields.Line) -> Bool = { $0.isNamed("DROP") }
+        let size = fields.wireSize(omitting: omits)
+        let wire = [UInt8](unsafeUninitializedCapacity: size) { buffer, count in
+            count = fields.writeWire(to: UnsafeMutableRawBufferPointer(buffer), omitting: omits)
+        }
+        #expect(String(decoding: wire, as: UTF8.self) == "A: 1\r\nB: 2\r\nC: 3\r\nD: 4\r\n")
+        #expect(wire.count == size)
+        let none = fields.wireSize(omitting: { _ in true })
+        #expect(none == 0)
+    }
+
+    @Test("Lists with the same lines are equal and hash alike, however they were made")
+    func equalityAfterChanges() {
+        var changed = HeaderFields([("A", "1"), ("B", "long value that is not a small string"), ("C", "3")])
+        changed.remove("b")
+        changed.replaceOrAdd(name: "A", value: "one")
+        changed.add(name: "D", value: "4")
+        let built = HeaderFields([("A", "one"), ("C", "3"), ("D", "4")])
+        #expect(changed == built)
+        #expect(changed.hashValue == built.hashValue)
+        #expect(changed.wireSize == built.wireSize)
+        #expect(changed != HeaderFields([("A", "one"), ("C", "3"), ("d", "4")]))
+        var copy = changed
+        copy.add(name: "E", value: "5")
+        #expect(changed.count == 3 && copy.count == 4)  // a copy changes alone
+    }
+
+    @Test("removeLines and containsLine see each line's key, name and value bytes")
+    func lineWalks() {
+        var fields = sample
+        #expect(fields.containsLine { $0.isNamed("x-twice") && $0.valueString == "2" })
+        #expect(!fields.containsLine { $0.valueString == "9" })
+        fields.removeLines { $0.nameKey == HeaderFields.Field.nameKey(of: "accept") && $0.isNamed("Accept") }
+        #expect(fields.pairs.map(\.0) == ["Host", "X-Twice", "x-twice"])
+        var names: [String] = []
+        fields.forEachLine { names.append($0.nameString) }
+        #expect(names == ["Host", "X-Twice", "x-twice"])
+    }
 }

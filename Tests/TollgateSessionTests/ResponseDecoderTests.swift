@@ -126,6 +126,22 @@ struct ResponseDecoderTests {
         #expect(outcome.body == "z")
     }
 
+    @Test("A value's obs-text bytes (not UTF-8) are kept as received, to be forwarded unchanged")
+    func obsTextKept() throws {
+        var decoder = ResponseDecoder()
+        let head: [UInt8] = Array("HTTP/1.1 200 OK\r\nX-Latin: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n\r\n".utf8)
+        decoder.feed(ByteBuffer(bytes: head))
+        guard case .head(let response) = try decoder.next() else {
+            Issue.record("no head")
+            return
+        }
+        let fields = response.headerFields
+        let wire = [UInt8](unsafeUninitializedCapacity: fields.wireSize) { buffer, count in
+            count = fields.writeWire(to: UnsafeMutableRawBufferPointer(buffer))
+        }
+        #expect(wire == Array("X-Latin: caf".utf8) + [0xE9] + Array("\r\nContent-Length: 0\r\n".utf8))
+    }
+
     @Test("Keep-alive from the version and Connection")
     func keepAlive() {
         #expect(Self.decode("HTTP/1.1 200 OK\r\nConnection: close\r\nContent-Length: 0\r\n\r\n").ends == [false])

@@ -38,9 +38,9 @@ extension StoredResponse {
         out.string(url)
         out.string(reason)
         out.varint(headerFields.count)
-        for field in headerFields {
-            out.string(field.name)
-            out.string(field.value)
+        headerFields.forEachLine { line in
+            out.string(bytes: line.name)
+            out.string(bytes: line.value)
         }
         out.varint(varyingRequestFields.count)
         for field in varyingRequestFields {
@@ -73,7 +73,7 @@ extension StoredResponse {
         var headerFields = HeaderFields()
         headerFields.reserveCapacity(headerCount)
         for _ in 0..<headerCount {
-            guard let name = input.string(), let value = input.string() else { return nil }
+            guard let name = input.stringBytes(), let value = input.stringBytes() else { return nil }
             headerFields.add(name: name, value: value)
         }
         guard let varyCount = input.varint() else { return nil }
@@ -146,6 +146,11 @@ struct BinaryWriter {
         buffer.append(UInt8(rest))
     }
 
+    mutating func string(bytes value: UnsafeRawBufferPointer) {
+        varint(value.count)
+        buffer.append(contentsOf: value)
+    }
+
     mutating func string(_ value: String) {
         var value = value
         value.withUTF8 { utf8 in
@@ -202,6 +207,13 @@ struct BinaryReader {
             if shift > 35 { return nil }
         }
         return nil
+    }
+
+    /// The bytes of a `str`, lent from the record.
+    mutating func stringBytes() -> UnsafeRawBufferPointer? {
+        guard let count = varint(), bytes.count - offset >= count else { return nil }
+        defer { offset += count }
+        return UnsafeRawBufferPointer(rebasing: bytes[offset..<offset + count])
     }
 
     mutating func string() -> String? {

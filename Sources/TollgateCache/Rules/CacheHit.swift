@@ -25,7 +25,7 @@ public struct CacheHit: Sendable, Hashable {
     public var responseHead: HTTPResponseHead {
         var head = stored.responseHead
         if !withheldFields.isEmpty {
-            head.headerFields.removeAll { field in withheldFields.contains { field.name.equalsIgnoringASCIICase($0) } }
+            head.headerFields.removeLines { line in withheldFields.contains { line.isNamed($0) } }
         }
         head.headerFields.replaceOrAdd(name: "Age", value: String(freshness.ageFieldValue))
         return head

@@ -32,7 +32,8 @@ enum RequestHeadParser {
                 } else {
                     switch parseField(line) {
                     case .failure(let error): return .failure(error)
-                    case .success(let (name, value)): fields.add(name: name, value: value)
+                    case .success(let (name, value)):
+                        fields.add(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
                     }
                 }
             }
@@ -111,8 +112,11 @@ enum RequestHeadParser {
     }
 
     /// `name ":" OWS value OWS`: a token name with no whitespace before the colon (RFC 9112
-    /// §5.1), no obs-fold, and a value of visible bytes, spaces and tabs in valid UTF-8.
-    static func parseField<Line: BidirectionalCollection<UInt8>>(_ line: Line) -> Result<(String, String), ClientRequestError> {
+    /// §5.1), no obs-fold, and a value of visible bytes, spaces and tabs in valid UTF-8. Returns
+    /// the name's and the value's bytes (the value trimmed), as slices of `line`.
+    static func parseField<Line: BidirectionalCollection<UInt8>>(
+        _ line: Line
+    ) -> Result<(name: Line.SubSequence, value: Line.SubSequence), ClientRequestError> {
         guard let first = line.first else { return .failure(.malformed("empty field line")) }
         if first == 0x20 || first == 0x09 {
             return .failure(.malformed("obs-fold (a field line starting with whitespace) is not accepted"))
@@ -132,10 +136,10 @@ enum RequestHeadParser {
         guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
             return .failure(.malformed("a control byte in the value of \(String(decoding: name, as: UTF8.self))"))
         }
-        guard let text = String(validatingUTF8Bytes: value) else {
+        guard isValidUTF8(value) else {
             return .failure(.malformed("the value of \(String(decoding: name, as: UTF8.self)) is not valid UTF-8"))
         }
-        return .success((String(decoding: name, as: UTF8.self), text))
+        return .success((name, value))
     }
 
     /// The body framing of RFC 9112 §6.3, refusing every ambiguous case.
@@ -191,25 +195,18 @@ enum RequestHeadParser {
     }
 }
 
-extension String {
-    /// The text of `bytes` if they are valid UTF-8, else nil (never repaired: a proxy must not
-    /// forward bytes other than those it received).
-    fileprivate init?<Bytes: Collection<UInt8>>(validatingUTF8Bytes bytes: Bytes) {
-        if bytes.allSatisfy({ $0 < 0x80 }) {
-            self = String(decoding: bytes, as: UTF8.self)
-            return
-        }
+extension RequestHeadParser {
+    /// Whether `bytes` are valid UTF-8 (a value that is not is refused, never repaired: a proxy
+    /// must not forward bytes other than those it received).
+    fileprivate static func isValidUTF8<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
+        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
-        var text = ""
-        text.reserveCapacity(bytes.count)
         while true {
             switch decoder.decode(&iterator) {
-            case .scalarValue(let scalar): text.unicodeScalars.append(scalar)
-            case .emptyInput:
-                self = text
-                return
-            case .error: return nil
+            case .scalarValue: continue
+            case .emptyInput: return true
+            case .error: return false
             }
         }
     }

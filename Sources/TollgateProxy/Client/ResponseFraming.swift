@@ -51,7 +51,7 @@ enum ResponseEncoder {
         minorVersion: Int,
         into buffer: inout ByteBuffer
     ) {
-        func omits(_ field: borrowing HeaderFields.Field) -> Bool { omission?.omits(field) ?? false }
+        func omits(_ line: HeaderFields.Line) -> Bool { omission?.omits(line) ?? false }
         // Sized once and written in one pass: this runs for every response.
         var reason = head.reason.isEmpty ? HTTPResponseHead.standardReason(for: head.status) : head.reason
         // Three digits as a rule; anything else is written as it is (never produced by a parser).

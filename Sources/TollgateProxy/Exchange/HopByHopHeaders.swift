@@ -25,9 +25,9 @@ enum HopByHopHeaders {
 
         /// Whether `field` is hop-by-hop. Keys first: they are compared without touching (and
         /// retaining) any name.
-        func omits(_ field: borrowing HeaderFields.Field) -> Bool {
-            (fixedKeys.contains(field.nameKey) && fixed.contains { $0.equalsIgnoringASCIICase(field.name) })
-                || (namedKeys.contains(field.nameKey) && named.contains { $0.equalsIgnoringASCIICase(field.name) })
+        func omits(_ line: HeaderFields.Line) -> Bool {
+            (fixedKeys.contains(line.nameKey) && fixed.contains { line.isNamed($0) })
+                || (namedKeys.contains(line.nameKey) && named.contains { line.isNamed($0) })
         }
     }
 
@@ -45,7 +45,7 @@ enum HopByHopHeaders {
         }
         let keys = omission.namedKeys
         guard fields.containsNameKey(where: { fixedKeys.contains($0) || keys.contains($0) }),
-            fields.contains(where: omission.omits)
+            fields.containsLine(where: omission.omits)
         else { return nil }
         return omission
     }
@@ -55,7 +55,7 @@ enum HopByHopHeaders {
     static func removing(from fields: HeaderFields) -> HeaderFields {
         guard let omission = omission(for: fields) else { return fields }
         var result = fields
-        result.removeAll(where: omission.omits)
+        result.removeLines(where: omission.omits)
         return result
     }
 }

@@ -201,7 +201,9 @@ struct ResponseDecoder {
         let parsed = bytes.withUnsafeReadableBytes { raw -> Result<HTTPResponseHead?, Failure> in
             var statusLine: (version: String, status: Int, reason: String)?
             var fields = HeaderFields(capacityForHead: raw)
-            var pending: (name: String, value: String)?
+            // The last field line read: added once the next line shows it is not continued.
+            var pending: (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
+            var folded: [UInt8]?  // the pending value with its obs-fold continuations
             var lineStart = 0
             var fieldCount = 0
             for index in 0..<raw.count where raw[index] == 0x0A {
@@ -219,10 +221,13 @@ struct ResponseDecoder {
                 }
                 if line[0] == 0x20 || line[0] == 0x09 {
                     // obs-fold: the line continues the previous field's value.
-                    guard var field = pending else { return .failure(Failure(message: "a field line starts with whitespace")) }
+                    guard let field = pending else { return .failure(Failure(message: "a field line starts with whitespace")) }
                     let more = trimmed(line)
-                    if !more.isEmpty { field.value += " " + String(decoding: more, as: UTF8.self) }
-                    pending = field
+                    if !more.isEmpty {
+                        if folded == nil { folded = Array(field.value) }
+                        folded!.append(UInt8(ascii: " "))
+                        folded!.append(contentsOf: more)
+                    }
                     continue
                 }
                 guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
@@ -238,11 +243,10 @@ struct ResponseDecoder {
                 guard fieldCount <= maximumFields else {
                     return .failure(Failure(message: "more than \(maximumFields) header fields"))
                 }
-                if let field = pending { fields.add(name: field.name, value: field.value) }
-                let value = trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...]))
-                pending = (String(decoding: name, as: UTF8.self), String(decoding: value, as: UTF8.self))
+                if let field = pending { addPending(field, folded: &folded, to: &fields) }
+                pending = (name, trimmed(UnsafeRawBufferPointer(rebasing: line[(colon + 1)...])))
             }
-            if let field = pending { fields.add(name: field.name, value: field.value) }
+            if let field = pending { addPending(field, folded: &folded, to: &fields) }
             guard let statusLine else { return .success(nil) }
             return .success(
                 HTTPResponseHead(
@@ -441,6 +445,20 @@ struct ResponseDecoder {
         state = .failed
         input = ReceivedBytes()
         return Failure(message: message)
+    }
+
+    /// Adds a field line read by ``parseHead(_:)``, with its folded value when it had one.
+    private static func addPending(
+        _ field: (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer),
+        folded: inout [UInt8]?,
+        to fields: inout HeaderFields
+    ) {
+        if let value = folded {
+            value.withUnsafeBytes { fields.add(name: field.name, value: $0) }
+            folded = nil
+        } else {
+            fields.add(name: field.name, value: field.value)
+        }
     }
 
     private static func trimmed(_ bytes: UnsafeRawBufferPointer) -> UnsafeRawBufferPointer {
