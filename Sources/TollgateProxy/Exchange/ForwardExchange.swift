@@ -52,7 +52,9 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, DeadlineWatche
     /// A stored body is being written to the client as a file region: the proxy waits for the
     /// client then, not for the upstream, so the upstream timeout does not run.
     var sendingStoredFile = false
-    var lastUpstreamProgress = NIODeadline.now()
+    /// Set by ``noteUpstreamProgress()`` before the deadline is first watched (no clock read
+    /// for an exchange that never waits, such as a cache hit).
+    var lastUpstreamProgress = NIODeadline.uptimeNanoseconds(0)
     /// The task was routed again after its first session turned out invalidated.
     var rerouted = false
 

@@ -151,9 +151,11 @@ extension SessionTask {
         result.servedStale = stale
         engine.cacheOutcome = result
         var metrics = TransactionMetrics(request: request)
-        metrics.fetchStartDate = Date()
+        // From storage, fetching and the response start together: one clock read.
+        let now = Date()
+        metrics.fetchStartDate = now
         metrics.resourceFetchType = .localCache
-        metrics.responseStartDate = Date()
+        metrics.responseStartDate = now
         metrics.countOfResponseBodyBytesReceived = isHead || conditional ? 0 : body.length
         let head = conditional ? cache.rules.notModifiedResponse(for: hit) : hit.responseHead
         metrics.response = head

@@ -7,8 +7,9 @@ import TollgateHTTP
 extension SessionTask {
     func responseHeadReceived(_ head: HTTPResponseHead) {
         restartIdleTimer()
-        engine.responseDate = Date()
-        engine.transaction.responseStartDate = Date()
+        let now = Date()
+        engine.responseDate = now
+        engine.transaction.responseStartDate = now
         engine.transaction.response = head
         engine.transaction.countOfResponseHeaderBytesReceived = Int64(head.headerFields.wireSize + head.reason.utf8.count + 15)
         storeCookies(from: head)
