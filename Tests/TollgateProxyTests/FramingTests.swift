@@ -35,6 +35,31 @@ struct FramingTests {
         }
     }
 
+    @Test("Bodies of known length from empty to past the size sent in the head's buffer arrive whole, in order")
+    func knownLengthBodiesAroundTheCoalescingSize() async throws {
+        // 16 KiB is the largest body written in one buffer with its head (ClientConnectionHandler).
+        let sizes = [0, 1, 1024, 16 * 1024 - 1, 16 * 1024, 16 * 1024 + 1, 200 * 1024]
+        @Sendable func body(_ size: Int) -> [UInt8] { (0..<size).map { UInt8(truncatingIfNeeded: $0 &* 31 &+ size) } }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["X-Size": String(request.path.dropFirst())], bytes: body(Int(request.path.dropFirst())!))
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            // Pipelined: each response must end exactly where its Content-Length says.
+            try await client.send(sizes.map { "GET http://127.0.0.1:\(origin.port)/\($0) HTTP/1.1\r\nHost: x\r\n\r\n" }.joined())
+            let responses = try await client.waitForResponses(sizes.count)
+            #expect(responses.map { $0.header("X-Size") } == sizes.map { String($0) })
+            for (response, size) in zip(responses, sizes) {
+                #expect(response.header("Content-Length") == String(size))
+                #expect(response.body == body(size), "body of \(size) bytes")
+            }
+            #expect(RawResponse.parseAll(client.received).rest.isEmpty)
+            #expect(!client.isClosed)
+        }
+    }
+
     @Test("204 and 304 carry no body and keep the connection; a 1xx from the origin is not relayed")
     func noBodyStatuses() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in
