@@ -226,7 +226,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     public var isSecure: Bool { scheme == "https" }
 
     /// The host as it appears in a URL (IPv6 literals in brackets).
-    public var hostForURL: String { host.contains(":") ? "[\(host)]" : host }
+    public var hostForURL: String { host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host }
 
     /// `host[:port]`, the port only when it is not the scheme's default (the Host header's value).
     public var authority: String {
@@ -239,13 +239,14 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     /// The path without the query.
     public var path: String {
-        if let q = pathAndQuery.firstIndex(of: "?") { return String(pathAndQuery[..<q]) }
+        // Over the UTF-8 (an ASCII byte is a character boundary): no grapheme breaking.
+        if let q = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) { return String(pathAndQuery[..<q]) }
         return pathAndQuery
     }
 
     /// The query without its `?`, or nil.
     public var query: String? {
-        guard let q = pathAndQuery.firstIndex(of: "?") else { return nil }
+        guard let q = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
         return String(pathAndQuery[pathAndQuery.index(after: q)...])
     }
 

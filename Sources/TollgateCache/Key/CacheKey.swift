@@ -30,7 +30,14 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         let pathAndQuery = normalizer.normalize(pathAndQuery: url.pathAndQuery)
         // HTTPURL has already lowercased scheme and host and dropped the fragment;
         // `authority` leaves the port out when it is the scheme's default.
-        self.url = "\(url.scheme)://\(url.authority)\(pathAndQuery)"
+        let authority = url.authority
+        var text = ""
+        text.reserveCapacity(url.scheme.utf8.count + 3 + authority.utf8.count + pathAndQuery.utf8.count)
+        text += url.scheme
+        text += "://"
+        text += authority
+        text += pathAndQuery
+        self.url = text  // built in place: an interpolation grows its buffer piece by piece
     }
 
     /// A key from its parts as stored (no normalization applied).

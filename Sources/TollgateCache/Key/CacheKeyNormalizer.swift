@@ -32,7 +32,8 @@ public struct CacheKeyNormalizer: Sendable, Hashable {
 
     /// The path and query with this normalizer's rewriting applied.
     public func normalize(pathAndQuery: String) -> String {
-        guard let mark = pathAndQuery.firstIndex(of: "?") else { return pathAndQuery }
+        // Over the UTF-8 (an ASCII byte is a character boundary): asked for every lookup.
+        guard let mark = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) else { return pathAndQuery }
         let path = pathAndQuery[..<mark]
         if ignoresQuery { return String(path) }
         guard !droppedQueryParameters.isEmpty || sortsQueryParameters else { return pathAndQuery }

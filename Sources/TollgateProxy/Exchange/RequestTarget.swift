@@ -103,12 +103,14 @@ enum RequestTarget {
         } else {
             return .refuse(OwnResponse(.badRequest, "bad request target '\(head.target)'"))
         }
-        if let hash = pathAndQuery.firstIndex(of: "#") { pathAndQuery = String(pathAndQuery[..<hash]) }
-        let base =
-            upstream.path == "/"
-            ? "" : String(upstream.path.hasSuffix("/") ? upstream.path.dropLast() : upstream.path[...])
+        if let hash = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "#")) { pathAndQuery = String(pathAndQuery[..<hash]) }
+        let upstreamPath = upstream.path
         var url = upstream
-        url.pathAndQuery = pathAndQuery == "*" ? "*" : base + pathAndQuery
+        if upstreamPath == "/" || pathAndQuery == "*" {
+            url.pathAndQuery = pathAndQuery
+        } else {
+            url.pathAndQuery = String(upstreamPath.hasSuffix("/") ? upstreamPath.dropLast() : upstreamPath[...]) + pathAndQuery
+        }
         return .http(url)
     }
 }
