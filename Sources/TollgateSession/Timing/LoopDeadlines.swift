@@ -36,8 +36,15 @@ package struct DeadlineSlot {
 /// Confined to its loop: every method runs on it.
 package final class LoopDeadlines: @unchecked Sendable {
     private let loop: any EventLoop
-    /// A min-heap by `deadlineSlot.due`; each watcher's `deadlineSlot.index` is its place.
-    private var heap: [any DeadlineWatcher] = []
+    /// A min-heap by `due`; each watcher's `deadlineSlot.index` is its place.
+    private var heap: [Entry] = []
+
+    /// A watcher and its deadline, kept beside it: the heap compares deadlines without calling
+    /// into (and retaining) the watcher.
+    private struct Entry {
+        var due: NIODeadline
+        let watcher: any DeadlineWatcher
+    }
     private var timer: Scheduled<Void>?
     private var timerDue: NIODeadline?
 
@@ -65,10 +72,12 @@ package final class LoopDeadlines: @unchecked Sendable {
         if watcher.deadlineSlot.isWatched {
             guard due < watcher.deadlineSlot.due else { return }
             watcher.deadlineSlot.due = due
-            siftUp(watcher.deadlineSlot.index)
+            let index = watcher.deadlineSlot.index
+            heap[index].due = due
+            siftUp(index)
         } else {
             watcher.deadlineSlot = DeadlineSlot(index: heap.count, due: due)
-            heap.append(watcher)
+            heap.append(Entry(due: due, watcher: watcher))
             siftUp(heap.count - 1)
         }
         if let timerDue, timerDue <= due { return }
@@ -82,13 +91,12 @@ package final class LoopDeadlines: @unchecked Sendable {
             watcher.deadlineSlot = DeadlineSlot()  // also takes it off the list being told
             return
         }
-        precondition(heap[index] === watcher, "a deadline watcher is registered with another loop")
+        precondition(heap[index].watcher === watcher, "a deadline watcher is registered with another loop")
         let last = heap.removeLast()
         if index < heap.count {
             heap[index] = last
-            last.deadlineSlot.index = index
-            siftDown(index)
-            siftUp(last.deadlineSlot.index)
+            last.watcher.deadlineSlot.index = index
+            siftUp(siftDown(index))
         }
         watcher.deadlineSlot = DeadlineSlot()
         // The timer stays: when it fires for nothing it finds the next deadline.
@@ -109,10 +117,10 @@ package final class LoopDeadlines: @unchecked Sendable {
     private func fire() {
         let now = NIODeadline.now()
         var passed: [any DeadlineWatcher] = []
-        while let first = heap.first, first.deadlineSlot.due <= now {
-            passed.append(first)
-            unwatch(first)
-            first.deadlineSlot.index = Self.beingTold
+        while let first = heap.first, first.due <= now {
+            passed.append(first.watcher)
+            unwatch(first.watcher)
+            first.watcher.deadlineSlot.index = Self.beingTold
         }
         for watcher in passed {
             // One told before may have ended this one (unwatched) or registered it anew.
@@ -121,7 +129,7 @@ package final class LoopDeadlines: @unchecked Sendable {
             watcher.deadlinePassed()
         }
         // Watchers told may have registered again and set the timer, perhaps later than one left.
-        guard let earliest = heap.first?.deadlineSlot.due else { return }
+        guard let earliest = heap.first?.due else { return }
         if let timerDue, timerDue <= earliest { return }
         schedule(at: earliest)
     }
@@ -131,34 +139,46 @@ package final class LoopDeadlines: @unchecked Sendable {
 
     // MARK: the heap
 
+    // The entry being sifted is held apart and written once at its final place; the entries it
+    // passes move one step and each watcher is told its new index once.
+
     private func siftUp(_ start: Int) {
         var index = start
+        let moving = heap[index]
         while index > 0 {
             let parent = (index - 1) / 2
-            guard heap[index].deadlineSlot.due < heap[parent].deadlineSlot.due else { return }
-            swapAt(index, parent)
+            guard moving.due < heap[parent].due else { break }
+            heap[index] = heap[parent]
+            heap[index].watcher.deadlineSlot.index = index
             index = parent
         }
-    }
-
-    private func siftDown(_ start: Int) {
-        var index = start
-        while true {
-            let left = 2 * index + 1
-            guard left < heap.count else { return }
-            let right = left + 1
-            var smallest = left
-            if right < heap.count, heap[right].deadlineSlot.due < heap[left].deadlineSlot.due { smallest = right }
-            guard heap[smallest].deadlineSlot.due < heap[index].deadlineSlot.due else { return }
-            swapAt(index, smallest)
-            index = smallest
+        if index != start {
+            heap[index] = moving
+            moving.watcher.deadlineSlot.index = index
         }
     }
 
-    private func swapAt(_ a: Int, _ b: Int) {
-        heap.swapAt(a, b)
-        heap[a].deadlineSlot.index = a
-        heap[b].deadlineSlot.index = b
+    /// Returns the index where the entry came to rest.
+    @discardableResult
+    private func siftDown(_ start: Int) -> Int {
+        var index = start
+        let moving = heap[index]
+        while true {
+            let left = 2 * index + 1
+            guard left < heap.count else { break }
+            let right = left + 1
+            var smallest = left
+            if right < heap.count, heap[right].due < heap[left].due { smallest = right }
+            guard heap[smallest].due < moving.due else { break }
+            heap[index] = heap[smallest]
+            heap[index].watcher.deadlineSlot.index = index
+            index = smallest
+        }
+        if index != start {
+            heap[index] = moving
+            moving.watcher.deadlineSlot.index = index
+        }
+        return index
     }
 }
 
