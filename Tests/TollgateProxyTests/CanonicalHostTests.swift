@@ -18,6 +18,24 @@ struct CanonicalHostTests {
         #expect(host.address == [127, 0, 0, 1])
     }
 
+    @Test("The dotted-quad shortcut takes exactly the canonical quads, as inet_ntop writes them")
+    func dottedQuadShortcut() {
+        var generator = SystemRandomNumberGenerator()
+        for _ in 0..<2000 {
+            let bytes = (0..<4).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            let text = CIDR.addressText(bytes)!
+            #expect(CanonicalHost.canonicalDottedQuad(text) == bytes)
+        }
+        for other in [
+            "", "1", "1.2.3", "1.2.3.4.5", "01.2.3.4", "1.2.3.04", "256.1.1.1", "1.2.3.1000", "1..2.3", ".1.2.3",
+            "1.2.3.", "0x1.2.3.4", "1.2.3.4 ", "١.2.3.4", "1.2.3.-4",
+        ] {
+            #expect(CanonicalHost.canonicalDottedQuad(other) == nil, "\(other)")
+        }
+        #expect(CanonicalHost.canonicalDottedQuad("0.0.0.0") == [0, 0, 0, 0])
+        #expect(CanonicalHost.canonicalDottedQuad("10.0.100.255") == [10, 0, 100, 255])
+    }
+
     @Test("Names are lowercased without a trailing dot; IPv6 is compressed")
     func namesAndIPv6() throws {
         #expect(try CanonicalHost.parse("WWW.Example.COM.").text == "www.example.com")

@@ -32,14 +32,40 @@ struct CanonicalHost: Hashable, Sendable, CustomStringConvertible {
         let description: String
     }
 
+    /// The four bytes of `host` when it is a dotted quad in canonical form — four decimal numbers
+    /// of 0…255 without leading zeros, as `inet_ntop` writes them — else nil (any other spelling
+    /// goes through the general parse). Read straight from the UTF-8: asked for every request.
+    static func canonicalDottedQuad(_ host: String) -> [UInt8]? {
+        var bytes: [UInt8] = []
+        var value = 0
+        var digits = 0
+        var leadingZero = false
+        for byte in host.utf8 {
+            switch byte {
+            case UInt8(ascii: "0")...UInt8(ascii: "9"):
+                if leadingZero { return nil }  // "01"
+                if digits == 0, byte == UInt8(ascii: "0") { leadingZero = true }
+                value = value * 10 + Int(byte - UInt8(ascii: "0"))
+                digits += 1
+                guard digits <= 3, value <= 255 else { return nil }
+            case UInt8(ascii: "."):
+                guard digits > 0, bytes.count < 3 else { return nil }
+                if bytes.isEmpty { bytes.reserveCapacity(4) }
+                bytes.append(UInt8(value))
+                (value, digits, leadingZero) = (0, 0, false)
+            default:
+                return nil
+            }
+        }
+        guard digits > 0, bytes.count == 3 else { return nil }
+        bytes.append(UInt8(value))
+        return bytes
+    }
+
     /// The canonical form of `host` (IPv6 without brackets; brackets are accepted too).
     static func parse(_ host: String) throws(Invalid) -> CanonicalHost {
         // The usual case, a dotted quad already in canonical form, without the general parse.
-        if host.utf8.allSatisfy({ ($0 >= 0x30 && $0 <= 0x39) || $0 == 0x2E }), let bytes = CIDR.addressBytes(host),
-            bytes.count == 4, CIDR.addressText(bytes) == host
-        {
-            return CanonicalHost(text: host, address: bytes)
-        }
+        if let bytes = canonicalDottedQuad(host) { return CanonicalHost(text: host, address: bytes) }
         var text = host
         if text.hasPrefix("["), text.hasSuffix("]") { text = String(text.dropFirst().dropLast()) }
         if text.contains("%") { text = try percentDecoded(text) }
