@@ -1,3 +1,4 @@
+import NIOCore
 import Testing
 import TollgatePolicy
 
@@ -34,6 +35,15 @@ struct CanonicalHostTests {
         }
         #expect(CanonicalHost.canonicalDottedQuad("0.0.0.0") == [0, 0, 0, 0])
         #expect(CanonicalHost.canonicalDottedQuad("10.0.100.255") == [10, 0, 100, 255])
+    }
+
+    @Test("A socket address's network bytes are those of its text form")
+    func socketAddressBytes() throws {
+        for text in ["127.0.0.1", "10.1.2.3", "255.255.255.255", "::1", "fe80::1:2", "::ffff:127.0.0.1", "2001:db8::8:800:200c:417a"] {
+            let address = try SocketAddress(ipAddress: text, port: 80)
+            #expect(ClientConnectionHandler.addressBytes(address) == CIDR.addressBytes(text), "\(text)")
+        }
+        #expect(ClientConnectionHandler.addressBytes(try SocketAddress(unixDomainSocketPath: "/tmp/x")) == nil)
     }
 
     @Test("Names are lowercased without a trailing dot; IPv6 is compressed")

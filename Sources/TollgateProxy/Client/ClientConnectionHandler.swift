@@ -740,8 +740,18 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         if deadlineSlot.isWatched, let loop = context?.eventLoop { LoopDeadlines.of(loop).unwatch(self) }
     }
 
-    /// The 4 or 16 network bytes of a socket address.
+    /// The 4 or 16 network bytes of a socket address, copied from the `sockaddr` (formatting it
+    /// as text and parsing that back cost two conversions per connection).
     static func addressBytes(_ address: SocketAddress) -> [UInt8]? {
-        address.ipAddress.flatMap(CIDR.addressBytes)
+        switch address {
+        case .v4(let v4):
+            var bytes = v4.address.sin_addr
+            return withUnsafeBytes(of: &bytes) { Array($0) }
+        case .v6(let v6):
+            var bytes = v6.address.sin6_addr
+            return withUnsafeBytes(of: &bytes) { Array($0) }
+        case .unixDomainSocket:
+            return nil
+        }
     }
 }
