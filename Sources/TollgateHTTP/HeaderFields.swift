@@ -69,11 +69,16 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             }
             if offset < bytes.count {
                 var word: UInt64 = 0
-                var shift: UInt64 = 0
-                while offset < bytes.count {
-                    word |= UInt64(bytes[offset] | 0x20) << shift
-                    shift += 8
-                    offset += 1
+                if bytes.count >= 8 {
+                    // The last eight bytes, overlapping the word before: one load, no byte loop.
+                    word = bytes.loadUnaligned(fromByteOffset: bytes.count - 8, as: UInt64.self) | fold
+                } else {
+                    var shift: UInt64 = 0
+                    while offset < bytes.count {
+                        word |= UInt64(bytes[offset] | 0x20) << shift
+                        shift += 8
+                        offset += 1
+                    }
                 }
                 hash = (hash ^ word) &* 0xC4CE_B9FE_1A85_EC53
                 hash ^= hash >> 32
