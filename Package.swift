@@ -5,6 +5,10 @@ import PackageDescription
 let swiftSettings: [SwiftSetting] = [
     .enableUpcomingFeature("ExistentialAny"),
     .enableUpcomingFeature("MemberImportVisibility"),
+    // Release builds skip the runtime's exclusivity checks: they were 2.5 % of a cache hit's CPU
+    // (docs/performance.md, session 6). Debug builds, which run the tests, keep them. An unsafe
+    // flag means SwiftPM refuses this package as a *versioned* dependency of another package
+    // (a branch, revision or local path still works).
     .unsafeFlags(["-enforce-exclusivity=unchecked"], .when(configuration: .release)),
 ]
 
