@@ -345,7 +345,8 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             bytes.reserveCapacity(Swift.max(needed, 2 * bytes.capacity, 256))
         }
         // Typed buffers: appending a raw buffer goes byte by byte, a typed one is one copy.
-        let header = (key.littleEndian, UInt32(name.count).littleEndian, UInt32(value.count).littleEndian)
+        // In the machine's byte order: the bytes never leave memory (``line(at:in:)`` reads them).
+        let header = (key, UInt32(name.count), UInt32(value.count))
         withUnsafeBytes(of: header) { raw in raw.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) } }
         bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
         bytes.append(UInt8(ascii: ":"))
@@ -379,7 +380,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             let valueStart = first + Self.lineHeaderSize + nameCount + 2
             bytes.replaceSubrange(valueStart..<valueStart + oldCount, with: newValue)
             bytes.withUnsafeMutableBytes { raw in
-                raw.storeBytes(of: UInt32(newValue.count).littleEndian, toByteOffset: first + 8, as: UInt32.self)
+                raw.storeBytes(of: UInt32(newValue.count), toByteOffset: first + 8, as: UInt32.self)
             }
         }
     }
