@@ -305,11 +305,25 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// The body length `Content-Length` announces: its value when every line has the same one and
     /// it is a number ≥ 0; nil otherwise. Without an array of the values: asked for every response.
     public var contentLength: Int64? {
-        guard let first = self["Content-Length"], allValues(for: "Content-Length", equal: first),
-            let length = Int64(first), length >= 0
-        else { return nil }
+        // One walk, with the name's key computed once for the process.
+        var first: UnsafeRawBufferPointer?
+        var agree = true
+        var text: String?
+        walk { _, line in
+            guard line.isNamed("Content-Length", key: Self.contentLengthKey) else { return true }
+            if let first {
+                agree = line.value.elementsEqual(first)
+            } else {
+                first = line.value
+                text = line.valueString
+            }
+            return agree
+        }
+        guard agree, let text, let length = Int64(text), length >= 0 else { return nil }
         return length
     }
+
+    private static let contentLengthKey = Field.nameKey(of: "Content-Length")
 
     // MARK: changing lines
 

@@ -147,4 +147,15 @@ struct HeaderFieldsTests {
         fields.forEachLine { names.append($0.nameString) }
         #expect(names == ["Host", "X-Twice", "x-twice"])
     }
+
+    @Test("contentLength: the value when every Content-Length line agrees and it is a number ≥ 0")
+    func contentLength() {
+        #expect(HeaderFields([("Content-Length", "42")]).contentLength == 42)
+        #expect(HeaderFields([("content-length", "7"), ("X", "1"), ("Content-Length", "7")]).contentLength == 7)
+        #expect(HeaderFields([("Content-Length", "7"), ("Content-Length", "8")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "-1")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "abc")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Lengthy", "5")]).contentLength == nil)
+        #expect(HeaderFields().contentLength == nil)
+    }
 }
