@@ -743,15 +743,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// The 4 or 16 network bytes of a socket address, copied from the `sockaddr` (formatting it
     /// as text and parsing that back cost two conversions per connection).
     static func addressBytes(_ address: SocketAddress) -> [UInt8]? {
+        // By offset, not by the `sin_addr` / `sin6_addr` members: which C module the compiler
+        // takes those members from varies, and Swift 6's member-import rule then refuses them.
+        // The layouts are fixed by POSIX practice (Linux and the BSDs alike): the IPv4 address at
+        // byte 4 of a `sockaddr_in`, the IPv6 address at byte 8 of a `sockaddr_in6`.
+        let (offset, count): (Int, Int)
         switch address {
-        case .v4(let v4):
-            var bytes = v4.address.sin_addr
-            return withUnsafeBytes(of: &bytes) { Array($0) }
-        case .v6(let v6):
-            var bytes = v6.address.sin6_addr
-            return withUnsafeBytes(of: &bytes) { Array($0) }
-        case .unixDomainSocket:
-            return nil
+        case .v4: (offset, count) = (4, 4)
+        case .v6: (offset, count) = (8, 16)
+        case .unixDomainSocket: return nil
+        }
+        return address.withSockAddr { pointer, size in
+            guard size >= offset + count else { return nil }
+            return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer) + offset, count: count))
         }
     }
 }
