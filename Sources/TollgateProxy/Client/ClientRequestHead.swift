@@ -23,6 +23,9 @@ struct ClientRequestHead: Hashable, Sendable {
         var headerFields: HeaderFields
         var framing: Framing
         var byteCount: Int
+        /// Read from the fields once: asked several times per exchange (``wantsKeepAlive``, ``isUpgrade``).
+        var wantsKeepAlive: Bool
+        var isUpgrade: Bool
     }
 
     @CopyOnWrite private var parts: Parts
@@ -40,15 +43,12 @@ struct ClientRequestHead: Hashable, Sendable {
     }
 
     /// The minor version of HTTP/1.x (0 or 1).
-    var minorVersion: Int {
-        _read { yield parts.minorVersion }
-        _modify { yield &parts.minorVersion }
-    }
+    /// (Not settable, nor are the fields: what is read from them at creation stays true.)
+    var minorVersion: Int { parts.minorVersion }
 
     /// The field lines in order, values trimmed of surrounding whitespace.
     var headerFields: HeaderFields {
         _read { yield parts.headerFields }
-        _modify { yield &parts.headerFields }
     }
 
     /// How the body is delimited.
@@ -78,7 +78,10 @@ struct ClientRequestHead: Hashable, Sendable {
                 minorVersion: minorVersion,
                 headerFields: headerFields,
                 framing: framing,
-                byteCount: byteCount
+                byteCount: byteCount,
+                wantsKeepAlive: !headerFields.listContains("Connection", token: "close")
+                    && (minorVersion >= 1 || headerFields.listContains("Connection", token: "keep-alive")),
+                isUpgrade: headerFields.contains("Upgrade") && headerFields.listContains("Connection", token: "upgrade")
             )
         )
     }
@@ -98,9 +101,7 @@ struct ClientRequestHead: Hashable, Sendable {
     }
 
     /// Whether the client asked to switch protocols (`Upgrade` named in `Connection`).
-    var isUpgrade: Bool {
-        headerFields.contains("Upgrade") && headerFields.listContains("Connection", token: "upgrade")
-    }
+    var isUpgrade: Bool { parts.isUpgrade }
 
     /// Whether the client waits for `100 Continue` before sending its body.
     var expectsContinue: Bool {
@@ -108,8 +109,5 @@ struct ClientRequestHead: Hashable, Sendable {
     }
 
     /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).
-    var wantsKeepAlive: Bool {
-        if headerFields.listContains("Connection", token: "close") { return false }
-        return minorVersion >= 1 || headerFields.listContains("Connection", token: "keep-alive")
-    }
+    var wantsKeepAlive: Bool { parts.wantsKeepAlive }
 }
