@@ -71,21 +71,9 @@ struct AddressResolver: Sendable {
         var addresses: [[UInt8]] = []
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
-            if let sockaddr = info.pointee.ai_addr {
-                switch Int32(info.pointee.ai_family) {
-                case AF_INET:
-                    var address = sockaddr.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-                    let bytes = withUnsafeBytes(of: &address) { Array($0) }
-                    if !addresses.contains(bytes) { addresses.append(bytes) }
-                case AF_INET6:
-                    var address = sockaddr.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) {
-                        $0.pointee.sin6_addr
-                    }
-                    let bytes = CanonicalHost(withUnsafeBytes(of: &address) { Array($0) }).address ?? []
-                    if !addresses.contains(bytes) { addresses.append(bytes) }
-                default:
-                    break
-                }
+            if let sockaddr = info.pointee.ai_addr, var bytes = networkAddressBytes(sockaddr) {
+                if bytes.count == 16 { bytes = CanonicalHost(bytes).address ?? [] }
+                if !addresses.contains(bytes) { addresses.append(bytes) }
             }
             cursor = info.pointee.ai_next
         }

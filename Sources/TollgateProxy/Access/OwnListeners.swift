@@ -83,15 +83,10 @@ public final class OwnListeners: Sendable {
         var cursor: UnsafeMutablePointer<ifaddrs>? = head
         while let entry = cursor {
             if let address = entry.pointee.ifa_addr {
-                switch Int32(address.pointee.sa_family) {
-                case AF_INET:
-                    var value = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
-                    found.append(withUnsafeBytes(of: &value) { Array($0) })
-                case AF_INET6:
-                    var value = address.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { $0.pointee.sin6_addr }
-                    found.append(CanonicalHost(withUnsafeBytes(of: &value) { Array($0) }).address ?? [])
-                default:
-                    break
+                switch networkAddressBytes(address) {
+                case .some(let bytes) where bytes.count == 4: found.append(bytes)
+                case .some(let bytes): found.append(CanonicalHost(bytes).address ?? [])
+                case .none: break
                 }
             }
             cursor = entry.pointee.ifa_next

@@ -29,7 +29,7 @@ public final class SessionAddressCheck: Sendable {
     /// Why `address` (resolved from `host`) may not be connected to on `port`, or nil.
     public func refusal(host: String, port: Int, address: SocketAddress) -> String? {
         guard let rules = access.withLockedValue({ $0 })?(),
-            let bytes = ClientConnectionHandler.addressBytes(address)
+            let bytes = address.networkBytes
         else { return nil }
         let canonical: CanonicalHost
         do throws(CanonicalHost.Invalid) {

@@ -97,7 +97,7 @@ private final class AdminHandler: ChannelInboundHandler {
     func handlerAdded(context: ChannelHandlerContext) {
         let access = runtime.configuration.access
         allowed =
-            context.channel.remoteAddress.flatMap(ClientConnectionHandler.addressBytes).map(access.allowsClient)
+            context.channel.remoteAddress?.networkBytes.map(access.allowsClient)
             ?? false
     }
 

@@ -118,7 +118,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         let remote = context.channel.remoteAddress
         clientAddress = remote?.ipAddress ?? "-"
         let access = environment.policy.access
-        let addressBytes = remote.flatMap(Self.addressBytes)
+        let addressBytes = remote?.networkBytes
         clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
         clientIsLoopback = addressBytes.map(CIDR.isLoopback) ?? false
         if context.channel.isActive { updateTimers() }
@@ -738,24 +738,5 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         stopRequestTimers()
         // Off the loop's list at once: a closed connection is not kept until its old deadline.
         if deadlineSlot.isWatched, let loop = context?.eventLoop { LoopDeadlines.of(loop).unwatch(self) }
-    }
-
-    /// The 4 or 16 network bytes of a socket address, copied from the `sockaddr` (formatting it
-    /// as text and parsing that back cost two conversions per connection).
-    static func addressBytes(_ address: SocketAddress) -> [UInt8]? {
-        // By offset, not by the `sin_addr` / `sin6_addr` members: which C module the compiler
-        // takes those members from varies, and Swift 6's member-import rule then refuses them.
-        // The layouts are fixed by POSIX practice (Linux and the BSDs alike): the IPv4 address at
-        // byte 4 of a `sockaddr_in`, the IPv6 address at byte 8 of a `sockaddr_in6`.
-        let (offset, count): (Int, Int)
-        switch address {
-        case .v4: (offset, count) = (4, 4)
-        case .v6: (offset, count) = (8, 16)
-        case .unixDomainSocket: return nil
-        }
-        return address.withSockAddr { pointer, size in
-            guard size >= offset + count else { return nil }
-            return Array(UnsafeRawBufferPointer(start: UnsafeRawPointer(pointer) + offset, count: count))
-        }
     }
 }
