@@ -306,15 +306,13 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// it is a number ≥ 0; nil otherwise. Without an array of the values: asked for every response.
     public var contentLength: Int64? {
         // One walk, with the name's key computed once for the process.
-        var first: UnsafeRawBufferPointer?
-        var agree = true
         var text: String?
+        var agree = true
         walk { _, line in
             guard line.isNamed("Content-Length", key: Self.contentLengthKey) else { return true }
-            if let first {
-                agree = line.value.elementsEqual(first)
+            if let text {
+                agree = line.value.elementsEqual(text.utf8)
             } else {
-                first = line.value
                 text = line.valueString
             }
             return agree

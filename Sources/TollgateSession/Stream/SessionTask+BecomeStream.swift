@@ -26,7 +26,7 @@ extension SessionTask {
         stream.engine.transactions = engine.transactions
         retireAfterHandover()
 
-        let receivers = delegates(as: (any DataTaskDelegate).self)
+        let receivers = dataDelegates
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: stream) }
         connection.onLoop {
             let handler = try? connection.handler.convertToStream()

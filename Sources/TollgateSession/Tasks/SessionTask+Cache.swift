@@ -416,7 +416,7 @@ extension SessionTask {
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
             requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
         )
-        let receivers = delegates(as: (any DataTaskDelegate).self)
+        let receivers = dataDelegates
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },

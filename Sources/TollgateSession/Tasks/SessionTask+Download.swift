@@ -122,7 +122,7 @@ extension SessionTask {
         engine.exchange?.retarget(to: download)
         retireAfterHandover()
 
-        let receivers = delegates(as: (any DataTaskDelegate).self)
+        let receivers = dataDelegates
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didBecome: download) }
         // The data task's watch ended when it retired: the download registers its own.
         download.engine.resourceDeadline = nil

@@ -214,7 +214,7 @@ extension SessionTask {
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         engine.awaitingResponseDecision = true
         setReadDemand(false)
-        let receivers = delegates(as: (any DataTaskDelegate).self)
+        let receivers = dataDelegates
         ask(
             receivers,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
@@ -262,7 +262,7 @@ extension SessionTask {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
-        let receivers = delegates(as: (any DataTaskDelegate).self)
+        let receivers = dataDelegates
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didReceive: buffer) }
     }
 

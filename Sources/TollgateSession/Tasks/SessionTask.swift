@@ -239,17 +239,17 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The receivers of this task's messages that take messages of type `Receiver` (a data,
     /// download or stream task delegate), in order.
     func delegates<Receiver>(as type: Receiver.Type) -> DelegatePair<Receiver> {
-        if Receiver.self == (any DataTaskDelegate).self, eventLoop.inEventLoop {
-            let pair = loopDataDelegates ?? castDelegates(as: (any DataTaskDelegate).self)
-            loopDataDelegates = pair
-            return unsafeBitCast(pair, to: DelegatePair<Receiver>.self)
-        }
-        return castDelegates(as: type)
-    }
-
-    private func castDelegates<Receiver>(as type: Receiver.Type) -> DelegatePair<Receiver> {
         let all = taskDelegates
         return DelegatePair(all.first.flatMap { $0 as? Receiver }, all.second.flatMap { $0 as? Receiver })
+    }
+
+    /// ``delegates(as:)`` for data task delegates, cast once on the loop (``loopDataDelegates``).
+    var dataDelegates: DelegatePair<any DataTaskDelegate> {
+        guard eventLoop.inEventLoop else { return delegates(as: (any DataTaskDelegate).self) }
+        if let pair = loopDataDelegates { return pair }
+        let pair = delegates(as: (any DataTaskDelegate).self)
+        loopDataDelegates = pair
+        return pair
     }
 }
 

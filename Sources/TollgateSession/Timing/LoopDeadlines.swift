@@ -148,14 +148,10 @@ package final class LoopDeadlines: @unchecked Sendable {
         while index > 0 {
             let parent = (index - 1) / 2
             guard moving.due < heap[parent].due else { break }
-            heap[index] = heap[parent]
-            heap[index].watcher.deadlineSlot.index = index
+            move(parent, to: index)
             index = parent
         }
-        if index != start {
-            heap[index] = moving
-            moving.watcher.deadlineSlot.index = index
-        }
+        settle(moving, at: index, from: start)
     }
 
     /// Returns the index where the entry came to rest.
@@ -170,15 +166,24 @@ package final class LoopDeadlines: @unchecked Sendable {
             var smallest = left
             if right < heap.count, heap[right].due < heap[left].due { smallest = right }
             guard heap[smallest].due < moving.due else { break }
-            heap[index] = heap[smallest]
-            heap[index].watcher.deadlineSlot.index = index
+            move(smallest, to: index)
             index = smallest
         }
-        if index != start {
-            heap[index] = moving
-            moving.watcher.deadlineSlot.index = index
-        }
+        settle(moving, at: index, from: start)
         return index
+    }
+
+    /// Moves the entry at `from` one step to `to`, telling its watcher.
+    private func move(_ from: Int, to: Int) {
+        heap[to] = heap[from]
+        heap[to].watcher.deadlineSlot.index = to
+    }
+
+    /// Puts the entry held apart during a sift at the place it came to rest.
+    private func settle(_ entry: Entry, at index: Int, from start: Int) {
+        guard index != start else { return }
+        heap[index] = entry
+        entry.watcher.deadlineSlot.index = index
     }
 }
 
