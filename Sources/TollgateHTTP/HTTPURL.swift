@@ -4,15 +4,40 @@
 /// Parsing is strict on purpose: a proxy must see the same host the origin will, so
 /// anything a URL parser could read two ways (userinfo, spaces, control bytes, a bad port)
 /// is refused rather than guessed at. The fragment is dropped (it never goes on the wire).
+///
+/// The parts live in one copy-on-write box: a URL is copied into the request, the task's
+/// current request, its metrics, the cache key and the policy's decisions, and each copy is
+/// one retain instead of one per string.
 public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
+    private struct Parts: Hashable, Sendable {
+        var scheme: String
+        var host: String
+        var port: Int?
+        var pathAndQuery: String
+    }
+
+    @CopyOnWrite private var parts: Parts
+
     /// The scheme, lowercased (`http` or `https`).
-    public var scheme: String
+    public var scheme: String {
+        _read { yield parts.scheme }
+        _modify { yield &parts.scheme }
+    }
     /// The host, lowercased, without brackets for IPv6 literals.
-    public var host: String
+    public var host: String {
+        _read { yield parts.host }
+        _modify { yield &parts.host }
+    }
     /// The explicit port, if the URL named one.
-    public var port: Int?
+    public var port: Int? {
+        _read { yield parts.port }
+        _modify { yield &parts.port }
+    }
     /// The path and query as sent in origin-form (`/a/b?c`); never empty.
-    public var pathAndQuery: String
+    public var pathAndQuery: String {
+        _read { yield parts.pathAndQuery }
+        _modify { yield &parts.pathAndQuery }
+    }
 
     /// Why a string was not accepted as a URL.
     public struct ParseError: Error, Hashable, Sendable, CustomStringConvertible {
@@ -22,10 +47,12 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     /// Creates a URL from its parts.
     public init(scheme: String, host: String, port: Int? = nil, pathAndQuery: String = "/") {
-        self.scheme = scheme.lowercased()
-        self.host = host.lowercased()
-        self.port = port
-        self.pathAndQuery = pathAndQuery.isEmpty ? "/" : pathAndQuery
+        _parts = CopyOnWrite(wrappedValue: Parts(
+            scheme: scheme.lowercased(),
+            host: host.lowercased(),
+            port: port,
+            pathAndQuery: pathAndQuery.isEmpty ? "/" : pathAndQuery
+        ))
     }
 
     /// Parses an absolute URL; nil if it is not an acceptable absolute http(s) URL.
