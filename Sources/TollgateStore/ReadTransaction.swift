@@ -86,6 +86,21 @@ public class ReadTransaction {
         return try body(data.bytes)
     }
 
+    /// ``withValue(forKey:in:_:)`` for a key given as its bytes (valid during the call), for a
+    /// caller that builds a key in place rather than in an array.
+    public func withValue<R>(
+        forKeyBytes key: UnsafeRawBufferPointer, in database: Database, _ body: (UnsafeRawBufferPointer) throws -> R
+    ) throws -> R? {
+        let txn = try usableHandle()
+        let dbi = try dbi(database)
+        var keyValue = MDB_val(key)
+        var data = MDB_val()
+        let rc = mdb_get(txn, dbi, &keyValue, &data)
+        if rc == MDB_NOTFOUND { return nil }
+        try check(rc)
+        return try body(data.bytes)
+    }
+
     /// True when `key` has a value in `database`.
     public func contains<K: StoreCodable>(_ key: K, in database: Database) throws -> Bool {
         try withValue(forKey: key, in: database) { _ in true } ?? false

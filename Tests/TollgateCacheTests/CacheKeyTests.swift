@@ -62,4 +62,15 @@ struct CacheKeyTests {
         let long = CacheKey(url: try #require(HTTPURL(string: "https://example.com/" + String(repeating: "x", count: 500))))
         #expect(long.storageKey == Array("#".utf8) + Array(SHA256.hex(SHA256.hash(Array(long.description.utf8))).utf8))
     }
+
+    @Test("The key built in place is the storage key, at every length around the text limit")
+    func storageKeyInPlace() throws {
+        // "GET https://example.com/" is 24 bytes: paths around the limit of 400.
+        for pathLength in [1, 10, 375, 376, 377, 378, 600] {
+            let key = CacheKey(url: try #require(HTTPURL(string: "https://example.com/" + String(repeating: "p", count: pathLength))))
+            #expect(key.withStorageKey { Array($0) } == key.storageKey, "path of \(pathLength)")
+        }
+        let unicode = CacheKey(url: try #require(HTTPURL(string: "https://example.com/ü?q=é")))
+        #expect(unicode.withStorageKey { Array($0) } == unicode.storageKey)
+    }
 }

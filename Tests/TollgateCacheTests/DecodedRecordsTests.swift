@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 import TollgateHTTP
 
@@ -12,7 +13,7 @@ struct DecodedRecordsTests {
         _ record: [UInt8],
         lastAccess: Date? = nil
     ) -> (StoredResponse, Range<Int>?)? {
-        record.withUnsafeBytes { memo.decode(id: id, record: $0, lastAccess: lastAccess) }
+        record.withUnsafeBytes { memo.decode(id: id, record: $0, lastAccess: lastAccess) }.map { ($0.response, $0.inlineBody) }
     }
 
     private func record(_ response: StoredResponse, body: [UInt8] = [1, 2, 3]) -> [UInt8] {
@@ -51,6 +52,35 @@ struct DecodedRecordsTests {
         // One byte more after the metadata: the record no longer decodes (the body's length is in it).
         let longer = record(sample, body: [1, 2, 3, 4])
         #expect(decode(memo, id: 1, longer, lastAccess: Date(timeIntervalSince1970: 20)) == nil)
+    }
+
+    @Test("A small inline body is kept and shared; a large one and a file body are not")
+    func keptBody() throws {
+        let memo = DecodedRecords()
+        let small = record(StoredResponseCodingTests.sample(location: .inline), body: [1, 2, 3])
+        let first = try #require(small.withUnsafeBytes { memo.decode(id: 1, record: $0, lastAccess: nil) })
+        #expect(first.body.map { Array($0.readableBytesView) } == [1, 2, 3])
+        let second = try #require(small.withUnsafeBytes { memo.decode(id: 1, record: $0, lastAccess: nil) })
+        #expect(second.body == first.body)
+        // The record's memory is not what the kept body points to: changing it changes nothing.
+        var copy = small
+        let kept = try #require(copy.withUnsafeMutableBytes { raw -> ByteBuffer? in
+            let result = memo.decode(id: 1, record: UnsafeRawBufferPointer(raw), lastAccess: nil)
+            raw[raw.count - 1] = 9
+            return result?.body
+        })
+        #expect(Array(kept.readableBytesView) == [1, 2, 3])
+
+        var large = StoredResponseCodingTests.sample(location: .inline)
+        let bigBody = [UInt8](repeating: 7, count: DecodedRecords.keptBodySize + 1)
+        large.bodyLength = Int64(bigBody.count)
+        large.bodyDigest = SHA256.hash(bigBody)
+        let big = try #require(record(large, body: bigBody).withUnsafeBytes { memo.decode(id: 2, record: $0, lastAccess: nil) })
+        #expect(big.body == nil)
+        #expect(big.inlineBody?.count == bigBody.count)
+
+        let file = record(StoredResponseCodingTests.sample(location: .file("000000000000002a.body")))
+        #expect(try #require(file.withUnsafeBytes { memo.decode(id: 3, record: $0, lastAccess: nil) }).body == nil)
     }
 
     @Test("Bounded: past its capacity the memo starts empty again")

@@ -26,6 +26,34 @@ struct FreshnessTests {
         #expect(older == 42)
     }
 
+    @Test("A stored response's freshness follows its fields and times when they change")
+    func storedResponseAgeFollowsChanges() throws {
+        var stored = StoredResponse(
+            key: CacheKey(url: try #require(HTTPURL(string: "http://example.com/a"))),
+            url: "http://example.com/a",
+            status: 200,
+            reason: "OK",
+            headerFields: fields(["Date: @-15", "Age: 3", "Cache-Control: max-age=100"]),
+            requestTime: now.addingTimeInterval(-12),
+            responseTime: now.addingTimeInterval(-10)
+        )
+        func age() -> Double { Freshness(stored, now: now).currentAge }
+        let expected = Freshness.currentAge(
+            headerFields: stored.headerFields, requestTime: stored.requestTime, responseTime: stored.responseTime, now: now
+        )
+        #expect(age() == expected)
+        #expect(age() == 15)
+        stored.headerFields["Age"] = "30"
+        #expect(age() == 42)
+        stored.requestTime = now.addingTimeInterval(-20)  // response delay 10: 30 + 10 + 10
+        #expect(age() == 50)
+        stored.responseTime = now.addingTimeInterval(-1)  // delay 19, resident 1: 30 + 19 + 1
+        #expect(age() == 50)
+        stored.headerFields["Date"] = nil
+        stored.headerFields["Age"] = nil  // no Date: apparent age 0; delay 19 + resident 1
+        #expect(age() == 20)
+    }
+
     @Test("Age takes the first member of a list and ignores an invalid value")
     func ageField() {
         func age(_ value: String) -> Double {

@@ -21,6 +21,9 @@ public struct StoredResponse: Sendable, Hashable {
         var cacheControl: CacheControl
         var requestTime: Date
         var responseTime: Date
+        /// The parts of its age that do not change with time, worked out when the fields or
+        /// times change (from the Date and Age fields: two parses per lookup otherwise).
+        var ageBasis: Freshness.AgeBasis
         var varyingRequestFields: [VaryingField]
         var bodyLength: Int64
         var bodyDigest: [UInt8]
@@ -61,6 +64,7 @@ public struct StoredResponse: Sendable, Hashable {
         _modify {
             yield &parts.headerFields
             parts.cacheControl = CacheControl(response: parts.headerFields)
+            parts.ageBasis = Self.ageBasis(parts)
         }
     }
 
@@ -70,13 +74,26 @@ public struct StoredResponse: Sendable, Hashable {
     /// When the request that produced it was sent (RFC 9111 §4.2.3 `request_time`).
     public var requestTime: Date {
         _read { yield parts.requestTime }
-        _modify { yield &parts.requestTime }
+        _modify {
+            yield &parts.requestTime
+            parts.ageBasis = Self.ageBasis(parts)
+        }
     }
 
     /// When the response was received (`response_time`).
     public var responseTime: Date {
         _read { yield parts.responseTime }
-        _modify { yield &parts.responseTime }
+        _modify {
+            yield &parts.responseTime
+            parts.ageBasis = Self.ageBasis(parts)
+        }
+    }
+
+    /// Its Date value and corrected initial age (RFC 9111 §4.2.3), kept with the fields.
+    var ageBasis: Freshness.AgeBasis { parts.ageBasis }
+
+    private static func ageBasis(_ parts: Parts) -> Freshness.AgeBasis {
+        Freshness.AgeBasis(headerFields: parts.headerFields, requestTime: parts.requestTime, responseTime: parts.responseTime)
     }
 
     /// The request header fields the response's Vary names, as the request carried them.
@@ -141,6 +158,7 @@ public struct StoredResponse: Sendable, Hashable {
                 cacheControl: CacheControl(response: headerFields),
                 requestTime: requestTime,
                 responseTime: responseTime,
+                ageBasis: Freshness.AgeBasis(headerFields: headerFields, requestTime: requestTime, responseTime: responseTime),
                 varyingRequestFields: varyingRequestFields,
                 bodyLength: bodyLength,
                 bodyDigest: bodyDigest,

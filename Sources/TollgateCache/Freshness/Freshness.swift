@@ -77,30 +77,46 @@ public struct Freshness: Sendable, Hashable {
         staleIfError = cacheControl.staleIfError.map(Double.init)
     }
 
-    /// The freshness of a stored response whose Cache-Control is already parsed.
+    /// The part of a response's age that does not change with time: its Date value and its
+    /// `corrected_initial_age` (§4.2.3); `current_age` adds the time since `response_time`.
+    struct AgeBasis: Sendable, Hashable {
+        /// The Date field (nil: absent or invalid).
+        var dateValue: Date?
+        var correctedInitialAge: Double
+
+        init(headerFields: HeaderFields, requestTime: Date, responseTime: Date) {
+            dateValue = headerFields.date("Date", now: responseTime)
+            // current_age at response_time is the corrected initial age.
+            correctedInitialAge = Freshness.currentAge(
+                headerFields: headerFields,
+                dateValue: dateValue,
+                requestTime: requestTime,
+                responseTime: responseTime,
+                now: responseTime
+            )
+        }
+    }
+
+    /// The freshness of a stored response whose Cache-Control is already parsed, from the age
+    /// basis kept with it (no field parsed again).
     init(_ stored: StoredResponse, cacheControl: CacheControl, now: Date, rules: CacheRules) {
-        self.init(
+        let basis = stored.ageBasis
+        currentAge = basis.correctedInitialAge + max(0, now.timeIntervalSince(stored.responseTime))
+        (lifetime, isHeuristic) = Self.lifetime(
             headerFields: stored.headerFields,
             cacheControl: cacheControl,
+            dateValue: basis.dateValue,
             status: stored.status,
-            requestTime: stored.requestTime,
             responseTime: stored.responseTime,
-            now: now,
             rules: rules
         )
+        staleWhileRevalidate = cacheControl.staleWhileRevalidate.map(Double.init)
+        staleIfError = cacheControl.staleIfError.map(Double.init)
     }
 
     /// Computes the freshness of a stored response.
     public init(_ stored: StoredResponse, now: Date, rules: CacheRules = .shared) {
-        self.init(
-            headerFields: stored.headerFields,
-            cacheControl: stored.cacheControl,
-            status: stored.status,
-            requestTime: stored.requestTime,
-            responseTime: stored.responseTime,
-            now: now,
-            rules: rules
-        )
+        self.init(stored, cacheControl: stored.cacheControl, now: now, rules: rules)
     }
 
     /// Whether the response is fresh: its lifetime exceeds its age (§4.2).

@@ -64,6 +64,21 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
         return Array("#".utf8) + Array(SHA256.hex(SHA256.hash(text)).utf8)
     }
 
+    /// Calls `body` with ``storageKey``'s bytes; a text key is built in a buffer on the stack
+    /// (each lookup made an array of it).
+    func withStorageKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let method = method.rawValue.utf8
+        let url = url.utf8
+        let count = method.count + 1 + url.count
+        guard count <= Self.longestTextKey else { return try storageKey.withUnsafeBytes(body) }
+        return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
+            buffer.copyBytes(from: method)
+            buffer[method.count] = 0x20
+            UnsafeMutableRawBufferPointer(rebasing: buffer[(method.count + 1)...]).copyBytes(from: url)
+            return try body(UnsafeRawBufferPointer(buffer))
+        }
+    }
+
     /// The longest key stored as text.
     static let longestTextKey = 400
 

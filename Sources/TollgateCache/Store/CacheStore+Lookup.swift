@@ -22,7 +22,7 @@ extension CacheStore {
         let found: CacheEntry? = try environment.read { txn in
             var best: CacheEntry?
             // The variant ids are read in place from the key's entry (no array of them).
-            _ = try txn.withValue(forKey: key.storageKey, in: db.entries) { ids in
+            _ = try key.withStorageKey { storageKey in try txn.withValue(forKeyBytes: storageKey, in: db.entries) { ids in
                 var offset = 0
                 while offset + 8 <= ids.count {
                     let id = UInt64(bigEndian: ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
@@ -31,17 +31,22 @@ extension CacheStore {
                     // first and decoded in, rather than set on the decoded response (a copy of it).
                     let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
                     let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                        let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess)
-                        guard let (response, range) = decoded,
-                            VaryMatching.matches(response, request: requestHeaders),
-                            best.map({ response.responseTime > $0.response.responseTime }) ?? true
+                        guard let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
+                            VaryMatching.matches(decoded.response, request: requestHeaders),
+                            best.map({ decoded.response.responseTime > $0.response.responseTime }) ?? true
                         else { return nil }
+                        let response = decoded.response
                         let body: CacheBody
                         switch response.bodyLocation {
                         case .inline:
-                            var buffer = allocator.buffer(capacity: range?.count ?? 0)
-                            if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
-                            body = .inline(buffer)
+                            if let kept = decoded.body {
+                                body = .inline(kept)
+                            } else {
+                                let range = decoded.inlineBody
+                                var buffer = allocator.buffer(capacity: range?.count ?? 0)
+                                if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
+                                body = .inline(buffer)
+                            }
                         case .file(let name):
                             body = .file(path: files.path(name), length: response.bodyLength)
                         }
@@ -49,7 +54,7 @@ extension CacheStore {
                     }
                     if let candidate = candidate ?? nil { best = candidate }
                 }
-            }
+            } }
             return best
         }
         noteLookup(found?.id.rawValue)

@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 /// Stored responses as last decoded, by variant id, each with the metadata bytes it was decoded
 /// from.
@@ -10,6 +11,9 @@ import Foundation
 /// nothing stale is ever served from here. The metadata holds the body's length and SHA-256, so
 /// equal metadata also means an equal inline body, which is not compared. Bounded; cleared when
 /// full.
+///
+/// A small inline body (at most ``keptBodySize``) is kept too, as a buffer every hit shares
+/// (a retain, not an allocation and a copy per hit).
 final class DecodedRecords: @unchecked Sendable {
     // @unchecked: `byID` is only touched while holding `lock`.
     private struct Decoded {
@@ -17,16 +21,27 @@ final class DecodedRecords: @unchecked Sendable {
         let lastAccess: Date?
         let response: StoredResponse
         let inlineBody: Range<Int>?
+        let body: ByteBuffer?
+    }
+
+    /// What a decoding gives: the response, where its inline body is in the record, and that
+    /// body as a buffer when it is small enough to be kept.
+    struct Result {
+        let response: StoredResponse
+        let inlineBody: Range<Int>?
+        let body: ByteBuffer?
     }
 
     /// Entries kept at most (a few KiB each); past it the memo starts empty again.
     static let capacity = 4096
+    /// The largest inline body kept with its entry: 4096 entries hold at most 16 MiB of bodies.
+    static let keptBodySize = 4096
 
     private let lock = NSLock()
     private var byID: [UInt64: Decoded] = [:]
 
     /// The response and inline body range of `record` (variant `id`), decoded or remembered.
-    func decode(id: UInt64, record: UnsafeRawBufferPointer, lastAccess: Date?) -> (StoredResponse, Range<Int>?)? {
+    func decode(id: UInt64, record: UnsafeRawBufferPointer, lastAccess: Date?) -> Result? {
         lock.lock()
         let known = byID[id]
         lock.unlock()
@@ -34,17 +49,21 @@ final class DecodedRecords: @unchecked Sendable {
             record.count == known.metadata.count + (known.inlineBody?.count ?? 0),
             known.metadata.withUnsafeBytes({ memcmp($0.baseAddress!, record.baseAddress!, $0.count) == 0 })
         {
-            return (known.response, known.inlineBody)
+            return Result(response: known.response, inlineBody: known.inlineBody, body: known.body)
         }
         guard let (response, inlineBody) = StoredResponse.decode(record: record, lastAccess: lastAccess) else {
             return nil
         }
         let metadata = Array(record[..<(inlineBody?.lowerBound ?? record.count)])
+        var body: ByteBuffer?
+        if let inlineBody, inlineBody.count <= Self.keptBodySize {
+            body = ByteBuffer(bytes: UnsafeRawBufferPointer(rebasing: record[inlineBody]))
+        }
         lock.lock()
         if byID.count >= Self.capacity { byID.removeAll(keepingCapacity: true) }
-        byID[id] = Decoded(metadata: metadata, lastAccess: lastAccess, response: response, inlineBody: inlineBody)
+        byID[id] = Decoded(metadata: metadata, lastAccess: lastAccess, response: response, inlineBody: inlineBody, body: body)
         lock.unlock()
-        return (response, inlineBody)
+        return Result(response: response, inlineBody: inlineBody, body: body)
     }
 
     /// How many decoded responses are remembered (tests).
