@@ -59,6 +59,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var relay: StreamRelay?
 
     private var closing = false
+    /// The channel is active, as its events said (`channel.isActive` copies the channel's
+    /// lifecycle state and was read several times per request).
+    private var channelIsActive = false
     private var quiescing = false
     private var closeAfterResponse = false
     private var framing = ResponseFraming.none
@@ -115,27 +118,31 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
 
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
+        channelIsActive = context.channel.isActive
         let remote = context.channel.remoteAddress
         clientAddress = remote?.ipAddress ?? "-"
         let access = environment.policy.access
         let addressBytes = remote?.networkBytes
         clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
         clientIsLoopback = addressBytes.map(CIDR.isLoopback) ?? false
-        if context.channel.isActive { updateTimers() }
+        if channelIsActive { updateTimers() }
     }
 
     func channelActive(context: ChannelHandlerContext) {
+        channelIsActive = true
         updateTimers()
         context.fireChannelActive()
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
         cancelTimers()
+        channelIsActive = false
         self.context = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {
         closing = true
+        channelIsActive = false
         cancelTimers()
         exchange?.clientClosed()
         relay?.clientClosed()
@@ -285,7 +292,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     // MARK: for exchanges: the response
 
     /// Whether the client connection is still open.
-    var isActive: Bool { !closing && (context?.channel.isActive ?? false) }
+    var isActive: Bool { !closing && channelIsActive }
 
     /// Whether the client's socket takes more bytes now.
     var isWritable: Bool { context?.channel.isWritable ?? false }
@@ -661,7 +668,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     // MARK: timeouts
 
     private func updateTimers() {
-        guard let context, !closing, relay == nil, context.channel.isActive else {
+        guard let context, !closing, relay == nil, channelIsActive else {
             cancelTimers()
             return
         }

@@ -9,14 +9,16 @@ extension ForwardExchange {
         didReceive response: TollgateHTTP.HTTPResponseHead,
         completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
     ) {
-        guard !isFinished, let connection, connection.isActive else {
-            completionHandler(.cancel)
-            return
-        }
+        completionHandler(dataTask(task, decideOn: response))
+    }
+
+    /// The exchange decides at once (``ImmediateResponseDeciding``): the head goes to the client
+    /// now, or the task is cancelled or becomes a stream.
+    func dataTask(_ task: DataTask, decideOn response: TollgateHTTP.HTTPResponseHead) -> ResponseDisposition {
+        guard !isFinished, let connection, connection.isActive else { return .cancel }
         if ownAnswer != nil {
             // The exchange already decided to answer itself (a redirect to a denied destination).
-            completionHandler(.cancel)
-            return
+            return .cancel
         }
         noteUpstreamProgress()
         if response.status == 101 {
@@ -25,16 +27,14 @@ extension ForwardExchange {
                     .upstreamProtocolError,
                     "the upstream switched protocols without being asked to"
                 )
-                completionHandler(.cancel)
-                return
+                return .cancel
             }
-            completionHandler(.becomeStream)
-            return
+            return .becomeStream
         }
         // A redirect the session followed had its target checked before it was sent
         // (ForwardExchange+Redirects).
         startResponse(response)
-        completionHandler(.allow)
+        return .allow
     }
 
     /// Sends the response head to the client.

@@ -18,7 +18,7 @@ import TollgateSession
 /// The task runs on the client channel's event loop, so its delegate messages and the channel's
 /// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
 /// `@unchecked Sendable`, which `TaskDelegate` requires).
-final class ForwardExchange: StoredFileReceiving, ClientExchange, DeadlineWatcher, @unchecked Sendable {
+final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, ClientExchange, DeadlineWatcher, @unchecked Sendable {
     let head: ClientRequestHead
     /// The URL loaded (canonical host; for a reverse listener, on the upstream).
     let url: HTTPURL
@@ -95,19 +95,29 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, DeadlineWatche
             respond(OwnResponse(.badRequest, error.description))
             return
         }
-        environment.destinations.check(host, port: url.effectivePort, on: eventLoop) { [self] verdict in
-            guard !isFinished else { return }
-            switch verdict {
-            case .allowed:
-                startTask(on: route)
-            case .denied(let why):
-                respond(OwnResponse(.hostDenied, why))
-            case .unresolvable:
-                // Nothing to connect to, so nothing to refuse by address: the task still runs, so a
-                // build working offline is answered from the cache; without a stored response the
-                // session fails to resolve the name too (502 upstream-unreachable).
-                startTask(on: route)
-            }
+        let destinations = environment.destinations
+        if let address = host.address {
+            // An address needs no lookup: decided now, without a closure for later.
+            proceed(after: destinations.decide(host: host, address: address, port: url.effectivePort), on: route)
+            return
+        }
+        destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
+            proceed(after: verdict, on: route)
+        }
+    }
+
+    private func proceed(after verdict: DestinationCheck.Verdict, on route: ProxyRoute) {
+        guard !isFinished else { return }
+        switch verdict {
+        case .allowed:
+            startTask(on: route)
+        case .denied(let why):
+            respond(OwnResponse(.hostDenied, why))
+        case .unresolvable:
+            // Nothing to connect to, so nothing to refuse by address: the task still runs, so a
+            // build working offline is answered from the cache; without a stored response the
+            // session fails to resolve the name too (502 upstream-unreachable).
+            startTask(on: route)
         }
     }
 
@@ -300,8 +310,11 @@ final class ForwardExchange: StoredFileReceiving, ClientExchange, DeadlineWatche
     /// client is still sending a body the session has taken, nor while the task is suspended
     /// because the client does not read.
     func noteUpstreamProgress() {
+        // Inside `resume()` the clock is not read: ``startTask(on:)`` notes progress after it
+        // (and a hit finishes the exchange before then).
+        guard !isFinished, !startingTask else { return }
         lastUpstreamProgress = .now()
-        guard !deadlineSlot.isWatched, task != nil, !isFinished, !startingTask else { return }
+        guard !deadlineSlot.isWatched, task != nil else { return }
         LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(upstreamTimeout))
     }
 

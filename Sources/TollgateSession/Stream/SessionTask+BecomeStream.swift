@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import TollgateHTTP
 
 extension SessionTask {
@@ -17,7 +18,7 @@ extension SessionTask {
         }
         session.pool.detach(connection)
         let stream = session.adoptStream(from: self)
-        stream.observed.withLockedValue { state in
+        stream.observed.withLock { state in
             state.currentRequest = currentRequest
             state.response = response
             _ = state.lifecycle.resume()

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import NIOPosix
 import TollgateCache
 import TollgateHTTP
@@ -27,7 +28,8 @@ final class StoredFileReader: @unchecked Sendable {
 extension SessionTask {
     /// Consults the cache for `request`. Returns true when the cache took the task over (served it,
     /// sent a conditional request, is waiting for another task's fetch, or failed it as offline).
-    func consultCache(_ request: Request, policy: RequestCachePolicy, cache: ResponseCache) -> Bool {
+    /// `now`: the time of the lookup, also the time a stored response is served at.
+    func consultCache(_ request: Request, policy: RequestCachePolicy, cache: ResponseCache, now: Date) -> Bool {
         let keyURL = session.configuration.cacheKeyURL.map { rewrite in rewrite(request.url) } ?? request.url
         guard let key = cache.key(method: request.method, url: keyURL) else {
             engine.cacheOutcome = CacheOutcome(result: request.method.isSafe ? .bypass : .method)
@@ -36,16 +38,16 @@ extension SessionTask {
         }
         engine.cacheKey = key
         let entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
-        let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: Date())
+        let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now)
         switch decision {
         case .fresh(let hit):
             guard let entry else { return false }
-            return serveStored(hit: hit, body: entry.body, request: request, stale: false)
+            return serveStored(hit: hit, body: entry.body, request: request, stale: false, now: now)
         case .staleAcceptable(let hit):
             guard let entry else { return false }
-            return serveStored(hit: hit, body: entry.body, request: request, stale: true)
+            return serveStored(hit: hit, body: entry.body, request: request, stale: true, now: now)
         case .staleWhileRevalidate(let hit, _):
-            guard let entry, serveStored(hit: hit, body: entry.body, request: request, stale: true) else { return false }
+            guard let entry, serveStored(hit: hit, body: entry.body, request: request, stale: true, now: now) else { return false }
             revalidateInBackground(request, key: key, cache: cache)
             return true
         case .revalidate(let revalidation):
@@ -137,7 +139,11 @@ extension SessionTask {
     /// Answers the task from storage. Returns false when the stored body is gone (evicted since
     /// the lookup): then the task goes to the network.
     @discardableResult
-    func serveStored(hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil) -> Bool {
+    /// `now`: when the caller read the clock for this (a stored response is fetched, starts and,
+    /// when its body is inline, ends at that instant).
+    func serveStored(
+        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil, now: Date = Date()
+    ) -> Bool {
         guard let cache = session.configuration.responseCache else { return false }
         var reader: StoredFileReader?
         let isHead = request.method == .head
@@ -151,8 +157,6 @@ extension SessionTask {
         result.servedStale = stale
         engine.cacheOutcome = result
         var metrics = TransactionMetrics(request: request)
-        // From storage, fetching and the response start together: one clock read.
-        let now = Date()
         metrics.fetchStartDate = now
         metrics.resourceFetchType = .localCache
         metrics.responseStartDate = now
@@ -167,7 +171,7 @@ extension SessionTask {
             engine.storedFile = reader
         }
         if engine.storedFile == nil {
-            engine.transaction.responseEndDate = Date()
+            engine.transaction.responseEndDate = now
             if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
                 engine.endHeld = true
             } else {
@@ -231,7 +235,7 @@ extension SessionTask {
         let region = FileRegion(fileHandle: reader.handle, readerIndex: 0, endIndex: Int(length))
         reader.reading = true
         reader.regionInFlight = true
-        observed.withLockedValue { $0.countOfBytesReceived += length }
+        observed.withLock { $0.countOfBytesReceived += length }
         let loop = eventLoop
         let finish: @Sendable ((any Error)?) -> Void = { [self] error in
             reader.regionInFlight = false

@@ -213,27 +213,27 @@ extension SessionTask {
     /// (a retry, or a same-origin redirect carrying it), forgets it otherwise, and adds Basic
     /// preemptively for a space that already authenticated in the session.
     func applySessionAuthorization(to request: inout Request) {
-        var state = engine.authentication
+        // Changed in place: a copy of the task's authentication state per request retained
+        // everything in it.
         let present = request.headerFields["Authorization"]
-        if present == nil || present != state.addedAuthorization {
-            state.addedAuthorization = nil
-            state.current = nil
+        if present == nil || present != engine.authentication.addedAuthorization {
+            engine.authentication.addedAuthorization = nil
+            engine.authentication.current = nil
         }
         if present == nil, let storage = session.configuration.credentialStorage,
             let (space, credential) = storage.preemptiveCredential(for: request.url),
-            !state.isRejected(credential, in: space)
+            !engine.authentication.isRejected(credential, in: space)
         {
             let value = BasicAuthorization.value(user: credential.user ?? "", password: credential.password ?? "")
             request.headerFields.add(name: "Authorization", value: value)
-            state.addedAuthorization = value
-            state.current = TaskAuthentication.Attempt(
+            engine.authentication.addedAuthorization = value
+            engine.authentication.current = TaskAuthentication.Attempt(
                 space: space,
                 credential: credential,
                 preemptive: true,
                 digest: nil
             )
         }
-        engine.authentication = state
     }
 
     /// Called with every network response head: a response to a request the session

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import TollgateCache
 import TollgateHTTP
 
@@ -53,16 +54,25 @@ extension SessionTask {
         engine.bodyStream?.close()
         discardDownloadFile()
         releaseCacheState()
-        let action = observed.withLockedValue { state -> TaskLifecycle.Action in
+        let action = observed.withLock { state -> TaskLifecycle.Action in
             state.error = error
             if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }
             return state.lifecycle.finished()
         }
         guard action == .complete else { return }
         let start = engine.startDate ?? Date()
+        // A response served from storage without a body file ends the task as it is served:
+        // that instant was read already.
+        var end: Date?
+        if error == nil, let last = engine.transactions.indices.last,
+            engine.transactions[last].resourceFetchType == .localCache
+        {
+            end = engine.transactions[last].responseEndDate
+        }
+        let ended = end ?? Date()
         let metrics = TaskMetrics(
             transactionMetrics: engine.transactions,
-            taskInterval: DateInterval(start: start, end: max(start, Date())),
+            taskInterval: DateInterval(start: start, end: max(start, ended)),
             redirectCount: engine.redirectCount
         )
         let receivers = taskDelegates

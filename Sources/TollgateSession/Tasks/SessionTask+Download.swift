@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import NIOPosix
 
 /// The file a download task writes, and the chain of pending writes (kept in order, off the loop).
@@ -96,7 +97,7 @@ extension SessionTask {
         cancelWatchdog()
         engine = TaskEngine()
         engine.phase = .done
-        _ = observed.withLockedValue { $0.lifecycle.finished() }
+        _ = observed.withLock { $0.lifecycle.finished() }
         session.taskDidComplete(self)
     }
 
@@ -107,8 +108,8 @@ extension SessionTask {
         download.engine = engine
         download.engine.completionHandler = nil
         download.engine.awaitingResponseDecision = false
-        download.observed.withLockedValue { state in
-            let mine = observed.withLockedValue { $0 }
+        download.observed.withLock { state in
+            let mine = observed.withLock { $0 }
             state.currentRequest = mine.currentRequest
             state.response = mine.response
             state.countOfBytesReceived = mine.countOfBytesReceived

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import TollgateCache
 import TollgateHTTP
 import TollgateTLS
@@ -12,7 +13,8 @@ extension SessionTask {
             stream.startStream()
             return
         }
-        engine.startDate = Date()
+        let now = Date()
+        engine.startDate = now
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
         // The watchdog is armed once loading has begun: usually the request timeout (far sooner
         // than the resource timeout) arms it meanwhile, and a second scheduling is saved.
@@ -31,7 +33,7 @@ extension SessionTask {
             engine.phase = .delayed(scheduled)
             return
         }
-        beginLoading(request)
+        beginLoading(request, now: now)
     }
 
     private func askDelayedRequestDisposition(_ request: Request) {
@@ -44,7 +46,7 @@ extension SessionTask {
             guard engine.generation == generation, !isDone else { return }
             switch disposition?.base {
             case .useNewRequest(let newRequest):
-                observed.withLockedValue { $0.currentRequest = newRequest }
+                observed.withLock { $0.currentRequest = newRequest }
                 beginLoading(newRequest)
             case .cancel:
                 cancel()
@@ -55,16 +57,17 @@ extension SessionTask {
     }
 
     /// Loads `request`: from the cache when its policy allows, otherwise over the network.
-    func beginLoading(_ request: Request) {
+    /// `now`: the time, when the caller has just read it (the task's start).
+    func beginLoading(_ request: Request, now: Date? = nil) {
         let prepared = prepare(request)
         engine.request = prepared
-        observed.withLockedValue { $0.currentRequest = prepared }
+        observed.withLock { $0.currentRequest = prepared }
         guard prepared.url.scheme == "http" || prepared.url.scheme == "https" else {
             fail(SessionError(.unsupportedURL, prepared.url, "only http and https URLs can be loaded"))
             return
         }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
-        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache) {
+        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache, now: now ?? Date()) {
             return
         }
         guard policy.mayLoadFromNetwork else {
@@ -132,7 +135,7 @@ extension SessionTask {
     }
 
     private func setExpectedToSend(_ count: Int64) {
-        observed.withLockedValue {
+        observed.withLock {
             $0.countOfBytesExpectedToSend = count
             $0.countOfBytesSent = 0
         }
@@ -261,7 +264,7 @@ extension SessionTask {
     func requestBodyWritten(bytes: Int) {
         restartIdleTimer()
         engine.transaction.countOfRequestBodyBytesSent += Int64(bytes)
-        let (sent, expected) = observed.withLockedValue { state -> (Int64, Int64) in
+        let (sent, expected) = observed.withLock { state -> (Int64, Int64) in
             state.countOfBytesSent += Int64(bytes)
             return (state.countOfBytesSent, state.countOfBytesExpectedToSend)
         }

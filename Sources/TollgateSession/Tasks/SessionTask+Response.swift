@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import Synchronization
 import TollgateHTTP
 
 /// Receiving a response: redirects, the response decision, the body, the end.
@@ -44,7 +45,7 @@ extension SessionTask {
     /// Counts a piece of the task's response body and delivers it, or holds it while the task is
     /// suspended or waiting for the delegate.
     func acceptBody(_ buffer: ByteBuffer) {
-        observed.withLockedValue { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
+        observed.withLock { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
         if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
             engine.held.append(buffer)
             return
@@ -198,7 +199,7 @@ extension SessionTask {
     func deliverResponse(_ head: TollgateHTTP.HTTPResponseHead) {
         let outcome = engine.cacheOutcome
         let expected = head.contentLength ?? -1
-        observed.withLockedValue {
+        observed.withLock {
             $0.response = head
             $0.countOfBytesExpectedToReceive = expected
             if let outcome { $0.cacheOutcome = outcome }
@@ -212,28 +213,47 @@ extension SessionTask {
             return
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        if let decider = immediateResponseDecider {
+            // Decided during the call: nothing arrived meanwhile, so an allowed response's
+            // reads go on; any other answer continues with reads paused, as after a question.
+            let disposition = decider.dataTask(dataTask, decideOn: head).base
+            guard !isDone else { return }
+            switch disposition {
+            case .allow, .unanswered:
+                apply(disposition, readsPaused: false)
+            case .cancel, .becomeDownload, .becomeStream:
+                setReadDemand(false)
+                apply(disposition, readsPaused: true)
+            }
+            return
+        }
         engine.awaitingResponseDecision = true
         setReadDemand(false)
-        let receivers = dataDelegates
         ask(
-            receivers,
+            dataDelegates,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
             guard !isDone else { return }
             engine.awaitingResponseDecision = false
-            switch disposition?.base {
-            case .cancel:
-                cancel()
-            case .becomeDownload:
-                becomeDownload()
-            case .becomeStream:
-                becomeStream()
-            case .allow, .unanswered, .none:
-                releaseHeld()
-                pumpStoredFile()
-                if !engine.isSuspended { setReadDemand(true) }
-            }
+            apply(disposition?.base ?? .unanswered, readsPaused: true)
+        }
+    }
+
+    /// Carries out the delegate's disposition of the response; `readsPaused`: the reads were
+    /// paused while it decided.
+    private func apply(_ disposition: ResponseDisposition.Base, readsPaused: Bool) {
+        switch disposition {
+        case .cancel:
+            cancel()
+        case .becomeDownload:
+            becomeDownload()
+        case .becomeStream:
+            becomeStream()
+        case .allow, .unanswered:
+            releaseHeld()
+            pumpStoredFile()
+            if readsPaused, !engine.isSuspended { setReadDemand(true) }
         }
     }
 
