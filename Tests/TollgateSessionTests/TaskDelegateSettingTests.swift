@@ -26,6 +26,39 @@ private final class OwnDelegate: DataTaskDelegate, @unchecked Sendable {
     func task(_ task: SessionTask, didCompleteWithError error: SessionError?) { record(error == nil ? "complete" : "failed") }
 }
 
+/// A task delegate base class, and a subclass that adds the data task messages.
+private class PlainDelegate: TaskDelegate, @unchecked Sendable {
+    let lock = NIOLock()
+    var events: [String] = []
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) { lock.withLock { events.append("complete") } }
+}
+
+private final class DataSubclassDelegate: PlainDelegate, DataTaskDelegate, @unchecked Sendable {
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {
+        lock.withLock { events.append("data \(String(buffer: data))") }
+    }
+}
+
+/// Decides at once, and counts how the task asked it.
+private final class ImmediateDelegate: ImmediateResponseDeciding, @unchecked Sendable {
+    let lock = NIOLock()
+    var events: [String] = []
+    func dataTask(_ task: DataTask, decideOn response: HTTPResponseHead) -> ResponseDisposition {
+        lock.withLock { events.append("decided \(response.status)") }
+        return .allow
+    }
+    func dataTask(
+        _ task: DataTask,
+        didReceive response: HTTPResponseHead,
+        completionHandler: @escaping @Sendable (ResponseDisposition) -> Void
+    ) {
+        lock.withLock { events.append("asked \(response.status)") }
+        completionHandler(.allow)
+    }
+    func dataTask(_ task: DataTask, didReceive data: ByteBuffer) { lock.withLock { events.append("data") } }
+    func task(_ task: SessionTask, didCompleteWithError error: SessionError?) { lock.withLock { events.append("complete") } }
+}
+
 @Suite("A task's own delegate, set from any thread", .timeLimit(.minutes(1)))
 struct TaskDelegateSettingTests {
     @Test("Set from another thread right after creation and before resume: every message of the load")
@@ -44,6 +77,34 @@ struct TaskDelegateSettingTests {
             // `created` races with the setter (the loop may send it first); what follows resume does not.
             #expect(own.events.filter { $0 != "created" } == ["response 200", "data", "complete"])
         }
+    }
+
+    @Test("A subclass that adds the data task messages to a task delegate base gets them")
+    func dataMessagesOfASubclass() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let own = DataSubclassDelegate()
+        let task = try session.dataTask(with: Request(url: origin.url()))
+        task.delegate = own
+        task.resume()
+        try await eventually("complete") { own.lock.withLock { own.events.last == "complete" } }
+        #expect(own.lock.withLock { own.events } == ["data hello", "complete"])
+    }
+
+    @Test("A delegate that decides at once is asked directly, not through the completion handler")
+    func immediateDecision() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let own = ImmediateDelegate()
+        let task = try session.dataTask(with: Request(url: origin.url()))
+        task.delegate = own
+        task.resume()
+        try await eventually("complete") { own.lock.withLock { own.events.last == "complete" } }
+        #expect(own.lock.withLock { own.events } == ["decided 200", "data", "complete"])
     }
 
     @Test("Replaced from another thread between tasks' messages: the new delegate gets what follows")

@@ -67,14 +67,19 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// Calls `body` with ``storageKey``'s bytes; a text key is built in a buffer on the stack
     /// (each lookup made an array of it).
     func withStorageKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
-        let method = method.rawValue.utf8
-        let url = url.utf8
-        let count = method.count + 1 + url.count
+        var method = method.rawValue
+        var url = url  // withUTF8 is mutating (it may make a string contiguous first)
+        let count = method.utf8.count + 1 + url.utf8.count
         guard count <= Self.longestTextKey else { return try storageKey.withUnsafeBytes(body) }
         return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
-            buffer.copyBytes(from: method)
-            buffer[method.count] = 0x20
-            UnsafeMutableRawBufferPointer(rebasing: buffer[(method.count + 1)...]).copyBytes(from: url)
+            let methodCount = method.withUTF8 { bytes in
+                buffer.copyMemory(from: UnsafeRawBufferPointer(bytes))
+                return bytes.count
+            }
+            buffer[methodCount] = 0x20
+            url.withUTF8 { bytes in
+                UnsafeMutableRawBufferPointer(rebasing: buffer[(methodCount + 1)...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
+            }
             return try body(UnsafeRawBufferPointer(buffer))
         }
     }

@@ -53,12 +53,21 @@ public final class CacheStore: Sendable {
     private let lockDescriptor: Int32
 
     /// The handles of the store's databases.
-    struct Databases: Sendable {
+    /// A class, so that a lookup's closures capture it with one retain (five names otherwise).
+    final class Databases: Sendable {
         let entries: Database
         let variants: Database
         let lru: Database
         let access: Database
         let totals: Database
+
+        init(entries: Database, variants: Database, lru: Database, access: Database, totals: Database) {
+            self.entries = entries
+            self.variants = variants
+            self.lru = lru
+            self.access = access
+            self.totals = totals
+        }
     }
 
     /// What the store keeps in memory.

@@ -25,12 +25,17 @@ public struct PolicyDecisions: Sendable {
             self.matcher = HostRuleMatcher(rules: configuration.hosts)
         }
 
-        func remembered(_ key: HostAndPort, now: Date) -> PolicyDecision? {
+        /// The decision remembered for `key` if it holds at `now` (the clock is read only for a
+        /// decision that does not hold for all time: one whose rule's pins expire).
+        func remembered(_ key: HostAndPort, now: Date?) -> PolicyDecision? {
             lock.lock()
             defer { lock.unlock() }
-            guard let entry = decided[key], entry.holds.contains(now) else { return nil }
+            guard let entry = decided[key] else { return nil }
+            if entry.holds != Self.always, !entry.holds.contains(now ?? Date()) { return nil }
             return entry.decision
         }
+
+        static let always = Date.distantPast..<Date.distantFuture
 
         func remember(_ decision: PolicyDecision, for key: HostAndPort, holds: Range<Date>) {
             lock.lock()
@@ -62,14 +67,16 @@ public struct PolicyDecisions: Sendable {
     }
 
     /// Everything decided for a request to `url`.
-    public func decide(for url: HTTPURL, now: Date = Date()) -> PolicyDecision {
+    /// `now`: the time to decide at (nil: the clock's, read only when a decision depends on it).
+    public func decide(for url: HTTPURL, now: Date? = nil) -> PolicyDecision {
         decide(host: url.host, port: url.effectivePort, now: now)
     }
 
     /// Everything decided for `host` on `port` (a CONNECT target has no URL).
-    public func decide(host: String, port: Int, now: Date = Date()) -> PolicyDecision {
+    public func decide(host: String, port: Int, now: Date? = nil) -> PolicyDecision {
         let key = HostAndPort(host: host, port: port)
         if let known = storage.remembered(key, now: now) { return known }
+        let now = now ?? Date()
         let (decision, holds) = makeDecision(host: host, port: port, now: now)
         storage.remember(decision, for: key, holds: holds)
         return decision
@@ -123,7 +130,7 @@ public struct PolicyDecisions: Sendable {
         if let expiry = rule.trust.pinsExpire {
             holds = now < expiry ? Date.distantPast..<expiry : expiry..<Date.distantFuture
         } else {
-            holds = Date.distantPast..<Date.distantFuture
+            holds = Storage.always
         }
         return (decision, holds)
     }

@@ -14,3 +14,7 @@ public protocol ImmediateResponseDeciding: DataTaskDelegate {
     /// would answer it).
     func dataTask(_ task: DataTask, decideOn response: HTTPResponseHead) -> ResponseDisposition
 }
+
+extension ImmediateResponseDeciding {
+    public var asImmediateResponseDecider: (any ImmediateResponseDeciding)? { self }
+}

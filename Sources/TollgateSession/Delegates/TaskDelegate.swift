@@ -10,6 +10,15 @@ public protocol TaskDelegate: AnyObject, Sendable {
     /// The task was created (before it is resumed).
     func taskDidCreate(_ task: SessionTask)
 
+    /// This delegate as a data task delegate, or nil. Answered by the protocol extensions (do
+    /// not implement it): a task asks it of every new delegate, and a witness call is cheaper
+    /// than the runtime conformance check of an `as?` to a protocol.
+    var asDataTaskDelegate: (any DataTaskDelegate)? { get }
+
+    /// This delegate as an ``ImmediateResponseDeciding``, or nil (likewise answered by the
+    /// protocol extensions).
+    var asImmediateResponseDecider: (any ImmediateResponseDeciding)? { get }
+
     /// A task with an `earliestBeginDate` is about to start; answer continue, a new request, or cancel.
     /// Default: continue loading.
     func task(
@@ -62,6 +71,10 @@ extension TaskDelegate {
     ) { completionHandler(.unanswered) }
 
     public func taskIsWaitingForConnectivity(_ task: SessionTask) { DelegateDispatch.markUnanswered() }
+
+    public var asDataTaskDelegate: (any DataTaskDelegate)? { nil }
+
+    public var asImmediateResponseDecider: (any ImmediateResponseDeciding)? { nil }
 
     public func task(
         _ task: SessionTask,
@@ -125,6 +138,8 @@ public protocol DataTaskDelegate: TaskDelegate {
 }
 
 extension DataTaskDelegate {
+    public var asDataTaskDelegate: (any DataTaskDelegate)? { self }
+
     public func dataTask(
         _ task: DataTask,
         didReceive response: HTTPResponseHead,

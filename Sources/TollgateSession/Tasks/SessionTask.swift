@@ -261,8 +261,16 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     private var loopDataDelegatesCast: (pair: DelegatePair<any DataTaskDelegate>, decider: (any ImmediateResponseDeciding)?) {
         if let known = loopDataDelegates { return known }
-        let pair = delegates(as: (any DataTaskDelegate).self)
-        let cast = (pair: pair, decider: pair.first as? any ImmediateResponseDeciding)
+        let all = taskDelegates
+        // The witness answers for the class that declared the conformance; a subclass that adds
+        // DataTaskDelegate to a TaskDelegate base is found by the cast. (The decider is only a
+        // shortcut: missing one costs a completion handler, not a message.)
+        func data(_ delegate: (any TaskDelegate)?) -> (any DataTaskDelegate)? {
+            guard let delegate else { return nil }
+            return delegate.asDataTaskDelegate ?? delegate as? any DataTaskDelegate
+        }
+        let pair = DelegatePair(data(all.first), data(all.second))
+        let cast = (pair: pair, decider: pair.first?.asImmediateResponseDecider)
         loopDataDelegates = cast
         return cast
     }
