@@ -16,10 +16,16 @@ extension SessionTask {
         let now = Date()
         engine.startDate = now
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
-        // The watchdog is armed once loading has begun: usually the request timeout (far sooner
-        // than the resource timeout) arms it meanwhile, and a second scheduling is saved.
-        startResourceTimer(arm: false)
-        defer { armWatchdog() }
+        // The resource timeout starts once loading has begun, and only for a task still running
+        // then: a task answered at once (a cache hit) reads no clock for it. The watchdog is armed
+        // then too: usually the request timeout (far sooner) armed it meanwhile, and a second
+        // scheduling is saved.
+        defer {
+            if !isDone, !engine.isSuspended {
+                startResourceTimer(arm: false)
+                armWatchdog()
+            }
+        }
         guard let request = originalRequest else {
             fail(SessionError(.badURL, nil, "the task has no request"))
             return
