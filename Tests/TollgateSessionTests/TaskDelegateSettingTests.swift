@@ -81,30 +81,28 @@ struct TaskDelegateSettingTests {
 
     @Test("A subclass that adds the data task messages to a task delegate base gets them")
     func dataMessagesOfASubclass() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
-        defer { origin.stop() }
-        let session = Session(configuration: .ephemeral)
-        defer { session.invalidateAndCancel() }
         let own = DataSubclassDelegate()
-        let task = try session.dataTask(with: Request(url: origin.url()))
-        task.delegate = own
-        task.resume()
-        try await eventually("complete") { own.lock.withLock { own.events.last == "complete" } }
+        try await loadHello(with: own) { own.lock.withLock { own.events.last == "complete" } }
         #expect(own.lock.withLock { own.events } == ["data hello", "complete"])
     }
 
     @Test("A delegate that decides at once is asked directly, not through the completion handler")
     func immediateDecision() async throws {
+        let own = ImmediateDelegate()
+        try await loadHello(with: own) { own.lock.withLock { own.events.last == "complete" } }
+        #expect(own.lock.withLock { own.events } == ["decided 200", "data", "complete"])
+    }
+
+    /// Loads "hello" from a loopback origin with `delegate` as the task's own, until `completed`.
+    private func loadHello(with delegate: any TaskDelegate, until completed: @escaping @Sendable () -> Bool) async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
         defer { origin.stop() }
         let session = Session(configuration: .ephemeral)
         defer { session.invalidateAndCancel() }
-        let own = ImmediateDelegate()
         let task = try session.dataTask(with: Request(url: origin.url()))
-        task.delegate = own
+        task.delegate = delegate
         task.resume()
-        try await eventually("complete") { own.lock.withLock { own.events.last == "complete" } }
-        #expect(own.lock.withLock { own.events } == ["decided 200", "data", "complete"])
+        try await eventually("complete", completed)
     }
 
     @Test("Replaced from another thread between tasks' messages: the new delegate gets what follows")
