@@ -71,7 +71,7 @@ struct LoopDeadlinesTests {
             LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(100))
             // Later than registered: no change.
             LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(250))
-            #expect(watcher.deadlineSlot.due == started + .milliseconds(100))
+            #expect(LoopDeadlines.of(loop).deadline(of: watcher) == started + .milliseconds(100))
         }
         realDeadline.withLockedValue { $0 = started + .milliseconds(250) }
         try await Task.sleep(for: .milliseconds(180))

@@ -12,9 +12,8 @@ package protocol DeadlineWatcher: AnyObject {
 
 /// A watcher's place in ``LoopDeadlines``.
 package struct DeadlineSlot {
+    /// The watcher's place in the heap, whose entry keeps its deadline.
     fileprivate var index = -1
-    /// The deadline registered (the watcher is told at or after it).
-    package fileprivate(set) var due = NIODeadline.distantFuture
 
     package init() {}
 
@@ -66,17 +65,21 @@ package final class LoopDeadlines: @unchecked Sendable {
     /// How many watchers are registered (for tests).
     package var count: Int { heap.count }
 
+    /// The deadline `watcher` is registered for, or nil when it is not watched (for tests).
+    package func deadline(of watcher: any DeadlineWatcher) -> NIODeadline? {
+        watcher.deadlineSlot.isWatched ? heap[watcher.deadlineSlot.index].due : nil
+    }
+
     /// Tells `watcher` when `due` has passed; a watcher already registered for an earlier or
     /// equal deadline stays as it is.
     package func watch(_ watcher: any DeadlineWatcher, until due: NIODeadline) {
         if watcher.deadlineSlot.isWatched {
-            guard due < watcher.deadlineSlot.due else { return }
-            watcher.deadlineSlot.due = due
             let index = watcher.deadlineSlot.index
+            guard due < heap[index].due else { return }
             heap[index].due = due
             siftUp(index)
         } else {
-            watcher.deadlineSlot = DeadlineSlot(index: heap.count, due: due)
+            watcher.deadlineSlot = DeadlineSlot(index: heap.count)
             heap.append(Entry(due: due, watcher: watcher))
             siftUp(heap.count - 1)
         }
@@ -188,8 +191,7 @@ package final class LoopDeadlines: @unchecked Sendable {
 }
 
 extension DeadlineSlot {
-    fileprivate init(index: Int, due: NIODeadline) {
+    fileprivate init(index: Int) {
         self.index = index
-        self.due = due
     }
 }
