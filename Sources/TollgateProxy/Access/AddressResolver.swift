@@ -71,9 +71,10 @@ struct AddressResolver: Sendable {
         var addresses: [[UInt8]] = []
         var cursor: UnsafeMutablePointer<addrinfo>? = first
         while let info = cursor {
-            if let sockaddr = info.pointee.ai_addr, var bytes = networkAddressBytes(sockaddr) {
-                if bytes.count == 16 { bytes = CanonicalHost(bytes).address ?? [] }
-                if !addresses.contains(bytes) { addresses.append(bytes) }
+            if let sockaddr = info.pointee.ai_addr, let bytes = canonicalNetworkAddressBytes(sockaddr),
+                !addresses.contains(bytes)
+            {
+                addresses.append(bytes)
             }
             cursor = info.pointee.ai_next
         }

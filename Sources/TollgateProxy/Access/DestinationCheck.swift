@@ -44,11 +44,16 @@ struct DestinationCheck: Sendable {
         on eventLoop: any EventLoop,
         then: @escaping @Sendable (Verdict) -> Void
     ) {
-        if let address = host.address {
-            then(decide(host: host, address: address, port: port))
+        if let verdict = verdictWithoutLookup(for: host, port: port) {
+            then(verdict)
             return
         }
         check(host, port: port, on: eventLoop).whenSuccess(then)
+    }
+
+    /// The verdict for a host that is an address, decided now; nil for a name (it needs a lookup).
+    func verdictWithoutLookup(for host: CanonicalHost, port: Int) -> Verdict? {
+        host.address.map { decide(host: host, address: $0, port: port) }
     }
 
     /// Resolves `host` and checks every address.

@@ -23,6 +23,13 @@ func networkAddressBytes(_ address: UnsafePointer<sockaddr>) -> [UInt8]? {
     }
 }
 
+/// ``networkAddressBytes(_:)`` as address rules compare them: an IPv4-mapped IPv6 address as its
+/// four IPv4 bytes (``CanonicalHost``'s form).
+func canonicalNetworkAddressBytes(_ address: UnsafePointer<sockaddr>) -> [UInt8]? {
+    guard let bytes = networkAddressBytes(address) else { return nil }
+    return bytes.count == 16 ? CanonicalHost(bytes).address ?? [] : bytes
+}
+
 extension SocketAddress {
     /// ``networkAddressBytes(_:)`` of this address: copied from the `sockaddr`, not formatted as
     /// text and parsed back (a client's address is read for every connection).

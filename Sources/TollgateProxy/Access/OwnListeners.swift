@@ -82,12 +82,8 @@ public final class OwnListeners: Sendable {
         var found: [[UInt8]] = []
         var cursor: UnsafeMutablePointer<ifaddrs>? = head
         while let entry = cursor {
-            if let address = entry.pointee.ifa_addr {
-                switch networkAddressBytes(address) {
-                case .some(let bytes) where bytes.count == 4: found.append(bytes)
-                case .some(let bytes): found.append(CanonicalHost(bytes).address ?? [])
-                case .none: break
-                }
+            if let address = entry.pointee.ifa_addr, let bytes = canonicalNetworkAddressBytes(address) {
+                found.append(bytes)
             }
             cursor = entry.pointee.ifa_next
         }

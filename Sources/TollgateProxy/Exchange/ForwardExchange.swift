@@ -96,9 +96,10 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             return
         }
         let destinations = environment.destinations
-        if let address = host.address {
-            // An address needs no lookup: decided now, without a closure for later.
-            proceed(after: destinations.decide(host: host, address: address, port: url.effectivePort), on: route)
+        // An address is decided now, without a closure for later (`check(_:port:on:then:)` takes one
+        // even when it answers at once): a reverse listener's upstream is usually an address.
+        if let verdict = destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {
+            proceed(after: verdict, on: route)
             return
         }
         destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
