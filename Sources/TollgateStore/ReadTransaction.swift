@@ -77,13 +77,7 @@ public class ReadTransaction {
     public func withValue<K: StoreCodable, R>(
         forKey key: K, in database: Database, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R? {
-        let txn = try usableHandle()
-        let dbi = try dbi(database)
-        var data = MDB_val()
-        let rc = key.withMDBVal { mdb_get(txn, dbi, &$0, &data) }
-        if rc == MDB_NOTFOUND { return nil }
-        try check(rc)
-        return try body(data.bytes)
+        try key.withStoreBytes { try withValue(forKeyBytes: $0, in: database, body) }
     }
 
     /// ``withValue(forKey:in:_:)`` for a key given as its bytes (valid during the call), for a

@@ -51,26 +51,15 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// The LMDB key: the text itself when it fits comfortably in LMDB's 511-byte key limit,
     /// otherwise `#` and the hex SHA-256 of the text (no text key starts with `#`, since
-    /// they start with the method).
-    var storageKey: [UInt8] {
-        // ``description``'s bytes, built in one array (its interpolation and a copy were two per
-        // lookup); CacheKeyTests checks the two agree.
-        var text: [UInt8] = []
-        text.reserveCapacity(method.rawValue.utf8.count + 1 + url.utf8.count)
-        text.append(contentsOf: method.rawValue.utf8)
-        text.append(0x20)
-        text.append(contentsOf: url.utf8)
-        guard text.count > Self.longestTextKey else { return text }
-        return Array("#".utf8) + Array(SHA256.hex(SHA256.hash(text)).utf8)
-    }
+    /// they start with the method). CacheKeyTests checks it is ``description``'s bytes.
+    var storageKey: [UInt8] { withStorageKey { Array($0) } }
 
-    /// Calls `body` with ``storageKey``'s bytes; a text key is built in a buffer on the stack
-    /// (each lookup made an array of it).
+    /// Calls `body` with ``storageKey``'s bytes, the text built in a buffer on the stack (a lookup
+    /// made an array of it each time).
     func withStorageKey<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         var method = method.rawValue
         var url = url  // withUTF8 is mutating (it may make a string contiguous first)
         let count = method.utf8.count + 1 + url.utf8.count
-        guard count <= Self.longestTextKey else { return try storageKey.withUnsafeBytes(body) }
         return try withUnsafeTemporaryAllocation(byteCount: count, alignment: 1) { buffer in
             let methodCount = method.withUTF8 { bytes in
                 buffer.copyMemory(from: UnsafeRawBufferPointer(bytes))
@@ -80,7 +69,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
             url.withUTF8 { bytes in
                 UnsafeMutableRawBufferPointer(rebasing: buffer[(methodCount + 1)...]).copyMemory(from: UnsafeRawBufferPointer(bytes))
             }
-            return try body(UnsafeRawBufferPointer(buffer))
+            let text = UnsafeRawBufferPointer(buffer)
+            guard count > Self.longestTextKey else { return try body(text) }
+            return try (Array("#".utf8) + Array(SHA256.hex(SHA256.hash(text)).utf8)).withUnsafeBytes(body)
         }
     }
 
