@@ -61,8 +61,8 @@ extension SessionTask {
         }
         guard action == .complete else { return }
         let start = engine.startDate ?? Date()
-        // A response served from storage without a body file ends the task as it is served:
-        // that instant was read already.
+        // A response served from storage ended the task when its body was served: that instant
+        // was read already.
         var end: Date?
         if error == nil, let last = engine.transactions.indices.last,
             engine.transactions[last].resourceFetchType == .localCache

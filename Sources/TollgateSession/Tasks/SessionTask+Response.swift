@@ -219,12 +219,10 @@ extension SessionTask {
             let disposition = decider.dataTask(dataTask, decideOn: head).base
             guard !isDone else { return }
             switch disposition {
-            case .allow, .unanswered:
-                apply(disposition, readsPaused: false)
-            case .cancel, .becomeDownload, .becomeStream:
-                setReadDemand(false)
-                apply(disposition, readsPaused: true)
+            case .allow, .unanswered: break
+            case .cancel, .becomeDownload, .becomeStream: setReadDemand(false)
             }
+            apply(disposition, readsPaused: false)
             return
         }
         engine.awaitingResponseDecision = true
