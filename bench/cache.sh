@@ -21,30 +21,15 @@ head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
 head -c $((8 * 1024 * 1024)) /dev/urandom > "$work/www/8m.bin"
 
 # The origin marks everything cacheable for an hour.
-cat > "$work/origin.conf" <<NGINX
-worker_processes 1;
-pid $work/origin.pid;
-error_log $work/origin-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
+nginx_conf origin <<NGINX
   server {
     listen 127.0.0.1:$ORIGIN_PORT;
     root $work/www;
     add_header Cache-Control "max-age=3600";
   }
-}
 NGINX
 # nginx as the comparison cache, one worker like Tollgate's one pinned core.
-cat > "$work/cache.conf" <<NGINX
-worker_processes 1;
-pid $work/cache.pid;
-error_log $work/cache-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
+nginx_conf cache <<NGINX
   proxy_cache_path $work/nginx-cache keys_zone=bench:10m max_size=1g inactive=1h use_temp_path=off;
   upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 32; }
   server {
@@ -57,7 +42,6 @@ http {
       add_header Cache-Status \$upstream_cache_status;
     }
   }
-}
 NGINX
 cat > "$work/tollgate.yaml" <<YAML
 listen:

@@ -36,6 +36,24 @@ wait_for_port() {
   echo "nothing listens on port $1" >&2; return 1
 }
 
+# Writes WORK/NAME.conf for an nginx of one worker (pid in WORK/NAME.pid, which cleanup stops; no
+# access log; long keep-alive); standard input is the rest of its http block.
+nginx_conf() { # name
+  {
+    cat <<NGINX
+worker_processes 1;
+pid $work/$1.pid;
+error_log $work/$1-error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+NGINX
+    cat
+    echo "}"
+  } > "$work/$1.conf"
+}
+
 # CPU time a process has used so far, user and system, in clock ticks: "UTIME STIME".
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 

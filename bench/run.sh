@@ -22,31 +22,16 @@ source bench/common.sh
 mkdir -p "$work/www"
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 head -c $((256 * 1024)) /dev/urandom > "$work/www/256k.bin"
-cat > "$work/nginx.conf" <<NGINX
-worker_processes 1;
-pid $work/nginx.pid;
-error_log $work/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
+nginx_conf nginx <<NGINX
   server {
     listen 127.0.0.1:$ORIGIN_PORT;
     root $work/www;
     # Pass-through: nothing may be answered from Tollgate's cache (bench/cache.sh measures hits).
     add_header Cache-Control "no-store";
   }
-}
 NGINX
 "$NGINX" -c "$work/nginx.conf" -p "$work"
-cat > "$work/nginx-proxy.conf" <<NGINX
-worker_processes 1;
-pid $work/nginx-proxy.pid;
-error_log $work/nginx-proxy-error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
+nginx_conf nginx-proxy <<NGINX
   upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 64; }
   server {
     listen 127.0.0.1:$NGINX_PROXY_PORT;
@@ -56,7 +41,6 @@ http {
       proxy_set_header Connection "";
     }
   }
-}
 NGINX
 taskset -c 0 "$NGINX" -c "$work/nginx-proxy.conf" -p "$work"
 
