@@ -65,6 +65,7 @@ public class ReadTransaction {
     ///
     /// - Throws: `StoreError.invalidValue` if the bytes do not decode; `StoreError.badValueSize`
     ///   for an empty or too-long key.
+    @inlinable
     public func get<K: StoreCodable, V: StoreCodable>(
         _ key: K, as type: V.Type = V.self, in database: Database
     ) throws -> V? {
@@ -74,6 +75,11 @@ public class ReadTransaction {
     /// Calls `body` with the bytes stored under `key`, without copying them; nil when absent.
     ///
     /// The buffer points into the map: it is valid only during `body`, which must not write.
+    ///
+    /// Inlinable so that callers in other modules get it specialized for their key and result
+    /// types: unspecialized, each call looked up the generic metadata of its closure's types
+    /// (two calls per cache hit, ~2 % of a hit's CPU).
+    @inlinable
     public func withValue<K: StoreCodable, R>(
         forKey key: K, in database: Database, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R? {
@@ -96,6 +102,7 @@ public class ReadTransaction {
     }
 
     /// True when `key` has a value in `database`.
+    @inlinable
     public func contains<K: StoreCodable>(_ key: K, in database: Database) throws -> Bool {
         try withValue(forKey: key, in: database) { _ in true } ?? false
     }

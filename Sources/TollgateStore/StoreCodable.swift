@@ -42,7 +42,8 @@ extension Array: StoreCodable where Element == UInt8 {
 
 /// Eight bytes, big-endian, so that cursor order is numeric order.
 extension UInt64: StoreCodable {
-    /// Calls `body` with the eight big-endian bytes.
+    /// Calls `body` with the eight big-endian bytes. (Inlinable: the cache's lookups use it.)
+    @inlinable
     public func withStoreBytes<R>(_ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
         try Swift.withUnsafeBytes(of: bigEndian, body)
     }
