@@ -14,8 +14,11 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
-swift build -c release --product tollgate >/dev/null
-TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+# TOLLGATE=/path/to/binary measures that binary instead (an older build, to compare with).
+if [ -z "${TOLLGATE:-}" ]; then
+    swift build -c release --product tollgate >/dev/null
+    TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+fi
 
 # Every process started by a script goes into `pids`; nginx instances leave WORK/*.pid files.
 work=$(mktemp -d)
