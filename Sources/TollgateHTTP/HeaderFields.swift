@@ -109,6 +109,18 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             nameKey == key && isNamed(other)
         }
 
+        /// Whether the name's key is `key` and the name is the bytes `other`, ignoring ASCII case.
+        @inline(__always)
+        public func isNamed(bytes other: UnsafeRawBufferPointer, key: UInt32) -> Bool {
+            nameKey == key && HeaderFields.bytes(name, equalIgnoringASCIICase: other)
+        }
+
+        /// Whether the name is `other`, ignoring ASCII case.
+        @inline(__always)
+        public func isNamed(_ other: HeaderName) -> Bool {
+            isNamed(bytes: other.bytes, key: other.key)
+        }
+
         /// The name as a string.
         public var nameString: String { String(decoding: name, as: UTF8.self) }
         /// The value as a string.
@@ -214,70 +226,128 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     /// The offset of the first line named `name` (whose key is `key`) at or after offset `start`.
-    private func offset(of name: String, key: UInt32, from start: Int = 0) -> Int? {
+    private func offset(of name: UnsafeRawBufferPointer, key: UInt32, from start: Int = 0) -> Int? {
         var found: Int?
         walk(from: start) { offset, line in
-            if line.isNamed(name, key: key) { found = offset }
+            if line.isNamed(bytes: name, key: key) { found = offset }
             return found == nil
         }
         return found
     }
 
+    /// Calls `body` with the UTF-8 bytes of a name given as a string and its key. (The lookups
+    /// work on bytes, so that a ``HeaderName``'s static text is compared without a retain.)
+    @inline(__always)
+    private static func withName<R>(_ name: String, _ body: (UnsafeRawBufferPointer, UInt32) throws -> R) rethrows -> R {
+        let key = Field.nameKey(of: name)
+        if let result = try name.utf8.withContiguousStorageIfAvailable({ try body(UnsafeRawBufferPointer($0), key) }) {
+            return result
+        }
+        return try Array(name.utf8).withUnsafeBytes { try body($0, key) }
+    }
+
     /// The first value of the named field, or nil.
     public subscript(name: String) -> String? {
-        get {
-            let key = Field.nameKey(of: name)
-            var value: String?
-            walk { _, line in
-                if line.isNamed(name, key: key) { value = line.valueString }
-                return value == nil
-            }
-            return value
-        }
+        get { Self.withName(name) { firstValue($0, key: $1) } }
         set {
             if let newValue { replaceOrAdd(name: name, value: newValue) } else { remove(name) }
         }
     }
 
+    /// The first value of the named field, or nil (the name's key computed once, not per call).
+    public subscript(name: HeaderName) -> String? {
+        get { firstValue(name.bytes, key: name.key) }
+        set {
+            if let newValue { replaceOrAdd(name: name, value: newValue) } else { remove(name) }
+        }
+    }
+
+    private func firstValue(_ name: UnsafeRawBufferPointer, key: UInt32) -> String? {
+        var value: String?
+        walk { _, line in
+            if line.isNamed(bytes: name, key: key) { value = line.valueString }
+            return value == nil
+        }
+        return value
+    }
+
     /// Every value of the named field, in order (one entry per field line).
     public func values(for name: String) -> [String] {
+        Self.withName(name) { values(for: $0, key: $1) }
+    }
+
+    /// ``values(for:)-(String)`` by a name whose key is known.
+    public func values(for name: HeaderName) -> [String] {
+        values(for: name.bytes, key: name.key)
+    }
+
+    private func values(for name: UnsafeRawBufferPointer, key: UInt32) -> [String] {
         var values: [String] = []
-        forEachValue(named: name) { values.append($0) }
+        forEachValue(named: name, key: key) { values.append($0) }
         return values
     }
 
     /// Calls `body` with the value of each line named `name`, in order (no array of them).
     public func forEachValue(named name: String, _ body: (String) -> Void) {
-        let key = Field.nameKey(of: name)
+        Self.withName(name) { forEachValue(named: $0, key: $1, body) }
+    }
+
+    /// ``forEachValue(named:_:)-(String,_)`` by a name whose key is known.
+    public func forEachValue(named name: HeaderName, _ body: (String) -> Void) {
+        forEachValue(named: name.bytes, key: name.key, body)
+    }
+
+    private func forEachValue(named name: UnsafeRawBufferPointer, key: UInt32, _ body: (String) -> Void) {
         forEachLine { line in
-            if line.isNamed(name, key: key) { body(line.valueString) }
+            if line.isNamed(bytes: name, key: key) { body(line.valueString) }
         }
     }
 
     /// Whether every line named `name` has the value `value` (true when there is none).
     public func allValues(for name: String, equal value: String) -> Bool {
-        let key = Field.nameKey(of: name)
+        Self.withName(name) { allValues(for: $0, key: $1, equal: value) }
+    }
+
+    /// ``allValues(for:equal:)-(String,_)`` by a name whose key is known.
+    public func allValues(for name: HeaderName, equal value: String) -> Bool {
+        allValues(for: name.bytes, key: name.key, equal: value)
+    }
+
+    private func allValues(for name: UnsafeRawBufferPointer, key: UInt32, equal value: String) -> Bool {
         var text = value
         return text.withUTF8 { wanted in
             !containsLine { line in
-                line.isNamed(name, key: key) && !line.value.elementsEqual(UnsafeRawBufferPointer(wanted))
+                line.isNamed(bytes: name, key: key) && !line.value.elementsEqual(UnsafeRawBufferPointer(wanted))
             }
         }
     }
 
     /// The number of lines with this name.
     public func count(named name: String) -> Int {
-        let key = Field.nameKey(of: name)
+        Self.withName(name) { count(named: $0, key: $1) }
+    }
+
+    /// ``count(named:)-(String)`` by a name whose key is known.
+    public func count(named name: HeaderName) -> Int {
+        count(named: name.bytes, key: name.key)
+    }
+
+    private func count(named name: UnsafeRawBufferPointer, key: UInt32) -> Int {
         var count = 0
         forEachLine { line in
-            if line.isNamed(name, key: key) { count += 1 }
+            if line.isNamed(bytes: name, key: key) { count += 1 }
         }
         return count
     }
 
     /// Whether any line has this name.
     public func contains(_ name: String) -> Bool {
-        offset(of: name, key: Field.nameKey(of: name)) != nil
+        Self.withName(name) { offset(of: $0, key: $1) != nil }
+    }
+
+    /// Whether any line has this name (whose key is known).
+    public func contains(_ name: HeaderName) -> Bool {
+        offset(of: name.bytes, key: name.key) != nil
     }
 
     /// Whether any line satisfies the predicate (each line made a ``Field`` for it: on hot paths,
@@ -289,9 +359,17 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// Whether a line named `name` lists `token` among its comma-separated elements (ASCII
     /// case-insensitive), e.g. `Connection` and `close`. Allocates nothing for short tokens.
     public func listContains(_ name: String, token: String) -> Bool {
-        let key = Field.nameKey(of: name)
-        return containsLine { line in
-            guard line.isNamed(name, key: key) else { return false }
+        Self.withName(name) { listContains($0, key: $1, token: token) }
+    }
+
+    /// ``listContains(_:token:)-(String,_)`` by a name whose key is known.
+    public func listContains(_ name: HeaderName, token: String) -> Bool {
+        listContains(name.bytes, key: name.key, token: token)
+    }
+
+    private func listContains(_ name: UnsafeRawBufferPointer, key: UInt32, token: String) -> Bool {
+        containsLine { line in
+            guard line.isNamed(bytes: name, key: key) else { return false }
             var found = false
             FieldList.forEachToken(in: line.valueString) { element in
                 if !found, element.utf8.count == token.utf8.count, String(element).equalsIgnoringASCIICase(token) {
@@ -305,11 +383,12 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// The body length `Content-Length` announces: its value when every line has the same one and
     /// it is a number ≥ 0; nil otherwise. Without an array of the values: asked for every response.
     public var contentLength: Int64? {
-        // One walk, with the name's key computed once for the process.
+        // One walk, with the name's key computed once for the process (a ``HeaderName``).
+        let name = HeaderName.contentLength
         var text: String?
         var agree = true
         walk { _, line in
-            guard line.isNamed("Content-Length", key: Self.contentLengthKey) else { return true }
+            guard line.isNamed(bytes: name.bytes, key: name.key) else { return true }
             if let text {
                 agree = line.value.elementsEqual(text.utf8)
             } else {
@@ -320,8 +399,6 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         guard agree, let text, let length = Int64(text), length >= 0 else { return nil }
         return length
     }
-
-    private static let contentLengthKey = Field.nameKey(of: "Content-Length")
 
     // MARK: changing lines
 
@@ -336,13 +413,21 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Appends a field line.
     public mutating func add(name: String, value: String) {
-        var name = name
-        var value = value
-        name.withUTF8 { name in
-            value.withUTF8 { value in
-                add(name: UnsafeRawBufferPointer(name), value: UnsafeRawBufferPointer(value))
-            }
+        Self.withName(name) { add(name: $0, value: value, key: $1) }
+    }
+
+    /// Appends a field line with a name whose key is known.
+    public mutating func add(name: HeaderName, value: String) {
+        add(name: name.bytes, value: value, key: name.key)
+    }
+
+    private mutating func add(name: UnsafeRawBufferPointer, value: String, key: UInt32) {
+        // The string's own bytes where it has them (native and small strings do): a copy into
+        // a `var` for `withUTF8` cost a retain and a release.
+        if value.utf8.withContiguousStorageIfAvailable({ add(name: name, value: UnsafeRawBufferPointer($0), key: key) }) != nil {
+            return
         }
+        Array(value.utf8).withUnsafeBytes { add(name: name, value: $0, key: key) }
     }
 
     /// Appends a field line given as bytes (a parser's or a stored record's).
@@ -371,9 +456,17 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Replaces every line of that name by one line with this value (at the first line's place).
     public mutating func replaceOrAdd(name: String, value: String) {
-        let key = Field.nameKey(of: name)
+        Self.withName(name) { replaceOrAdd(name: $0, key: $1, value: value) }
+    }
+
+    /// ``replaceOrAdd(name:value:)-(String,_)`` by a name whose key is known.
+    public mutating func replaceOrAdd(name: HeaderName, value: String) {
+        replaceOrAdd(name: name.bytes, key: name.key, value: value)
+    }
+
+    private mutating func replaceOrAdd(name: UnsafeRawBufferPointer, key: UInt32, value: String) {
         guard let first = offset(of: name, key: key) else {
-            add(name: name, value: value)
+            add(name: name, value: value, key: key)
             return
         }
         let (nameCount, oldCount) = bytes.withUnsafeBytes { raw in
@@ -384,7 +477,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         }
         let next = first + Self.lineHeaderSize + nameCount + oldCount + 4
         if offset(of: name, key: key, from: next) != nil {
-            removeLines(from: next) { $0.isNamed(name, key: key) }
+            removeLines(from: next) { $0.isNamed(bytes: name, key: key) }
         }
         // The new value in place of the old; later lines are found by walking, so nothing else moves.
         var replacement = value
@@ -399,9 +492,26 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Removes every line of that name.
     public mutating func remove(_ name: String) {
-        let key = Field.nameKey(of: name)
+        Self.withName(name) { remove($0, key: $1) }
+    }
+
+    /// Removes every line of that name (whose key is known).
+    public mutating func remove(_ name: HeaderName) {
+        remove(name.bytes, key: name.key)
+    }
+
+    /// Removes every line of that name and returns the first one's value (one walk where a
+    /// lookup and a removal took two).
+    public mutating func take(_ name: HeaderName) -> String? {
+        guard let first = offset(of: name.bytes, key: name.key) else { return nil }
+        let value = bytes.withUnsafeBytes { raw in Self.line(at: first, in: raw).line.valueString }
+        removeLines(from: first) { $0.isNamed(bytes: name.bytes, key: name.key) }
+        return value
+    }
+
+    private mutating func remove(_ name: UnsafeRawBufferPointer, key: UInt32) {
         guard let first = offset(of: name, key: key) else { return }
-        removeLines(from: first) { $0.isNamed(name, key: key) }
+        removeLines(from: first) { $0.isNamed(bytes: name, key: key) }
     }
 
     /// Removes every line that satisfies the predicate (lines lent, not copied).
@@ -519,17 +629,21 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// Whether `bytes` spell `text`, ignoring ASCII case.
     static func bytes(_ bytes: UnsafeRawBufferPointer, equalIgnoringASCIICase text: String) -> Bool {
-        func compare(_ other: UnsafeBufferPointer<UInt8>) -> Bool {
-            guard other.count == bytes.count else { return false }
-            for index in 0..<other.count where other[index] != bytes[index] {
-                let x = other[index] &- 65 < 26 ? other[index] | 0x20 : other[index]
-                let y = bytes[index] &- 65 < 26 ? bytes[index] | 0x20 : bytes[index]
-                if x != y { return false }
-            }
-            return true
+        if let equal = text.utf8.withContiguousStorageIfAvailable({ Self.bytes(bytes, equalIgnoringASCIICase: UnsafeRawBufferPointer($0)) }) {
+            return equal
         }
-        if let equal = text.utf8.withContiguousStorageIfAvailable(compare) { return equal }
-        return Array(text.utf8).withUnsafeBufferPointer(compare)
+        return Array(text.utf8).withUnsafeBytes { Self.bytes(bytes, equalIgnoringASCIICase: $0) }
+    }
+
+    /// Whether two byte strings are equal, ignoring ASCII case.
+    static func bytes(_ bytes: UnsafeRawBufferPointer, equalIgnoringASCIICase other: UnsafeRawBufferPointer) -> Bool {
+        guard other.count == bytes.count else { return false }
+        for index in 0..<other.count where other[index] != bytes[index] {
+            let x = other[index] &- 65 < 26 ? other[index] | 0x20 : other[index]
+            let y = bytes[index] &- 65 < 26 ? bytes[index] | 0x20 : bytes[index]
+            if x != y { return false }
+        }
+        return true
     }
 }
 

@@ -33,7 +33,7 @@ struct OriginRequestParser {
         }
         var offset = headEnd.upperBound - view.startIndex
         var body: [UInt8] = []
-        if headers["Transfer-Encoding"]?.lowercased().contains("chunked") == true {
+        if headers[.transferEncoding]?.lowercased().contains("chunked") == true {
             while true {
                 let rest = view.dropFirst(offset)
                 guard let lineEnd = rest.firstRange(of: [13, 10]) else { return .needMore }
@@ -50,7 +50,7 @@ struct OriginRequestParser {
                 body.append(contentsOf: view.dropFirst(dataStart).prefix(size))
                 offset = dataStart + size + 2
             }
-        } else if let length = headers["Content-Length"].flatMap({ Int($0) }) {
+        } else if let length = headers[.contentLength].flatMap({ Int($0) }) {
             guard view.count >= offset + length else { return .needMore }
             body = Array(view.dropFirst(offset).prefix(length))
             offset += length

@@ -20,9 +20,9 @@ public struct OriginResponder: Sendable {
     /// A complete response with a binary body.
     public func send(status: Int, headers: HeaderFields = [:], bytes: [UInt8]) {
         var headers = headers
-        let chunked = headers["Transfer-Encoding"]?.lowercased() == "chunked"
-        if !chunked && !headers.contains("Content-Length") && status != 204 && status != 304 && status >= 200 {
-            headers.add(name: "Content-Length", value: String(bytes.count))
+        let chunked = headers[.transferEncoding]?.lowercased() == "chunked"
+        if !chunked && !headers.contains(.contentLength) && status != 204 && status != 304 && status >= 200 {
+            headers.add(name: .contentLength, value: String(bytes.count))
         }
         var buffer = ByteBuffer(string: Self.head(status: status, headers: headers))
         if !isHead && !bytes.isEmpty {

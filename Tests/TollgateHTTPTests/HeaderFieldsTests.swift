@@ -158,4 +158,42 @@ struct HeaderFieldsTests {
         #expect(HeaderFields([("Content-Lengthy", "5")]).contentLength == nil)
         #expect(HeaderFields().contentLength == nil)
     }
+
+    @Test("A HeaderName finds, changes and removes what its text as a String would, ignoring case")
+    func headerNamesActLikeTheirText() {
+        var fields = HeaderFields([
+            ("transfer-encoding", "gzip"), ("Via", "1.0 a"), ("TRANSFER-ENCODING", "chunked"), ("Host", "h"),
+        ])
+        #expect(HeaderName.transferEncoding.key == HeaderFields.Field.nameKey(of: "transfer-encoding"))
+        #expect(fields[.transferEncoding] == "gzip")
+        #expect(fields.values(for: .transferEncoding) == fields.values(for: "Transfer-Encoding"))
+        #expect(fields.count(named: .transferEncoding) == 2)
+        #expect(fields.listContains(.transferEncoding, token: "CHUNKED"))
+        #expect(!fields.contains(.xForwardedFor))
+        #expect(fields.allValues(for: .contentLength, equal: "5"))
+        var seen: [String] = []
+        fields.forEachValue(named: .via) { seen.append($0) }
+        #expect(seen == ["1.0 a"])
+
+        #expect(fields.take(.host) == "h")
+        #expect(!fields.contains("host"))
+        #expect(fields.take(.host) == nil)
+        fields[.via] = "1.1 b"
+        #expect(fields.values(for: "via") == ["1.1 b"])
+        fields.add(name: .xForwardedProto, value: "http")
+        #expect(fields.pairs.last! == ("X-Forwarded-Proto", "http"))
+        #expect(fields["x-forwarded-proto"] == "http")
+        fields.remove(.transferEncoding)
+        #expect(fields.pairs.map(\.0) == ["Via", "X-Forwarded-Proto"])
+        fields[.via] = nil
+        #expect(fields.count == 1)
+    }
+
+    @Test("HeaderNames are equal by name ignoring case, and a constant's text is its name")
+    func headerNameEquality() {
+        #expect(HeaderName("cache-control") == .cacheControl)
+        #expect(HeaderName("Cache-Controls") != .cacheControl)
+        #expect(HeaderName.xForwardedHost.text == "X-Forwarded-Host")
+        #expect(Set([HeaderName("VARY"), .vary]).count == 1)
+    }
 }

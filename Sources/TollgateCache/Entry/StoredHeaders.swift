@@ -29,9 +29,9 @@ public enum StoredHeaders {
     /// The fields to store from `fields`, and the names of the fields stripped that a
     /// client would otherwise have seen (for Cache-Status details), lowercased.
     public static func filter(_ fields: HeaderFields, shared: Bool) -> (fields: HeaderFields, stripped: [String]) {
-        let connectionOptions = ConnectionOptions(fieldValues: fields.values(for: "Connection")).options
+        let connectionOptions = ConnectionOptions(fieldValues: fields.values(for: .connection)).options
         var privateFields: [String] = []
-        if shared, case .listed(let names)? = CacheControl(fieldValues: fields.values(for: "Cache-Control")).private {
+        if shared, case .listed(let names)? = CacheControl(fieldValues: fields.values(for: .cacheControl)).private {
             privateFields = names
         }
         var result = fields

@@ -178,7 +178,7 @@ public struct StoredResponse: Sendable, Hashable {
     }
 
     /// The Vary field of the stored response.
-    public var vary: Vary { Vary(fieldValues: headerFields.values(for: "Vary")) }
+    public var vary: Vary { Vary(fieldValues: headerFields.values(for: .vary)) }
 }
 
 /// One request header field a response varies on, with the request's value.

@@ -57,7 +57,7 @@ public struct Freshness: Sendable, Hashable {
         now: Date,
         rules: CacheRules
     ) {
-        let dateValue = headerFields.date("Date", now: responseTime)
+        let dateValue = headerFields.date(.date, now: responseTime)
         currentAge = Self.currentAge(
             headerFields: headerFields,
             dateValue: dateValue,
@@ -85,7 +85,7 @@ public struct Freshness: Sendable, Hashable {
         var correctedInitialAge: Double
 
         init(headerFields: HeaderFields, requestTime: Date, responseTime: Date) {
-            dateValue = headerFields.date("Date", now: responseTime)
+            dateValue = headerFields.date(.date, now: responseTime)
             // current_age at response_time is the corrected initial age.
             correctedInitialAge = Freshness.currentAge(
                 headerFields: headerFields,
@@ -137,7 +137,7 @@ public struct Freshness: Sendable, Hashable {
     ) -> Double {
         currentAge(
             headerFields: headerFields,
-            dateValue: headerFields.date("Date", now: responseTime),
+            dateValue: headerFields.date(.date, now: responseTime),
             requestTime: requestTime,
             responseTime: responseTime,
             now: now
@@ -171,7 +171,7 @@ public struct Freshness: Sendable, Hashable {
         lifetime(
             headerFields: headerFields,
             cacheControl: CacheControl(response: headerFields),
-            dateValue: headerFields.date("Date", now: responseTime),
+            dateValue: headerFields.date(.date, now: responseTime),
             status: status,
             responseTime: responseTime,
             rules: rules
@@ -190,19 +190,19 @@ public struct Freshness: Sendable, Hashable {
         if rules.isShared, let sMaxAge = cacheControl.sMaxAge { return (Double(sMaxAge), false) }
         if let maxAge = cacheControl.maxAge { return (Double(maxAge), false) }
         let date = dateValue ?? responseTime
-        if headerFields.contains("Expires") {
-            guard let expires = headerFields.date("Expires", now: responseTime) else { return (0, false) }
+        if headerFields.contains(.expires) {
+            guard let expires = headerFields.date(.expires, now: responseTime) else { return (0, false) }
             return (max(0, expires.timeIntervalSince(date)), false)
         }
         guard CacheRules.heuristicallyCacheableStatuses.contains(status) || cacheControl.public,
-            let lastModified = headerFields.date("Last-Modified", now: responseTime), lastModified < date
+            let lastModified = headerFields.date(.lastModified, now: responseTime), lastModified < date
         else { return (0, false) }
         return (min(date.timeIntervalSince(lastModified) * rules.heuristicFraction, rules.heuristicLimit), true)
     }
 
     /// The Age field's value (§5.1): the first list member if it is delta-seconds, else nil.
     static func ageValue(_ headerFields: HeaderFields) -> Int? {
-        guard let first = FieldList.elements(headerFields.values(for: "Age")).first, !first.isEmpty,
+        guard let first = FieldList.elements(headerFields.values(for: .age)).first, !first.isEmpty,
             first.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 })
         else { return nil }
         // Saturate like delta-seconds (§1.2.2) rather than overflow on a long run of digits.

@@ -27,7 +27,7 @@ public struct CacheHit: Sendable, Hashable {
         if !withheldFields.isEmpty {
             head.headerFields.removeLines { line in withheldFields.contains { line.isNamed($0) } }
         }
-        head.headerFields.replaceOrAdd(name: "Age", value: String(freshness.ageFieldValue))
+        head.headerFields.replaceOrAdd(name: .age, value: String(freshness.ageFieldValue))
         return head
     }
 }

@@ -14,12 +14,12 @@ extension CacheRules {
     /// is not a validator), so this does not.
     public func conditionalHeaders(for stored: StoredResponse) -> HeaderFields {
         var fields = HeaderFields()
-        if let etag = stored.headerFields["ETag"], EntityTag(etag) != nil {
-            fields.add(name: "If-None-Match", value: etag)
-        } else if let lastModified = stored.headerFields["Last-Modified"],
+        if let etag = stored.headerFields[.eTag], EntityTag(etag) != nil {
+            fields.add(name: .ifNoneMatch, value: etag)
+        } else if let lastModified = stored.headerFields[.lastModified],
             HTTPDate.parse(lastModified, now: stored.responseTime) != nil
         {
-            fields.add(name: "If-Modified-Since", value: lastModified)
+            fields.add(name: .ifModifiedSince, value: lastModified)
         }
         return fields
     }
@@ -48,12 +48,12 @@ extension CacheRules {
         responseTime: Date
     ) -> StoredResponse? {
         let incoming = notModified.headerFields
-        if let etagText = incoming["ETag"] {
-            guard let etag = EntityTag(etagText), let storedETag = stored.headerFields["ETag"].flatMap(EntityTag.init),
+        if let etagText = incoming[.eTag] {
+            guard let etag = EntityTag(etagText), let storedETag = stored.headerFields[.eTag].flatMap(EntityTag.init),
                 etag.matches(storedETag, using: etag.isWeak ? .weak : .strong)
             else { return nil }
-        } else if let lastModified = incoming["Last-Modified"] {
-            guard let storedLastModified = stored.headerFields["Last-Modified"],
+        } else if let lastModified = incoming[.lastModified] {
+            guard let storedLastModified = stored.headerFields[.lastModified],
                 HTTPDate.parse(lastModified) == HTTPDate.parse(storedLastModified), HTTPDate.parse(lastModified) != nil
             else { return nil }
         }
@@ -81,15 +81,15 @@ extension CacheRules {
     /// not modified when that is not later than the given date. Only GET and HEAD.
     public func answersConditional(clientRequest: HTTPRequestHead, stored: StoredResponse) -> Bool {
         guard clientRequest.method == .get || clientRequest.method == .head else { return false }
-        let noneMatch = clientRequest.headerFields.values(for: "If-None-Match")
+        let noneMatch = clientRequest.headerFields.values(for: .ifNoneMatch)
         if !noneMatch.isEmpty {
             guard let list = EntityTagList(fieldValues: noneMatch) else { return false }
             if case .any = list { return true }
-            return list.matches(stored.headerFields["ETag"].flatMap(EntityTag.init), using: .weak)
+            return list.matches(stored.headerFields[.eTag].flatMap(EntityTag.init), using: .weak)
         }
-        guard let since = clientRequest.headerFields.date("If-Modified-Since"),
-            let modified = stored.headerFields.date("Last-Modified", now: stored.responseTime)
-                ?? stored.headerFields.date("Date", now: stored.responseTime)
+        guard let since = clientRequest.headerFields.date(.ifModifiedSince),
+            let modified = stored.headerFields.date(.lastModified, now: stored.responseTime)
+                ?? stored.headerFields.date(.date, now: stored.responseTime)
         else { return false }
         return modified <= since
     }

@@ -5,9 +5,9 @@ extension CacheControl {
     /// The request's Cache-Control, with `Pragma: no-cache` read as `no-cache` when the
     /// request has no Cache-Control field (RFC 9111 §5.4).
     public init(request fields: HeaderFields) {
-        let values = fields.values(for: "Cache-Control")
+        let values = fields.values(for: .cacheControl)
         self.init(fieldValues: values)
-        if values.isEmpty, Pragma(fieldValues: fields.values(for: "Pragma")).noCache {
+        if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
             noCache = .all
         }
     }
@@ -17,9 +17,9 @@ extension CacheControl {
     /// responses unspecified, HTTP/1.0 origins use it to forbid reuse, and the seeds'
     /// `willCacheResponse` gate consults Pragma too; revalidating is the safe reading.
     public init(response fields: HeaderFields) {
-        let values = fields.values(for: "Cache-Control")
+        let values = fields.values(for: .cacheControl)
         self.init(fieldValues: values)
-        if values.isEmpty, Pragma(fieldValues: fields.values(for: "Pragma")).noCache {
+        if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
             noCache = .all
         }
     }
@@ -27,7 +27,7 @@ extension CacheControl {
 
 extension HeaderFields {
     /// The named field parsed as an HTTP date; nil when absent or invalid.
-    func date(_ name: String, now: Date? = nil) -> Date? {
+    func date(_ name: HeaderName, now: Date? = nil) -> Date? {
         self[name].flatMap { HTTPDate.parse($0, now: now) }
     }
 }

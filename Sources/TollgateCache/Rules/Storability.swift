@@ -79,14 +79,14 @@ extension CacheRules {
         },
         StorabilityCheck(reason: .private) { !$0.rules.isShared || $0.responseControl.private != .all },
         StorabilityCheck(reason: .authorization) { candidate in
-            guard candidate.rules.isShared, candidate.request.headerFields.contains("Authorization") else {
+            guard candidate.rules.isShared, candidate.request.headerFields.contains(.authorization) else {
                 return true
             }
             let control = candidate.responseControl
             return control.public || control.sMaxAge != nil || control.mustRevalidate
         },
         StorabilityCheck(reason: .varyStar) {
-            !Vary(fieldValues: $0.response.headerFields.values(for: "Vary")).isWildcard
+            !Vary(fieldValues: $0.response.headerFields.values(for: .vary)).isWildcard
         },
         StorabilityCheck(reason: .sizeLimit) { candidate in
             guard let length = candidate.bodyLength else { return true }  // checked while streaming
@@ -140,7 +140,7 @@ extension CacheRules {
         let control = candidate.responseControl
         if control.mustUnderstand, !CacheRules.understoodStatuses.contains(status) { return false }
         if heuristicallyCacheableStatuses.contains(status) { return true }
-        return candidate.response.headerFields.contains("Expires") || control.maxAge != nil || control.public
+        return candidate.response.headerFields.contains(.expires) || control.maxAge != nil || control.public
             || (candidate.rules.isShared && control.sMaxAge != nil)
             || (!candidate.rules.isShared && control.private != nil)
     }

@@ -156,7 +156,7 @@ public final class CacheEntryWriter: Sendable {
         response.bodyLength = length
         response.bodyDigest = digest
         if !(100..<200).contains(response.status), response.status != 204, response.status != 304 {
-            response.headerFields.replaceOrAdd(name: "Content-Length", value: String(length))
+            response.headerFields.replaceOrAdd(name: .contentLength, value: String(length))
         }
         switch phase {
         case .memory(let bytes):

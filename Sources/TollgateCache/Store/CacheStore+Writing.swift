@@ -72,7 +72,7 @@ extension CacheStore {
             requestTime: requestTime,
             responseTime: responseTime,
             varyingRequestFields: VaryMatching.varyingFields(
-                of: Vary(fieldValues: response.headerFields.values(for: "Vary")),
+                of: Vary(fieldValues: response.headerFields.values(for: .vary)),
                 in: request.headerFields
             ),
             storedAt: now,
@@ -161,7 +161,7 @@ extension CacheStore {
         stored.bodyLength = length
         stored.bodyDigest = digest
         stored.bodyLocation = .file(finalName)
-        stored.headerFields.replaceOrAdd(name: "Content-Length", value: String(length))
+        stored.headerFields.replaceOrAdd(name: .contentLength, value: String(length))
         return try commitVariant(
             id,
             response: stored,

@@ -43,13 +43,13 @@ extension CachedResponse {
         let limit = Double(CacheControl.maximumDeltaSeconds)
         let forced = Int(min(limit, ttlSeconds.rounded(.up) + max(0, initialAge).rounded(.down)))
 
-        var control = CacheControl(fieldValues: response.headerFields.values(for: "Cache-Control"))
+        var control = CacheControl(fieldValues: response.headerFields.values(for: .cacheControl))
         control.sMaxAge = forced
         if !sharedCache { control.maxAge = forced }
         if control.noCache == .all { control.noCache = nil }
 
         var copy = self
-        copy.response.headerFields.replaceOrAdd(name: "Cache-Control", value: control.description)
+        copy.response.headerFields.replaceOrAdd(name: .cacheControl, value: control.description)
         return copy
     }
 }

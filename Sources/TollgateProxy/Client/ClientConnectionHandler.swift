@@ -264,10 +264,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         // Inside an intercepted tunnel the CONNECT was the authenticated request.
         if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
             authenticator.isEnabled,
-            authenticator.user(for: head.headerFields["Proxy-Authorization"]) == nil
+            authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
         {
             let said =
-                head.headerFields.contains("Proxy-Authorization")
+                head.headerFields.contains(.proxyAuthorization)
                 ? "the proxy credentials were not accepted" : "proxy authentication required"
             answerItself(ProxyAuthenticator.challenge(said), close: false)
             return
@@ -332,12 +332,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         closeAfterResponse = closeAfterResponse || close || framing == .untilClose
         // The connection's own Connection field replaces the message's (an omission always
         // leaves out `Connection`, which is among the fixed hop-by-hop names).
-        if omission == nil { head.headerFields.remove("Connection") }
-        added.remove("Connection")
+        if omission == nil { head.headerFields.remove(.connection) }
+        added.remove(.connection)
         if willClose {
-            added.add(name: "Connection", value: "close")
+            added.add(name: .connection, value: "close")
         } else if minorVersion == 0 {
-            added.add(name: "Connection", value: "keep-alive")
+            added.add(name: .connection, value: "keep-alive")
         }
         self.framing = framing
         var buffer = context.channel.allocator.buffer(capacity: 512)
@@ -457,7 +457,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             status: answer.status,
             bodyBytes: Int64(answer.body.readableBytes),
             referer: request?.headerFields["Referer"],
-            userAgent: request?.headerFields["User-Agent"]
+            userAgent: request?.headerFields[.userAgent]
         )
         environment.accessLog.record(entry)
         sendOwnAnswer(answer, close: close)

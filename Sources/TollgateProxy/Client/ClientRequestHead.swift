@@ -79,9 +79,9 @@ struct ClientRequestHead: Hashable, Sendable {
                 headerFields: headerFields,
                 framing: framing,
                 byteCount: byteCount,
-                wantsKeepAlive: !headerFields.listContains("Connection", token: "close")
-                    && (minorVersion >= 1 || headerFields.listContains("Connection", token: "keep-alive")),
-                isUpgrade: headerFields.contains("Upgrade") && headerFields.listContains("Connection", token: "upgrade")
+                wantsKeepAlive: !headerFields.listContains(.connection, token: "close")
+                    && (minorVersion >= 1 || headerFields.listContains(.connection, token: "keep-alive")),
+                isUpgrade: headerFields.contains(.upgrade) && headerFields.listContains(.connection, token: "upgrade")
             )
         )
     }
@@ -105,7 +105,7 @@ struct ClientRequestHead: Hashable, Sendable {
 
     /// Whether the client waits for `100 Continue` before sending its body.
     var expectsContinue: Bool {
-        headerFields["Expect"]?.equalsIgnoringASCIICase("100-continue") ?? false
+        headerFields[.expect]?.equalsIgnoringASCIICase("100-continue") ?? false
     }
 
     /// Whether the client wants the connection kept open after this exchange (RFC 9112 §9.3).

@@ -32,7 +32,7 @@ struct OwnResponse: Sendable {
             "Content-Length": String(body.readableBytes),
         ]
         for field in extraFields { fields.add(name: field.name, value: field.value) }
-        if close { fields.add(name: "Connection", value: "close") }
+        if close { fields.add(name: .connection, value: "close") }
         return HTTPResponseHead(status: status, version: "HTTP/1.\(minorVersion)", headerFields: fields)
     }
 }

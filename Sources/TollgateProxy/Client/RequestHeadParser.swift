@@ -50,7 +50,7 @@ enum RequestHeadParser {
         case .failure(let error): return .failure(error)
         case .success(let head): (method, target, minorVersion, fields) = head
         }
-        let hosts = fields.count(named: "Host")
+        let hosts = fields.count(named: .host)
         if hosts > 1 { return .failure(.malformed("more than one Host header field")) }
         if hosts == 0, minorVersion >= 1 {
             return .failure(.malformed("an HTTP/1.1 request without a Host header field"))
@@ -148,9 +148,9 @@ enum RequestHeadParser {
         minorVersion: Int
     ) -> Result<ClientRequestHead.Framing, ClientRequestError> {
         // The usual request has neither: no arrays for it.
-        guard fields.contains("Transfer-Encoding") || fields.contains("Content-Length") else { return .success(.none) }
-        let encodings = fields.values(for: "Transfer-Encoding")
-        let lengths = fields.values(for: "Content-Length")
+        guard fields.contains(.transferEncoding) || fields.contains(.contentLength) else { return .success(.none) }
+        let encodings = fields.values(for: .transferEncoding)
+        let lengths = fields.values(for: .contentLength)
         if !encodings.isEmpty {
             guard lengths.isEmpty else {
                 return .failure(.malformed("both Content-Length and Transfer-Encoding"))

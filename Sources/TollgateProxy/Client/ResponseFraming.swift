@@ -23,16 +23,16 @@ enum ResponseFraming: Hashable, Sendable {
         requestIsHead: Bool,
         clientMinorVersion: Int
     ) -> ResponseFraming {
-        fields.remove("Transfer-Encoding")
+        fields.remove(.transferEncoding)
         if (100..<200).contains(status) || status == 204 {
-            fields.remove("Content-Length")
+            fields.remove(.contentLength)
             return .none
         }
         if status == 304 || requestIsHead { return .none }
         if fields.contentLength != nil { return .contentLength }
-        fields.remove("Content-Length")
+        fields.remove(.contentLength)
         if clientMinorVersion >= 1 {
-            added.add(name: "Transfer-Encoding", value: "chunked")
+            added.add(name: .transferEncoding, value: "chunked")
             return .chunked
         }
         return .untilClose

@@ -43,7 +43,7 @@ struct ExchangeRecord {
             status: status,
             bodyBytes: bodyBytes,
             referer: head.headerFields["Referer"],
-            userAgent: head.headerFields["User-Agent"],
+            userAgent: head.headerFields[.userAgent],
             rule: route?.ruleLabel ?? "-",
             session: route?.sessionName ?? "-",
             durationMilliseconds: Int(Date().timeIntervalSince(started) * 1000)

@@ -49,9 +49,9 @@ extension ForwardExchange {
             fields = HopByHopHeaders.removing(from: fields)
             omission = nil
         }
-        if response.headerFields.contains("Transfer-Encoding") {
+        if response.headerFields.contains(.transferEncoding) {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
-            fields.remove("Content-Length")
+            fields.remove(.contentLength)
         }
         // Formatted only for an unusual version: interpolation allocates, and this runs per response.
         let via: String
@@ -66,9 +66,9 @@ extension ForwardExchange {
         // them to the response's list would copy it (the task keeps the response too).
         var added = HeaderFields()
         added.reserveCapacity(4)
-        added.add(name: "Via", value: via)
+        added.add(name: .via, value: via)
         if let outcome = task?.cacheOutcome {
-            added.add(name: "Cache-Status", value: outcome.cacheStatus())
+            added.add(name: .cacheStatus, value: outcome.cacheStatus())
         }
         let framing = ResponseFraming.decide(
             status: response.status,
@@ -130,9 +130,9 @@ extension ForwardExchange {
         self.task = nil
         LoopDeadlines.of(eventLoop).unwatch(self)
         var fields = HopByHopHeaders.removing(from: response.headerFields)
-        fields.add(name: "Connection", value: "Upgrade")
-        for value in response.headerFields.values(for: "Upgrade") { fields.add(name: "Upgrade", value: value) }
-        fields.add(name: "Via", value: "1.1 tollgate")
+        fields.add(name: .connection, value: "Upgrade")
+        for value in response.headerFields.values(for: .upgrade) { fields.add(name: .upgrade, value: value) }
+        fields.add(name: .via, value: "1.1 tollgate")
         record.status = 101
         let relay = StreamRelay(stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true) {
             [self] totals, _ in

@@ -172,29 +172,36 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     /// RFC 9112 §3.2.2 asks of a proxy, and for a reverse listener that is the upstream's),
     /// Via added; an upgrade keeps its `Connection: Upgrade` and `Upgrade`.
     func forwardedHeaderFields() -> HeaderFields {
-        let upgrades = head.isUpgrade ? head.headerFields.values(for: "Upgrade") : []
+        let upgrades = head.isUpgrade ? head.headerFields.values(for: .upgrade) : []
         var fields = HopByHopHeaders.removing(from: head.headerFields)
         fields.reserveCapacity(fields.count + 4)  // Via and the X-Forwarded-* fields: one copy, not two
-        let originalHost = fields["Host"]
-        fields.remove("Host")
-        if head.expectsContinue { fields.remove("Expect") }
-        if head.framing == .chunked { fields.remove("Content-Length") }
+        let originalHost = fields.take(.host)
+        if head.expectsContinue { fields.remove(.expect) }
+        if head.framing == .chunked { fields.remove(.contentLength) }
         if !upgrades.isEmpty {
-            fields.add(name: "Connection", value: "Upgrade")
-            for value in upgrades { fields.add(name: "Upgrade", value: value) }
+            fields.add(name: .connection, value: "Upgrade")
+            for value in upgrades { fields.add(name: .upgrade, value: value) }
         }
-        fields.add(name: "Via", value: head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate")
+        fields.add(name: .via, value: head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate")
         if case .reverse = environment.mode {
             let client = connection?.clientAddress ?? "-"
-            if let earlier = fields["X-Forwarded-For"] {
-                fields["X-Forwarded-For"] = earlier + ", " + client
+            // Usually the client sent none of the three: one walk over the keys says so.
+            let forwarded = (HeaderName.xForwardedFor.key, HeaderName.xForwardedHost.key, HeaderName.xForwardedProto.key)
+            if !fields.containsNameKey(where: { $0 == forwarded.0 || $0 == forwarded.1 || $0 == forwarded.2 }) {
+                fields.add(name: .xForwardedFor, value: client)
+                if let originalHost { fields.add(name: .xForwardedHost, value: originalHost) }
+                fields.add(name: .xForwardedProto, value: "http")
+                return fields
+            }
+            if let earlier = fields[.xForwardedFor] {
+                fields[.xForwardedFor] = earlier + ", " + client
             } else {
-                fields.add(name: "X-Forwarded-For", value: client)
+                fields.add(name: .xForwardedFor, value: client)
             }
-            if let originalHost, !fields.contains("X-Forwarded-Host") {
-                fields.add(name: "X-Forwarded-Host", value: originalHost)
+            if let originalHost, !fields.contains(.xForwardedHost) {
+                fields.add(name: .xForwardedHost, value: originalHost)
             }
-            if !fields.contains("X-Forwarded-Proto") { fields.add(name: "X-Forwarded-Proto", value: "http") }
+            if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: "http") }
         }
         return fields
     }

@@ -34,7 +34,7 @@ enum HopByHopHeaders {
     /// The hop-by-hop lines of `fields`; nil when it has none (the usual stored response).
     static func omission(for fields: HeaderFields) -> Omission? {
         var omission = Omission()
-        fields.forEachValue(named: "Connection") { value in
+        fields.forEachValue(named: .connection) { value in
             FieldList.forEachToken(in: value) { token in
                 let key = HeaderFields.Field.nameKey(ofBytes: token.utf8)
                 if fields.containsNameKey(where: { $0 == key }) {

@@ -32,13 +32,13 @@ struct RequestHeadEncoder {
     ) {
         let fields = head.headerFields
         isHead = head.method == .head
-        keepAlive = !fields.contains("Connection")
-            || !FieldList.elements(fields.values(for: "Connection")).contains { $0.lowercased() == "close" }
+        keepAlive = !fields.contains(.connection)
+            || !FieldList.elements(fields.values(for: .connection)).contains { $0.lowercased() == "close" }
         var before: (name: String, value: String)?
         var after: (name: String, value: String)?
-        if !fields.contains("Host") { before = ("Host", head.url.authority) }
-        let hasLength = fields.contains("Content-Length")
-        let hasCoding = fields.contains("Transfer-Encoding")
+        if !fields.contains(.host) { before = ("Host", head.url.authority) }
+        let hasLength = fields.contains(.contentLength)
+        let hasCoding = fields.contains(.transferEncoding)
         if hasBody {
             if !hasLength && !hasCoding {
                 after = bodyLength.map { ("Content-Length", String($0)) } ?? ("Transfer-Encoding", "chunked")
@@ -49,7 +49,7 @@ struct RequestHeadEncoder {
         if let after, after.name == "Transfer-Encoding" {
             framing = .chunked
         } else if hasCoding {
-            let codings = FieldList.elements(fields.values(for: "Transfer-Encoding"))
+            let codings = FieldList.elements(fields.values(for: .transferEncoding))
             framing = codings.last?.lowercased() == "chunked" ? .chunked : .plain
         } else {
             framing = .plain

@@ -286,9 +286,9 @@ struct ResponseDecoder {
     private mutating func begin(_ head: HTTPResponseHead) throws(Failure) {
         let fields = head.headerFields
         var keepAlive = head.version == "HTTP/1.1"
-        if fields.contains("Connection") {
+        if fields.contains(.connection) {
             keepAlive = keepAlive
-                ? !fields.listContains("Connection", token: "close") : fields.listContains("Connection", token: "keep-alive")
+                ? !fields.listContains(.connection, token: "close") : fields.listContains(.connection, token: "keep-alive")
         }
         if head.status == 101 {
             reusable = false
@@ -301,12 +301,12 @@ struct ResponseDecoder {
             pendingEnd = true
             return
         }
-        if fields.contains("Transfer-Encoding") {
-            let codings = FieldList.elements(fields.values(for: "Transfer-Encoding"))
+        if fields.contains(.transferEncoding) {
+            let codings = FieldList.elements(fields.values(for: .transferEncoding))
             if codings.last?.lowercased() == "chunked" {
                 // With Content-Length beside it the message may be read differently downstream:
                 // this connection carries nothing more (RFC 9112 §6.1).
-                reusable = keepAlive && !fields.contains("Content-Length")
+                reusable = keepAlive && !fields.contains(.contentLength)
                 state = .chunkSize
             } else {
                 reusable = false
@@ -314,9 +314,9 @@ struct ResponseDecoder {
             }
             return
         }
-        if fields.contains("Content-Length") {
+        if fields.contains(.contentLength) {
             guard let length = Self.contentLength(fields) else {
-                throw fail("invalid Content-Length \"\(fields.values(for: "Content-Length").joined(separator: ", "))\"")
+                throw fail("invalid Content-Length \"\(fields.values(for: .contentLength).joined(separator: ", "))\"")
             }
             reusable = keepAlive
             if length == 0 {
@@ -333,12 +333,12 @@ struct ResponseDecoder {
     /// One length from the `Content-Length` lines: digits only; a list of equal values is one.
     static func contentLength(_ fields: HeaderFields) -> Int64? {
         // The usual field: one line of digits (no arrays for it).
-        if let first = fields["Content-Length"], first.utf8.count <= 18, !first.isEmpty,
-            first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), fields.allValues(for: "Content-Length", equal: first)
+        if let first = fields[.contentLength], first.utf8.count <= 18, !first.isEmpty,
+            first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), fields.allValues(for: .contentLength, equal: first)
         {
             return first.utf8.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
         }
-        let values = fields.values(for: "Content-Length")
+        let values = fields.values(for: .contentLength)
         var length: Int64?
         for value in values {
             for element in value.split(separator: ",", omittingEmptySubsequences: false) {

@@ -48,7 +48,7 @@ extension SessionTask {
     func handleAuthenticationRequired(_ head: HTTPResponseHead) -> Bool {
         guard head.status == 401, let request = engine.request else { return false }
         var state = engine.authentication
-        let ownAuthorization = request.headerFields["Authorization"]
+        let ownAuthorization = request.headerFields[.authorization]
         if let ownAuthorization, ownAuthorization != state.addedAuthorization { return false }
         let refused = ownAuthorization == nil ? nil : state.current
         state.current = nil
@@ -189,7 +189,7 @@ extension SessionTask {
                 cnonce: DigestChallenge.makeClientNonce()
             )
         }
-        retry.headerFields.replaceOrAdd(name: "Authorization", value: value)
+        retry.headerFields.replaceOrAdd(name: .authorization, value: value)
         engine.authentication.addedAuthorization = value
         engine.authentication.current = TaskAuthentication.Attempt(
             space: space,
@@ -215,7 +215,7 @@ extension SessionTask {
     func applySessionAuthorization(to request: inout Request) {
         // Changed in place: a copy of the task's authentication state per request retained
         // everything in it.
-        let present = request.headerFields["Authorization"]
+        let present = request.headerFields[.authorization]
         if present == nil || present != engine.authentication.addedAuthorization {
             engine.authentication.addedAuthorization = nil
             engine.authentication.current = nil
@@ -225,7 +225,7 @@ extension SessionTask {
             !engine.authentication.isRejected(credential, in: space)
         {
             let value = BasicAuthorization.value(user: credential.user ?? "", password: credential.password ?? "")
-            request.headerFields.add(name: "Authorization", value: value)
+            request.headerFields.add(name: .authorization, value: value)
             engine.authentication.addedAuthorization = value
             engine.authentication.current = TaskAuthentication.Attempt(
                 space: space,
@@ -259,9 +259,9 @@ extension SessionTask {
     /// requests with Authorization only when the response allows it, RFC 9111 §3.5.)
     func sessionAuthorizationForbidsStoring(_ head: HTTPResponseHead) -> Bool {
         guard let added = engine.authentication.addedAuthorization,
-            engine.request?.headerFields["Authorization"] == added
+            engine.request?.headerFields[.authorization] == added
         else { return false }
-        let vary = Vary(fieldValues: head.headerFields.values(for: "Vary"))
+        let vary = Vary(fieldValues: head.headerFields.values(for: .vary))
         return vary.isWildcard || vary.fieldNames.contains("authorization")
     }
 }

@@ -91,13 +91,13 @@ extension SessionTask {
         for field in session.configuration.httpAdditionalHeaders where !prepared.headerFields.contains(field.name) {
             prepared.headerFields.add(name: field.name, value: field.value)
         }
-        if let agent = session.configuration.userAgent, !prepared.headerFields.contains("User-Agent") {
-            prepared.headerFields.add(name: "User-Agent", value: agent)
+        if let agent = session.configuration.userAgent, !prepared.headerFields.contains(.userAgent) {
+            prepared.headerFields.add(name: .userAgent, value: agent)
         }
         if session.configuration.httpShouldSetCookies, let storage = session.configuration.cookieStorage,
-            !prepared.headerFields.contains("Cookie"), let cookies = storage.cookieHeader(for: prepared.url)
+            !prepared.headerFields.contains(.cookie), let cookies = storage.cookieHeader(for: prepared.url)
         {
-            prepared.headerFields.add(name: "Cookie", value: cookies)
+            prepared.headerFields.add(name: .cookie, value: cookies)
         }
         applySessionAuthorization(to: &prepared)
         return prepared
@@ -133,7 +133,7 @@ extension SessionTask {
                     return
                 }
                 engine.bodyStream = stream
-                let declared = request.headerFields["Content-Length"].flatMap { Int64($0) }
+                let declared = request.headerFields[.contentLength].flatMap { Int64($0) }
                 setExpectedToSend(declared ?? -1)
                 then(.stream(stream))
             }

@@ -129,10 +129,10 @@ extension SessionTask {
             }
         }
         if !target.isSameOrigin(as: request.url) {
-            next.headerFields.remove("Authorization")
-            next.headerFields.remove("Cookie")
+            next.headerFields.remove(.authorization)
+            next.headerFields.remove(.cookie)
         }
-        next.headerFields.remove("Host")
+        next.headerFields.remove(.host)
         return next
     }
 
