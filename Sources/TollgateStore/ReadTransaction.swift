@@ -66,7 +66,7 @@ public class ReadTransaction {
     /// - Throws: `StoreError.invalidValue` if the bytes do not decode; `StoreError.badValueSize`
     ///   for an empty or too-long key.
     @inlinable
-    public func get<K: StoreCodable, V: StoreCodable>(
+    public final func get<K: StoreCodable, V: StoreCodable>(
         _ key: K, as type: V.Type = V.self, in database: Database
     ) throws -> V? {
         try withValue(forKey: key, in: database) { try V(storeBytes: $0) }
@@ -76,11 +76,12 @@ public class ReadTransaction {
     ///
     /// The buffer points into the map: it is valid only during `body`, which must not write.
     ///
-    /// Inlinable so that callers in other modules get it specialized for their key and result
-    /// types: unspecialized, each call looked up the generic metadata of its closure's types
-    /// (two calls per cache hit, ~2 % of a hit's CPU).
+    /// Final and inlinable so that callers in other modules get it specialized for their key and
+    /// result types (a class method is otherwise called through the class's table, unspecialized):
+    /// unspecialized, each call looked up the generic metadata of its closure's types (two calls
+    /// per cache hit, ~2 % of a hit's CPU).
     @inlinable
-    public func withValue<K: StoreCodable, R>(
+    public final func withValue<K: StoreCodable, R>(
         forKey key: K, in database: Database, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R? {
         try key.withStoreBytes { try withValue(forKeyBytes: $0, in: database, body) }
@@ -88,9 +89,18 @@ public class ReadTransaction {
 
     /// ``withValue(forKey:in:_:)`` for a key given as its bytes (valid during the call), for a
     /// caller that builds a key in place rather than in an array.
-    public func withValue<R>(
+    @inlinable
+    public final func withValue<R>(
         forKeyBytes key: UnsafeRawBufferPointer, in database: Database, _ body: (UnsafeRawBufferPointer) throws -> R
     ) throws -> R? {
+        guard let value = try valueBytes(forKey: key, in: database) else { return nil }
+        return try body(value)
+    }
+
+    /// The bytes stored under `key` (pointing into the map), or nil: the non-generic part of
+    /// ``withValue(forKeyBytes:in:_:)``, which is inlined into its callers.
+    @usableFromInline
+    final func valueBytes(forKey key: UnsafeRawBufferPointer, in database: Database) throws -> UnsafeRawBufferPointer? {
         let txn = try usableHandle()
         let dbi = try dbi(database)
         var keyValue = MDB_val(key)
@@ -98,12 +108,12 @@ public class ReadTransaction {
         let rc = mdb_get(txn, dbi, &keyValue, &data)
         if rc == MDB_NOTFOUND { return nil }
         try check(rc)
-        return try body(data.bytes)
+        return data.bytes
     }
 
     /// True when `key` has a value in `database`.
     @inlinable
-    public func contains<K: StoreCodable>(_ key: K, in database: Database) throws -> Bool {
+    public final func contains<K: StoreCodable>(_ key: K, in database: Database) throws -> Bool {
         try withValue(forKey: key, in: database) { _ in true } ?? false
     }
 
@@ -122,7 +132,7 @@ public class ReadTransaction {
 
     /// Calls `body` with a cursor over `database`, closed when `body` returns.
     /// The cursor (and any entry it returned) must not be used after that.
-    public func withCursor<R>(in database: Database, _ body: (Cursor) throws -> R) throws -> R {
+    public final func withCursor<R>(in database: Database, _ body: (Cursor) throws -> R) throws -> R {
         let txn = try usableHandle()
         var cursor: OpaquePointer?
         try check(mdb_cursor_open(txn, try dbi(database), &cursor))
