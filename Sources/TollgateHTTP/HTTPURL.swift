@@ -257,8 +257,13 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     /// `host[:port]`, the port only when it is not the scheme's default (the Host header's value).
     public var authority: String {
-        if let port, port != (scheme == "https" ? 443 : 80) { return "\(hostForURL):\(port)" }
-        return hostForURL
+        guard let port, port != (scheme == "https" ? 443 : 80) else { return hostForURL }
+        // Appended, not interpolated: an interpolation allocates a buffer even for a result that
+        // fits in a small string (`127.0.0.1:8080`), and the cache key asks for this per request.
+        var text = hostForURL
+        text.append(":")
+        text.append(String(port))
+        return text
     }
 
     /// `scheme://authority`, the URL's origin (RFC 6454) in serialized form.

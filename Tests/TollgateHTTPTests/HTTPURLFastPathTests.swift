@@ -45,4 +45,19 @@ struct HTTPURLFastPathTests {
             }
         }
     }
+
+    @Test("The authority leaves out the scheme's default port, keeps any other, and brackets IPv6")
+    func authority() {
+        let cases: [(String, String)] = [
+            ("http://example.com/", "example.com"), ("http://example.com:80/", "example.com"),
+            ("https://example.com:443/", "example.com"), ("http://example.com:443/", "example.com:443"),
+            ("https://example.com:80/", "example.com:80"), ("http://127.0.0.1:18082/x", "127.0.0.1:18082"),
+            ("https://[::1]:8443/x", "[::1]:8443"), ("http://[::1]/", "[::1]"),
+            ("http://a-rather-long-host-name.example.org:65535/", "a-rather-long-host-name.example.org:65535"),
+        ]
+        for (text, authority) in cases {
+            #expect(HTTPURL(string: text)?.authority == authority, "\(text)")
+        }
+    }
 }
+

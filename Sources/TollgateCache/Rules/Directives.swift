@@ -5,6 +5,12 @@ extension CacheControl {
     /// The request's Cache-Control, with `Pragma: no-cache` read as `no-cache` when the
     /// request has no Cache-Control field (RFC 9111 §5.4).
     public init(request fields: HeaderFields) {
+        // Most requests carry neither field: one walk over the keys, no parse and no arrays.
+        let (cacheControl, pragma) = (HeaderName.cacheControl.key, HeaderName.pragma.key)
+        guard fields.containsNameKey(where: { $0 == cacheControl || $0 == pragma }) else {
+            self.init()
+            return
+        }
         let values = fields.values(for: .cacheControl)
         self.init(fieldValues: values)
         if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
