@@ -156,14 +156,15 @@ extension SessionTask {
         var result = outcome ?? CacheOutcome(result: .hit)
         result.servedStale = stale
         engine.cacheOutcome = result
-        var metrics = TransactionMetrics(request: request)
-        metrics.fetchStartDate = now
-        metrics.resourceFetchType = .localCache
-        metrics.responseStartDate = now
-        metrics.countOfResponseBodyBytesReceived = isHead || conditional ? 0 : body.length
         let head = conditional ? cache.rules.notModifiedResponse(for: hit) : hit.responseHead
-        metrics.response = head
-        engine.transactions.append(metrics)
+        // Filled in place once appended: appending a finished local copy copied (and retained)
+        // every field of it.
+        engine.transactions.append(TransactionMetrics(request: request))
+        engine.transaction.fetchStartDate = now
+        engine.transaction.resourceFetchType = .localCache
+        engine.transaction.responseStartDate = now
+        engine.transaction.countOfResponseBodyBytesReceived = isHead || conditional ? 0 : body.length
+        engine.transaction.response = head
         engine.request = request
         deliverResponse(head)
         if !isHead, !conditional {

@@ -250,17 +250,21 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// ``delegates(as:)`` for data task delegates, cast once on the loop (``loopDataDelegates``).
     var dataDelegates: DelegatePair<any DataTaskDelegate> {
         guard eventLoop.inEventLoop else { return delegates(as: (any DataTaskDelegate).self) }
-        return loopDataDelegatesCast.pair
+        castDataDelegatesIfNeeded()
+        // The part asked for, read in place: a copy of the whole remembered tuple retained
+        // every delegate in it for each message.
+        return loopDataDelegates.unsafelyUnwrapped.pair
     }
 
     /// The first data task delegate when it decides on responses at once (on the loop only).
     var immediateResponseDecider: (any ImmediateResponseDeciding)? {
         guard eventLoop.inEventLoop else { return nil }
-        return loopDataDelegatesCast.decider
+        castDataDelegatesIfNeeded()
+        return loopDataDelegates.unsafelyUnwrapped.decider
     }
 
-    private var loopDataDelegatesCast: (pair: DelegatePair<any DataTaskDelegate>, decider: (any ImmediateResponseDeciding)?) {
-        if let known = loopDataDelegates { return known }
+    private func castDataDelegatesIfNeeded() {
+        guard loopDataDelegates == nil else { return }
         let all = taskDelegates
         // The witness answers for the class that declared the conformance; a subclass that adds
         // DataTaskDelegate to a TaskDelegate base is found by the cast. (The decider is only a
@@ -270,9 +274,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
             return delegate.asDataTaskDelegate ?? delegate as? any DataTaskDelegate
         }
         let pair = DelegatePair(data(all.first), data(all.second))
-        let cast = (pair: pair, decider: pair.first?.asImmediateResponseDecider)
-        loopDataDelegates = cast
-        return cast
+        loopDataDelegates = (pair: pair, decider: pair.first?.asImmediateResponseDecider)
     }
 }
 
