@@ -140,12 +140,26 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     private var bytes: [UInt8]
     /// The number of lines.
     public private(set) var count: Int
+    /// One bit per line, ``keyBit(_:)`` of its name key: a bit that is clear means no line has a
+    /// name with that key, so asking for an absent field (most lookups: `Transfer-Encoding`,
+    /// `Connection`, `Expect` …) walks no line. Kept by every change of the lines; derived
+    /// from them, so it takes no part in equality.
+    private var keyMask: UInt64 = 0
 
     /// Creates an empty list.
     public init() {
         bytes = []
         count = 0
     }
+
+    /// The bit of ``keyMask`` that stands for lines whose name key is `key`.
+    @inline(__always)
+    public static func keyBit(_ key: UInt32) -> UInt64 { 1 &<< UInt64(key & 63) }
+
+    /// False when certainly no line's name key has a bit in `mask` (an OR of ``keyBit(_:)``s); true
+    /// when one may (a bit is shared by many keys: then look at the lines).
+    @inline(__always)
+    public func mayContainKey(in mask: UInt64) -> Bool { keyMask & mask != 0 }
 
     /// An empty list with room for the field lines of `head`, a whole message head (start line,
     /// field lines, empty line): one allocation for a parser's list. The lines are estimated at
@@ -227,6 +241,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     /// The offset of the first line named `name` (whose key is `key`) at or after offset `start`.
     private func offset(of name: UnsafeRawBufferPointer, key: UInt32, from start: Int = 0) -> Int? {
+        guard mayContainKey(in: Self.keyBit(key)) else { return nil }
         var found: Int?
         walk(from: start) { offset, line in
             if line.isNamed(bytes: name, key: key) { found = offset }
@@ -263,6 +278,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     private func firstValue(_ name: UnsafeRawBufferPointer, key: UInt32) -> String? {
+        guard mayContainKey(in: Self.keyBit(key)) else { return nil }
         var value: String?
         walk { _, line in
             if line.isNamed(bytes: name, key: key) { value = line.valueString }
@@ -298,6 +314,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     private func forEachValue(named name: UnsafeRawBufferPointer, key: UInt32, _ body: (String) -> Void) {
+        guard mayContainKey(in: Self.keyBit(key)) else { return }
         forEachLine { line in
             if line.isNamed(bytes: name, key: key) { body(line.valueString) }
         }
@@ -333,6 +350,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     private func count(named name: UnsafeRawBufferPointer, key: UInt32) -> Int {
+        guard mayContainKey(in: Self.keyBit(key)) else { return 0 }
         var count = 0
         forEachLine { line in
             if line.isNamed(bytes: name, key: key) { count += 1 }
@@ -368,7 +386,8 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     private func listContains(_ name: UnsafeRawBufferPointer, key: UInt32, token: String) -> Bool {
-        containsLine { line in
+        guard mayContainKey(in: Self.keyBit(key)) else { return false }
+        return containsLine { line in
             guard line.isNamed(bytes: name, key: key) else { return false }
             var found = false
             FieldList.forEachToken(in: line.valueString) { element in
@@ -385,6 +404,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     public var contentLength: Int64? {
         // One walk, with the name's key computed once for the process (a ``HeaderName``).
         let name = HeaderName.contentLength
+        guard mayContainKey(in: Self.keyBit(name.key)) else { return nil }
         var text: String?
         var agree = true
         walk { _, line in
@@ -452,6 +472,7 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         bytes.append(UInt8(ascii: "\r"))
         bytes.append(UInt8(ascii: "\n"))
         count += 1
+        keyMask |= Self.keyBit(key)
     }
 
     /// Replaces every line of that name by one line with this value (at the first line's place).
@@ -552,6 +573,12 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         }
         bytes.removeLast(bytes.count - kept)
         count -= removed
+        if removed > 0 {
+            // The removed lines' bits may be shared with kept lines: rebuilt from the keys.
+            var mask: UInt64 = 0
+            forEachLine { mask |= Self.keyBit($0.nameKey) }
+            keyMask = mask
+        }
     }
 
     // MARK: wire form

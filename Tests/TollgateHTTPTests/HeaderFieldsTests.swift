@@ -196,4 +196,31 @@ struct HeaderFieldsTests {
         #expect(HeaderName.xForwardedHost.text == "X-Forwarded-Host")
         #expect(Set([HeaderName("VARY"), .vary]).count == 1)
     }
+
+    @Test("The key mask answers absent names without a walk, and stays right through removals of lines sharing a bit")
+    func keyMaskFollowsChanges() {
+        let bit = { (name: String) in HeaderFields.keyBit(HeaderFields.Field.nameKey(of: name)) }
+        // Two names whose keys share a mask bit: removing one must not hide the other.
+        let first = "Accept"
+        let partner = (0..<10_000).lazy.map { "X-Partner-\($0)" }.first { bit($0) == bit(first) }!
+        var fields = HeaderFields()
+        #expect(!fields.mayContainKey(in: bit(first)))
+        fields.add(name: first, value: "a")
+        fields.add(name: partner, value: "p")
+        fields.add(name: "Host", value: "h")
+        #expect(fields.mayContainKey(in: bit(first)))
+        fields.remove(first)
+        #expect(fields.mayContainKey(in: bit(partner)))
+        #expect(fields[partner] == "p")
+        #expect(fields[first] == nil)
+        fields.remove(partner)
+        #expect(!fields.mayContainKey(in: bit(partner)) || bit(partner) == bit("Host"))
+        #expect(fields.values(for: partner).isEmpty && fields.count(named: first) == 0)
+        #expect(fields["host"] == "h")
+        fields.removeLines { _ in true }
+        #expect(!fields.mayContainKey(in: ~0))
+        fields["Vary"] = "x"
+        #expect(fields.mayContainKey(in: bit("vary")) && fields.listContains("VARY", token: "X"))
+    }
 }
+

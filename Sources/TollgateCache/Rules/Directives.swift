@@ -5,9 +5,11 @@ extension CacheControl {
     /// The request's Cache-Control, with `Pragma: no-cache` read as `no-cache` when the
     /// request has no Cache-Control field (RFC 9111 §5.4).
     public init(request fields: HeaderFields) {
-        // Most requests carry neither field: one walk over the keys, no parse and no arrays.
+        // Most requests carry neither field: then no parse and no arrays (usually no walk either).
         let (cacheControl, pragma) = (HeaderName.cacheControl.key, HeaderName.pragma.key)
-        guard fields.containsNameKey(where: { $0 == cacheControl || $0 == pragma }) else {
+        guard fields.mayContainKey(in: HeaderFields.keyBit(cacheControl) | HeaderFields.keyBit(pragma)),
+            fields.containsNameKey(where: { $0 == cacheControl || $0 == pragma })
+        else {
             self.init()
             return
         }

@@ -187,7 +187,10 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             let client = connection?.clientAddress ?? "-"
             // Usually the client sent none of the three: one walk over the keys says so.
             let forwarded = (HeaderName.xForwardedFor.key, HeaderName.xForwardedHost.key, HeaderName.xForwardedProto.key)
-            if !fields.containsNameKey(where: { $0 == forwarded.0 || $0 == forwarded.1 || $0 == forwarded.2 }) {
+            let bits = HeaderFields.keyBit(forwarded.0) | HeaderFields.keyBit(forwarded.1) | HeaderFields.keyBit(forwarded.2)
+            if !fields.mayContainKey(in: bits)
+                || !fields.containsNameKey(where: { $0 == forwarded.0 || $0 == forwarded.1 || $0 == forwarded.2 })
+            {
                 fields.add(name: .xForwardedFor, value: client)
                 if let originalHost { fields.add(name: .xForwardedHost, value: originalHost) }
                 fields.add(name: .xForwardedProto, value: "http")

@@ -10,6 +10,9 @@ enum HopByHopHeaders {
     ]
     /// The name keys of ``fixed``: a field whose key is not among them is not a fixed one.
     private static let fixedKeys: [UInt32] = fixed.map(HeaderFields.Field.nameKey(of:))
+    /// ``HeaderFields/keyBit(_:)`` of every fixed key: a list with none of these bits has no
+    /// fixed hop-by-hop field, `Connection` among them (the usual stored response).
+    private static let fixedKeyMask: UInt64 = fixedKeys.reduce(0) { $0 | HeaderFields.keyBit($1) }
 
     /// Which lines of one message are hop-by-hop: the fixed names and those its `Connection`
     /// field lists.
@@ -33,6 +36,7 @@ enum HopByHopHeaders {
 
     /// The hop-by-hop lines of `fields`; nil when it has none (the usual stored response).
     static func omission(for fields: HeaderFields) -> Omission? {
+        guard fields.mayContainKey(in: fixedKeyMask) else { return nil }
         var omission = Omission()
         fields.forEachValue(named: .connection) { value in
             FieldList.forEachToken(in: value) { token in
