@@ -400,24 +400,37 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     }
 
     /// The body length `Content-Length` announces: its value when every line has the same one and
-    /// it is a number ≥ 0; nil otherwise. Without an array of the values: asked for every response.
+    /// it is a decimal number (`1*DIGIT`, RFC 9110 §8.6: no sign, no spaces, at most 18 digits);
+    /// nil otherwise. Read from the lines' bytes, no string made: asked for every response.
     public var contentLength: Int64? {
-        // One walk, with the name's key computed once for the process (a ``HeaderName``).
         let name = HeaderName.contentLength
         guard mayContainKey(in: Self.keyBit(name.key)) else { return nil }
-        var text: String?
+        var first: UnsafeRawBufferPointer?
         var agree = true
+        var length: Int64?
         walk { _, line in
             guard line.isNamed(bytes: name.bytes, key: name.key) else { return true }
-            if let text {
-                agree = line.value.elementsEqual(text.utf8)
+            if let first {
+                agree = line.value.elementsEqual(first)
             } else {
-                text = line.valueString
+                first = line.value
+                length = Self.decimal(line.value)
             }
             return agree
         }
-        guard agree, let text, let length = Int64(text), length >= 0 else { return nil }
-        return length
+        return agree ? length : nil
+    }
+
+    /// The value of `1*DIGIT` bytes, at most 18 of them (so it cannot overflow); nil otherwise.
+    private static func decimal(_ digits: UnsafeRawBufferPointer) -> Int64? {
+        guard !digits.isEmpty, digits.count <= 18 else { return nil }
+        var value: Int64 = 0
+        for byte in digits {
+            let digit = byte &- UInt8(ascii: "0")
+            guard digit < 10 else { return nil }
+            value = value * 10 + Int64(digit)
+        }
+        return value
     }
 
     // MARK: changing lines

@@ -157,6 +157,12 @@ struct HeaderFieldsTests {
         #expect(HeaderFields([("Content-Length", "abc")]).contentLength == nil)
         #expect(HeaderFields([("Content-Lengthy", "5")]).contentLength == nil)
         #expect(HeaderFields().contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "+5")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "0")]).contentLength == 0)
+        #expect(HeaderFields([("Content-Length", "999999999999999999")]).contentLength == 999_999_999_999_999_999)
+        #expect(HeaderFields([("Content-Length", "9999999999999999999")]).contentLength == nil)
+        #expect(HeaderFields([("Content-Length", "0042")]).contentLength == 42)
     }
 
     @Test("A HeaderName finds, changes and removes what its text as a String would, ignoring case")

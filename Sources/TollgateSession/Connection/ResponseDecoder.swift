@@ -332,12 +332,8 @@ struct ResponseDecoder {
 
     /// One length from the `Content-Length` lines: digits only; a list of equal values is one.
     static func contentLength(_ fields: HeaderFields) -> Int64? {
-        // The usual field: one line of digits (no arrays for it).
-        if let first = fields[.contentLength], first.utf8.count <= 18, !first.isEmpty,
-            first.utf8.allSatisfy({ (0x30...0x39).contains($0) }), fields.allValues(for: .contentLength, equal: first)
-        {
-            return first.utf8.reduce(Int64(0)) { $0 * 10 + Int64($1 - 0x30) }
-        }
+        // The usual field: lines of the same digits (read in place, no strings for it).
+        if let length = fields.contentLength { return length }
         let values = fields.values(for: .contentLength)
         var length: Int64?
         for value in values {
