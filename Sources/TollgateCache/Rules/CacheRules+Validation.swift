@@ -3,9 +3,11 @@ public import TollgateHTTP
 
 extension CacheRules {
     /// The request fields that make a request conditional (RFC 9110 §13.1).
-    public static let conditionalFieldNames = [
-        "If-None-Match", "If-Modified-Since", "If-Match", "If-Unmodified-Since", "If-Range",
+    public static let conditionalFieldNames: [HeaderName] = [
+        .ifNoneMatch, .ifModifiedSince, HeaderName("If-Match"), HeaderName("If-Unmodified-Since"), HeaderName("If-Range"),
     ]
+    /// ``HeaderFields/keyBit(_:)`` of each conditional field name.
+    static let conditionalFieldKeyMask = conditionalFieldNames.reduce(UInt64(0)) { $0 | HeaderFields.keyBit($1.key) }
 
     /// The validators to send when revalidating `stored` (§4.3.1): If-None-Match with its
     /// ETag, else If-Modified-Since with its Last-Modified; empty when it has neither.
@@ -117,7 +119,9 @@ extension HTTPRequestHead {
     /// cache records and revalidates with, whatever conditions this client added.
     public var withoutConditionalFields: HTTPRequestHead {
         // Most requests have none: then the head itself, not a copy of its box (asked per request).
-        guard CacheRules.conditionalFieldNames.contains(where: { headerFields.contains($0) }) else { return self }
+        guard headerFields.mayContainKey(in: CacheRules.conditionalFieldKeyMask),
+            CacheRules.conditionalFieldNames.contains(where: { headerFields.contains($0) })
+        else { return self }
         var copy = self
         for name in CacheRules.conditionalFieldNames { copy.headerFields.remove(name) }
         return copy
