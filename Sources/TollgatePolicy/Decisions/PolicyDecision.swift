@@ -10,13 +10,33 @@ public struct PolicyDecision: Sendable {
     /// The rule that matched.
     public struct MatchedRule: Sendable, CustomStringConvertible {
         /// Its position in `hosts` (0-based).
-        public var index: Int
+        public var index: Int {
+            didSet { label = Self.label(index, firstPattern) }
+        }
         /// Its first pattern, the name logs use for the rule.
-        public var firstPattern: HostPattern
+        public var firstPattern: HostPattern {
+            didSet { label = Self.label(index, firstPattern) }
+        }
         /// The pattern that matched (a rule may list several).
         public var matchedPattern: HostPattern
         /// The line the rule starts on, when it came from a file.
         public var line: Int?
+        /// `hosts[INDEX]:FIRST-PATTERN`, the rule's name in logs, error bodies and metrics:
+        /// formatted once with the decision (which is remembered per host), not per request.
+        public private(set) var label: String
+
+        /// A matched rule.
+        public init(index: Int, firstPattern: HostPattern, matchedPattern: HostPattern, line: Int?) {
+            self.index = index
+            self.firstPattern = firstPattern
+            self.matchedPattern = matchedPattern
+            self.line = line
+            self.label = Self.label(index, firstPattern)
+        }
+
+        private static func label(_ index: Int, _ pattern: HostPattern) -> String {
+            "hosts[\(index)]:\(pattern)"
+        }
 
         /// `hosts[2] (*.example.com)`.
         public var description: String { "hosts[\(index)] (\(firstPattern))" }

@@ -29,10 +29,5 @@ public struct PolicyRoute: Sendable {
 
     /// The rule for the access log: `hosts[2]:*.example.com` (its position in `hosts` and its
     /// first pattern), or `-` when no rule matched.
-    public var ruleLabel: String { decision.rule.map(Self.label) ?? "-" }
-
-    /// `hosts[INDEX]:FIRST-PATTERN`.
-    static func label(_ rule: PolicyDecision.MatchedRule) -> String {
-        "hosts[\(rule.index)]:\(rule.firstPattern)"
-    }
+    public var ruleLabel: String { decision.rule?.label ?? "-" }
 }

@@ -71,8 +71,8 @@ extension PolicySessionDelegate {
     ) -> ServerTrustVerdict {
         let decisions = self.decisions
         let decision = decisions.decide(host: host, port: port, now: now)
-        let rule = decision.rule.map(PolicyRoute.label) ?? "-"
-        let ruleText = decision.rule.map { "\(PolicyRoute.label($0))" } ?? "no rule"
+        let rule = decision.rule?.label ?? "-"
+        let ruleText = decision.rule?.label ?? "no rule"
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         let url = HTTPURL(string: "https://\(target)/")
         let trust = decision.trust
@@ -190,7 +190,7 @@ extension PolicySessionDelegate {
     public func tlsConfiguration(host: String, port: Int, defaults: TLSConfiguration) -> TLSConfiguration {
         let decision = decisions.decide(host: host, port: port)
         let files = trustEnvironment.files
-        let rule = decision.rule.map(PolicyRoute.label) ?? "-"
+        let rule = decision.rule?.label ?? "-"
         let target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         func report(_ kind: TrustEvent.Kind, _ error: TrustFileCache.LoadError) {
             let line = "connection to \(target) fails (\(rule)): \(error)"
