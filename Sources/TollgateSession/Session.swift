@@ -1,5 +1,6 @@
 public import NIOCore
 import NIOConcurrencyHelpers
+import Synchronization
 public import NIOPosix
 public import TollgateHTTP
 import TollgateTLS
@@ -22,8 +23,8 @@ public final class Session: @unchecked Sendable {
     public let eventLoopGroup: any EventLoopGroup
     /// A description for logs and the admin API.
     public var sessionDescription: String? {
-        get { state.withLockedValue { $0.description } }
-        set { state.withLockedValue { $0.description = newValue } }
+        get { state.withLock { $0.description } }
+        set { state.withLock { $0.description = newValue } }
     }
 
     private struct State {
@@ -43,7 +44,9 @@ public final class Session: @unchecked Sendable {
         case invalidated
     }
 
-    private let state: NIOLockedValueBox<State>
+    /// A `Mutex` stored in the session (not a lock box of its own): taken twice per task, to
+    /// register it and to let it go, and an uncontended `Mutex` is an atomic exchange.
+    private let state: Mutex<State>
     let pool: ConnectionPool
     let fileIO: NonBlockingFileIO
 
@@ -60,7 +63,7 @@ public final class Session: @unchecked Sendable {
     ) {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
-        self.state = NIOLockedValueBox(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))
+        self.state = Mutex(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))
         let contexts = TLSContextCache()
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
@@ -84,10 +87,10 @@ public final class Session: @unchecked Sendable {
     }
 
     /// The session's delegate (nil after invalidation).
-    public var delegate: (any SessionDelegate)? { state.withLockedValue { $0.delegate } }
+    public var delegate: (any SessionDelegate)? { state.withLock { $0.delegate } }
 
     /// The delegate when it is also a `TaskDelegate` (nil after invalidation).
-    var taskDelegate: (any TaskDelegate)? { state.withLockedValue { $0.taskDelegate } }
+    var taskDelegate: (any TaskDelegate)? { state.withLock { $0.taskDelegate } }
 
     // MARK: creating tasks
 
@@ -146,7 +149,7 @@ public final class Session: @unchecked Sendable {
 
     /// Registers the download task a data task becomes (same request, same loop, same delegate).
     func adoptDownload(from task: SessionTask) -> DownloadTask {
-        state.withLockedValue { state in
+        state.withLock { state in
             state.nextIdentifier += 1
             let download = DownloadTask(
                 session: self, identifier: state.nextIdentifier, request: task.originalRequest,
@@ -159,7 +162,7 @@ public final class Session: @unchecked Sendable {
 
     /// Registers the stream task an upgraded data task becomes.
     func adoptStream(from task: SessionTask) -> StreamTask {
-        state.withLockedValue { state in
+        state.withLock { state in
             state.nextIdentifier += 1
             let stream = StreamTask(
                 session: self, identifier: state.nextIdentifier, host: nil, port: nil,
@@ -183,7 +186,7 @@ public final class Session: @unchecked Sendable {
         _ make: (Int, any EventLoop) -> T
     ) throws(SessionError) -> T {
         let loop = eventLoop ?? eventLoopGroup.next()
-        let task: T? = state.withLockedValue { state in
+        let task: T? = state.withLock { state in
             guard case .valid = state.invalidation else { return nil }
             state.nextIdentifier += 1
             let task = make(state.nextIdentifier, loop)
@@ -205,13 +208,13 @@ public final class Session: @unchecked Sendable {
 
     /// Every task that has not completed, in creation order.
     public var allTasks: [SessionTask] {
-        state.withLockedValue { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } }
+        state.withLock { $0.tasks.values.sorted { $0.taskIdentifier < $1.taskIdentifier } }
     }
 
     /// Lets running tasks finish, refuses new ones, and invalidates the session when the last
     /// task completes (`didBecomeInvalidWithError(nil)`).
     public func finishTasksAndInvalidate() {
-        let invalidateNow = state.withLockedValue { state -> Bool in
+        let invalidateNow = state.withLock { state -> Bool in
             guard case .valid = state.invalidation else { return false }
             state.invalidation = .finishing
             return state.tasks.isEmpty
@@ -221,14 +224,14 @@ public final class Session: @unchecked Sendable {
 
     /// Cancels every task, refuses new ones, and invalidates the session.
     public func invalidateAndCancel() {
-        let tasks = state.withLockedValue { state -> [SessionTask]? in
+        let tasks = state.withLock { state -> [SessionTask]? in
             if case .invalidated = state.invalidation { return nil }
             state.invalidation = .finishing
             return Array(state.tasks.values)
         }
         guard let tasks else { return }
         for task in tasks { task.cancel() }
-        if state.withLockedValue({ $0.tasks.isEmpty }) { becomeInvalid(error: nil) }
+        if state.withLock({ $0.tasks.isEmpty }) { becomeInvalid(error: nil) }
     }
 
     /// Makes later requests use new connections: idle keep-alive connections close now, busy ones
@@ -245,7 +248,7 @@ public final class Session: @unchecked Sendable {
     }
 
     func taskDidComplete(_ task: SessionTask) {
-        let invalidateNow = state.withLockedValue { state -> Bool in
+        let invalidateNow = state.withLock { state -> Bool in
             state.tasks[task.taskIdentifier] = nil
             if case .finishing = state.invalidation, state.tasks.isEmpty { return true }
             return false
@@ -254,7 +257,7 @@ public final class Session: @unchecked Sendable {
     }
 
     private func becomeInvalid(error: (any Error)?) {
-        let delegate = state.withLockedValue { state -> (any SessionDelegate)? in
+        let delegate = state.withLock { state -> (any SessionDelegate)? in
             guard case .finishing = state.invalidation else { return nil }
             state.invalidation = .invalidated
             defer {
