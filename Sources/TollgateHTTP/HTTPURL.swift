@@ -283,7 +283,61 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The whole URL.
-    public var absoluteString: String { origin + pathAndQuery }
+    public var absoluteString: String { absoluteString(pathAndQuery: pathAndQuery) }
+
+    /// `scheme://authority` followed by `pathAndQuery` (a normalized form of this URL's, say),
+    /// built in one allocation: the cache makes one per request for its key, and the pieces
+    /// and interpolations it was built from cost more than the key's lookup.
+    public func absoluteString(pathAndQuery: String) -> String {
+        let host = parts.host
+        let bracketed = host.utf8.contains(UInt8(ascii: ":"))
+        let shownPort = port.flatMap { $0 != (scheme == "https" ? 443 : 80) ? $0 : nil }
+        let capacity = scheme.utf8.count + 3 + host.utf8.count + (bracketed ? 2 : 0) + (shownPort == nil ? 0 : 21)
+            + pathAndQuery.utf8.count
+        return String(unsafeUninitializedCapacity: capacity) { buffer in
+            var count = 0
+            func put(_ byte: UInt8) {
+                buffer[count] = byte
+                count += 1
+            }
+            func put(_ text: String) {
+                let copied: Void? = text.utf8.withContiguousStorageIfAvailable { bytes in
+                    guard let base = bytes.baseAddress else { return }
+                    (buffer.baseAddress! + count).update(from: base, count: bytes.count)
+                    count += bytes.count
+                }
+                if copied == nil { for byte in text.utf8 { put(byte) } }
+            }
+            put(scheme)
+            put(UInt8(ascii: ":"))
+            put(UInt8(ascii: "/"))
+            put(UInt8(ascii: "/"))
+            if bracketed { put(UInt8(ascii: "[")) }
+            put(host)
+            if bracketed { put(UInt8(ascii: "]")) }
+            if let shownPort {
+                put(UInt8(ascii: ":"))
+                // Written from the last digit back (a port is 0…65535, but any Int comes out right).
+                if shownPort < 0 { put(UInt8(ascii: "-")) }
+                var value = shownPort.magnitude
+                var length = 1
+                var probe = value
+                while probe >= 10 {
+                    probe /= 10
+                    length += 1
+                }
+                count += length
+                var index = count
+                repeat {
+                    index -= 1
+                    buffer[index] = UInt8(ascii: "0") + UInt8(value % 10)
+                    value /= 10
+                } while value > 0
+            }
+            put(pathAndQuery)
+            return count
+        }
+    }
 
     public var description: String { absoluteString }
 

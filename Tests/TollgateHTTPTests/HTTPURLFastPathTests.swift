@@ -59,5 +59,23 @@ struct HTTPURLFastPathTests {
             #expect(HTTPURL(string: text)?.authority == authority, "\(text)")
         }
     }
+
+    @Test("The absolute string, built in one piece, is scheme://authority then the path and query")
+    func absoluteStringIsItsParts() {
+        var urls = Self.samples.compactMap { HTTPURL(string: $0) }
+        urls += [
+            HTTPURL(scheme: "http", host: "h", port: 0, pathAndQuery: "/"),
+            HTTPURL(scheme: "https", host: "::1", port: 65535, pathAndQuery: "/a?b"),
+            HTTPURL(scheme: "http", host: "h", port: 1_234_567, pathAndQuery: "/x"),
+            HTTPURL(scheme: "http", host: "h", port: -8, pathAndQuery: "/x"),
+            HTTPURL(scheme: "https", host: String(repeating: "long-", count: 40) + "host", port: 8443, pathAndQuery: "/ünï?q=✓"),
+        ]
+        #expect(urls.count > 20)
+        for url in urls {
+            #expect(url.absoluteString == url.scheme + "://" + url.authority + url.pathAndQuery, "\(url)")
+            #expect(url.absoluteString(pathAndQuery: "/other") == url.scheme + "://" + url.authority + "/other")
+        }
+        #expect(HTTPURL(scheme: "http", host: "h", port: -8, pathAndQuery: "/x").absoluteString == "http://h:-8/x")
+    }
 }
 

@@ -27,17 +27,9 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     /// The GET key for a URL.
     public init(url: HTTPURL, normalizer: CacheKeyNormalizer = .standard) {
         self.method = .get
-        let pathAndQuery = normalizer.normalize(pathAndQuery: url.pathAndQuery)
-        // HTTPURL has already lowercased scheme and host and dropped the fragment;
-        // `authority` leaves the port out when it is the scheme's default.
-        let authority = url.authority
-        var text = ""
-        text.reserveCapacity(url.scheme.utf8.count + 3 + authority.utf8.count + pathAndQuery.utf8.count)
-        text += url.scheme
-        text += "://"
-        text += authority
-        text += pathAndQuery
-        self.url = text  // built in place: an interpolation grows its buffer piece by piece
+        // HTTPURL has already lowercased scheme and host and dropped the fragment; its absolute
+        // form leaves the port out when it is the scheme's default. One allocation for the text.
+        self.url = url.absoluteString(pathAndQuery: normalizer.normalize(pathAndQuery: url.pathAndQuery))
     }
 
     /// A key from its parts as stored (no normalization applied).
