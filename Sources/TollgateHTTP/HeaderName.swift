@@ -56,6 +56,7 @@ extension HeaderName {
     public static let lastModified = HeaderName("Last-Modified")
     public static let pragma = HeaderName("Pragma")
     public static let proxyAuthorization = HeaderName("Proxy-Authorization")
+    public static let referer = HeaderName("Referer")
     public static let proxyConnection = HeaderName("Proxy-Connection")
     public static let transferEncoding = HeaderName("Transfer-Encoding")
     public static let upgrade = HeaderName("Upgrade")

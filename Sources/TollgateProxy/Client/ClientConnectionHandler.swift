@@ -456,7 +456,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             version: request?.versionText ?? "-",
             status: answer.status,
             bodyBytes: Int64(answer.body.readableBytes),
-            referer: request?.headerFields["Referer"],
+            referer: request?.headerFields[.referer],
             userAgent: request?.headerFields[.userAgent]
         )
         environment.accessLog.record(entry)

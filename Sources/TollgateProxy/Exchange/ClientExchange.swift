@@ -32,8 +32,9 @@ struct ExchangeRecord {
     /// The `Tollgate-Error` code when the proxy answered itself.
     var errorCode: String?
 
-    /// The access log entry.
-    var entry: AccessLogEntry {
+    /// The access log entry of an exchange that ended at `ended` (the instant its metrics use
+    /// too: one clock read for both).
+    func entry(ended: Date = Date()) -> AccessLogEntry {
         AccessLogEntry(
             clientAddress: clientAddress,
             time: Int(started.timeIntervalSince1970),
@@ -42,11 +43,11 @@ struct ExchangeRecord {
             version: head.versionText,
             status: status,
             bodyBytes: bodyBytes,
-            referer: head.headerFields["Referer"],
+            referer: head.headerFields[.referer],
             userAgent: head.headerFields[.userAgent],
             rule: route?.ruleLabel ?? "-",
             session: route?.sessionName ?? "-",
-            durationMilliseconds: Int(Date().timeIntervalSince(started) * 1000)
+            durationMilliseconds: Int(ended.timeIntervalSince(started) * 1000)
         )
     }
 }

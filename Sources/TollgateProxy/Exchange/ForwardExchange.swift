@@ -384,11 +384,12 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
         let connection = self.connection
         self.connection = nil
-        environment.accessLog.record(record.entry)
+        let ended = Date()
+        environment.accessLog.record(record.entry(ended: ended))
         environment.metrics.record(
             outcome: record.cacheOutcome,
             errorCode: record.errorCode,
-            seconds: Date().timeIntervalSince(record.started)
+            seconds: ended.timeIntervalSince(record.started)
         )
         return connection
     }

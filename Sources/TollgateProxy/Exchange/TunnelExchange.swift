@@ -221,7 +221,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         connectTimer?.cancel()
         let connection = self.connection
         self.connection = nil
-        environment.accessLog.record(record.entry)
+        environment.accessLog.record(record.entry())
         return connection
     }
 }
