@@ -320,25 +320,6 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
         }
     }
 
-    /// Whether every line named `name` has the value `value` (true when there is none).
-    public func allValues(for name: String, equal value: String) -> Bool {
-        Self.withName(name) { allValues(for: $0, key: $1, equal: value) }
-    }
-
-    /// ``allValues(for:equal:)-(String,_)`` by a name whose key is known.
-    public func allValues(for name: HeaderName, equal value: String) -> Bool {
-        allValues(for: name.bytes, key: name.key, equal: value)
-    }
-
-    private func allValues(for name: UnsafeRawBufferPointer, key: UInt32, equal value: String) -> Bool {
-        var text = value
-        return text.withUTF8 { wanted in
-            !containsLine { line in
-                line.isNamed(bytes: name, key: key) && !line.value.elementsEqual(UnsafeRawBufferPointer(wanted))
-            }
-        }
-    }
-
     /// The number of lines with this name.
     public func count(named name: String) -> Int {
         Self.withName(name) { count(named: $0, key: $1) }

@@ -81,16 +81,6 @@ struct HeaderFieldsTests {
         #expect(HeaderFields().wireSize == 0)
     }
 
-    @Test("allValues(for:equal:) holds when every line of the name has the value, or there is none")
-    func allValuesEqual() {
-        let same = HeaderFields([("Content-Length", "5"), ("X", "1"), ("content-length", "5")])
-        let differ = HeaderFields([("Content-Length", "5"), ("content-length", "6")])
-        #expect(same.allValues(for: "Content-Length", equal: "5"))
-        #expect(!same.allValues(for: "Content-Length", equal: "6"))
-        #expect(!differ.allValues(for: "content-length", equal: "5"))
-        #expect(HeaderFields().allValues(for: "Content-Length", equal: "5"))
-    }
-
     @Test("Lines added as bytes keep their bytes exactly, obs-text included, and read back as strings")
     func bytesKeptExactly() {
         var fields = HeaderFields()
@@ -176,7 +166,6 @@ struct HeaderFieldsTests {
         #expect(fields.count(named: .transferEncoding) == 2)
         #expect(fields.listContains(.transferEncoding, token: "CHUNKED"))
         #expect(!fields.contains(.xForwardedFor))
-        #expect(fields.allValues(for: .contentLength, equal: "5"))
         var seen: [String] = []
         fields.forEachValue(named: .via) { seen.append($0) }
         #expect(seen == ["1.0 a"])
