@@ -217,5 +217,19 @@ struct HeaderFieldsTests {
         fields["Vary"] = "x"
         #expect(fields.mayContainKey(in: bit("vary")) && fields.listContains("VARY", token: "X"))
     }
+
+    @Test("A HeaderNameList is found by any of its names, ignoring case, and not by others")
+    func headerNameLists() {
+        let list = HeaderNameList([.ifNoneMatch, .ifModifiedSince, HeaderName("If-Range")])
+        #expect(!HeaderFields().containsAny(of: list))
+        #expect(!HeaderFields([("Host", "h"), ("If-Match", "x"), ("If-Ranges", "y")]).containsAny(of: list))
+        #expect(HeaderFields([("Host", "h"), ("if-range", "x")]).containsAny(of: list))
+        #expect(HeaderFields([("IF-MODIFIED-SINCE", "x")]).containsAny(of: list))
+        var fields = HeaderFields([("If-None-Match", "*"), ("Accept", "a")])
+        #expect(fields.containsAny(of: list))
+        fields.remove(.ifNoneMatch)
+        #expect(!fields.containsAny(of: list))
+        #expect(list.keyMask == list.names.reduce(0) { $0 | HeaderFields.keyBit($1.key) })
+    }
 }
 

@@ -6,8 +6,8 @@ extension CacheRules {
     public static let conditionalFieldNames: [HeaderName] = [
         .ifNoneMatch, .ifModifiedSince, HeaderName("If-Match"), HeaderName("If-Unmodified-Since"), HeaderName("If-Range"),
     ]
-    /// ``HeaderFields/keyBit(_:)`` of each conditional field name.
-    static let conditionalFieldKeyMask = conditionalFieldNames.reduce(UInt64(0)) { $0 | HeaderFields.keyBit($1.key) }
+    /// ``conditionalFieldNames`` with their key mask.
+    static let conditionalFields = HeaderNameList(conditionalFieldNames)
 
     /// The validators to send when revalidating `stored` (§4.3.1): If-None-Match with its
     /// ETag, else If-Modified-Since with its Last-Modified; empty when it has neither.
@@ -119,9 +119,7 @@ extension HTTPRequestHead {
     /// cache records and revalidates with, whatever conditions this client added.
     public var withoutConditionalFields: HTTPRequestHead {
         // Most requests have none: then the head itself, not a copy of its box (asked per request).
-        guard headerFields.mayContainKey(in: CacheRules.conditionalFieldKeyMask),
-            CacheRules.conditionalFieldNames.contains(where: { headerFields.contains($0) })
-        else { return self }
+        guard headerFields.containsAny(of: CacheRules.conditionalFields) else { return self }
         var copy = self
         for name in CacheRules.conditionalFieldNames { copy.headerFields.remove(name) }
         return copy

@@ -6,10 +6,7 @@ extension CacheControl {
     /// request has no Cache-Control field (RFC 9111 §5.4).
     public init(request fields: HeaderFields) {
         // Most requests carry neither field: then no parse and no arrays (usually no walk either).
-        let (cacheControl, pragma) = (HeaderName.cacheControl.key, HeaderName.pragma.key)
-        guard fields.mayContainKey(in: HeaderFields.keyBit(cacheControl) | HeaderFields.keyBit(pragma)),
-            fields.containsNameKey(where: { $0 == cacheControl || $0 == pragma })
-        else {
+        guard fields.containsAny(of: Self.directiveFields) else {
             self.init()
             return
         }
@@ -31,6 +28,11 @@ extension CacheControl {
             noCache = .all
         }
     }
+}
+
+extension CacheControl {
+    /// The fields directives come from.
+    static let directiveFields = HeaderNameList([.cacheControl, .pragma])
 }
 
 extension HeaderFields {

@@ -167,6 +167,9 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
     }
 
+    /// The fields a reverse listener adds about the client, unless the client sent them.
+    private static let forwardedFields = HeaderNameList([.xForwardedFor, .xForwardedHost, .xForwardedProto])
+
     /// The client's header fields as they go upstream: hop-by-hop fields removed (credentials
     /// for the proxy among them), Host left to the session (it derives it from the URL, as
     /// RFC 9112 §3.2.2 asks of a proxy, and for a reverse listener that is the upstream's),
@@ -185,12 +188,8 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         fields.add(name: .via, value: head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate")
         if case .reverse = environment.mode {
             let client = connection?.clientAddress ?? "-"
-            // Usually the client sent none of the three: one walk over the keys says so.
-            let forwarded = (HeaderName.xForwardedFor.key, HeaderName.xForwardedHost.key, HeaderName.xForwardedProto.key)
-            let bits = HeaderFields.keyBit(forwarded.0) | HeaderFields.keyBit(forwarded.1) | HeaderFields.keyBit(forwarded.2)
-            if !fields.mayContainKey(in: bits)
-                || !fields.containsNameKey(where: { $0 == forwarded.0 || $0 == forwarded.1 || $0 == forwarded.2 })
-            {
+            // Usually the client sent none of the three: the key mask says so without a walk.
+            if !fields.containsAny(of: Self.forwardedFields) {
                 fields.add(name: .xForwardedFor, value: client)
                 if let originalHost { fields.add(name: .xForwardedHost, value: originalHost) }
                 fields.add(name: .xForwardedProto, value: "http")
