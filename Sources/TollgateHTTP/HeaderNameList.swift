@@ -1,5 +1,5 @@
-/// A few field names asked about together (the conditional request fields, the hop-by-hop
-/// ones …), with the ``HeaderFields/keyBit(_:)``s of their keys ORed into one mask: a list of
+/// A few field names asked about together (the conditional request fields, the X-Forwarded-*
+/// set …), with the ``HeaderFields/keyBit(_:)``s of their keys ORed into one mask: a list of
 /// lines whose key mask shares no bit with it has none of them, without a walk.
 public struct HeaderNameList: Sendable {
     /// The names, in the order given.
@@ -23,6 +23,7 @@ public struct HeaderNameList: Sendable {
 extension HeaderFields {
     /// Whether any line is named one of `list`'s names: no walk when the key masks share no bit.
     public func containsAny(of list: HeaderNameList) -> Bool {
-        mayContainKey(in: list.keyMask) && containsLine(where: list.contains)
+        // A closure, not `list.contains` itself: a partially applied method allocates its context.
+        mayContainKey(in: list.keyMask) && containsLine { list.contains($0) }
     }
 }

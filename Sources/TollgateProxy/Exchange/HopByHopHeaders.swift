@@ -3,13 +3,18 @@ import TollgateHTTP
 /// The header fields that describe one connection rather than the message (RFC 9110 §7.6.1),
 /// which a proxy must not pass on.
 enum HopByHopHeaders {
-    /// Always connection-specific, whatever `Connection` says. With their key mask: a list
-    /// with none of its bits has no fixed hop-by-hop field, `Connection` among them (the usual
-    /// stored response).
-    static let fixed = HeaderNameList([
-        .connection, .keepAlive, .proxyConnection, HeaderName("TE"), HeaderName("Trailer"), .transferEncoding, .upgrade,
-        .proxyAuthorization, HeaderName("Proxy-Authenticate"),
-    ])
+    /// Always connection-specific, whatever `Connection` says.
+    static let fixed: [String] = [
+        "Connection", "Keep-Alive", "Proxy-Connection", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
+        "Proxy-Authorization", "Proxy-Authenticate",
+    ]
+    /// The name keys of ``fixed``: a field whose key is not among them is not a fixed one.
+    private static let fixedKeys: [UInt32] = fixed.map(HeaderFields.Field.nameKey(of:))
+    /// ``HeaderFields/keyBit(_:)`` of every fixed key: a list with none of these bits has no
+    /// fixed hop-by-hop field, `Connection` among them (the usual stored response). Not a
+    /// `HeaderNameList`: ``Omission/omits(_:)`` runs per line, and through a list (or a closure
+    /// over the omission) it cost an allocation or ~16 retains per response.
+    private static let fixedKeyMask: UInt64 = fixedKeys.reduce(0) { $0 | HeaderFields.keyBit($1) }
 
     /// Which lines of one message are hop-by-hop: the fixed names and those its `Connection`
     /// field lists.
@@ -26,14 +31,14 @@ enum HopByHopHeaders {
         /// Whether `field` is hop-by-hop. Keys first: they are compared without touching (and
         /// retaining) any name.
         func omits(_ line: HeaderFields.Line) -> Bool {
-            fixed.contains(line)
+            (fixedKeys.contains(line.nameKey) && fixed.contains { line.isNamed($0) })
                 || (namedKeys.contains(line.nameKey) && named.contains { line.isNamed($0) })
         }
     }
 
     /// The hop-by-hop lines of `fields`; nil when it has none (the usual stored response).
     static func omission(for fields: HeaderFields) -> Omission? {
-        guard fields.mayContainKey(in: fixed.keyMask) else { return nil }
+        guard fields.mayContainKey(in: fixedKeyMask) else { return nil }
         var omission = Omission()
         fields.forEachValue(named: .connection) { value in
             FieldList.forEachToken(in: value) { token in
@@ -44,7 +49,10 @@ enum HopByHopHeaders {
                 }
             }
         }
-        guard fields.containsLine(where: omission.omits) else { return nil }
+        let keys = omission.namedKeys
+        guard fields.containsNameKey(where: { fixedKeys.contains($0) || keys.contains($0) }),
+            fields.containsLine(where: omission.omits)
+        else { return nil }
         return omission
     }
 
