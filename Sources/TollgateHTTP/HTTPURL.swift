@@ -247,17 +247,26 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     }
 
     /// The port the connection goes to: the explicit one, else 443 for https and 80 otherwise.
-    public var effectivePort: Int { port ?? (scheme == "https" ? 443 : 80) }
+    public var effectivePort: Int { port ?? defaultPort }
+
+    /// The scheme's port: 443 for https, 80 for http.
+    private var defaultPort: Int { scheme == "https" ? 443 : 80 }
+
+    /// The port as the URL is written: nil when absent or the scheme's default.
+    private var shownPort: Int? { port.flatMap { $0 != defaultPort ? $0 : nil } }
+
+    /// Whether the host is an IPv6 literal (written in brackets).
+    private var hostNeedsBrackets: Bool { host.utf8.contains(UInt8(ascii: ":")) }
 
     /// Whether the scheme is `https`.
     public var isSecure: Bool { scheme == "https" }
 
     /// The host as it appears in a URL (IPv6 literals in brackets).
-    public var hostForURL: String { host.utf8.contains(UInt8(ascii: ":")) ? "[\(host)]" : host }
+    public var hostForURL: String { hostNeedsBrackets ? "[\(host)]" : host }
 
     /// `host[:port]`, the port only when it is not the scheme's default (the Host header's value).
     public var authority: String {
-        guard let port, port != (scheme == "https" ? 443 : 80) else { return hostForURL }
+        guard let port = shownPort else { return hostForURL }
         // Appended, not interpolated: an interpolation allocates a buffer even for a result that
         // fits in a small string (`127.0.0.1:8080`), and the cache key asks for this per request.
         var text = hostForURL
@@ -290,8 +299,8 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// and interpolations it was built from cost more than the key's lookup.
     public func absoluteString(pathAndQuery: String) -> String {
         let host = parts.host
-        let bracketed = host.utf8.contains(UInt8(ascii: ":"))
-        let shownPort = port.flatMap { $0 != (scheme == "https" ? 443 : 80) ? $0 : nil }
+        let bracketed = hostNeedsBrackets
+        let shownPort = shownPort
         let capacity = scheme.utf8.count + 3 + host.utf8.count + (bracketed ? 2 : 0) + (shownPort == nil ? 0 : 21)
             + pathAndQuery.utf8.count
         return String(unsafeUninitializedCapacity: capacity) { buffer in
