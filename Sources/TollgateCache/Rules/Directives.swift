@@ -5,16 +5,7 @@ extension CacheControl {
     /// The request's Cache-Control, with `Pragma: no-cache` read as `no-cache` when the
     /// request has no Cache-Control field (RFC 9111 §5.4).
     public init(request fields: HeaderFields) {
-        // Most requests carry neither field: then no parse and no arrays (usually no walk either).
-        guard fields.containsAny(of: Self.directiveFields) else {
-            self.init()
-            return
-        }
-        let values = fields.values(for: .cacheControl)
-        self.init(fieldValues: values)
-        if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
-            noCache = .all
-        }
+        self.init(messageFields: fields)
     }
 
     /// The response's Cache-Control. A response with `Pragma: no-cache` and no Cache-Control
@@ -22,6 +13,16 @@ extension CacheControl {
     /// responses unspecified, HTTP/1.0 origins use it to forbid reuse, and the seeds'
     /// `willCacheResponse` gate consults Pragma too; revalidating is the safe reading.
     public init(response fields: HeaderFields) {
+        self.init(messageFields: fields)
+    }
+
+    /// Both readings: the Cache-Control lines, or `no-cache` for `Pragma: no-cache` without them.
+    private init(messageFields fields: HeaderFields) {
+        // Most requests carry neither field: then no parse and no arrays (usually no walk either).
+        guard fields.containsAny(of: Self.directiveFields) else {
+            self.init()
+            return
+        }
         let values = fields.values(for: .cacheControl)
         self.init(fieldValues: values)
         if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
