@@ -57,18 +57,32 @@ public struct Freshness: Sendable, Hashable {
         now: Date,
         rules: CacheRules
     ) {
-        let dateValue = headerFields.date(.date, now: responseTime)
-        currentAge = Self.currentAge(
+        self.init(
+            basis: AgeBasis(headerFields: headerFields, requestTime: requestTime, responseTime: responseTime),
             headerFields: headerFields,
-            dateValue: dateValue,
-            requestTime: requestTime,
+            cacheControl: cacheControl,
+            status: status,
             responseTime: responseTime,
-            now: now
+            now: now,
+            rules: rules
         )
+    }
+
+    /// The freshness from a response's age basis (its Date parsed, its initial age worked out).
+    private init(
+        basis: AgeBasis,
+        headerFields: HeaderFields,
+        cacheControl: CacheControl,
+        status: Int,
+        responseTime: Date,
+        now: Date,
+        rules: CacheRules
+    ) {
+        currentAge = basis.currentAge(responseTime: responseTime, now: now)
         (lifetime, isHeuristic) = Self.lifetime(
             headerFields: headerFields,
             cacheControl: cacheControl,
-            dateValue: dateValue,
+            dateValue: basis.dateValue,
             status: status,
             responseTime: responseTime,
             rules: rules
@@ -86,32 +100,31 @@ public struct Freshness: Sendable, Hashable {
 
         init(headerFields: HeaderFields, requestTime: Date, responseTime: Date) {
             dateValue = headerFields.date(.date, now: responseTime)
-            // current_age at response_time is the corrected initial age.
-            correctedInitialAge = Freshness.currentAge(
-                headerFields: headerFields,
-                dateValue: dateValue,
-                requestTime: requestTime,
-                responseTime: responseTime,
-                now: responseTime
-            )
+            let date = dateValue ?? responseTime
+            let apparentAge = max(0, responseTime.timeIntervalSince(date))
+            let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
+            let correctedAgeValue = Freshness.ageValue(headerFields).map { Double($0) + responseDelay } ?? responseDelay
+            correctedInitialAge = max(apparentAge, correctedAgeValue)
+        }
+
+        /// `current_age` at `now`: the corrected initial age and the time since `responseTime`.
+        func currentAge(responseTime: Date, now: Date) -> Double {
+            correctedInitialAge + max(0, now.timeIntervalSince(responseTime))
         }
     }
 
     /// The freshness of a stored response whose Cache-Control is already parsed, from the age
     /// basis kept with it (no field parsed again).
     init(_ stored: StoredResponse, cacheControl: CacheControl, now: Date, rules: CacheRules) {
-        let basis = stored.ageBasis
-        currentAge = basis.correctedInitialAge + max(0, now.timeIntervalSince(stored.responseTime))
-        (lifetime, isHeuristic) = Self.lifetime(
+        self.init(
+            basis: stored.ageBasis,
             headerFields: stored.headerFields,
             cacheControl: cacheControl,
-            dateValue: basis.dateValue,
             status: stored.status,
             responseTime: stored.responseTime,
+            now: now,
             rules: rules
         )
-        staleWhileRevalidate = cacheControl.staleWhileRevalidate.map(Double.init)
-        staleIfError = cacheControl.staleIfError.map(Double.init)
     }
 
     /// Computes the freshness of a stored response.
@@ -135,30 +148,8 @@ public struct Freshness: Sendable, Hashable {
         responseTime: Date,
         now: Date
     ) -> Double {
-        currentAge(
-            headerFields: headerFields,
-            dateValue: headerFields.date(.date, now: responseTime),
-            requestTime: requestTime,
-            responseTime: responseTime,
-            now: now
-        )
-    }
-
-    /// `current_age` with the Date field already parsed (nil: absent or invalid).
-    static func currentAge(
-        headerFields: HeaderFields,
-        dateValue: Date?,
-        requestTime: Date,
-        responseTime: Date,
-        now: Date
-    ) -> Double {
-        let dateValue = dateValue ?? responseTime
-        let apparentAge = max(0, responseTime.timeIntervalSince(dateValue))
-        let responseDelay = max(0, responseTime.timeIntervalSince(requestTime))
-        let correctedAgeValue = ageValue(headerFields).map { Double($0) + responseDelay } ?? responseDelay
-        let correctedInitialAge = max(apparentAge, correctedAgeValue)
-        let residentTime = max(0, now.timeIntervalSince(responseTime))
-        return correctedInitialAge + residentTime
+        AgeBasis(headerFields: headerFields, requestTime: requestTime, responseTime: responseTime)
+            .currentAge(responseTime: responseTime, now: now)
     }
 
     /// The freshness lifetime in seconds, and whether it is heuristic.
