@@ -103,12 +103,6 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             HeaderFields.bytes(name, equalIgnoringASCIICase: other)
         }
 
-        /// Whether the name's key is `key` and the name is `other`, ignoring ASCII case.
-        @inline(__always)
-        public func isNamed(_ other: String, key: UInt32) -> Bool {
-            nameKey == key && isNamed(other)
-        }
-
         /// Whether the name's key is `key` and the name is the bytes `other`, ignoring ASCII case.
         @inline(__always)
         public func isNamed(bytes other: UnsafeRawBufferPointer, key: UInt32) -> Bool {
