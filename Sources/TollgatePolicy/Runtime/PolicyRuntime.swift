@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import Synchronization
 public import NIOCore
 public import NIOPosix
 public import TollgateHTTP
@@ -47,6 +48,8 @@ public final class PolicyRuntime: Sendable {
 
     private let prepare: SessionPreparation
     private let current: NIOLockedValueBox<Snapshot>
+    /// Bumped after each apply stores its snapshot (``generation``).
+    private let applied = Atomic<Int>(0)
     /// Sessions replaced by a reload that have tasks still running, by identity.
     private let retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>
     /// Serializes apply, reload and shutdown (never held by `route`).
@@ -145,6 +148,12 @@ public final class PolicyRuntime: Sendable {
     /// The `access` rules of the configuration in force (without copying the rest of it).
     public var access: PolicyConfiguration.Access { snapshot.configuration.access }
 
+    /// How many times rules were applied since the runtime started: what a reader that keeps
+    /// something it derived from ``configuration`` compares, so it rebuilds only after a change
+    /// (an atomic load, where reading the configuration takes a lock and copies). Bumped after
+    /// the new rules are in force, so a reader that sees a new generation reads new rules.
+    public var generation: Int { applied.load(ordering: .acquiring) }
+
     /// The decisions in force (for `explain`-like answers without a session).
     public var decisions: PolicyDecisions { snapshot.decisions }
 
@@ -229,6 +238,7 @@ public final class PolicyRuntime: Sendable {
             trust: trustEnvironment
         )
         current.withLockedValue { $0 = next }
+        applied.add(1, ordering: .releasing)
         retire(retired)
         // Trust is decided when a connection is made: if what decides it changed, the kept
         // sessions' idle connections close, so the next request is checked under the new rules.

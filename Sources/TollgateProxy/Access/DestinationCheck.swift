@@ -16,7 +16,7 @@ import TollgatePolicy
 /// A name is allowed only when every address it resolves to is, so a name that resolves to a
 /// public and a private address cannot slip through on the first; the tunnel then connects to
 /// the checked address itself.
-struct DestinationCheck: Sendable {
+final class DestinationCheck: Sendable {
     /// The outcome.
     enum Verdict: Sendable, Equatable {
         /// Go ahead; `address` is the first resolved address (checked).
@@ -35,6 +35,14 @@ struct DestinationCheck: Sendable {
     let access: PolicyConfiguration.Access
     let ownListeners: OwnListeners
     let resolver: AddressResolver
+
+    // A class: a connection keeps one (ExchangeRules) and each exchange uses it in place; a
+    // struct was copied at each use, retaining every list of the access rules.
+    init(access: PolicyConfiguration.Access, ownListeners: OwnListeners, resolver: AddressResolver) {
+        self.access = access
+        self.ownListeners = ownListeners
+        self.resolver = resolver
+    }
 
     /// Resolves `host` and checks every address; `then` gets the verdict on `eventLoop` (at once
     /// for an IP address, after the lookup for a name).
@@ -58,14 +66,14 @@ struct DestinationCheck: Sendable {
 
     /// Resolves `host` and checks every address.
     func check(_ host: CanonicalHost, port: Int, on eventLoop: any EventLoop) -> EventLoopFuture<Verdict> {
-        resolver.resolve(host, on: eventLoop).map { addresses in
+        resolver.resolve(host, on: eventLoop).map { [self] addresses in
             var first: [UInt8]?
             for address in addresses {
                 if case .denied(let why) = decide(host: host, address: address, port: port) { return .denied(why) }
                 first = first ?? address
             }
             return first.map { .allowed(address: $0) } ?? .unresolvable("no address for \(host)")
-        }.flatMapErrorThrowing { error in
+        }.flatMapErrorThrowing { [self] error in
             // A name that does not resolve may still be refused by a host-name rule.
             if case .denied(let why) = decide(host: host, address: nil, port: port) { return .denied(why) }
             return .unresolvable("\(error)")

@@ -48,6 +48,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private(set) var clientIsLoopback = false
     /// The last host parsed for this connection's requests (a keep-alive client asks one host).
     private var lastCanonicalHost: (text: String, host: CanonicalHost)?
+    /// The rules this connection's exchanges go by, until the policy changes (``exchangeRules()``).
+    private var rules: ExchangeRules?
     private var clientAllowed = false
 
     /// The request being served (nil while waiting for one).
@@ -104,6 +106,15 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
 
     private static func makeDecoder(_ limits: PolicyConfiguration.Limits) -> RequestDecoder {
         RequestDecoder(limits: .init(maxHeaderBytes: limits.maxHeaderBytes, maxHeaders: limits.maxHeaders))
+    }
+
+    /// The rules in force for an exchange starting now: kept from the last exchange unless a
+    /// reload changed the policy since.
+    func exchangeRules() -> ExchangeRules {
+        if let rules, rules.generation == environment.policy.generation { return rules }
+        let fresh = ExchangeRules(environment)
+        rules = fresh
+        return fresh
     }
 
     /// `CanonicalHost.parse(text)`, remembered for the next request of this connection.
@@ -262,7 +273,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             return
         }
         // Inside an intercepted tunnel the CONNECT was the authenticated request.
-        if case .forward = environment.mode, let authenticator = environment.authenticators.current(),
+        if case .forward = environment.mode, let authenticator = exchangeRules().authenticator,
             authenticator.isEnabled,
             authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
         {

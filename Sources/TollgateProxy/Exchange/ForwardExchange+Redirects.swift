@@ -55,7 +55,7 @@ extension ForwardExchange {
             then(error.description)
             return
         }
-        environment.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
+        rules.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
             switch verdict {
             case .allowed: then(nil)
             case .denied(let why), .unresolvable(let why): then(why)

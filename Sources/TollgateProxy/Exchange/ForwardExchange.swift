@@ -24,7 +24,8 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     let url: HTTPURL
     let eventLoop: any EventLoop
     let environment: ListenerEnvironment
-    let upstreamTimeout: Duration
+    /// The rules in force when the exchange started (timeout, destinations).
+    let rules: ExchangeRules
 
     /// The client connection; nil once the exchange is finished.
     var connection: ClientConnectionHandler?
@@ -64,7 +65,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         self.connection = connection
         self.environment = connection.environment
         self.eventLoop = connection.context!.eventLoop
-        self.upstreamTimeout = environment.policy.limits.upstreamTimeout
+        self.rules = connection.exchangeRules()
         self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
         // The decoder stops after an upgrade request: no request can follow one that is refused.
         self.closeAfterResponse = head.isUpgrade
@@ -95,14 +96,14 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             respond(OwnResponse(.badRequest, error.description))
             return
         }
-        let destinations = environment.destinations
+        // Read in place (a copy of the check retains every list in it).
         // An address is decided now, without a closure for later (`check(_:port:on:then:)` takes one
         // even when it answers at once): a reverse listener's upstream is usually an address.
-        if let verdict = destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {
+        if let verdict = rules.destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {
             proceed(after: verdict, on: route)
             return
         }
-        destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
+        rules.destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
             proceed(after: verdict, on: route)
         }
     }
@@ -325,7 +326,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         guard !isFinished, !startingTask else { return }
         lastUpstreamProgress = .now()
         guard !deadlineSlot.isWatched, task != nil else { return }
-        LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(upstreamTimeout))
+        LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(rules.upstreamTimeout))
     }
 
     private var waitsForUpstream: Bool {
@@ -340,7 +341,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         // Not waiting for the upstream now: the next change that makes the proxy wait again
         // (a body piece handed over, the request's end, a resume) arms the timer anew.
         guard waitsForUpstream else { return }
-        let due = lastUpstreamProgress + TimeAmount(upstreamTimeout)
+        let due = lastUpstreamProgress + TimeAmount(rules.upstreamTimeout)
         if due > .now() {
             LoopDeadlines.of(eventLoop).watch(self, until: due)
             return
@@ -348,7 +349,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         if !responseStarted {
             ownAnswer = OwnResponse(
                 .upstreamTimeout,
-                "\(url.authority) did not answer within \(upstreamTimeout) (limits.upstream-timeout)"
+                "\(url.authority) did not answer within \(rules.upstreamTimeout) (limits.upstream-timeout)"
             )
         }
         task.cancel()

@@ -14,6 +14,10 @@ public protocol ProxyPolicy: Sendable {
     var limits: PolicyConfiguration.Limits { get }
     /// The `access` rules in force now (read per connection and request).
     var access: PolicyConfiguration.Access { get }
+    /// Changes whenever ``configuration`` may have changed (a reload); constant for fixed rules.
+    /// Connections keep what they derive from `access` and `limits` until it changes
+    /// (``ExchangeRules``).
+    var generation: Int { get }
     /// The session and decision for a request to `url`.
     func proxyRoute(for url: HTTPURL) -> ProxyRoute
     /// The session and decision for a CONNECT tunnel to `host:port`.
@@ -23,6 +27,8 @@ public protocol ProxyPolicy: Sendable {
 extension ProxyPolicy {
     public var limits: PolicyConfiguration.Limits { configuration.limits }
     public var access: PolicyConfiguration.Access { configuration.access }
+    /// Fixed rules: always 0.
+    public var generation: Int { 0 }
 
     /// The route of `https://host:port/`.
     public func proxyRoute(forTunnelTo host: String, port: Int) -> ProxyRoute {

@@ -1,0 +1,31 @@
+import TollgatePolicy
+
+/// What an exchange takes from the rules in force (`limits`, `access`), derived once per
+/// connection and kept until the policy's ``ProxyPolicy/generation`` changes (a reload).
+///
+/// Reading them from the policy per request took its lock three times and copied the access
+/// lists each time; a connection's requests now share one copy, checked with an atomic load.
+/// A class: each exchange keeps a reference (one retain, not one per list inside).
+final class ExchangeRules {
+    /// The ``ProxyPolicy/generation`` these were derived at.
+    let generation: Int
+    /// `limits.upstream-timeout`.
+    let upstreamTimeout: Duration
+    /// `access.destinations` with the proxy's own listeners and the resolver.
+    let destinations: DestinationCheck
+    /// The proxy authenticator of `access.users` for a forward listener (nil: none, or another mode).
+    let authenticator: ProxyAuthenticator?
+
+    /// The rules in force now for a listener of `environment`.
+    init(_ environment: ListenerEnvironment) {
+        // The generation first: rules read after it are at least as new as it says.
+        generation = environment.policy.generation
+        upstreamTimeout = environment.policy.limits.upstreamTimeout
+        destinations = environment.destinations
+        if case .forward = environment.mode {
+            authenticator = environment.authenticators.current()
+        } else {
+            authenticator = nil
+        }
+    }
+}
