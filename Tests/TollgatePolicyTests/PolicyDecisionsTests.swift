@@ -126,6 +126,12 @@ struct PolicyDecisionsTests {
         #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_000)).trust.pinMode == .report)
         #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_800_000_000)).trust.pinMode == .enforce)
         #expect(fresh.decide(for: url, now: Date(timeIntervalSince1970: 1_900_000_000)).trust.pinMode == .report)
+        // The times each decision holds for end (or start) at the expiry; a rule without pins holds always.
+        let early = decisions.decideWithValidity(host: "api.example.com", port: 443, now: Date(timeIntervalSince1970: 1_800_000_000))
+        let late = decisions.decideWithValidity(host: "api.example.com", port: 443, now: Date(timeIntervalSince1970: 1_900_000_000))
+        #expect(early.holds.lowerBound == .distantPast && early.holds.upperBound < Date(timeIntervalSince1970: 1_900_000_000))
+        #expect(late.holds.lowerBound == early.holds.upperBound && late.holds.upperBound == .distantFuture)
+        #expect(decisions.decideWithValidity(host: "other.example", port: 443).holds == PolicyDecisions.always)
     }
 
     @Test func redirectsFollowTheSessionOfTheOriginalRequest() throws {

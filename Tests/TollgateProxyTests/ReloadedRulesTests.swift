@@ -1,7 +1,10 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 import TollgatePolicy
 import TollgateProxy
+import TollgateHTTP
+import TollgateSession
 import TollgateTesting
 
 /// A connection keeps the access rules and limits it derived until the policy changes
@@ -109,6 +112,135 @@ struct ReloadedRulesTests {
             #expect(timedOut.status == 504)
             #expect(timedOut.header("Tollgate-Error") == "upstream-timeout")
             #expect(ContinuousClock.now - started < .seconds(3))  // the old limit was 10 s
+        }
+    }
+
+    @Test("A host rule added by a reload refuses the host on the connection whose route was kept")
+    func hostRuleAddedByReload() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        try await withRuntimeProxy(PolicyConfiguration()) { runtime, port in
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
+            try await client.send(request)
+            try await client.send(request)
+            #expect(try await client.waitForResponses(2).map(\.status) == [200, 200])
+
+            var denying = PolicyConfiguration()
+            var rule = HostRule(patterns: [try HostPattern("127.0.0.1")])
+            rule.trust.deny = true
+            denying.hosts = [rule]
+            runtime.apply(denying)
+
+            try await client.send(request)
+            let refused = try #require(try await client.waitForResponses(3).last)
+            #expect(refused.status == 403)
+            #expect(refused.header("Tollgate-Error") == "host-denied")
+            #expect(refused.bodyText.contains("hosts[0]"), "\(refused.bodyText)")
+            #expect(origin.requestCount == 2)
+        }
+    }
+}
+
+/// Counts the routes it is asked for; each route holds for `holds` (nil: not kept).
+private final class CountingPolicy: ProxyPolicy {
+    let session: Session
+    let holds: @Sendable () -> Range<Date>?
+    private let asked = NIOLockedValueBox<[String]>([])
+
+    init(session: Session, holds: @escaping @Sendable () -> Range<Date>?) {
+        self.session = session
+        self.holds = holds
+    }
+
+    var configuration: PolicyConfiguration { PolicyConfiguration() }
+    /// The authorities routed, in order.
+    var routed: [String] { asked.withLockedValue { $0 } }
+
+    func proxyRoute(for url: HTTPURL) -> ProxyRoute {
+        asked.withLockedValue { $0.append(url.authority) }
+        return ProxyRoute(session: session, sessionName: "default", holds: holds())
+    }
+}
+
+@Suite("A connection keeps its last route while it holds", .timeLimit(.minutes(1)))
+struct KeptRouteTests {
+    private func withCountingProxy(
+        holds: @escaping @Sendable () -> Range<Date>?,
+        _ body: (CountingPolicy, Int) async throws -> Void
+    ) async throws {
+        let session = Session(configuration: ProxyServer.defaultSessionConfiguration, delegate: nil)
+        let policy = CountingPolicy(session: session, holds: holds)
+        let server = try await ProxyServer.start(
+            ProxyServer.Configuration(listen: ListenAddress(host: "127.0.0.1", port: 0), mode: .forward),
+            policy: policy
+        )
+        do {
+            try await body(policy, server.boundAddress.port)
+        } catch {
+            await server.shutdown(gracePeriod: .seconds(1))
+            session.invalidateAndCancel()
+            throw error
+        }
+        await server.shutdown(gracePeriod: .seconds(1))
+        session.invalidateAndCancel()
+    }
+
+    private func origins() async throws -> (LoopbackOrigin, LoopbackOrigin) {
+        let first = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "one") }
+        let second = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "two") }
+        return (first, second)
+    }
+
+    @Test("A route that holds for all time is asked for once per host and port of a connection")
+    func keptWhileSameHost() async throws {
+        let (first, second) = try await origins()
+        defer { first.stop(); second.stop() }
+        try await withCountingProxy(holds: { PolicyDecisions.always }) { policy, port in
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            for origin in [first, first, second, second, first] {
+                try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            }
+            let bodies = try await client.waitForResponses(5).map(\.bodyText)
+            #expect(bodies == ["one", "one", "two", "two", "one"])
+            // Only the last route is kept: back to the first origin asks again.
+            #expect(policy.routed == ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)", "127.0.0.1:\(first.port)"])
+        }
+    }
+
+    @Test("A route without a time it holds for is asked for with every request")
+    func notKeptWithoutHolds() async throws {
+        let (first, second) = try await origins()
+        defer { first.stop(); second.stop() }
+        try await withCountingProxy(holds: { nil }) { policy, port in
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            for _ in 0..<3 {
+                try await client.send("GET http://127.0.0.1:\(first.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            }
+            #expect(try await client.waitForResponses(3).count == 3)
+            #expect(policy.routed.count == 3)
+        }
+    }
+
+    @Test("A route whose time has run out (expiring pins) is asked for again")
+    func askedAgainAfterItsTime() async throws {
+        let (first, second) = try await origins()
+        defer { first.stop(); second.stop() }
+        try await withCountingProxy(holds: { Date.distantPast..<Date().addingTimeInterval(0.3) }) { policy, port in
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            let request = "GET http://127.0.0.1:\(first.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
+            try await client.send(request)
+            try await client.send(request)
+            #expect(try await client.waitForResponses(2).count == 2)
+            #expect(policy.routed.count == 1)
+            try await Task.sleep(for: .milliseconds(400))
+            try await client.send(request)
+            #expect(try await client.waitForResponses(3).count == 3)
+            #expect(policy.routed.count == 2)
         }
     }
 }

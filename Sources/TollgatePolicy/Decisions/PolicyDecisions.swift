@@ -27,15 +27,13 @@ public struct PolicyDecisions: Sendable {
 
         /// The decision remembered for `key` if it holds at `now` (the clock is read only for a
         /// decision that does not hold for all time: one whose rule's pins expire).
-        func remembered(_ key: HostAndPort, now: Date?) -> PolicyDecision? {
+        func remembered(_ key: HostAndPort, now: Date?) -> (decision: PolicyDecision, holds: Range<Date>)? {
             lock.lock()
             defer { lock.unlock() }
             guard let entry = decided[key] else { return nil }
-            if entry.holds != Self.always, !entry.holds.contains(now ?? Date()) { return nil }
-            return entry.decision
+            if entry.holds != PolicyDecisions.always, !entry.holds.contains(now ?? Date()) { return nil }
+            return entry
         }
-
-        static let always = Date.distantPast..<Date.distantFuture
 
         func remember(_ decision: PolicyDecision, for key: HostAndPort, holds: Range<Date>) {
             lock.lock()
@@ -74,12 +72,22 @@ public struct PolicyDecisions: Sendable {
 
     /// Everything decided for `host` on `port` (a CONNECT target has no URL).
     public func decide(host: String, port: Int, now: Date? = nil) -> PolicyDecision {
+        decideWithValidity(host: host, port: port, now: now).decision
+    }
+
+    /// The times a decision holds for when it never changes (no rule's pins expire).
+    public static let always = Date.distantPast..<Date.distantFuture
+
+    /// ``decide(host:port:now:)``, and the times that decision holds for: ``always``, or until
+    /// (from) the moment the matching rule's pins expire. What a caller that keeps the decision
+    /// checks before using it again.
+    public func decideWithValidity(host: String, port: Int, now: Date? = nil) -> (decision: PolicyDecision, holds: Range<Date>) {
         let key = HostAndPort(host: host, port: port)
         if let known = storage.remembered(key, now: now) { return known }
         let now = now ?? Date()
         let (decision, holds) = makeDecision(host: host, port: port, now: now)
         storage.remember(decision, for: key, holds: holds)
-        return decision
+        return (decision, holds)
     }
 
     /// The decision for `host` on `port` at `now`, and the times it holds for: until the
@@ -130,7 +138,7 @@ public struct PolicyDecisions: Sendable {
         if let expiry = rule.trust.pinsExpire {
             holds = now < expiry ? Date.distantPast..<expiry : expiry..<Date.distantFuture
         } else {
-            holds = Storage.always
+            holds = Self.always
         }
         return (decision, holds)
     }

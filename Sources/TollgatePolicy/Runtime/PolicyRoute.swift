@@ -1,3 +1,4 @@
+public import Foundation
 public import TollgateSession
 
 /// Where one request goes under the rules in force when it was routed: the ``Session`` that
@@ -15,12 +16,16 @@ public struct PolicyRoute: Sendable {
     public let sessionName: String
     /// What the policy decides for the URL (``PolicyDecisions/decide(for:now:)``).
     public let decision: PolicyDecision
+    /// The times the decision holds for (``PolicyDecisions/decideWithValidity(host:port:now:)``):
+    /// under the same rules, a route made for the same host and port in this range is the same.
+    public let holds: Range<Date>
 
     /// Creates a route.
-    public init(session: Session, sessionName: String, decision: PolicyDecision) {
+    public init(session: Session, sessionName: String, decision: PolicyDecision, holds: Range<Date> = PolicyDecisions.always) {
         self.session = session
         self.sessionName = sessionName
         self.decision = decision
+        self.holds = holds
     }
 
     /// Whether the rule refuses the host (`trust.deny: true`): answer `403` with

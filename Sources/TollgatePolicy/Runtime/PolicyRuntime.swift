@@ -179,21 +179,15 @@ public final class PolicyRuntime: Sendable {
 
     /// The session and decisions for a request to `url` under the rules in force.
     public func route(_ url: HTTPURL) -> PolicyRoute {
-        let snapshot = self.snapshot
-        let decision = snapshot.decisions.decide(for: url)
-        return makeRoute(decision, snapshot)
+        route(host: url.host, port: url.effectivePort)
     }
 
     /// The session and decisions for a CONNECT to `host:port` under the rules in force.
     public func route(host: String, port: Int) -> PolicyRoute {
         let snapshot = self.snapshot
-        let decision = snapshot.decisions.decide(host: host, port: port)
-        return makeRoute(decision, snapshot)
-    }
-
-    private func makeRoute(_ decision: PolicyDecision, _ snapshot: Snapshot) -> PolicyRoute {
+        let (decision, holds) = snapshot.decisions.decideWithValidity(host: host, port: port)
         let session = snapshot.sessions[decision.sessionName] ?? snapshot.defaultSession
-        return PolicyRoute(session: session, sessionName: decision.sessionName, decision: decision)
+        return PolicyRoute(session: session, sessionName: decision.sessionName, decision: decision, holds: holds)
     }
 
     // MARK: changing

@@ -50,6 +50,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var lastCanonicalHost: (text: String, host: CanonicalHost)?
     /// The rules this connection's exchanges go by, until the policy changes (``exchangeRules()``).
     private var rules: ExchangeRules?
+    /// The last request's route, for the next to the same host and port (``route(for:)``).
+    private var keptRoute: KeptRoute?
     private var clientAllowed = false
 
     /// The request being served (nil while waiting for one).
@@ -115,6 +117,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         let fresh = ExchangeRules(environment)
         rules = fresh
         return fresh
+    }
+
+    /// The policy's route for a request to `url`: the last request's when it was to the same
+    /// host and port and still holds (``KeptRoute``).
+    func route(for url: HTTPURL) -> ProxyRoute {
+        let generation = environment.policy.generation
+        let port = url.effectivePort
+        if let keptRoute, keptRoute.answers(host: url.host, port: port, generation: generation) {
+            return keptRoute.route
+        }
+        let route = environment.policy.proxyRoute(for: url)
+        keptRoute = route.holds == nil ? nil : KeptRoute(generation: generation, host: url.host, port: port, route: route)
+        return route
     }
 
     /// `CanonicalHost.parse(text)`, remembered for the next request of this connection.
@@ -338,12 +353,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         close: Bool
     ) {
         guard let context, isActive else { return }
-        var head = head
         var added = added
         closeAfterResponse = closeAfterResponse || close || framing == .untilClose
-        // The connection's own Connection field replaces the message's (an omission always
-        // leaves out `Connection`, which is among the fixed hop-by-hop names).
-        if omission == nil { head.headerFields.remove(.connection) }
         added.remove(.connection)
         if willClose {
             added.add(name: .connection, value: "close")
@@ -351,8 +362,23 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             added.add(name: .connection, value: "keep-alive")
         }
         self.framing = framing
-        var buffer = context.channel.allocator.buffer(capacity: 512)
-        ResponseEncoder.head(head, adding: added, omitting: omission, minorVersion: minorVersion, into: &buffer)
+        // Room for a small body too: it is copied in behind the head (``sendBody``), and growing
+        // the buffer then would allocate and copy again.
+        var capacity = 512
+        if framing == .contentLength, let length = head.headerFields.contentLength, length <= Self.coalescedBodyLimit {
+            capacity += Int(length)
+        }
+        var buffer = context.channel.allocator.buffer(capacity: capacity)
+        // The connection's own Connection field replaces the message's (an omission always
+        // leaves out `Connection`, which is among the fixed hop-by-hop names). The head is
+        // copied only to take one out.
+        if omission == nil, head.headerFields.contains(.connection) {
+            var head = head
+            head.headerFields.remove(.connection)
+            ResponseEncoder.head(head, adding: added, omitting: nil, minorVersion: minorVersion, into: &buffer)
+        } else {
+            ResponseEncoder.head(head, adding: added, omitting: omission, minorVersion: minorVersion, into: &buffer)
+        }
         // A body of known length follows, and every piece of it is flushed (``sendBody``,
         // ``sendFile``, ``sendEnd``): the head leaves with the first, without a task on the loop's
         // queue to flush it. Heads of bodies of unknown length (a stream may pause before its

@@ -75,7 +75,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
 
     /// Routes the request, checks its destination, and creates and resumes the task.
     func start() {
-        let route = environment.policy.proxyRoute(for: url)
+        let route = connection?.route(for: url) ?? environment.policy.proxyRoute(for: url)
         record.route = route
         if route.isDenied {
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))

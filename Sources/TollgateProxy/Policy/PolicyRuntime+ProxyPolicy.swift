@@ -14,13 +14,14 @@ extension PolicyRuntime: ProxyPolicy {
 
 extension ProxyRoute {
     /// The proxy's view of a policy route.
-    init(_ route: PolicyRoute) {
+    convenience init(_ route: PolicyRoute) {
         self.init(
             session: route.session,
             sessionName: route.sessionName,
             isDenied: route.isDenied,
             ruleLabel: route.ruleLabel,
-            intercepts: route.decision.intercept
+            intercepts: route.decision.intercept,
+            holds: route.holds
         )
     }
 }

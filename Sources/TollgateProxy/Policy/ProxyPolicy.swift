@@ -1,3 +1,4 @@
+public import Foundation
 public import NIOCore
 import NIOPosix
 public import TollgateHTTP
@@ -18,7 +19,9 @@ public protocol ProxyPolicy: Sendable {
     /// Connections keep what they derive from `access` and `limits` until it changes
     /// (``ExchangeRules``).
     var generation: Int { get }
-    /// The session and decision for a request to `url`.
+    /// The session and decision for a request to `url`. A route whose ``ProxyRoute/holds`` is
+    /// set depends only on the URL's host and port: a connection uses it again for its next
+    /// requests to them within that time, until ``generation`` changes.
     func proxyRoute(for url: HTTPURL) -> ProxyRoute
     /// The session and decision for a CONNECT tunnel to `host:port`.
     func proxyRoute(forTunnelTo host: String, port: Int) -> ProxyRoute
@@ -37,17 +40,23 @@ extension ProxyPolicy {
 }
 
 /// Where one request goes: the session whose task carries it and what the rules decided.
-public struct ProxyRoute: Sendable {
+///
+/// A class: a route is handed from the connection (which keeps it, ``KeptRoute``) to the
+/// exchange and its record, and each hand-over of a struct retained every string in it.
+public final class ProxyRoute: Sendable {
     /// The session the task is created on.
-    public var session: Session
+    public let session: Session
     /// Its name, for the access log and `/tasks`.
-    public var sessionName: String
+    public let sessionName: String
     /// Whether a host rule refuses the host (403 `host-denied`, no task created).
-    public var isDenied: Bool
+    public let isDenied: Bool
     /// The matching rule for the access log (`hosts[2]:*.example.com`), or `-`.
-    public var ruleLabel: String
+    public let ruleLabel: String
     /// Whether a CONNECT to the host is intercepted (`intercept: true`) rather than tunnelled.
-    public var intercepts: Bool
+    public let intercepts: Bool
+    /// The times this route holds for any URL of the same host and port, while the policy's
+    /// ``ProxyPolicy/generation`` stays; nil: it is asked for again for every request.
+    public let holds: Range<Date>?
 
     /// Creates a route.
     public init(
@@ -55,13 +64,15 @@ public struct ProxyRoute: Sendable {
         sessionName: String,
         isDenied: Bool = false,
         ruleLabel: String = "-",
-        intercepts: Bool = false
+        intercepts: Bool = false,
+        holds: Range<Date>? = nil
     ) {
         self.session = session
         self.sessionName = sessionName
         self.isDenied = isDenied
         self.ruleLabel = ruleLabel
         self.intercepts = intercepts
+        self.holds = holds
     }
 }
 
@@ -97,6 +108,6 @@ public struct StaticProxyPolicy: ProxyPolicy {
     }
 
     public func proxyRoute(for url: HTTPURL) -> ProxyRoute {
-        ProxyRoute(session: session, sessionName: SessionSettings.defaultName)
+        ProxyRoute(session: session, sessionName: SessionSettings.defaultName, holds: PolicyDecisions.always)
     }
 }
