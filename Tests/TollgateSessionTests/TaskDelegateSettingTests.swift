@@ -93,6 +93,29 @@ struct TaskDelegateSettingTests {
         #expect(own.lock.withLock { own.events } == ["decided 200", "data", "complete"])
     }
 
+    @Test("A message the task's delegate does not implement goes to the session delegate, one it implements does not")
+    func unimplementedMessagesFallThrough() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }
+        defer { origin.stop() }
+        let recorder = EventRecorder()
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        defer { session.invalidateAndCancel() }
+        for _ in 0..<3 {
+            // Data and completion are the task delegate's; the response (asked) and the metrics
+            // (told) fall through to the session delegate, each time.
+            let own = DataSubclassDelegate()
+            let before = recorder.events.count
+            let task = try session.dataTask(with: Request(url: origin.url()))
+            task.delegate = own
+            task.resume()
+            try await eventually("complete") { own.lock.withLock { own.events.last == "complete" } }
+            #expect(own.lock.withLock { own.events } == ["data hello", "complete"])
+            let told = Array(recorder.events[before...]).filter { $0 != "created" }
+            #expect(told == ["response 200", "metrics"], "\(told)")
+            #expect(recorder.metrics != nil)
+        }
+    }
+
     /// Loads "hello" from a loopback origin with `delegate` as the task's own, until `completed`.
     private func loadHello(with delegate: any TaskDelegate, until completed: @escaping @Sendable () -> Bool) async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "hello") }

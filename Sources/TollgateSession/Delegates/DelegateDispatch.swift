@@ -1,5 +1,8 @@
-import NIOConcurrencyHelpers
-import NIOPosix
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
 
 /// Delivers a message to the first delegate that implements it.
 ///
@@ -8,23 +11,24 @@ import NIOPosix
 /// call only reached the default, it calls the session delegate next. Delegate calls are
 /// synchronous on the task's event loop, so a per-thread flag is enough.
 enum DelegateDispatch {
-    private final class Flag {
-        var unanswered = false
-    }
+    /// The per-thread flag: a pthread key whose value is non-nil while "unanswered" is set.
+    /// (NIO's ThreadSpecificVariable holding a flag object retained and released that object at
+    /// each access, several times per message.)
+    private static let key: pthread_key_t = {
+        var key = pthread_key_t()
+        let created = pthread_key_create(&key, nil)
+        precondition(created == 0, "pthread_key_create failed: \(created)")
+        return key
+    }()
 
-    // ThreadSpecificVariable is per-thread by construction, hence safe to share.
-    nonisolated(unsafe) private static let flag = ThreadSpecificVariable<Flag>()
+    private static var unanswered: Bool {
+        get { pthread_getspecific(key) != nil }
+        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+    }
 
     /// Called by default implementations: the message was not handled.
     static func markUnanswered() {
-        currentFlag.unanswered = true
-    }
-
-    private static var currentFlag: Flag {
-        if let flag = flag.currentValue { return flag }
-        let fresh = Flag()
-        flag.currentValue = fresh
-        return fresh
+        unanswered = true
     }
 
     /// Calls `body` on each receiver in turn until one implements the message.
@@ -32,14 +36,13 @@ enum DelegateDispatch {
     @discardableResult
     static func notify<D>(_ receivers: DelegatePair<D>, _ body: (D) -> Void) -> Bool {
         guard let first = receivers.first else { return false }
-        let flag = currentFlag
-        flag.unanswered = false
+        unanswered = false
         body(first)
-        if !flag.unanswered { return true }
-        flag.unanswered = false
+        if !unanswered { return true }
+        unanswered = false
         guard let second = receivers.second else { return false }
         body(second)
-        defer { flag.unanswered = false }
-        return !flag.unanswered
+        defer { unanswered = false }
+        return !unanswered
     }
 }
