@@ -77,6 +77,43 @@ struct ForwardProxyTests {
         }
     }
 
+    @Test("Pipelined responses of growing and shrinking sizes, length-framed and chunked, each arrive whole")
+    func pipelinedResponsesOfManySizes() async throws {
+        // Response buffers are reused from one response to the next on a connection: a body that
+        // leaked from one response into another, or a head written over one not yet sent, shows here.
+        let sizes = [0, 10, 1024, 9000, 17, 20_000, 3, 8000, 16 * 1024, 1, 700]
+        @Sendable func body(_ size: Int, _ seed: Int) -> String {
+            String((0..<size).map { Character(UnicodeScalar(UInt8(97 + ($0 + seed) % 26))) })
+        }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let parts = request.path.dropFirst().split(separator: "-")
+            let index = Int(parts[0])!, size = Int(parts[1])!
+            let headers: HeaderFields = index % 3 == 2 ? ["Transfer-Encoding": "chunked"] : [:]
+            respond.send(status: 200, headers: headers, body: body(size, index))
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            let host = "127.0.0.1:\(origin.port)"
+            let requests = sizes.enumerated().map { index, size in
+                "GET http://\(host)/\(index)-\(size) HTTP/1.1\r\nHost: \(host)\r\n\r\n"
+            }
+            try await client.send(requests.joined())
+            let responses = try await client.waitForResponses(sizes.count)
+            #expect(responses.map(\.status) == Array(repeating: 200, count: sizes.count))
+            for (index, size) in sizes.enumerated() {
+                #expect(responses[index].bodyText == body(size, index), "response \(index) (\(size) bytes)")
+            }
+            // And once more, one at a time on the same connection.
+            for (index, size) in sizes.enumerated().reversed() {
+                try await client.send(requests[index])
+                let response = try #require(try await client.waitForResponses(sizes.count * 2 - index).last)
+                #expect(response.bodyText == body(size, index), "response \(index) (\(size) bytes), again")
+            }
+        }
+    }
+
     @Test("An origin-form request gets 400 with Tollgate-Error: bad-request, and the connection stays usable")
     func originFormIsRefused() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }

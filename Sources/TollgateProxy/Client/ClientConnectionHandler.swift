@@ -78,6 +78,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var heldHead: ByteBuffer?
     /// Bytes were written since the last flush.
     private var unflushed = false
+    /// The last response head's buffer, kept for the next response (``responseBuffer(capacity:context:)``).
+    private var spareResponseBuffer: ByteBuffer?
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -368,7 +370,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         if framing == .contentLength, let length = head.headerFields.contentLength, length <= Self.coalescedBodyLimit {
             capacity += Int(length)
         }
-        var buffer = context.channel.allocator.buffer(capacity: capacity)
+        var buffer = responseBuffer(capacity: capacity, context: context)
         // The connection's own Connection field replaces the message's (an omission always
         // leaves out `Connection`, which is among the fixed hop-by-hop names). The head is
         // copied only to take one out.
@@ -387,12 +389,30 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             heldHead = buffer
         } else {
             write(buffer, context: context)
+            keepForReuse(buffer)
             flushSoon()
         }
     }
 
     /// Bodies up to this size are copied behind a held head rather than written on their own.
     private static let coalescedBodyLimit = 16 * 1024
+    /// Response buffers up to this capacity are kept for the next response.
+    private static let spareBufferLimit = 8 * 1024
+
+    /// A buffer for a response head: the last one's again when the socket has taken all of it
+    /// (NIO then holds no reference, and clearing it keeps its storage), so a kept-alive
+    /// connection does not allocate one per response; otherwise a new one.
+    private func responseBuffer(capacity: Int, context: ChannelHandlerContext) -> ByteBuffer {
+        guard var buffer = spareResponseBuffer else { return context.channel.allocator.buffer(capacity: capacity) }
+        spareResponseBuffer = nil  // so that `buffer` is the only reference when NIO let go
+        buffer.clear(minimumCapacity: capacity)
+        return buffer
+    }
+
+    /// Keeps a response buffer just handed to NIO for ``responseBuffer(capacity:context:)``.
+    private func keepForReuse(_ buffer: ByteBuffer) {
+        if buffer.capacity <= Self.spareBufferLimit { spareResponseBuffer = buffer }
+    }
 
     /// Writes `buffer` without flushing it.
     private func write(_ buffer: ByteBuffer, context: ChannelHandlerContext) {
@@ -405,6 +425,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         guard let head = heldHead else { return }
         heldHead = nil
         write(head, context: context)
+        keepForReuse(head)
     }
 
     /// Writes a piece of the response body. Body bytes are flushed at once: the client's socket
@@ -426,6 +447,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
                 heldHead = nil
                 head.writeImmutableBuffer(piece)
                 context.writeAndFlush(wrapOutboundOut(head), promise: nil)
+                keepForReuse(head)
             } else {
                 releaseHeldHead(context: context)
                 context.writeAndFlush(wrapOutboundOut(piece), promise: nil)
