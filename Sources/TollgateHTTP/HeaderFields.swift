@@ -419,6 +419,14 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
     /// Room reserved per line to come: most lines are shorter.
     private static let usualLineSize = 64
 
+    /// Removes every line, keeping the storage when `keepingCapacity` (a list used again for the
+    /// next message's lines then allocates nothing).
+    public mutating func removeAll(keepingCapacity: Bool = false) {
+        bytes.removeAll(keepingCapacity: keepingCapacity)
+        count = 0
+        keyMask = 0
+    }
+
     /// Appends a field line.
     public mutating func add(name: String, value: String) {
         Self.withName(name) { add(name: $0, value: value, key: $1) }

@@ -62,6 +62,19 @@ struct HeaderFieldsTests {
         #expect(fields.count == 2)
     }
 
+    @Test("removeAll(keepingCapacity:) empties the list, lookups included, and leaves a copy as it was")
+    func removingEverything() {
+        var fields = sample
+        let copy = fields
+        fields.removeAll(keepingCapacity: true)
+        #expect(fields.isEmpty && fields.count == 0 && fields.wireSize == 0)
+        #expect(!fields.contains("Accept") && fields["Host"] == nil)
+        #expect(fields == HeaderFields())
+        #expect(copy == sample)
+        fields.add(name: .via, value: "1.1 tollgate")
+        #expect(fields.pairs.map(\.0) == ["Via"] && fields.contains(.via) && !fields.contains("Accept"))
+    }
+
     @Test("Renaming a field line moves its key with it")
     func renaming() {
         var field = HeaderFields.Field(name: "Old-Name", value: "v")

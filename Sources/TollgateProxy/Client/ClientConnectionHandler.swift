@@ -80,6 +80,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var unflushed = false
     /// The last response head's buffer, kept for the next response (``responseBuffer(capacity:context:)``).
     private var spareResponseBuffer: ByteBuffer?
+    /// The last response's list of proxy-added fields, kept for the next (``takeAddedFields()``).
+    private var spareAddedFields = HeaderFields()
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -344,18 +346,28 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         flushSoon()
     }
 
+    /// An empty list for the fields the proxy adds to a response (``sendHead``), in the storage
+    /// of the last response's: a list per response was an allocation per response.
+    func takeAddedFields() -> HeaderFields {
+        var fields = HeaderFields()
+        swap(&fields, &spareAddedFields)
+        fields.removeAll(keepingCapacity: true)
+        return fields
+    }
+
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
-    /// `added` are fields the proxy adds, written after the head's own. `close` asks for the
-    /// connection to close after this response.
+    /// `added` are fields the proxy adds, written after the head's own (the connection's own
+    /// `Connection` field joins them; best from ``takeAddedFields()``, whose storage is kept for
+    /// the next response). `close` asks for the connection to close after this response.
     func sendHead(
         _ head: HTTPResponseHead,
-        adding added: HeaderFields = HeaderFields(),
+        adding added: inout HeaderFields,
         omitting omission: HopByHopHeaders.Omission? = nil,
         framing: ResponseFraming,
         close: Bool
     ) {
         guard let context, isActive else { return }
-        var added = added
+        defer { spareAddedFields = added }
         closeAfterResponse = closeAfterResponse || close || framing == .untilClose
         added.remove(.connection)
         if willClose {

@@ -64,7 +64,7 @@ extension ForwardExchange {
         }
         // The proxy's own fields go in a list of their own, written after the response's: adding
         // them to the response's list would copy it (the task keeps the response too).
-        var added = HeaderFields()
+        var added = connection.takeAddedFields()
         added.reserveCapacity(4)
         added.add(name: .via, value: via)
         if let outcome = task?.cacheOutcome {
@@ -81,7 +81,7 @@ extension ForwardExchange {
         record.status = response.status
         connection.sendHead(
             HTTPResponseHead(status: response.status, reason: response.reason, headerFields: fields),
-            adding: added,
+            adding: &added,
             omitting: omission,
             framing: framing,
             close: closeAfterResponse
