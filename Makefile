@@ -3,7 +3,8 @@
 #   make deps      check (and, as root, install) the Debian packages the build and tests need
 #   make build     debug build            make release   release build
 #   make run       release build, then `tollgate serve` on 127.0.0.1:3128
-#   make test      build the tests, run the whole suite (at most 20 minutes)
+#   make test      build the tests, run the whole suite (at most 20 minutes), then the
+#                  command-line suites against the release build (make test-release-binary)
 #
 # `make` alone prints the list of targets.
 
@@ -26,12 +27,13 @@ DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates p
 # 2-core machine a parallel run starves their event loops and makes them flaky.
 TEST_TIMEOUT ?= 1200
 TEST_LOG := .build/test.log
+TEST_LOG_RELEASE := .build/test-release-binary.log
 
-.PHONY: help deps build release run test bench clean format lint
+.PHONY: help deps build release run test test-release-binary bench clean format lint
 
 help: ## List the targets
 	@echo "Tollgate: make TARGET"
-	@awk 'BEGIN { FS = ":.*## " } /^[a-z]+:.*## / { printf "  make %-8s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
+	@awk 'BEGIN { FS = ":.*## " } /^[a-z-]+:.*## / { printf "  make %-8s %s\n", $$1, $$2 }' $(firstword $(MAKEFILE_LIST))
 
 deps: ## Check the Debian packages and Swift; install missing packages when root
 	@if ! command -v $(SWIFT) >/dev/null 2>&1; then \
@@ -75,7 +77,7 @@ release: deps ## Release build (swift build -c release)
 run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0.0.1:3128)
 	exec .build/release/tollgate serve
 
-test: deps ## Build the tests, then run the whole suite (at most 20 minutes)
+test: deps ## Build the tests, run the whole suite, then the command-line suites on the release build (at most 20 minutes)
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@mkdir -p .build
 	@set +e; \
@@ -88,6 +90,24 @@ test: deps ## Build the tests, then run the whole suite (at most 20 minutes)
 	if [ "$$status" -eq 124 ] || [ "$$status" -eq 137 ]; then \
 		echo "test: the suite did not finish within $(TEST_TIMEOUT) seconds" >&2; \
 	fi; \
+	exit $$status
+	@$(MAKE) --no-print-directory test-release-binary
+
+# The suites that run the `tollgate` executable (the files that use TollgateBinary, the CLI
+# runner or a served child process; each file is named after its suite), run once more against
+# the release build: its optimizations (no exclusivity checks, cross-module inlining, no lexical
+# lifetimes in the request path; Package.swift) are not the debug build's.
+test-release-binary: release ## The command-line and served-process suites, against the release build
+	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
+	@suites=$$(grep -rlE 'TollgateBinary|CommandLineRunner|Served\.' Tests | xargs -n1 basename | sed 's/\.swift$$//' | sort -u | paste -sd'|'); \
+	echo "--- against .build/release/tollgate: $$suites"; \
+	set +e; \
+	TOLLGATE_BINARY=$(CURDIR)/.build/release/tollgate timeout --kill-after=30 600 \
+		$(SWIFT) test --skip-build --no-parallel --filter "$$suites" $(SWIFT_FLAGS) >$(TEST_LOG_RELEASE) 2>&1; \
+	status=$$?; \
+	set -e; \
+	grep -E '✘|Test run with [0-9]+ tests?' $(TEST_LOG_RELEASE) | tail -n 20 || true; \
+	echo "--- full log: $(TEST_LOG_RELEASE)"; \
 	exit $$status
 
 bench: ## Run the benchmarks in bench/ (wrk and nginx; installed when missing, as root)

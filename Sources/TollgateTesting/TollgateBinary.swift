@@ -1,10 +1,15 @@
 import Foundation
 
-/// The built `tollgate` executable, for tests that run the command line: next to the test
-/// bundle in the build products directory, else `.build/debug/tollgate` of this package.
+/// The built `tollgate` executable, for tests that run the command line: `TOLLGATE_BINARY` when
+/// set (to run those tests against a release build: `make test-release-binary`), else next to
+/// the test bundle in the build products directory, else `.build/debug/tollgate` of this package.
 public enum TollgateBinary {
     /// Its path, or nil when it has not been built.
     public static let path: String? = {
+        if let chosen = ProcessInfo.processInfo.environment["TOLLGATE_BINARY"], !chosen.isEmpty {
+            // Taken as given, even when missing: the tests then fail rather than being skipped.
+            return chosen
+        }
         var candidates: [URL] = []
         if let executable = Bundle.main.executableURL {
             candidates.append(executable.deletingLastPathComponent().appendingPathComponent("tollgate"))
