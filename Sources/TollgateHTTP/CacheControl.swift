@@ -110,6 +110,21 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
         }
     }
 
+    /// Parses every Cache-Control field line of `fields`, in order, as ``init(fieldValues:)``
+    /// does, but over the lines' bytes in place: no array of values and no string per value
+    /// (this runs for every response the cache sees and every request that carries the field).
+    public init(cacheControlLinesOf fields: HeaderFields) {
+        self.init()
+        guard fields.contains(.cacheControl) else { return }
+        fields.forEachLine { line in
+            guard line.isNamed(.cacheControl) else { return }
+            let scanner = FieldScanner(line.value.assumingMemoryBound(to: UInt8.self))
+            scanner.forEachElement { element in
+                if let directive = scanner.directive(element) { apply(directive, scanner) }
+            }
+        }
+    }
+
     /// Parses one Cache-Control field value.
     public init(_ fieldValue: String) {
         self.init(fieldValues: [fieldValue])

@@ -177,6 +177,24 @@ struct CacheControlTests {
     }
 
     @Test(
+        "Parsed from a message's lines in place, it equals the parse of their values as strings",
+        arguments: [
+            [("Cache-Control", "no-store")],
+            [("cache-control", "max-age=60, private=\"Set-Cookie, X-A\""), ("Vary", "x"), ("CACHE-CONTROL", "s-maxage=5")],
+            [("Cache-Control", "max-age=60"), ("Cache-Control", "max-age=10")],  // a duplicated directive
+            [("Cache-Control", "community=\"a,b=c\\\"d\", no-cache=\"X\"")],
+            [("Cache-Control", "max-age=\"5\", max-age=abc")],
+            [("Cache-Control", "")],
+            [("Cache-Controls", "no-store"), ("X-Cache-Control", "no-store")],  // other names
+            [],
+        ])
+    func linesInPlace(_ lines: [(String, String)]) {
+        let fields = HeaderFields(lines)
+        let byValues = CacheControl(fieldValues: fields.values(for: "Cache-Control"))
+        #expect(CacheControl(cacheControlLinesOf: fields) == byValues, "\(lines)")
+    }
+
+    @Test(
         "Pragma: no-cache is detected among other pragma directives",
         arguments: [
             (["no-cache"], true, 0),

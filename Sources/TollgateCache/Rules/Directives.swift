@@ -23,9 +23,8 @@ extension CacheControl {
             self.init()
             return
         }
-        let values = fields.values(for: .cacheControl)
-        self.init(fieldValues: values)
-        if values.isEmpty, Pragma(fieldValues: fields.values(for: .pragma)).noCache {
+        self.init(cacheControlLinesOf: fields)
+        if !fields.contains(.cacheControl), Pragma(fieldValues: fields.values(for: .pragma)).noCache {
             noCache = .all
         }
     }
