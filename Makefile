@@ -99,7 +99,7 @@ test: deps ## Build the tests, run the whole suite, then the command-line suites
 # lifetimes in the request path; Package.swift) are not the debug build's.
 test-release-binary: release ## The command-line and served-process suites, against the release build
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
-	@suites=$$(grep -rlE 'TollgateBinary|CommandLineRunner|Served\.' Tests | xargs -n1 basename | sed 's/\.swift$$//' | sort -u | paste -sd'|'); \
+	@suites=$$(grep -rlE '[Tt]ollgateBinary|CommandLineRunner|Served\.' Tests | xargs -n1 basename | sed 's/\.swift$$//' | sort -u | paste -sd'|'); \
 	echo "--- against .build/release/tollgate: $$suites"; \
 	set +e; \
 	TOLLGATE_BINARY=$(CURDIR)/.build/release/tollgate timeout --kill-after=30 600 \

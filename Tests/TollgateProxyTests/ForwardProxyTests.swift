@@ -114,6 +114,24 @@ struct ForwardProxyTests {
         }
     }
 
+    @Test("Spellings of one address in turn on one connection each reach the origin under its canonical form")
+    func canonicalHostPerRequest() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, body: request.headerFields["Host"] ?? "-")
+        }
+        defer { origin.stop() }
+        try await withProxy { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            let spellings = ["127.0.0.1", "127.1", "127.1", "0x7f000001", "127.0.0.1", "2130706433"]
+            for (index, spelling) in spellings.enumerated() {
+                try await client.send("GET http://\(spelling):\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+                let response = try #require(try await client.waitForResponses(index + 1).last)
+                #expect(response.bodyText == "127.0.0.1:\(origin.port)", "\(spelling)")
+            }
+        }
+    }
+
     @Test("An origin-form request gets 400 with Tollgate-Error: bad-request, and the connection stays usable")
     func originFormIsRefused() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }

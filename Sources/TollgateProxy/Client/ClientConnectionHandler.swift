@@ -82,6 +82,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var spareResponseBuffer: ByteBuffer?
     /// The last response's list of proxy-added fields, kept for the next (``takeAddedFields()``).
     private var spareAddedFields = HeaderFields()
+    /// The last `Cache-Status` value written and the outcome it describes (``cacheStatus(for:)``).
+    private var lastCacheStatus: (outcome: CacheOutcome, text: String)?
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -286,7 +288,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             )
             return
         }
-        let target = RequestTarget.classify(head, mode: environment.mode)
+        let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
+            try canonicalHost(host)
+        }
         if case .refuse(let answer) = target {
             answerItself(answer, close: false)
             return
@@ -344,6 +348,15 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         ResponseEncoder.head(head, minorVersion: minorVersion, into: &buffer)
         write(buffer, context: context)
         flushSoon()
+    }
+
+    /// The `Cache-Status` value for `outcome`: the last response's again when its outcome was the
+    /// same (a connection's responses mostly are; the text was built per response).
+    func cacheStatus(for outcome: CacheOutcome) -> String {
+        if let last = lastCacheStatus, last.outcome == outcome { return last.text }
+        let text = outcome.cacheStatus()
+        lastCacheStatus = (outcome, text)
+        return text
     }
 
     /// An empty list for the fields the proxy adds to a response (``sendHead``), in the storage

@@ -68,7 +68,7 @@ extension ForwardExchange {
         added.reserveCapacity(4)
         added.add(name: .via, value: via)
         if let outcome = task?.cacheOutcome {
-            added.add(name: .cacheStatus, value: outcome.cacheStatus())
+            added.add(name: .cacheStatus, value: connection.cacheStatus(for: outcome))
         }
         let framing = ResponseFraming.decide(
             status: response.status,

@@ -51,7 +51,8 @@ enum HopByHopHeaders {
         }
         let keys = omission.namedKeys
         guard fields.containsNameKey(where: { fixedKeys.contains($0) || keys.contains($0) }),
-            fields.containsLine(where: omission.omits)
+            // A closure, not `omission.omits` itself: a method passed as a function allocates its context.
+            fields.containsLine(where: { omission.omits($0) })
         else { return nil }
         return omission
     }
@@ -61,7 +62,7 @@ enum HopByHopHeaders {
     static func removing(from fields: HeaderFields) -> HeaderFields {
         guard let omission = omission(for: fields) else { return fields }
         var result = fields
-        result.removeLines(where: omission.omits)
+        result.removeLines(where: { omission.omits($0) })
         return result
     }
 }

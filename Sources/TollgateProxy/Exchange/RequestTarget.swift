@@ -10,17 +10,27 @@ enum RequestTarget {
     /// Answer with this; nothing goes upstream.
     case refuse(OwnResponse)
 
-    /// Classifies a request head received by a listener in `mode`.
-    static func classify(_ head: ClientRequestHead, mode: ListenerMode) -> RequestTarget {
+    /// Classifies a request head received by a listener in `mode`. `canonical` makes a host
+    /// canonical (``CanonicalHost/parse(_:)``; a connection remembers its last answer).
+    static func classify(
+        _ head: ClientRequestHead,
+        mode: ListenerMode,
+        canonical: (String) throws(CanonicalHost.Invalid) -> CanonicalHost = { host throws(CanonicalHost.Invalid) in
+            try CanonicalHost.parse(host)
+        }
+    ) -> RequestTarget {
         switch mode {
-        case .forward: forward(head)
+        case .forward: forward(head, canonical: canonical)
         case .reverse(let upstream): reverse(head, upstream: upstream)
         case .intercepted(let origin): intercepted(head, origin: origin)
         }
     }
 
     /// Forward mode: absolute-form requests, and CONNECT in authority-form.
-    private static func forward(_ head: ClientRequestHead) -> RequestTarget {
+    private static func forward(
+        _ head: ClientRequestHead,
+        canonical: (String) throws(CanonicalHost.Invalid) -> CanonicalHost
+    ) -> RequestTarget {
         let target = head.target
         if head.isConnect { return connect(target) }
         if target.hasPrefix("/") || target == "*" {
@@ -41,7 +51,9 @@ enum RequestTarget {
             return .refuse(OwnResponse(.badRequest, "only http:// URLs can be forwarded, not \(url.scheme)://"))
         }
         do throws(CanonicalHost.Invalid) {
-            url.host = try CanonicalHost.parse(url.host).text
+            let host = try canonical(url.host)
+            // Set only when it changes: setting the host copies the URL's parts when shared.
+            if host.text != url.host { url.host = host.text }
         } catch {
             return .refuse(OwnResponse(.badRequest, "bad request target: \(error.description)"))
         }

@@ -86,6 +86,13 @@ extension SessionTask {
 
     /// Sends `request` over the network (after the cache declined to answer it).
     func sendToNetwork(_ request: Request) {
+        // Without a body (most requests) sent at once: the closure a body source is handed to
+        // was an allocation per request.
+        if case .none = request.body {
+            setExpectedToSend(0)
+            sendRequest(request, body: .none)
+            return
+        }
         obtainBody(for: request) { [self] source in sendRequest(request, body: source) }
     }
 

@@ -140,7 +140,7 @@ extension SessionTask {
         }
     }
 
-    private func setExpectedToSend(_ count: Int64) {
+    func setExpectedToSend(_ count: Int64) {
         observed.withLock {
             $0.countOfBytesExpectedToSend = count
             $0.countOfBytesSent = 0
