@@ -141,4 +141,18 @@ struct OriginPoolStateTests {
         _ = pool.leaseRequested(waiter: 1000, priority: 0.9, loop: 2)
         #expect(pool.released(10, reusable: true) == [.lease(connection: 10, waiter: 1000)])
     }
+
+    @Test("Actions keep their order inline and beyond, and compare like arrays")
+    func actionsInOrder() {
+        typealias Actions = OriginPoolState.Actions
+        var actions = Actions()
+        #expect(actions.isEmpty && actions.first == nil && Array(actions).isEmpty && actions == [])
+        let all: [OriginPoolState.Action] = [.park(connection: 1), .connect, .close(connection: 2), .fail(waiter: 3), .none]
+        for action in all { actions.append(action) }
+        #expect(Array(actions) == all)
+        #expect(actions.first == .park(connection: 1))
+        #expect(actions == [.park(connection: 1), .connect, .close(connection: 2), .fail(waiter: 3), .none])
+        #expect(actions != [.park(connection: 1), .connect, .close(connection: 2), .fail(waiter: 3)])
+        #expect(Actions(arrayLiteral: .close(connection: 1)) + [.connect, .connect, .park(connection: 4)] == [.close(connection: 1), .connect, .connect, .park(connection: 4)])
+    }
 }

@@ -57,7 +57,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// Returns an identifier with which the request can be withdrawn.
     func lease(key: ConnectionKey, priority: Float, eventLoop: any EventLoop) -> (id: Int, future: EventLoopFuture<OriginConnection>) {
         let promise = eventLoop.makePromise(of: OriginConnection.self)
-        let (id, actions): (Int, [OriginPoolState.Action]) = lock.withLock {
+        let (id, actions): (Int, OriginPoolState.Actions) = lock.withLock {
             nextID += 1
             let id = nextID
             if isShutDown { return (id, []) }
@@ -103,7 +103,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Gives a connection back; a connection that is not reusable is closed.
     func release(_ connection: OriginConnection, reusable: Bool) {
-        let actions: [OriginPoolState.Action] = lock.withLock {
+        let actions: OriginPoolState.Actions = lock.withLock {
             let keep = reusable && !isShutDown && connection.id > retiredThrough
             return entries[connection.key]?.state.released(connection.id, reusable: keep) ?? []
         }
@@ -112,7 +112,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Takes a leased connection out of the pool without closing it (it became a stream task's).
     func detach(_ connection: OriginConnection) {
-        let actions: [OriginPoolState.Action] = lock.withLock {
+        let actions: OriginPoolState.Actions = lock.withLock {
             entries[connection.key]?.connections.removeValue(forKey: connection.id)
             return entries[connection.key]?.state.detached(connection.id) ?? []
         }
@@ -151,7 +151,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     // MARK: actions
 
-    private func run(_ actions: [OriginPoolState.Action], key: ConnectionKey, eventLoop: any EventLoop) {
+    private func run(_ actions: OriginPoolState.Actions, key: ConnectionKey, eventLoop: any EventLoop) {
         for action in actions {
             switch action {
             case .none:
@@ -205,7 +205,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// whole timeout; watched again if it was parked anew since; left alone if it is leased.
     func idleDeadlinePassed(_ connection: OriginConnection) {
         let key = connection.key
-        let (actions, later): ([OriginPoolState.Action], NIODeadline?) = lock.withLock {
+        let (actions, later): (OriginPoolState.Actions, NIODeadline?) = lock.withLock {
             guard let entry = entries[key], let since = entry.idleSince[connection.id] else { return ([], nil) }
             let due = since + configuration.idleTimeout
             if due > .now() { return ([], due) }
@@ -286,7 +286,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connected(channel: any Channel, handler: OriginConnectionHandler, key: ConnectionKey, establishment: OriginConnection.Establishment) {
-        let (connection, actions): (OriginConnection, [OriginPoolState.Action]) = lock.withLock {
+        let (connection, actions): (OriginConnection, OriginPoolState.Actions) = lock.withLock {
             nextID += 1
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
             connection.pool = self
@@ -304,7 +304,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connectionClosed(key: ConnectionKey, id: Int) {
-        let (actions, connection): ([OriginPoolState.Action], OriginConnection?) = lock.withLock {
+        let (actions, connection): (OriginPoolState.Actions, OriginConnection?) = lock.withLock {
             let connection = entries[key]?.connections.removeValue(forKey: id)
             entries[key]?.idleSince.removeValue(forKey: id)
             let actions = entries[key]?.state.closed(id) ?? []
@@ -320,7 +320,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connectFailed(key: ConnectionKey, error: SessionError) {
-        let (failed, actions, loop): (Waiter?, [OriginPoolState.Action], (any EventLoop)?) = lock.withLock {
+        let (failed, actions, loop): (Waiter?, OriginPoolState.Actions, (any EventLoop)?) = lock.withLock {
             let actions = entries[key]?.state.connectFailed() ?? []
             var failed: Waiter?
             for case .fail(let waiterID) in actions { failed = waiters.removeValue(forKey: waiterID) }

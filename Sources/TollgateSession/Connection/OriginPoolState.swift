@@ -52,7 +52,7 @@ struct OriginPoolState {
     var isUnused: Bool { total == 0 && waiters.isEmpty }
 
     /// A task wants a connection.
-    mutating func leaseRequested(waiter id: Int, priority: Float, loop: Int = 0) -> [Action] {
+    mutating func leaseRequested(waiter id: Int, priority: Float, loop: Int = 0) -> Actions {
         // The most recently used idle connection on the waiter's loop, else the most recent one.
         if let index = idle.lastIndex(where: { loops[$0] == loop }) ?? (idle.isEmpty ? nil : idle.endIndex - 1) {
             let connection = idle.remove(at: index)
@@ -83,14 +83,14 @@ struct OriginPoolState {
     }
 
     /// A new connection is ready.
-    mutating func connected(_ connection: Int, loop: Int = 0) -> [Action] {
+    mutating func connected(_ connection: Int, loop: Int = 0) -> Actions {
         connecting -= 1
         loops[connection] = loop
         return offer(connection)
     }
 
     /// A connection attempt failed: the first waiter learns of it.
-    mutating func connectFailed() -> [Action] {
+    mutating func connectFailed() -> Actions {
         connecting -= 1
         guard !waiters.isEmpty else { return [] }
         let first = waiters.removeFirst()
@@ -98,14 +98,14 @@ struct OriginPoolState {
     }
 
     /// A lessee is done with a connection.
-    mutating func released(_ connection: Int, reusable: Bool) -> [Action] {
+    mutating func released(_ connection: Int, reusable: Bool) -> Actions {
         guard leased.remove(connection) != nil else { return [] }
         guard reusable else { return [.close(connection: connection)] + connectIfUseful() }
         return offer(connection)
     }
 
     /// A connection closed (server close, error, idle timeout).
-    mutating func closed(_ connection: Int) -> [Action] {
+    mutating func closed(_ connection: Int) -> Actions {
         let wasKnown = leased.remove(connection) != nil || idle.contains(connection)
         idle.removeAll { $0 == connection }
         loops[connection] = nil
@@ -113,19 +113,19 @@ struct OriginPoolState {
     }
 
     /// A lessee took the connection out of the pool for good (it became a stream).
-    mutating func detached(_ connection: Int) -> [Action] {
+    mutating func detached(_ connection: Int) -> Actions {
         closed(connection)
     }
 
     /// An idle connection's timer fired.
-    mutating func idleTimedOut(_ connection: Int) -> [Action] {
+    mutating func idleTimedOut(_ connection: Int) -> Actions {
         guard let index = idle.firstIndex(of: connection) else { return [] }
         idle.remove(at: index)
         loops[connection] = nil
         return [.close(connection: connection)]
     }
 
-    private mutating func offer(_ connection: Int) -> [Action] {
+    private mutating func offer(_ connection: Int) -> Actions {
         if !waiters.isEmpty {
             var index = 0
             let loop = loops[connection] ?? 0
@@ -145,7 +145,7 @@ struct OriginPoolState {
     }
 
     /// One more connection is worth making while more tasks wait than connections are coming.
-    private mutating func connectIfUseful() -> [Action] {
+    private mutating func connectIfUseful() -> Actions {
         guard waiters.count > connecting, total < limit else { return [] }
         connecting += 1
         return [.connect]
