@@ -97,7 +97,17 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// ``parse(_:)`` for a string of ASCII bytes without controls or spaces, with the same rules
     /// and messages as the Character-based parse.
     private static func parseASCII(_ string: String) throws(ParseError) -> HTTPURL {
-        let bytes = Array(string.utf8)
+        // Over the string's own bytes (an array of them was an allocation per request target).
+        var string = string
+        return try string.withUTF8 { bytes in
+            Result { () throws(ParseError) in try parseASCII(bytes: bytes[...]) }
+        }.get()
+    }
+
+    /// The bytes of an ASCII URL (or a part of one), borrowed for a parse.
+    private typealias ASCIIBytes = Slice<UnsafeBufferPointer<UInt8>>
+
+    private static func parseASCII(bytes: ASCIIBytes) throws(ParseError) -> HTTPURL {
         guard let colon = bytes.firstIndex(of: UInt8(ascii: ":")), colon + 2 < bytes.count,
             bytes[colon + 1] == UInt8(ascii: "/"), bytes[colon + 2] == UInt8(ascii: "/")
         else {
@@ -131,7 +141,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
 
     /// The bytes as a lowercase string; without an intermediate array when they are lowercase
     /// already (nearly every scheme and host).
-    private static func lowercasedString(_ bytes: ArraySlice<UInt8>) -> String {
+    private static func lowercasedString(_ bytes: ASCIIBytes) -> String {
         if !bytes.contains(where: { $0 >= UInt8(ascii: "A") && $0 <= UInt8(ascii: "Z") }) {
             return String(decoding: bytes, as: UTF8.self)
         }
@@ -142,12 +152,12 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     private static let hostPunctuation: Set<UInt8> = Set("-._~%!$&'()*+,;=".utf8)
 
     /// ``parseAuthority(_:)`` over ASCII bytes, with the same rules and messages.
-    private static func parseAuthorityASCII(_ authority: ArraySlice<UInt8>) throws(ParseError) -> (host: String, port: Int?) {
+    private static func parseAuthorityASCII(_ authority: ASCIIBytes) throws(ParseError) -> (host: String, port: Int?) {
         if authority.contains(UInt8(ascii: "@")) {
             throw ParseError(description: "URL with userinfo is refused")
         }
-        var host: ArraySlice<UInt8>
-        var portText: ArraySlice<UInt8>?
+        var host: ASCIIBytes
+        var portText: ASCIIBytes?
         let bracketed = authority.first == UInt8(ascii: "[")
         if bracketed {
             guard let close = authority.firstIndex(of: UInt8(ascii: "]")) else {
@@ -193,7 +203,10 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// Splits `host[:port]` (IPv6 in brackets), refusing userinfo and empty hosts.
     public static func parseAuthority(_ authority: Substring) throws(ParseError) -> (host: String, port: Int?) {
         if authority.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
-            return try parseAuthorityASCII(ArraySlice(authority.utf8))
+            var text = String(authority)
+            return try text.withUTF8 { bytes in
+                Result { () throws(ParseError) in try parseAuthorityASCII(bytes[...]) }
+            }.get()
         }
         return try parseAuthorityCharacters(authority)
     }
