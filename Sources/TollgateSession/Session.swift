@@ -196,11 +196,16 @@ public final class Session: @unchecked Sendable {
         guard let task else {
             throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
         }
-        // Read under the locks when the message is sent, so a delegate set from another thread
-        // right after creation is told too when it was set before the loop got to this (the
-        // loop's own copy of the delegate may not be updated yet).
-        @Sendable func tellCreated() { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
-        if task.eventLoop.inEventLoop { tellCreated() } else { task.eventLoop.execute { tellCreated() } }
+        if task.eventLoop.inEventLoop {
+            // Told before the task is returned: nobody else can have set its delegate yet, so
+            // the loop's copies (which its later messages use too) are the current ones.
+            DelegateDispatch.notify(task.taskDelegates) { $0.taskDidCreate(task) }
+        } else {
+            // Read under the locks when the message is sent, so a delegate set from another
+            // thread right after creation is told too when it was set before the loop got to
+            // this (the loop's own copy of the delegate may not be updated yet).
+            task.eventLoop.execute { DelegateDispatch.notify(task.currentTaskDelegates) { $0.taskDidCreate(task) } }
+        }
         return task
     }
 

@@ -79,4 +79,23 @@ struct ResponseEncoderTests {
         )
         #expect(!differ.contains("Content-Length"))
     }
+
+    @Test("Framing: the body length is given for length framing only")
+    func bodyLengthOfTheFraming() {
+        func decide(_ status: Int, _ fields: HeaderFields, head: Bool = false) -> (ResponseFraming, Int64?) {
+            var fields = fields
+            var added = HeaderFields()
+            var length: Int64? = 99  // overwritten in every case
+            let framing = ResponseFraming.decide(
+                status: status, fields: &fields, added: &added, requestIsHead: head, clientMinorVersion: 1,
+                bodyLength: &length
+            )
+            return (framing, length)
+        }
+        #expect(decide(200, ["Content-Length": "1024"]) == (.contentLength, 1024))
+        #expect(decide(200, ["Content-Length": "0"]) == (.contentLength, 0))
+        #expect(decide(200, [:]) == (.chunked, nil))
+        #expect(decide(204, ["Content-Length": "5"]) == (.none, nil))
+        #expect(decide(200, ["Content-Length": "5"], head: true) == (.none, nil))
+    }
 }

@@ -371,12 +371,15 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
     /// `added` are fields the proxy adds, written after the head's own (the connection's own
     /// `Connection` field joins them; best from ``takeAddedFields()``, whose storage is kept for
-    /// the next response). `close` asks for the connection to close after this response.
+    /// the next response). `bodyLength`, the Content-Length of a `.contentLength` body, sizes the
+    /// buffer for a small body copied in behind the head. `close` asks for the connection to
+    /// close after this response.
     func sendHead(
         _ head: HTTPResponseHead,
         adding added: inout HeaderFields,
         omitting omission: HopByHopHeaders.Omission? = nil,
         framing: ResponseFraming,
+        bodyLength: Int64? = nil,
         close: Bool
     ) {
         guard let context, isActive else { return }
@@ -392,7 +395,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         // Room for a small body too: it is copied in behind the head (``sendBody``), and growing
         // the buffer then would allocate and copy again.
         var capacity = 512
-        if framing == .contentLength, let length = head.headerFields.contentLength, length <= Self.coalescedBodyLimit {
+        if framing == .contentLength, let length = bodyLength, length <= Self.coalescedBodyLimit {
             capacity += Int(length)
         }
         var buffer = responseBuffer(capacity: capacity, context: context)

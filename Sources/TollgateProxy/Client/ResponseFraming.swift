@@ -23,13 +23,35 @@ enum ResponseFraming: Hashable, Sendable {
         requestIsHead: Bool,
         clientMinorVersion: Int
     ) -> ResponseFraming {
+        var length: Int64?
+        return decide(
+            status: status, fields: &fields, added: &added, requestIsHead: requestIsHead,
+            clientMinorVersion: clientMinorVersion, bodyLength: &length
+        )
+    }
+
+    /// ``decide(status:fields:added:requestIsHead:clientMinorVersion:)``, also setting
+    /// `bodyLength` to the Content-Length read for `.contentLength` framing (read once: the
+    /// writer sizes its buffer by it).
+    static func decide(
+        status: Int,
+        fields: inout HeaderFields,
+        added: inout HeaderFields,
+        requestIsHead: Bool,
+        clientMinorVersion: Int,
+        bodyLength: inout Int64?
+    ) -> ResponseFraming {
+        bodyLength = nil
         fields.remove(.transferEncoding)
         if (100..<200).contains(status) || status == 204 {
             fields.remove(.contentLength)
             return .none
         }
         if status == 304 || requestIsHead { return .none }
-        if fields.contentLength != nil { return .contentLength }
+        if let length = fields.contentLength {
+            bodyLength = length
+            return .contentLength
+        }
         fields.remove(.contentLength)
         if clientMinorVersion >= 1 {
             added.add(name: .transferEncoding, value: "chunked")

@@ -70,12 +70,14 @@ extension ForwardExchange {
         if let outcome = task?.cacheOutcome {
             added.add(name: .cacheStatus, value: connection.cacheStatus(for: outcome))
         }
+        var bodyLength: Int64?
         let framing = ResponseFraming.decide(
             status: response.status,
             fields: &fields,
             added: &added,
             requestIsHead: head.isHead,
-            clientMinorVersion: head.minorVersion
+            clientMinorVersion: head.minorVersion,
+            bodyLength: &bodyLength
         )
         responseStarted = true
         record.status = response.status
@@ -84,6 +86,7 @@ extension ForwardExchange {
             adding: &added,
             omitting: omission,
             framing: framing,
+            bodyLength: bodyLength,
             close: closeAfterResponse
         )
     }
