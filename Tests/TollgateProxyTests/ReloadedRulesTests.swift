@@ -18,19 +18,9 @@ struct ReloadedRulesTests {
         _ body: (PolicyRuntime, Int) async throws -> Void
     ) async throws {
         let runtime = PolicyRuntime(configuration: configuration, sourceFile: nil, prepareSession: { _, _, _ in })
-        let server = try await ProxyServer.start(
-            ProxyServer.Configuration(listen: ListenAddress(host: "127.0.0.1", port: 0), mode: .forward),
-            policy: runtime
-        )
-        do {
-            try await body(runtime, server.boundAddress.port)
-        } catch {
-            await server.shutdown(gracePeriod: .seconds(1))
-            runtime.shutdown()
-            throw error
+        try await withForwardProxy(policy: runtime, closing: { runtime.shutdown() }) { port in
+            try await body(runtime, port)
         }
-        await server.shutdown(gracePeriod: .seconds(1))
-        runtime.shutdown()
     }
 
     @Test("A destination denied by a reload is refused on the connection that reached it before")
@@ -172,19 +162,9 @@ struct KeptRouteTests {
     ) async throws {
         let session = Session(configuration: ProxyServer.defaultSessionConfiguration, delegate: nil)
         let policy = CountingPolicy(session: session, holds: holds)
-        let server = try await ProxyServer.start(
-            ProxyServer.Configuration(listen: ListenAddress(host: "127.0.0.1", port: 0), mode: .forward),
-            policy: policy
-        )
-        do {
-            try await body(policy, server.boundAddress.port)
-        } catch {
-            await server.shutdown(gracePeriod: .seconds(1))
-            session.invalidateAndCancel()
-            throw error
+        try await withForwardProxy(policy: policy, closing: { session.invalidateAndCancel() }) { port in
+            try await body(policy, port)
         }
-        await server.shutdown(gracePeriod: .seconds(1))
-        session.invalidateAndCancel()
     }
 
     private func origins() async throws -> (LoopbackOrigin, LoopbackOrigin) {
@@ -243,4 +223,26 @@ struct KeptRouteTests {
             #expect(policy.routed.count == 2)
         }
     }
+}
+
+/// Runs `body` with the port of a forward proxy on 127.0.0.1 that takes its rules from `policy`;
+/// stops the proxy and then calls `close` afterwards, also when `body` throws.
+private func withForwardProxy(
+    policy: any ProxyPolicy,
+    closing close: () -> Void,
+    _ body: (Int) async throws -> Void
+) async throws {
+    let server = try await ProxyServer.start(
+        ProxyServer.Configuration(listen: ListenAddress(host: "127.0.0.1", port: 0), mode: .forward),
+        policy: policy
+    )
+    do {
+        try await body(server.boundAddress.port)
+    } catch {
+        await server.shutdown(gracePeriod: .seconds(1))
+        close()
+        throw error
+    }
+    await server.shutdown(gracePeriod: .seconds(1))
+    close()
 }
