@@ -12,28 +12,30 @@ import TollgateTesting
 /// connection and expect the second to go by the new ones.
 @Suite("Rules reloaded while a client connection stays open", .timeLimit(.minutes(1)))
 struct ReloadedRulesTests {
-    /// A forward proxy whose rules come from a PolicyRuntime the test applies configurations to.
-    private func withRuntimeProxy(
-        _ configuration: PolicyConfiguration,
-        _ body: (PolicyRuntime, Int) async throws -> Void
+    /// Starts an origin answering "ok" (but never `/slow`) and a forward proxy whose rules come
+    /// from a PolicyRuntime (default rules at first), opens one client connection and has
+    /// `GET /` served on it; then runs `body` with the runtime, the client, the origin and
+    /// a request for `/`, to send on the same connection after changing the rules.
+    private func afterOneServedRequest(
+        _ body: (PolicyRuntime, RawClient, LoopbackOrigin, _ request: String) async throws -> Void
     ) async throws {
-        let runtime = PolicyRuntime(configuration: configuration, sourceFile: nil, prepareSession: { _, _, _ in })
+        let origin = try await LoopbackOrigin.start { request, respond in
+            if request.target != "/slow" { respond.send(status: 200, body: "ok") }
+        }
+        defer { origin.stop() }
+        let runtime = PolicyRuntime(configuration: PolicyConfiguration(), sourceFile: nil, prepareSession: { _, _, _ in })
         try await withForwardProxy(policy: runtime, closing: { runtime.shutdown() }) { port in
-            try await body(runtime, port)
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
+            #expect(try await client.waitForResponses(1).last?.status == 200)
+            try await body(runtime, client, origin, "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
         }
     }
 
     @Test("A destination denied by a reload is refused on the connection that reached it before")
     func destinationDeniedAfterReload() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
-        defer { origin.stop() }
-        try await withRuntimeProxy(PolicyConfiguration()) { runtime, port in
-            let client = try await RawClient.connect(port: port)
-            defer { client.close() }
-            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
-            try await client.send(request)
-            #expect(try await client.waitForResponses(1).last?.status == 200)
-
+        try await afterOneServedRequest { runtime, client, origin, request in
             var denying = PolicyConfiguration()
             denying.access.destinations = [.init(.deny, .network(CIDR("127.0.0.0/8")!, port: nil)), .init(.allow, .all)]
             let before = runtime.generation
@@ -51,8 +53,6 @@ struct ReloadedRulesTests {
 
     @Test("Proxy users added by a reload are asked for on the connection that needed none before")
     func usersAddedByReload() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
-        defer { origin.stop() }
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-reload-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -60,13 +60,7 @@ struct ReloadedRulesTests {
         try Data("s3cret\n".utf8).write(to: file)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
 
-        try await withRuntimeProxy(PolicyConfiguration()) { runtime, port in
-            let client = try await RawClient.connect(port: port)
-            defer { client.close() }
-            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
-            try await client.send(request)
-            #expect(try await client.waitForResponses(1).last?.status == 200)
-
+        try await afterOneServedRequest { runtime, client, origin, request in
             var withUsers = PolicyConfiguration()
             withUsers.access.users = [.init(name: "ci", passwordFile: file.path)]
             runtime.apply(withUsers)
@@ -81,17 +75,7 @@ struct ReloadedRulesTests {
 
     @Test("An upstream timeout shortened by a reload applies to the next request of the connection")
     func upstreamTimeoutAfterReload() async throws {
-        // `/slow` is never answered.
-        let origin = try await LoopbackOrigin.start { request, respond in
-            if request.target != "/slow" { respond.send(status: 200, body: "ok") }
-        }
-        defer { origin.stop() }
-        try await withRuntimeProxy(PolicyConfiguration()) { runtime, port in
-            let client = try await RawClient.connect(port: port)
-            defer { client.close() }
-            try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
-            #expect(try await client.waitForResponses(1).last?.status == 200)
-
+        try await afterOneServedRequest { runtime, client, origin, _ in
             var short = PolicyConfiguration()
             short.limits.upstreamTimeout = .milliseconds(300)
             runtime.apply(short)
@@ -107,14 +91,8 @@ struct ReloadedRulesTests {
 
     @Test("A host rule added by a reload refuses the host on the connection whose route was kept")
     func hostRuleAddedByReload() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
-        defer { origin.stop() }
-        try await withRuntimeProxy(PolicyConfiguration()) { runtime, port in
-            let client = try await RawClient.connect(port: port)
-            defer { client.close() }
-            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n"
-            try await client.send(request)
-            try await client.send(request)
+        try await afterOneServedRequest { runtime, client, origin, request in
+            try await client.send(request)  // a second request on the kept route
             #expect(try await client.waitForResponses(2).map(\.status) == [200, 200])
 
             var denying = PolicyConfiguration()
