@@ -16,12 +16,22 @@ import NIOCore
 /// (a retain, not an allocation and a copy per hit).
 final class DecodedRecords: @unchecked Sendable {
     // @unchecked: `byID` is only touched while holding `lock`.
-    private struct Decoded {
+    // A class: each hit takes its entry out of the dictionary under the lock, and a struct's copy
+    // retained (and later released) every reference in it.
+    private final class Decoded {
         let metadata: [UInt8]
         let lastAccess: Date?
         let response: StoredResponse
         let inlineBody: Range<Int>?
         let body: ByteBuffer?
+
+        init(metadata: [UInt8], lastAccess: Date?, response: StoredResponse, inlineBody: Range<Int>?, body: ByteBuffer?) {
+            self.metadata = metadata
+            self.lastAccess = lastAccess
+            self.response = response
+            self.inlineBody = inlineBody
+            self.body = body
+        }
     }
 
     /// What a decoding gives: the response, where its inline body is in the record, and that
