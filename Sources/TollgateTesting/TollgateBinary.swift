@@ -1,8 +1,8 @@
 import Foundation
 
 /// The built `tollgate` executable, for tests that run the command line: `TOLLGATE_BINARY` when
-/// set (to run those tests against a release build: `make test-release-binary`), else next to
-/// the test bundle in the build products directory, else `.build/debug/tollgate` of this package.
+/// set (to run them against another build), else next to the test bundle in the build products
+/// directory (the release one under `make test-release`), else `.build/debug/tollgate`.
 public enum TollgateBinary {
     /// Its path, or nil when it has not been built.
     public static let path: String? = {
