@@ -96,7 +96,6 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             respond(OwnResponse(.badRequest, error.description))
             return
         }
-        // Read in place (a copy of the check retains every list in it).
         // An address is decided now, without a closure for later (`check(_:port:on:then:)` takes one
         // even when it answers at once): a reverse listener's upstream is usually an address.
         if let verdict = rules.destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {
