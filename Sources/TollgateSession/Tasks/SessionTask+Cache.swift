@@ -84,18 +84,6 @@ extension SessionTask {
         }
     }
 
-    /// Sends `request` over the network (after the cache declined to answer it).
-    func sendToNetwork(_ request: Request) {
-        // Without a body (most requests) sent at once: the closure a body source is handed to
-        // was an allocation per request.
-        if case .none = request.body {
-            setExpectedToSend(0)
-            sendRequest(request, body: .none)
-            return
-        }
-        obtainBody(for: request) { [self] source in sendRequest(request, body: source) }
-    }
-
     /// When another task is already fetching this key, waits for it (at most the request timeout)
     /// and then looks again; otherwise this task leads the fetch.
     private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {

@@ -103,23 +103,24 @@ extension SessionTask {
         return prepared
     }
 
-    /// Finds the body of `request`: bytes and files are read again for each send; a stream is
-    /// asked of the delegate each time (`needNewBodyStream`).
-    func obtainBody(for request: Request, then: @escaping (BodySource) -> Void) {
+    /// Sends `request` over the network (after the cache declined to answer it, or again for a
+    /// retry): finds its body — bytes and files are read again for each send; a stream is asked
+    /// of the delegate each time (`needNewBodyStream`) — then ``sendRequest(_:body:)``.
+    func sendToNetwork(_ request: Request) {
         switch request.body {
         case .none:
             setExpectedToSend(0)
-            then(.none)
+            sendRequest(request, body: .none)
         case .bytes(let buffer):
             setExpectedToSend(Int64(buffer.readableBytes))
-            then(.bytes(buffer))
+            sendRequest(request, body: .bytes(buffer))
         case .file(let path):
             guard let size = FileSize.of(path) else {
                 fail(SessionError(.requestBodyStreamExhausted, request.url, "cannot read the body file \(path)"))
                 return
             }
             setExpectedToSend(size)
-            then(.file(path: path, size: size, fileIO: session.fileIO))
+            sendRequest(request, body: .file(path: path, size: size, fileIO: session.fileIO))
         case .stream:
             let generation = engine.generation
             ask(
@@ -135,12 +136,12 @@ extension SessionTask {
                 engine.bodyStream = stream
                 let declared = request.headerFields[.contentLength].flatMap { Int64($0) }
                 setExpectedToSend(declared ?? -1)
-                then(.stream(stream))
+                sendRequest(request, body: .stream(stream))
             }
         }
     }
 
-    func setExpectedToSend(_ count: Int64) {
+    private func setExpectedToSend(_ count: Int64) {
         observed.withLock {
             $0.countOfBytesExpectedToSend = count
             $0.countOfBytesSent = 0

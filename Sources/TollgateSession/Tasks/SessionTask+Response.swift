@@ -102,7 +102,7 @@ extension SessionTask {
         {
             engine.retriedCurrentRequest = true
             engine.transactions.removeLast()
-            obtainBody(for: request) { [self] source in sendRequest(request, body: source) }
+            sendToNetwork(request)
             return
         }
         if engine.isSuspended {
