@@ -41,12 +41,14 @@ struct ResponseEncoderTests {
     func chunkedAnnouncedInAdded() {
         var fields: HeaderFields = ["Transfer-Encoding": "chunked", "ETag": "\"e\""]
         var added = HeaderFields()
+        var length: Int64?
         let framing = ResponseFraming.decide(
             status: 200,
             fields: &fields,
             added: &added,
             requestIsHead: false,
-            clientMinorVersion: 1
+            clientMinorVersion: 1,
+            bodyLength: &length
         )
         #expect(framing == .chunked)
         #expect(!fields.contains("Transfer-Encoding"))
@@ -59,13 +61,15 @@ struct ResponseEncoderTests {
         var same: HeaderFields = ["Content-Length": "4", "content-length": "4"]
         var differ: HeaderFields = ["Content-Length": "4", "content-length": "5"]
         var added = HeaderFields()
+        var length: Int64?
         #expect(
             ResponseFraming.decide(
                 status: 200,
                 fields: &same,
                 added: &added,
                 requestIsHead: false,
-                clientMinorVersion: 1
+                clientMinorVersion: 1,
+                bodyLength: &length
             ) == .contentLength
         )
         #expect(
@@ -74,7 +78,8 @@ struct ResponseEncoderTests {
                 fields: &differ,
                 added: &added,
                 requestIsHead: false,
-                clientMinorVersion: 0
+                clientMinorVersion: 0,
+                bodyLength: &length
             ) == .untilClose
         )
         #expect(!differ.contains("Content-Length"))

@@ -146,7 +146,7 @@ struct OriginPoolStateTests {
     func actionsInOrder() {
         typealias Actions = OriginPoolState.Actions
         var actions = Actions()
-        #expect(actions.isEmpty && actions.first == nil && Array(actions).isEmpty && actions == [])
+        #expect(actions.first == nil && Array(actions).isEmpty && actions == [])
         let all: [OriginPoolState.Action] = [.park(connection: 1), .connect, .close(connection: 2), .fail(waiter: 3), .none]
         for action in all { actions.append(action) }
         #expect(Array(actions) == all)

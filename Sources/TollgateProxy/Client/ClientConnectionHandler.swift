@@ -379,7 +379,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         adding added: inout HeaderFields,
         omitting omission: HopByHopHeaders.Omission? = nil,
         framing: ResponseFraming,
-        bodyLength: Int64? = nil,
+        bodyLength: Int64?,
         close: Bool
     ) {
         guard let context, isActive else { return }

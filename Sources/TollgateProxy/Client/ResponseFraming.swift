@@ -15,24 +15,9 @@ enum ResponseFraming: Hashable, Sendable {
     /// The framing of `response` for a client that sent `method` over HTTP/1.`minorVersion`, with
     /// `fields` made to match: a `Transfer-Encoding` from upstream is replaced (it described the
     /// upstream connection), `Content-Length` is dropped where no body may follow, and chunked
-    /// framing is announced in `added` (the fields the proxy adds) when used.
-    static func decide(
-        status: Int,
-        fields: inout HeaderFields,
-        added: inout HeaderFields,
-        requestIsHead: Bool,
-        clientMinorVersion: Int
-    ) -> ResponseFraming {
-        var length: Int64?
-        return decide(
-            status: status, fields: &fields, added: &added, requestIsHead: requestIsHead,
-            clientMinorVersion: clientMinorVersion, bodyLength: &length
-        )
-    }
-
-    /// ``decide(status:fields:added:requestIsHead:clientMinorVersion:)``, also setting
-    /// `bodyLength` to the Content-Length read for `.contentLength` framing (read once: the
-    /// writer sizes its buffer by it).
+    /// framing is announced in `added` (the fields the proxy adds) when used. `bodyLength` is set
+    /// to the Content-Length read for `.contentLength` framing, else nil (read once: the writer
+    /// sizes its buffer by it).
     static func decide(
         status: Int,
         fields: inout HeaderFields,

@@ -28,8 +28,6 @@ extension OriginPoolState {
         /// The first action, if any.
         var first: Action? { head.0 }
 
-        var isEmpty: Bool { head.0 == nil }
-
         static func + (lhs: Actions, rhs: Actions) -> Actions {
             var result = lhs
             for action in rhs { result.append(action) }
