@@ -21,6 +21,8 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     let port: Int
     let eventLoop: any EventLoop
     let environment: ListenerEnvironment
+    /// The rules in force when the tunnel was asked for (connect ports, destinations, timeout).
+    let rules: ExchangeRules
 
     private var connection: ClientConnectionHandler?
     private var record: ExchangeRecord
@@ -37,11 +39,12 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         self.connection = connection
         self.environment = connection.environment
         self.eventLoop = connection.context!.eventLoop
+        self.rules = connection.exchangeRules()
         self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
     }
 
     func start() {
-        let connectPorts = environment.policy.access.connectPorts
+        let connectPorts = rules.destinations.access.connectPorts
         guard connectPorts.contains(port) else {
             let allowed = connectPorts.map(String.init).joined(separator: ", ")
             respond(
@@ -75,7 +78,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
                 return
             }
         }
-        environment.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
+        rules.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
             switch verdict {
             case .allowed(let address):
@@ -93,7 +96,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     /// checked again by its own exchange. A name that does not resolve is intercepted all the same,
     /// so an offline build is served from the cache.
     private func intercept(with interceptor: Interceptor, route: ProxyRoute) {
-        environment.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
+        rules.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
             if case .denied(let why) = verdict {
                 respond(OwnResponse(.hostDenied, why))
@@ -141,7 +144,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         self.task = task
         task.delegate = self
         task.resume()
-        let timeout = environment.policy.limits.upstreamTimeout
+        let timeout = rules.upstreamTimeout
         connectTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
             guard !isFinished, !established else { return }
             ownAnswer = OwnResponse(

@@ -11,7 +11,8 @@ final class ExchangeRules {
     let generation: Int
     /// `limits.upstream-timeout`.
     let upstreamTimeout: Duration
-    /// `access.destinations` with the proxy's own listeners and the resolver.
+    /// `access.destinations` with the proxy's own listeners and the resolver (its `access` also
+    /// gives a tunnel `access.connect-ports`).
     let destinations: DestinationCheck
     /// The proxy authenticator of `access.users` for a forward listener (nil: none, or another mode).
     let authenticator: ProxyAuthenticator?
@@ -21,7 +22,11 @@ final class ExchangeRules {
         // The generation first: rules read after it are at least as new as it says.
         generation = environment.policy.generation
         upstreamTimeout = environment.policy.limits.upstreamTimeout
-        destinations = environment.destinations
+        destinations = DestinationCheck(
+            access: environment.policy.access,
+            ownListeners: environment.ownListeners,
+            resolver: environment.resolver
+        )
         if case .forward = environment.mode {
             authenticator = environment.authenticators.current()
         } else {

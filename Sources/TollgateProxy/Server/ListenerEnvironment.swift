@@ -84,11 +84,6 @@ struct ListenerEnvironment: Sendable {
             )
         )
     }
-
-    /// The destination rules in force now.
-    var destinations: DestinationCheck {
-        DestinationCheck(access: policy.access, ownListeners: ownListeners, resolver: resolver)
-    }
 }
 
 /// The proxy authenticator for the users in force, rebuilt when a reload changes them. A
