@@ -83,6 +83,7 @@ nginx_pid=$(nginx_worker cache)
 mkdir -p bench/results
 out="bench/results/cache-hits-$(date +%Y%m%d-%H%M%S).md"
 declare -A rates  # "object cache round" -> requests/s
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 {
   echo "# Cache hits, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
@@ -124,7 +125,6 @@ declare -A rates  # "object cache round" -> requests/s
       n+=("${rates["$object nginx $round"]}"); t+=("${rates["$object tollgate $round"]}")
       shares+=("$(awk -v a="${rates["$object tollgate $round"]}" -v b="${rates["$object nginx $round"]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')")
     done
-    median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
     nm=$(median "${n[@]}"); tm=$(median "${t[@]}")
     range=$(printf '%s\n' "${shares[@]}" | sort -g | sed -n '1p;$p' | paste -sd'-')
     echo "| $object | $nm | $tm | $(awk -v a="$tm" -v b="$nm" 'BEGIN {printf "%.0f %%", (b > 0 ? a * 100 / b : 0)}') | $range % |"

@@ -102,11 +102,7 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     public init(fieldValues: [String]) {
         self.init()
         for value in fieldValues {
-            FieldScanner.withBytes(of: value) { scanner in
-                scanner.forEachElement { element in
-                    if let directive = scanner.directive(element) { apply(directive, scanner) }
-                }
-            }
+            FieldScanner.withBytes(of: value) { apply(directivesOf: $0) }
         }
     }
 
@@ -118,10 +114,14 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
         guard fields.contains(.cacheControl) else { return }
         fields.forEachLine { line in
             guard line.isNamed(.cacheControl) else { return }
-            let scanner = FieldScanner(line.value.assumingMemoryBound(to: UInt8.self))
-            scanner.forEachElement { element in
-                if let directive = scanner.directive(element) { apply(directive, scanner) }
-            }
+            apply(directivesOf: FieldScanner(line.value.assumingMemoryBound(to: UInt8.self)))
+        }
+    }
+
+    /// Applies every directive of one field value, in order.
+    private mutating func apply(directivesOf scanner: FieldScanner) {
+        scanner.forEachElement { element in
+            if let directive = scanner.directive(element) { apply(directive, scanner) }
         }
     }
 

@@ -21,16 +21,12 @@ final class DecodedRecords: @unchecked Sendable {
     private final class Decoded {
         let metadata: [UInt8]
         let lastAccess: Date?
-        let response: StoredResponse
-        let inlineBody: Range<Int>?
-        let body: ByteBuffer?
+        let result: Result
 
-        init(metadata: [UInt8], lastAccess: Date?, response: StoredResponse, inlineBody: Range<Int>?, body: ByteBuffer?) {
+        init(metadata: [UInt8], lastAccess: Date?, result: Result) {
             self.metadata = metadata
             self.lastAccess = lastAccess
-            self.response = response
-            self.inlineBody = inlineBody
-            self.body = body
+            self.result = result
         }
     }
 
@@ -56,10 +52,10 @@ final class DecodedRecords: @unchecked Sendable {
         let known = byID[id]
         lock.unlock()
         if let known, known.lastAccess == lastAccess,
-            record.count == known.metadata.count + (known.inlineBody?.count ?? 0),
+            record.count == known.metadata.count + (known.result.inlineBody?.count ?? 0),
             known.metadata.withUnsafeBytes({ memcmp($0.baseAddress!, record.baseAddress!, $0.count) == 0 })
         {
-            return Result(response: known.response, inlineBody: known.inlineBody, body: known.body)
+            return known.result
         }
         guard let (response, inlineBody) = StoredResponse.decode(record: record, lastAccess: lastAccess) else {
             return nil
@@ -71,9 +67,10 @@ final class DecodedRecords: @unchecked Sendable {
         }
         lock.lock()
         if byID.count >= Self.capacity { byID.removeAll(keepingCapacity: true) }
-        byID[id] = Decoded(metadata: metadata, lastAccess: lastAccess, response: response, inlineBody: inlineBody, body: body)
+        let result = Result(response: response, inlineBody: inlineBody, body: body)
+        byID[id] = Decoded(metadata: metadata, lastAccess: lastAccess, result: result)
         lock.unlock()
-        return Result(response: response, inlineBody: inlineBody, body: body)
+        return result
     }
 
     /// How many decoded responses are remembered (tests).
