@@ -16,8 +16,9 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # TOLLGATE=/path/to/binary measures that binary instead (an older build, to compare with).
 if [ -z "${TOLLGATE:-}" ]; then
-    swift build -c release --product tollgate >/dev/null
-    TOLLGATE=$(swift build -c release --show-bin-path)/tollgate
+    # As `make release` builds it (the Swift runtime linked statically).
+    swift build -c release --static-swift-stdlib --product tollgate >/dev/null
+    TOLLGATE=$(swift build -c release --static-swift-stdlib --show-bin-path)/tollgate
 fi
 
 # Every process started by a script goes into `pids`; nginx instances leave WORK/*.pid files.
