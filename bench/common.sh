@@ -16,9 +16,10 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # TOLLGATE=/path/to/binary measures that binary instead (an older build, to compare with).
 if [ -z "${TOLLGATE:-}" ]; then
-    # As `make release` builds it (the Swift runtime linked statically).
-    swift build -c release --static-swift-stdlib --product tollgate >/dev/null
-    TOLLGATE=$(swift build -c release --static-swift-stdlib --show-bin-path)/tollgate
+    # As `make release` builds it (link-time optimization, the Swift runtime linked statically).
+    release_flags=(-c release --static-swift-stdlib --experimental-lto-mode=full)
+    swift build "${release_flags[@]}" --product tollgate >/dev/null
+    TOLLGATE=$(swift build "${release_flags[@]}" --show-bin-path)/tollgate
 fi
 
 # Every process started by a script goes into `pids`; nginx instances leave WORK/*.pid files.

@@ -28,14 +28,25 @@ command -v perf >/dev/null || {
 }
 source bench/common.sh
 
-# The probes, added once per machine (perf keeps them until reboot).
+# The probes. libc's are added once per machine (perf keeps them until reboot). The Swift
+# runtime's are on libswiftCore.so for a dynamically linked binary (added once, like libc's), or
+# on the binary itself when it links the runtime statically (`make release`): those are set
+# afresh each run, under a group of their own, since a rebuild moves the functions.
 swiftcore=$(ldd "$TOLLGATE" | awk '/libswiftCore.so/ {print $3}')
 libc=$(ldd "$TOLLGATE" | awk '/libc.so.6/ {print $3}')
-perf probe -l 2>/dev/null | grep -q 'swift_retain ' || perf probe -q -x "$swiftcore" swift_retain
-perf probe -l 2>/dev/null | grep -q 'swift_allocObject ' || perf probe -q -x "$swiftcore" swift_allocObject
+if [ -n "$swiftcore" ]; then
+  perf probe -l 2>/dev/null | grep -q 'probe_libswiftCore:swift_retain ' || perf probe -q -x "$swiftcore" swift_retain
+  perf probe -l 2>/dev/null | grep -q 'probe_libswiftCore:swift_allocObject ' || perf probe -q -x "$swiftcore" swift_allocObject
+  swiftgroup=probe_libswiftCore
+else
+  perf probe -q -d 'tollgate_runtime:*' 2>/dev/null || true
+  perf probe -q -x "$TOLLGATE" 'tollgate_runtime:swift_retain=swift_retain'
+  perf probe -q -x "$TOLLGATE" 'tollgate_runtime:swift_allocObject=swift_allocObject'
+  swiftgroup=tollgate_runtime
+fi
 perf probe -l 2>/dev/null | grep -q 'probe_libc:malloc ' || perf probe -q -x "$libc" malloc
-perf probe -l 2>/dev/null | grep -q 'pthread_mutex_lock ' || perf probe -q -x "$libc" pthread_mutex_lock
-events=$(perf probe -l 2>/dev/null | awk '/swift_retain |swift_allocObject |probe_libc:malloc |pthread_mutex_lock / {print $1}' | paste -sd,)
+perf probe -l 2>/dev/null | grep -q 'probe_libc:pthread_mutex_lock ' || perf probe -q -x "$libc" pthread_mutex_lock
+events="$swiftgroup:swift_retain,$swiftgroup:swift_allocObject,probe_libc:malloc,probe_libc:pthread_mutex_lock"
 
 cat > "$work/origin.conf" <<EOF
 worker_processes 1;
