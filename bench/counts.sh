@@ -39,14 +39,30 @@ if [ -n "$swiftcore" ]; then
   perf probe -l 2>/dev/null | grep -q 'probe_libswiftCore:swift_allocObject ' || perf probe -q -x "$swiftcore" swift_allocObject
   swiftgroup=probe_libswiftCore
 else
+  # The runtime's functions are local symbols of the binary, which perf probe does not find by
+  # name: they are given as file offsets (address − the executable segment's address + its
+  # offset). Event names differ from libswiftCore's (perf wants them unique across groups).
+  text=$(readelf -lW "$TOLLGATE" | awk '$1 == "LOAD" && $7 == "R" && $8 == "E" {print $2, $3; exit}')
+  offset_of() {
+    local address
+    address=$(nm "$TOLLGATE" | awk -v f="$1" '$3 == f {print $1; exit}')
+    [ -n "$address" ] || { echo "counts.sh: no $1 in $TOLLGATE" >&2; exit 1; }
+    set -- $text
+    printf '0x%x' $((0x$address - $2 + $1))
+  }
   perf probe -q -d 'tollgate_runtime:*' 2>/dev/null || true
-  perf probe -q -x "$TOLLGATE" 'tollgate_runtime:swift_retain=swift_retain'
-  perf probe -q -x "$TOLLGATE" 'tollgate_runtime:swift_allocObject=swift_allocObject'
+  perf probe -q -x "$TOLLGATE" -a "tollgate_runtime:static_swift_retain=$(offset_of swift_retain)"
+  perf probe -q -x "$TOLLGATE" -a "tollgate_runtime:static_swift_allocObject=$(offset_of swift_allocObject)"
   swiftgroup=tollgate_runtime
 fi
 perf probe -l 2>/dev/null | grep -q 'probe_libc:malloc ' || perf probe -q -x "$libc" malloc
 perf probe -l 2>/dev/null | grep -q 'probe_libc:pthread_mutex_lock ' || perf probe -q -x "$libc" pthread_mutex_lock
-events="$swiftgroup:swift_retain,$swiftgroup:swift_allocObject,probe_libc:malloc,probe_libc:pthread_mutex_lock"
+if [ "$swiftgroup" = tollgate_runtime ]; then
+  events="tollgate_runtime:static_swift_retain,tollgate_runtime:static_swift_allocObject"
+else
+  events="probe_libswiftCore:swift_retain,probe_libswiftCore:swift_allocObject"
+fi
+events="$events,probe_libc:malloc,probe_libc:pthread_mutex_lock"
 
 cat > "$work/origin.conf" <<EOF
 worker_processes 1;
