@@ -53,6 +53,7 @@ let package = Package(
         // C system libraries and the shims for what Swift cannot import (function-like macros).
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
+        .systemLibrary(name: "CMalloc"),
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
         .target(name: "TollgateTLS", dependencies: ["COpenSSL"] + nio, swiftSettings: swiftSettings),
@@ -80,8 +81,10 @@ let package = Package(
         ),
         .target(
             name: "TollgateProxy",
-            dependencies: ["TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", .product(name: "Logging", package: "swift-log")]
-                + nio,
+            dependencies: [
+                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "CMalloc",
+                .product(name: "Logging", package: "swift-log"),
+            ] + nio,
             swiftSettings: requestPathSettings
         ),
         .executableTarget(
