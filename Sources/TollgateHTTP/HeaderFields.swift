@@ -410,6 +410,14 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     // MARK: changing lines
 
+    /// Appends every line of `other`, in order (one copy of its bytes).
+    public mutating func append(contentsOf other: HeaderFields) {
+        guard other.count > 0 else { return }
+        bytes.append(contentsOf: other.bytes)
+        count += other.count
+        keyMask |= other.keyMask
+    }
+
     /// Makes room for `capacity` lines in all (of a usual length), so that adding lines up to
     /// it copies nothing.
     public mutating func reserveCapacity(_ capacity: Int) {

@@ -75,6 +75,23 @@ struct HeaderFieldsTests {
         #expect(fields.pairs.map(\.0) == ["Via"] && fields.contains(.via) && !fields.contains("Accept"))
     }
 
+    @Test("append(contentsOf:) adds another list's lines in order, lookups included, and leaves a copy as it was")
+    func appendingLists() {
+        var fields: HeaderFields = ["Host": "example.com"]
+        let copy = fields
+        var added = HeaderFields()
+        added.add(name: .via, value: "1.1 tollgate")
+        added.add(name: "X-Forwarded-For", value: "127.0.0.1")
+        fields.append(contentsOf: added)
+        fields.append(contentsOf: HeaderFields())
+        #expect(fields.pairs.map(\.0) == ["Host", "Via", "X-Forwarded-For"] && fields.count == 3)
+        #expect(fields[.via] == "1.1 tollgate" && fields["x-forwarded-for"] == "127.0.0.1")
+        #expect(fields.wireSize == copy.wireSize + added.wireSize)
+        #expect(copy.count == 1 && !copy.contains(.via))
+        fields.remove(.via)
+        #expect(fields.pairs.map(\.0) == ["Host", "X-Forwarded-For"] && added.contains(.via))
+    }
+
     @Test("Renaming a field line moves its key with it")
     func renaming() {
         var field = HeaderFields.Field(name: "Old-Name", value: "v")

@@ -32,6 +32,35 @@ struct ReverseProxyTests {
         }
     }
 
+    @Test("On one kept-alive connection each request gets its own Via and X-Forwarded-* lines (Host, version, client-sent fields)")
+    func forwardingLinesPerRequest() async throws {
+        let origin = try await echoOrigin()
+        defer { origin.stop() }
+        try await withProxy(mode: .reverse(upstream: origin.url())) { proxy in
+            let client = try await RawClient.connect(port: proxy.port)
+            defer { client.close() }
+            let requests = [
+                "GET /1 HTTP/1.1\r\nHost: a.example\r\n\r\n",
+                "GET /2 HTTP/1.1\r\nHost: a.example\r\n\r\n",
+                "GET /3 HTTP/1.1\r\nHost: b.example\r\n\r\n",
+                "GET /4 HTTP/1.1\r\nHost: b.example\r\nX-Forwarded-For: 192.0.2.7\r\n\r\n",
+                "GET /5 HTTP/1.1\r\nHost: b.example\r\n\r\n",
+                "GET /6 HTTP/1.0\r\nHost: b.example\r\nConnection: keep-alive\r\n\r\n",
+            ]
+            for (index, text) in requests.enumerated() {
+                try await client.send(text)
+                try await client.waitForResponses(index + 1)
+            }
+            let received = origin.requests.map(\.headerFields)
+            try #require(received.count == requests.count)
+            #expect(received.map { $0["X-Forwarded-Host"] } == ["a.example", "a.example", "b.example", "b.example", "b.example", "b.example"])
+            #expect(received.map { $0["X-Forwarded-For"] } == ["127.0.0.1", "127.0.0.1", "127.0.0.1", "192.0.2.7, 127.0.0.1", "127.0.0.1", "127.0.0.1"])
+            #expect(received.map { $0.values(for: "Via") } == Array(repeating: ["1.1 tollgate"], count: 5) + [["1.0 tollgate"]])
+            #expect(received.allSatisfy { $0.values(for: "X-Forwarded-Proto") == ["http"] })
+            #expect(received.allSatisfy { $0.values(for: "X-Forwarded-Host").count == 1 && $0.values(for: "X-Forwarded-For").count == 1 })
+        }
+    }
+
     @Test("The upstream's path is a prefix; keep-alive serves several requests; a POST body goes through")
     func pathPrefixAndKeepAlive() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in

@@ -44,6 +44,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private var decoder: RequestDecoder
     private let limits: PolicyConfiguration.Limits
     private(set) var clientAddress = "-"
+    /// The lines the proxy last added to a forwarded request (``forwardingLines(minorVersion:originalHost:make:)``).
+    private var lastForwardingLines: (minorVersion: Int, originalHost: String?, lines: HeaderFields)?
     /// The client connects over loopback (``StoredBodyTransfer``).
     private(set) var clientIsLoopback = false
     /// The last host parsed for this connection's requests (a keep-alive client asks one host).
@@ -374,6 +376,19 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// the next response). `bodyLength`, the Content-Length of a `.contentLength` body, sizes the
     /// buffer for a small body copied in behind the head. `close` asks for the connection to
     /// close after this response.
+    /// The lines the proxy adds to a request it forwards (Via, and X-Forwarded-* on a reverse
+    /// listener): `make`'s, remembered for the connection's next request, since they depend only
+    /// on the client's address (fixed), the HTTP version and the Host the client sent (the same
+    /// on a kept-alive connection, as a rule).
+    func forwardingLines(minorVersion: Int, originalHost: String?, make: () -> HeaderFields) -> HeaderFields {
+        if let last = lastForwardingLines, last.minorVersion == minorVersion, last.originalHost == originalHost {
+            return last.lines
+        }
+        let lines = make()
+        lastForwardingLines = (minorVersion, originalHost, lines)
+        return lines
+    }
+
     func sendHead(
         _ head: HTTPResponseHead,
         adding added: inout HeaderFields,

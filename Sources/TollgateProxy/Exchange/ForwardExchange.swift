@@ -185,27 +185,46 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             fields.add(name: .connection, value: "Upgrade")
             for value in upgrades { fields.add(name: .upgrade, value: value) }
         }
-        fields.add(name: .via, value: head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate")
-        if case .reverse = environment.mode {
+        let reverse = if case .reverse = environment.mode { true } else { false }
+        // Usually the client sent none of the X-Forwarded-* fields (the key mask says so without
+        // a walk): the proxy's lines are then the same as for the connection's last request.
+        if !reverse || !fields.containsAny(of: Self.forwardedFields) {
             let client = connection?.clientAddress ?? "-"
-            // Usually the client sent none of the three: the key mask says so without a walk.
-            if !fields.containsAny(of: Self.forwardedFields) {
-                fields.add(name: .xForwardedFor, value: client)
-                if let originalHost { fields.add(name: .xForwardedHost, value: originalHost) }
-                fields.add(name: .xForwardedProto, value: "http")
-                return fields
-            }
-            if let earlier = fields[.xForwardedFor] {
-                fields[.xForwardedFor] = earlier + ", " + client
-            } else {
-                fields.add(name: .xForwardedFor, value: client)
-            }
-            if let originalHost, !fields.contains(.xForwardedHost) {
-                fields.add(name: .xForwardedHost, value: originalHost)
-            }
-            if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: "http") }
+            let minorVersion = head.minorVersion
+            let host = reverse ? originalHost : nil
+            let make = { Self.addedLines(minorVersion: minorVersion, client: client, originalHost: host, reverse: reverse) }
+            fields.append(contentsOf: connection?.forwardingLines(minorVersion: minorVersion, originalHost: host, make: make) ?? make())
+            return fields
         }
+        fields.add(name: .via, value: Self.via(minorVersion: head.minorVersion))
+        let client = connection?.clientAddress ?? "-"
+        if let earlier = fields[.xForwardedFor] {
+            fields[.xForwardedFor] = earlier + ", " + client
+        } else {
+            fields.add(name: .xForwardedFor, value: client)
+        }
+        if let originalHost, !fields.contains(.xForwardedHost) {
+            fields.add(name: .xForwardedHost, value: originalHost)
+        }
+        if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: "http") }
         return fields
+    }
+
+    /// Via's value for a request of HTTP/1.`minorVersion`.
+    private static func via(minorVersion: Int) -> String {
+        minorVersion == 1 ? "1.1 tollgate" : "1.\(minorVersion) tollgate"
+    }
+
+    /// The lines the proxy adds to a request whose client sent no X-Forwarded-* field: Via, and
+    /// on a reverse listener X-Forwarded-For, -Host (when the client sent a Host) and -Proto.
+    private static func addedLines(minorVersion: Int, client: String, originalHost: String?, reverse: Bool) -> HeaderFields {
+        var lines = HeaderFields()
+        lines.add(name: .via, value: via(minorVersion: minorVersion))
+        guard reverse else { return lines }
+        lines.add(name: .xForwardedFor, value: client)
+        if let originalHost { lines.add(name: .xForwardedHost, value: originalHost) }
+        lines.add(name: .xForwardedProto, value: "http")
+        return lines
     }
 
     // MARK: from the client
