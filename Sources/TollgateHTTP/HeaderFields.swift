@@ -410,6 +410,16 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
 
     // MARK: changing lines
 
+    /// Whether the two lists share one storage (then they are equal; equal lists need not share).
+    /// A list stays unchanged while its storage is shared, so a holder of one list can tell that
+    /// another is the very same by this, without comparing lines.
+    public func sharesStorage(with other: HeaderFields) -> Bool {
+        count == other.count
+            && bytes.withUnsafeBufferPointer { mine in
+                other.bytes.withUnsafeBufferPointer { theirs in mine.baseAddress == theirs.baseAddress }
+            }
+    }
+
     /// Appends every line of `other`, in order (one copy of its bytes).
     public mutating func append(contentsOf other: HeaderFields) {
         guard other.count > 0 else { return }

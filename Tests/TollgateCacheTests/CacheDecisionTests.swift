@@ -570,6 +570,54 @@ struct CacheDecisionTests {
         #expect(!hit.isStale)
     }
 
+    @Test("Hits of one stored response at one age share one field list; another age, another response or another thread get their own")
+    func hitHeadsShareFields() throws {
+        let first = stored(["Cache-Control: max-age=600", "Age: 5", "ETag: \"v1\""], received: -40)
+        let second = stored(["Cache-Control: max-age=600", "ETag: \"v2\""], received: -40)
+        func head(_ storedResponse: StoredResponse, at time: Date) throws -> HeaderFields {
+            let decision = CacheRules.shared.decide(request: request(), policy: .protocol, stored: storedResponse, now: time)
+            return try #require(decision.hit).responseHead.headerFields
+        }
+        let a = try head(first, at: now)
+        let b = try head(first, at: now)
+        #expect(a.values(for: "Age") == ["45"] && a.sharesStorage(with: b))
+        #expect(!a.sharesStorage(with: first.headerFields))
+        // The same age but other stored fields: that response's own lines, with the same Age.
+        let other = try head(second, at: now)
+        #expect(other.values(for: "Age") == ["40"] && other["ETag"] == "\"v2\"" && !other.sharesStorage(with: a))
+        let otherAgain = try head(second, at: now)
+        #expect(otherAgain == other)
+        // A second later: a new Age.
+        let later = try head(first, at: now.addingTimeInterval(1))
+        #expect(later.values(for: "Age") == ["46"] && later["ETag"] == "\"v1\"" && !later.sharesStorage(with: a))
+        // Back to the first: equal lines again (the memo holds one answer per thread).
+        #expect(try head(first, at: now) == a)
+        // Another thread answers from its own memo, with the same lines.
+        // (The semaphore orders the thread's write before the read.)
+        final class Answer: @unchecked Sendable { var fields: HeaderFields? }
+        let fromThread = Answer()
+        let done = DispatchSemaphore(value: 0)
+        let thread = Thread { [first] in
+            let decision = CacheRules.shared.decide(request: request(), policy: .protocol, stored: first, now: now)
+            fromThread.fields = decision.hit?.responseHead.headerFields
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        let threadHead = try #require(fromThread.fields)
+        #expect(threadHead == a && !threadHead.sharesStorage(with: a))
+    }
+
+    @Test("HeaderFields.sharesStorage: a copy shares until one of them changes; equal lists built apart do not")
+    func sharingStorage() {
+        let built: HeaderFields = ["A": "1", "B": "2"]
+        var copy = built
+        #expect(copy.sharesStorage(with: built))
+        #expect(!HeaderFields([("A", "1"), ("B", "2")]).sharesStorage(with: built))
+        copy.add(name: "C", value: "3")
+        #expect(!copy.sharesStorage(with: built))
+    }
+
     @Test("A revalidation carries the stored validators and replaces the client's")
     func revalidationRequest() throws {
         let storedResponse = stored(["Cache-Control: max-age=60", "ETag: \"abc\""], received: -120)

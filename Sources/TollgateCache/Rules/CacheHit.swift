@@ -24,10 +24,13 @@ public struct CacheHit: Sendable, Hashable {
     /// send Age with a stored response, §5.1) and withheld fields removed.
     public var responseHead: HTTPResponseHead {
         var head = stored.responseHead
-        if !withheldFields.isEmpty {
+        guard withheldFields.isEmpty else {
             head.headerFields.removeLines { line in withheldFields.contains { line.isNamed($0) } }
+            head.headerFields.replaceOrAdd(name: .age, value: String(freshness.ageFieldValue))
+            return head
         }
-        head.headerFields.replaceOrAdd(name: .age, value: String(freshness.ageFieldValue))
+        // The usual case: the same fields for every hit of the entry within a second.
+        head.headerFields = ServedFieldsMemo.fields(head.headerFields, age: freshness.ageFieldValue)
         return head
     }
 }
