@@ -14,9 +14,11 @@ static inline int tollgate_malloc_set_thresholds(size_t mmap_threshold, size_t t
     return mapped == 1 && trimmed == 1;
 }
 
-/// How many blocks malloc has mapped on their own (mallinfo2's hblks).
-static inline size_t tollgate_malloc_mapped_blocks(void) {
-    return mallinfo2().hblks;
+/// Whether malloc gave the block at `pointer` a mapping of its own: glibc keeps a chunk's size in
+/// the word before the block, with IS_MMAPPED (0x2) set for such blocks. (Per block, unlike
+/// mallinfo2's count of mapped blocks, which other threads change at any moment.)
+static inline int tollgate_malloc_block_is_mapped(const void *pointer) {
+    return (((const size_t *)pointer)[-1] & 0x2) != 0;
 }
 
 #endif

@@ -311,18 +311,9 @@ struct ServeCacheTests {
             respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "cacheable")
         }
         defer { origin.stop() }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-        listen:
-          - address: "127.0.0.1:0"
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-        admin:
-          address: "127.0.0.1:0"
-        cache:
-          path: "\(directory.appendingPathComponent("cache").path)"
-          max-size: 64MiB
-        """.write(to: config, atomically: true, encoding: .utf8)
+        let config = try writeReverseCacheConfiguration(
+            in: directory, upstreamPort: origin.port, cacheLines: ["max-size: 64MiB"], more: "admin:\n  address: \"127.0.0.1:0\""
+        )
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
         defer { served.child.kill() }
         let port = try served.port("reverse")

@@ -40,18 +40,9 @@ struct StoredBodyTransferTests {
             )
         }
         defer { origin.stop() }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-        listen:
-          - address: "127.0.0.1:0"
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-        cache:
-          path: "\(directory.appendingPathComponent("cache").path)"
-          max-size: 256MiB
-        log:
-          access: "off"
-        """.write(to: config, atomically: true, encoding: .utf8)
+        let config = try writeReverseCacheConfiguration(
+            in: directory, upstreamPort: origin.port, cacheLines: ["max-size: 256MiB"], more: "log:\n  access: \"off\""
+        )
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let port = try served.port("reverse")

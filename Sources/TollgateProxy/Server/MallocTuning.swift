@@ -26,6 +26,8 @@ public enum MallocTuning {
         return tollgate_malloc_set_thresholds(mmapThreshold, trimThreshold) == 1
     }
 
-    /// How many blocks malloc has mapped on their own (tests).
-    public static var mappedBlocks: Int { Int(tollgate_malloc_mapped_blocks()) }
+    /// Whether malloc gave the block at `pointer` a mapping of its own (tests).
+    public static func isMapped(_ pointer: UnsafeMutableRawPointer) -> Bool {
+        tollgate_malloc_block_is_mapped(pointer) != 0
+    }
 }

@@ -46,6 +46,26 @@ struct Served {
     }
 }
 
+/// Writes `directory/tollgate.yaml`: one reverse listener on 127.0.0.1 (any port) to the origin
+/// on `upstreamPort`, a cache in `directory/cache` with `cacheLines` (YAML lines under `cache:`,
+/// e.g. `max-size: 64MiB`), and `more` (top-level YAML) after it. Returns the file.
+func writeReverseCacheConfiguration(
+    in directory: URL, upstreamPort: Int, cacheLines: [String] = [], more: String = ""
+) throws -> URL {
+    let file = directory.appendingPathComponent("tollgate.yaml")
+    let cache = ["path: \"\(directory.appendingPathComponent("cache").path)\""] + cacheLines
+    try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: reverse
+            upstream: "http://127.0.0.1:\(upstreamPort)"
+        cache:
+        \(cache.map { "  " + $0 }.joined(separator: "\n"))
+        \(more)
+        """.write(to: file, atomically: true, encoding: .utf8)
+    return file
+}
+
 /// A temporary directory, removed by `remove()`.
 func temporaryDirectory() throws -> URL {
     let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-serve-\(UUID().uuidString)")
