@@ -370,12 +370,6 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         return fields
     }
 
-    /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
-    /// `added` are fields the proxy adds, written after the head's own (the connection's own
-    /// `Connection` field joins them; best from ``takeAddedFields()``, whose storage is kept for
-    /// the next response). `bodyLength`, the Content-Length of a `.contentLength` body, sizes the
-    /// buffer for a small body copied in behind the head. `close` asks for the connection to
-    /// close after this response.
     /// The lines the proxy adds to a request it forwards (Via, and X-Forwarded-* on a reverse
     /// listener): `make`'s, remembered for the connection's next request, since they depend only
     /// on the client's address (fixed), the HTTP version and the Host the client sent (the same
@@ -389,6 +383,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         return lines
     }
 
+    /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
+    /// `added` are fields the proxy adds, written after the head's own (the connection's own
+    /// `Connection` field joins them; best from ``takeAddedFields()``, whose storage is kept for
+    /// the next response). `bodyLength`, the Content-Length of a `.contentLength` body, sizes the
+    /// buffer for a small body copied in behind the head. `close` asks for the connection to
+    /// close after this response.
     func sendHead(
         _ head: HTTPResponseHead,
         adding added: inout HeaderFields,
