@@ -6,18 +6,15 @@ import TollgateTesting
 
 @Suite("Malloc tuning: large buffers come from the heap and are reused", .serialized, .timeLimit(.minutes(2)))
 struct MallocTuningTests {
-    // In a fresh process (an exit test), where the heap is still small: a 512 KiB block is then
-    // mapped on its own with glibc's settings and comes from the heap with ours. (In the test
-    // process itself either can happen: malloc serves any size from free heap when it has it.)
-    @Test("apply: a fresh process's 512 KiB block comes from the heap, where glibc alone maps it")
+    // In a fresh process (an exit test): with the settings applied, a 512 KiB block comes from
+    // the heap. (glibc's own settings map it on its own, unless the process already freed a
+    // larger mapped block — which raises glibc's bound — so only this side is certain; in the test
+    // process itself malloc serves any size from free heap when it has some.)
+    @Test("apply: in a fresh process a 512 KiB block comes from the heap")
     func thresholds() async {
         await #expect(processExitsWith: .success) {
             guard MallocTuning.apply(environment: [:]), let block = malloc(512 * 1024) else { exit(2) }
             exit(MallocTuning.isMapped(block) ? 1 : 0)
-        }
-        await #expect(processExitsWith: .success) {
-            guard let block = malloc(512 * 1024) else { exit(2) }
-            exit(MallocTuning.isMapped(block) ? 0 : 1)
         }
     }
 
