@@ -26,4 +26,27 @@ struct SessionAddressCheckRulesTests {
         rules.withLockedValue { $0.destinations = [] }
         #expect(check.refusal(host: "rebound.example", port: 80, address: inside) == nil)
     }
+
+    /// Where the stack is (the address of a local) when the rules closure runs.
+    private static func stackPosition() -> UInt {
+        var marker = 0
+        return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
+    }
+
+    @Test("Checking does not wrap the rules closure again each time (the call reaches it at the same stack depth)")
+    func rulesClosureStaysFlat() throws {
+        let depth = NIOLockedValueBox<[UInt]>([])
+        let check = SessionAddressCheck(ownListeners: OwnListeners()) {
+            depth.withLockedValue { $0.append(Self.stackPosition()) }
+            return PolicyConfiguration.Access()
+        }
+        let address = try SocketAddress(ipAddress: "192.0.2.1", port: 80)
+        for _ in 0..<2000 {
+            _ = check.refusal(host: "example.com", port: 80, address: address)
+        }
+        let positions = depth.withLockedValue { $0 }
+        try #require(positions.count == 2000)
+        // Each wrapping added two frames between the caller and the closure: 4000 of them by now.
+        #expect(positions.first == positions.last, "the closure ran \(Int(positions.first!) - Int(positions.last!)) bytes deeper")
+    }
 }
