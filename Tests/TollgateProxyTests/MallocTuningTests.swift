@@ -34,7 +34,7 @@ struct MallocTuningTests {
 
     /// Serves `clients` concurrent 8 MiB hits from the built executable twice (the first round
     /// fills the heap) and returns the page faults per hit of the second round.
-    private static func faultsPerHit(environment: [String: String], clients: Int = 8) async throws -> Int {
+    private static func faultsPerHit(clients: Int = 8) async throws -> Int {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let body = [UInt8](repeating: 0x61, count: 8 * 1024 * 1024)
@@ -43,7 +43,7 @@ struct MallocTuningTests {
         }
         defer { origin.stop() }
         let file = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port, more: "log:\n  access: \"off\"")
-        let served = try await Served.start(["--config", file.path], directory: directory, lines: 1, environment: environment)
+        let served = try await Served.start(["--config", file.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let port = try served.port("reverse")
         let get = "GET /big HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
@@ -70,7 +70,7 @@ struct MallocTuningTests {
     @Test("serve: concurrent 8 MiB hits fault in almost no fresh pages once the heap has grown")
     func servedHitsReuseHeap() async throws {
         try #require(tollgateBinary != nil)
-        let faults = try await Self.faultsPerHit(environment: [:])
+        let faults = try await Self.faultsPerHit()
         // An 8 MiB body is 2048 pages.
         #expect(faults < 128, "\(faults) page faults per hit")
     }

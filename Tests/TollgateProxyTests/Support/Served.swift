@@ -10,14 +10,12 @@ struct Served {
 
     /// Starts `tollgate serve ARGUMENTS` with its cache in `directory`, and waits for `lines`
     /// listening lines.
-    static func start(
-        _ arguments: [String], directory: URL, lines: Int, environment: [String: String] = [:]
-    ) async throws -> Served {
+    static func start(_ arguments: [String], directory: URL, lines: Int) async throws -> Served {
         let binary = try #require(tollgateBinary)
         let child = try ChildProcess(
             binary,
             ["serve"] + arguments,
-            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path].merging(environment) { $1 }
+            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path]
         )
         do {
             try await eventually("\(lines) listening lines") {
