@@ -10,12 +10,14 @@ import Darwin
 ///
 /// `Environment` counts the transactions each thread is inside, so that it can refuse the
 /// nestings that would deadlock instead of hanging. Transaction closures are synchronous,
-/// so the count on the calling thread is exact even with `MDB_NOTLS`.
-final class ThreadLocalCounter: @unchecked Sendable {
+/// so the count on the calling thread is exact even with `MDB_NOTLS`. (The session's delegate
+/// dispatch keeps its per-thread flag in one too.)
+public final class ThreadLocalCounter: @unchecked Sendable {
     // @unchecked: each thread only ever sees its own slot.
     private let key: pthread_key_t
 
-    init() {
+    /// A counter at 0 on every thread.
+    public init() {
         var key = pthread_key_t()
         let rc = pthread_key_create(&key, nil)
         precondition(rc == 0, "pthread_key_create failed: \(rc)")
@@ -28,7 +30,7 @@ final class ThreadLocalCounter: @unchecked Sendable {
 
     /// The calling thread's value. The integer is stored as the pointer's bit pattern,
     /// so nothing is allocated and no destructor is needed.
-    var value: Int {
+    public var value: Int {
         get { Int(bitPattern: pthread_getspecific(key)) }
         set { pthread_setspecific(key, UnsafeRawPointer(bitPattern: newValue)) }
     }

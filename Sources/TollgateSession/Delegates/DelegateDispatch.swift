@@ -1,8 +1,4 @@
-#if canImport(Glibc)
-import Glibc
-#elseif canImport(Darwin)
-import Darwin
-#endif
+import TollgateStore
 
 /// Delivers a message to the first delegate that implements it.
 ///
@@ -11,19 +7,14 @@ import Darwin
 /// call only reached the default, it calls the session delegate next. Delegate calls are
 /// synchronous on the task's event loop, so a per-thread flag is enough.
 enum DelegateDispatch {
-    /// The per-thread flag: a pthread key whose value is non-nil while "unanswered" is set.
-    /// (NIO's ThreadSpecificVariable holding a flag object retained and released that object at
-    /// each access, several times per message.)
-    private static let key: pthread_key_t = {
-        var key = pthread_key_t()
-        let created = pthread_key_create(&key, nil)
-        precondition(created == 0, "pthread_key_create failed: \(created)")
-        return key
-    }()
+    /// The per-thread flag, 1 while "unanswered" is set: the thread's value of a pthread key, no
+    /// object. (NIO's ThreadSpecificVariable holding a flag object retained and released that
+    /// object at each access, several times per message.)
+    private static let flag = ThreadLocalCounter()
 
     private static var unanswered: Bool {
-        get { pthread_getspecific(key) != nil }
-        set { pthread_setspecific(key, newValue ? UnsafeRawPointer(bitPattern: 1) : nil) }
+        get { flag.value != 0 }
+        set { flag.value = newValue ? 1 : 0 }
     }
 
     /// Called by default implementations: the message was not handled.
