@@ -31,7 +31,7 @@ public struct PolicyDecisions: Sendable {
             lock.lock()
             defer { lock.unlock() }
             guard let entry = decided[key] else { return nil }
-            if entry.holds != PolicyDecisions.always, !entry.holds.contains(now ?? Date()) { return nil }
+            guard PolicyDecisions.holds(entry.holds, at: now) else { return nil }
             return entry
         }
 
@@ -77,6 +77,12 @@ public struct PolicyDecisions: Sendable {
 
     /// The times a decision holds for when it never changes (no rule's pins expire).
     public static let always = Date.distantPast..<Date.distantFuture
+
+    /// Whether a decision that holds for `holds` still holds at `now` (nil: the clock, read only
+    /// when `holds` is not ``always``).
+    public static func holds(_ holds: Range<Date>, at now: Date? = nil) -> Bool {
+        holds == always || holds.contains(now ?? Date())
+    }
 
     /// ``decide(host:port:now:)``, and the times that decision holds for: ``always``, or until
     /// (from) the moment the matching rule's pins expire. What a caller that keeps the decision

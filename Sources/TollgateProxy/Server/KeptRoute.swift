@@ -28,7 +28,6 @@ final class KeptRoute {
         guard self.generation == generation, self.port == port, self.host == host, let holds = route.holds else {
             return false
         }
-        // The clock is read only for a route that does not hold for all time (expiring pins).
-        return holds == PolicyDecisions.always || holds.contains(Date())
+        return PolicyDecisions.holds(holds)
     }
 }
