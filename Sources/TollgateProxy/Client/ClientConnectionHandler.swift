@@ -45,11 +45,16 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private let limits: PolicyConfiguration.Limits
     private(set) var clientAddress = "-"
     /// The lines the proxy last added to a forwarded request (``forwardingLines(minorVersion:originalHost:make:)``).
-    private var lastForwardingLines: (minorVersion: Int, originalHost: String?, lines: HeaderFields)?
+    private var forwardingLinesAnswer = LastAnswer<ForwardingLinesKey, HeaderFields>()
+    /// What those lines depend on besides the client's address, which is fixed.
+    private struct ForwardingLinesKey: Equatable {
+        let minorVersion: Int
+        let originalHost: String?
+    }
     /// The client connects over loopback (``StoredBodyTransfer``).
     private(set) var clientIsLoopback = false
     /// The last host parsed for this connection's requests (a keep-alive client asks one host).
-    private var lastCanonicalHost: (text: String, host: CanonicalHost)?
+    private var canonicalHostAnswer = LastAnswer<String, CanonicalHost>()
     /// The rules this connection's exchanges go by, until the policy changes (``exchangeRules()``).
     private var rules: ExchangeRules?
     /// The last request's route, for the next to the same host and port (``route(for:)``).
@@ -85,7 +90,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// The last response's list of proxy-added fields, kept for the next (``takeAddedFields()``).
     private var spareAddedFields = HeaderFields()
     /// The last `Cache-Status` value written and the outcome it describes (``cacheStatus(for:)``).
-    private var lastCacheStatus: (outcome: CacheOutcome, text: String)?
+    private var cacheStatusAnswer = LastAnswer<CacheOutcome, String>()
 
     private var readPending = false
     private var piecesInFlight = 0
@@ -142,10 +147,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
 
     /// `CanonicalHost.parse(text)`, remembered for the next request of this connection.
     func canonicalHost(_ text: String) throws(CanonicalHost.Invalid) -> CanonicalHost {
-        if let last = lastCanonicalHost, last.text == text { return last.host }
-        let host = try CanonicalHost.parse(text)
-        lastCanonicalHost = (text, host)
-        return host
+        try canonicalHostAnswer.value(for: text) { () throws(CanonicalHost.Invalid) in try CanonicalHost.parse(text) }
     }
 
     // MARK: lifecycle
@@ -355,10 +357,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// The `Cache-Status` value for `outcome`: the last response's again when its outcome was the
     /// same (a connection's responses mostly are; the text was built per response).
     func cacheStatus(for outcome: CacheOutcome) -> String {
-        if let last = lastCacheStatus, last.outcome == outcome { return last.text }
-        let text = outcome.cacheStatus()
-        lastCacheStatus = (outcome, text)
-        return text
+        cacheStatusAnswer.value(for: outcome) { outcome.cacheStatus() }
     }
 
     /// An empty list for the fields the proxy adds to a response (``sendHead``), in the storage
@@ -375,12 +374,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// on the client's address (fixed), the HTTP version and the Host the client sent (the same
     /// on a kept-alive connection, as a rule).
     func forwardingLines(minorVersion: Int, originalHost: String?, make: () -> HeaderFields) -> HeaderFields {
-        if let last = lastForwardingLines, last.minorVersion == minorVersion, last.originalHost == originalHost {
-            return last.lines
-        }
-        let lines = make()
-        lastForwardingLines = (minorVersion, originalHost, lines)
-        return lines
+        forwardingLinesAnswer.value(for: ForwardingLinesKey(minorVersion: minorVersion, originalHost: originalHost), make: make)
     }
 
     /// Writes a response head; the body follows with ``sendBody(_:)`` and ends with ``sendEnd()``.
