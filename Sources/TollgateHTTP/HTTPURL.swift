@@ -203,7 +203,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// Splits `host[:port]` (IPv6 in brackets), refusing userinfo and empty hosts.
     public static func parseAuthority(_ authority: Substring) throws(ParseError) -> (host: String, port: Int?) {
         if authority.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
-            var text = String(authority)
+            var text = authority  // its own bytes (withUTF8 is mutating), not a copy as a String
             return try text.withUTF8 { bytes in
                 Result { () throws(ParseError) in try parseAuthorityASCII(bytes[...]) }
             }.get()
