@@ -255,17 +255,14 @@ extension SessionTask {
         let sink = TaskExchange(task: self, generation: engine.generation, connectionLoop: connection.eventLoop)
         engine.exchange = sink
         let readNow = !engine.isSuspended
+        @Sendable func start() {
+            connection.handler.startExchange(head: head, body: body, sink: sink)
+            if !readNow { connection.handler.setReadDemand(false) }
+        }
         // On the connection's loop already (the usual case: pooled connections are leased on the
-        // task's loop), started at once: the closure for another loop was an allocation.
-        if connection.eventLoop.inEventLoop {
-            connection.handler.startExchange(head: head, body: body, sink: sink)
-            if !readNow { connection.handler.setReadDemand(false) }
-            return
-        }
-        connection.onLoop {
-            connection.handler.startExchange(head: head, body: body, sink: sink)
-            if !readNow { connection.handler.setReadDemand(false) }
-        }
+        // task's loop), started at once: a closure for the other loop is an allocation, so one is
+        // made only when needed.
+        if connection.eventLoop.inEventLoop { start() } else { connection.eventLoop.execute(start) }
     }
 
     // MARK: request progress
