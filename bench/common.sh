@@ -16,8 +16,9 @@ NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # TOLLGATE=/path/to/binary measures that binary instead (an older build, to compare with).
 if [ -z "${TOLLGATE:-}" ]; then
-    # As `make release` builds it (link-time optimization, the Swift runtime linked statically).
-    release_flags=(-c release --static-swift-stdlib --experimental-lto-mode=full)
+    # As `make release` builds it (link-time optimization, the Swift runtime linked statically,
+    # no dynamic exclusivity checks in the dependencies either).
+    release_flags=(-c release --static-swift-stdlib --experimental-lto-mode=full -Xswiftc -enforce-exclusivity=unchecked)
     swift build "${release_flags[@]}" --product tollgate >/dev/null
     TOLLGATE=$(swift build "${release_flags[@]}" --show-bin-path)/tollgate
 fi
@@ -83,3 +84,6 @@ wrk_measured() { # pid wrk-arguments...
       printf "%s %s %s %s %s %.1f %.1f\n", rps, tps, p50, p99, (bad == "" ? 0 : bad), user, sys
     }' "$work/wrk.out"
 }
+
+# The median of numbers (odd counts give the middle one).
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
