@@ -83,7 +83,6 @@ nginx_pid=$(nginx_worker cache)
 mkdir -p bench/results
 out="bench/results/cache-hits-$(date +%Y%m%d-%H%M%S).md"
 declare -A rates  # "object cache round" -> requests/s
-median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 {
   echo "# Cache hits, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
