@@ -9,7 +9,10 @@ struct OwnResponse: Sendable {
     /// The stable code sent in `Tollgate-Error`.
     var code: ProxyErrorCode
     /// What happened, in one line (no secrets: it goes to the client as the body).
-    var message: String
+    let message: String
+    /// The body: the message on one line (see ``oneLine(_:)``), made once — the head's length,
+    /// the write and the access log all read it.
+    let body: ByteBuffer
     /// Header fields besides the standard ones (`Proxy-Authenticate` on a 407).
     var extraFields: HeaderFields = [:]
 
@@ -17,12 +20,28 @@ struct OwnResponse: Sendable {
         self.code = code
         self.status = status ?? code.status
         self.message = message
+        self.body = Self.oneLine(message)
     }
 
-    /// The body: the message on one line, newlines inside it flattened.
-    var body: ByteBuffer {
-        let line = message.split(whereSeparator: { $0 == "\n" || $0 == "\r" }).joined(separator: " ")
-        return ByteBuffer(string: line + "\n")
+    /// `message` and a newline, each run of CR and LF inside it a single space (none at either
+    /// end). Bytes, not Characters: "\r\n" is one Character, equal to neither "\r" nor "\n".
+    static func oneLine(_ message: String) -> ByteBuffer {
+        var buffer = ByteBuffer()
+        buffer.reserveCapacity(message.utf8.count + 1)
+        var spacePending = false
+        for byte in message.utf8 {
+            if byte == UInt8(ascii: "\n") || byte == UInt8(ascii: "\r") {
+                spacePending = buffer.readableBytes > 0
+                continue
+            }
+            if spacePending {
+                buffer.writeInteger(UInt8(ascii: " "))
+                spacePending = false
+            }
+            buffer.writeInteger(byte)
+        }
+        buffer.writeInteger(UInt8(ascii: "\n"))
+        return buffer
     }
 
     /// The head, with the body's length; `close` adds `Connection: close`.
