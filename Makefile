@@ -83,13 +83,14 @@ build: deps ## Debug build (swift build)
 # a direct call instead of one through the shared library's PLT (-5 %), and the binary runs
 # without a Swift toolchain installed. docs/performance.md (session 10) has the measurements;
 # bench/common.sh builds the same way, and `make test-release` tests code optimized the same way.
-# The dependencies (SwiftNIO) are also built without dynamic exclusivity checks, as Package.swift
+LTO_FLAGS := --experimental-lto-mode=full
+# The dependencies (SwiftNIO) are built without dynamic exclusivity checks too, as Package.swift
 # builds our own modules in release: a package's unsafe flags reach only its own targets, so this
-# one is given on the command line. NIO's channel calls each such a check per event (isOpen,
-# writeToSocket, …): pass-through user CPU −5 % in six alternating pairs (session 11). The debug
-# build the first test pass runs keeps every check.
-LTO_FLAGS := --experimental-lto-mode=full -Xswiftc -enforce-exclusivity=unchecked
-RELEASE_BUILD_FLAGS := -c release --static-swift-stdlib $(LTO_FLAGS)
+# one is given on the command line. NIO's channel operations each make such a check per event
+# (isOpen, writeToSocket, …): pass-through user CPU −5 % in six alternating pairs (session 11).
+# The debug build, which the first test pass runs, keeps every check.
+DEPENDENCY_FLAGS := -Xswiftc -enforce-exclusivity=unchecked
+RELEASE_BUILD_FLAGS := -c release --static-swift-stdlib $(LTO_FLAGS) $(DEPENDENCY_FLAGS)
 
 release: deps ## Release build (swift build -c release, LTO, Swift runtime linked statically)
 	$(SWIFT) build $(RELEASE_BUILD_FLAGS) $(SWIFT_FLAGS)
@@ -119,9 +120,10 @@ test: deps ## Build the tests, run the whole suite, then again as a release buil
 # lifetimes in the request path) change how the code runs, and the debug build of the first pass
 # has none of them. Its command-line tests run the release `tollgate` built beside the tests.
 # Compiled with link-time optimization and without the dependencies' exclusivity checks, like
-# `make release` (the runtime stays a shared library: the test frameworks have no static form). swift-testing's capture of a backtrace at each thrown
-# error is turned off: libgcc's unwinder crashes walking LTO-built frames (nothing else in the
-# program unwinds; a Swift error is an ordinary return).
+# `make release` (the runtime stays a shared library: the test frameworks have no static form).
+# swift-testing's capture of a backtrace at each thrown error is turned off: libgcc's unwinder
+# crashes walking LTO-built frames (nothing else in the program unwinds; a Swift error is an
+# ordinary return).
 test-release: deps ## The whole suite again, compiled as a release build (at most 12 minutes)
 	@$(MAKE) --no-print-directory release-suite
 
@@ -130,7 +132,7 @@ release-suite:
 	@mkdir -p .build
 	@set +e; \
 	timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) \
-		env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 $(SWIFT) test -c release $(LTO_FLAGS) --build-path $(RELEASE_TEST_BUILD) --no-parallel $(SWIFT_FLAGS) >$(TEST_LOG_RELEASE) 2>&1; \
+		env SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 $(SWIFT) test -c release $(LTO_FLAGS) $(DEPENDENCY_FLAGS) --build-path $(RELEASE_TEST_BUILD) --no-parallel $(SWIFT_FLAGS) >$(TEST_LOG_RELEASE) 2>&1; \
 	status=$$?; \
 	set -e; \
 	echo "--- release-build test summary ($(TEST_LOG_RELEASE))"; \

@@ -123,8 +123,8 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   done
 
   # The target (1 KiB keep-alive: at least 50 % of direct throughput, at most 2× its p99) in
-  # ROUNDS more rounds, the order of the paths rotating from round to round: where the unpinned
-  # origin runs is up to the scheduler, and one run's share swings by ±5 points with it.
+  # TARGET_ROUNDS more rounds, the order of the paths rotating from round to round: where the
+  # unpinned origin runs is up to the scheduler, and one run's share moves by 5–10 points with it.
   echo
   echo "Target rows: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
   echo
