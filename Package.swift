@@ -56,7 +56,9 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
-        .target(name: "TollgateTLS", dependencies: ["COpenSSL"] + nio, swiftSettings: swiftSettings),
+        // OpenSSL initialized at program load without its atexit cleanup (see the C file).
+        .target(name: "COpenSSLProcess", dependencies: ["COpenSSL"]),
+        .target(name: "TollgateTLS", dependencies: ["COpenSSL", "COpenSSLProcess"] + nio, swiftSettings: swiftSettings),
         .target(name: "TollgateHTTP", swiftSettings: requestPathSettings),
         .target(
             name: "TollgateCache",

@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import TollgateTLS
 
 /// `tollgate`: the command line of the proxy (CONTRACT.md "Command line").
 ///
@@ -18,9 +17,6 @@ struct TollgateCommand: AsyncParsableCommand {
     )
 
     static func main() async {
-        // Before anything can touch OpenSSL: its atexit cleanup would race the event loops'
-        // threads when a command exits while a TLS connection is still being torn down.
-        OpenSSLLibrary.initializeWithoutExitCleanup()
         EventLoopSizing.applyAffinity()
         var command: any ParsableCommand
         do {
