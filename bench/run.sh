@@ -19,7 +19,8 @@ ORIGIN_PORT=${ORIGIN_PORT:-18080}
 FORWARD_PORT=${FORWARD_PORT:-13128}
 REVERSE_PORT=${REVERSE_PORT:-13129}
 NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
-# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, forward), summarized by medians.
+# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, forward), summarized by
+# medians; 0 leaves them out.
 TARGET_ROUNDS=${TARGET_ROUNDS:-3}
 
 source bench/common.sh
@@ -125,39 +126,41 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   # The target (1 KiB keep-alive: at least 50 % of direct throughput, at most 2× its p99) in
   # TARGET_ROUNDS more rounds, the order of the paths rotating from round to round: where the
   # unpinned origin runs is up to the scheduler, and one run's share moves by 5–10 points with it.
-  echo
-  echo "Target rows: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
-  echo
-  echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 |"
-  echo "|---|---|---|---|---|---|"
-  paths=(direct proxy_pass forward)
-  declare -A shares ratios
-  for round in $(seq 1 "$TARGET_ROUNDS"); do
-    declare -A rps_of p99_of
-    for i in 0 1 2; do
-      path=${paths[$(((i + round - 1) % 3))]}
-      case $path in
-        direct) read -r rps _ p99 _ < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-        proxy_pass) read -r rps _ p99 _ < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
-        forward) read -r rps _ p99 _ < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-      esac
-      rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99")
+  if [ "$TARGET_ROUNDS" -gt 0 ]; then
+    echo
+    echo "Target rows: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
+    echo
+    echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 |"
+    echo "|---|---|---|---|---|---|"
+    paths=(direct proxy_pass forward)
+    declare -A shares ratios
+    for round in $(seq 1 "$TARGET_ROUNDS"); do
+      declare -A rps_of p99_of
+      for i in 0 1 2; do
+        path=${paths[$(((i + round - 1) % 3))]}
+        case $path in
+          direct) read -r rps _ p99 _ < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+          proxy_pass) read -r rps _ p99 _ < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
+          forward) read -r rps _ p99 _ < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+        esac
+        rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99")
+      done
+      for path in "${paths[@]}"; do
+        share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
+        ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
+        shares["$path $round"]=$share; ratios["$path $round"]=$ratio
+        echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× |"
+      done
+      unset rps_of p99_of
     done
-    for path in "${paths[@]}"; do
-      share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
-      ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
-      shares["$path $round"]=$share; ratios["$path $round"]=$ratio
-      echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× |"
+    echo
+    echo "| path | median share of direct | median p99 / direct p99 |"
+    echo "|---|---|---|"
+    for path in proxy_pass forward; do
+      s=(); r=()
+      for round in $(seq 1 "$TARGET_ROUNDS"); do s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); done
+      echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× |"
     done
-    unset rps_of p99_of
-  done
-  echo
-  echo "| path | median share of direct | median p99 / direct p99 |"
-  echo "|---|---|---|"
-  for path in proxy_pass forward; do
-    s=(); r=()
-    for round in $(seq 1 "$TARGET_ROUNDS"); do s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); done
-    echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× |"
-  done
+  fi
 } | tee "$out"
 echo "written: $out"
