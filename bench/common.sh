@@ -14,11 +14,12 @@ if [ ${#need[@]} -gt 0 ]; then
 fi
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
+# As `make release` builds (link-time optimization, the Swift runtime linked statically, no
+# dynamic exclusivity checks in the dependencies either).
+release_flags=(-c release --static-swift-stdlib --experimental-lto-mode=full -Xswiftc -enforce-exclusivity=unchecked)
+
 # TOLLGATE=/path/to/binary measures that binary instead (an older build, to compare with).
 if [ -z "${TOLLGATE:-}" ]; then
-    # As `make release` builds it (link-time optimization, the Swift runtime linked statically,
-    # no dynamic exclusivity checks in the dependencies either).
-    release_flags=(-c release --static-swift-stdlib --experimental-lto-mode=full -Xswiftc -enforce-exclusivity=unchecked)
     swift build "${release_flags[@]}" --product tollgate >/dev/null
     TOLLGATE=$(swift build "${release_flags[@]}" --show-bin-path)/tollgate
 fi

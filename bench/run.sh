@@ -6,7 +6,9 @@
 # pinned to core 0 like Tollgate): what a mature C proxy reaches on this machine.
 #
 # Then the target's row (1 KiB keep-alive: direct, proxy_pass, forward) again in TARGET_ROUNDS
-# rounds (default 3), the order rotating, summarized by medians.
+# rounds (default 3), the order rotating, summarized by medians, together with the floor of any
+# SwiftNIO proxy on this machine: bench/relay, a byte relay that does no HTTP work at all, pinned
+# to core 0 like Tollgate.
 #
 # Every run is bounded: DURATION seconds each (default 10), loopback only.
 # Results: a Markdown table on stdout and in bench/results/passthrough-DATE.md.
@@ -19,9 +21,10 @@ ORIGIN_PORT=${ORIGIN_PORT:-18080}
 FORWARD_PORT=${FORWARD_PORT:-13128}
 REVERSE_PORT=${REVERSE_PORT:-13129}
 NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
-# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, forward), summarized by
-# medians; 0 leaves them out.
+# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, forward, nio_relay),
+# summarized by medians; 0 leaves them out.
 TARGET_ROUNDS=${TARGET_ROUNDS:-3}
+RELAY_PORT=${RELAY_PORT:-13130}
 
 source bench/common.sh
 
@@ -65,6 +68,16 @@ if "$TOLLGATE" serve --help 2>&1 | grep -q -- "--reverse"; then
   reverse_pid=$!
   wait_for_port "$REVERSE_PORT"
   reverse=yes
+fi
+
+relay_pid=""
+if [ "$TARGET_ROUNDS" -gt 0 ]; then
+  swift build --package-path bench/relay "${release_flags[@]}" >/dev/null
+  relay=$(swift build --package-path bench/relay "${release_flags[@]}" --show-bin-path)/nio-relay
+  taskset -c 0 "$relay" "$RELAY_PORT" "$ORIGIN_PORT" >"$work/relay.log" 2>&1 &
+  pids+=($!)
+  relay_pid=$!
+  wait_for_port "$RELAY_PORT"
 fi
 
 # wrk sends origin-form requests; through a forward proxy the target must be absolute-form.
@@ -129,34 +142,38 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   if [ "$TARGET_ROUNDS" -gt 0 ]; then
     echo
     echo "Target rows: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
+    echo "nio_relay is bench/relay: SwiftNIO copying bytes between a client connection and its own"
+    echo "upstream connection, no HTTP work — the most any SwiftNIO proxy can reach here."
     echo
-    echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 |"
-    echo "|---|---|---|---|---|---|"
-    paths=(direct proxy_pass forward)
+    echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 | CPU user | CPU system |"
+    echo "|---|---|---|---|---|---|---|---|"
+    paths=(direct proxy_pass nio_relay forward)
     declare -A shares ratios
     for round in $(seq 1 "$TARGET_ROUNDS"); do
-      declare -A rps_of p99_of
-      for i in 0 1 2; do
-        path=${paths[$(((i + round - 1) % 3))]}
+      declare -A rps_of p99_of user_of sys_of
+      for i in 0 1 2 3; do
+        path=${paths[$(((i + round - 1) % 4))]}
         case $path in
-          direct) read -r rps _ p99 _ < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-          proxy_pass) read -r rps _ p99 _ < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
-          forward) read -r rps _ p99 _ < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+          direct) read -r rps _ p99 _ user sys < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+          proxy_pass) read -r rps _ p99 _ user sys < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
+          # The relay passes the absolute-form request line on unchanged; nginx accepts it.
+          nio_relay) read -r rps _ p99 _ user sys < <(run "$relay_pid" "http://127.0.0.1:$RELAY_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+          forward) read -r rps _ p99 _ user sys < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
         esac
-        rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99")
+        rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99"); user_of[$path]=$user; sys_of[$path]=$sys
       done
       for path in "${paths[@]}"; do
         share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
         ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
         shares["$path $round"]=$share; ratios["$path $round"]=$ratio
-        echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× |"
+        echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× | ${user_of[$path]} | ${sys_of[$path]} |"
       done
-      unset rps_of p99_of
+      unset rps_of p99_of user_of sys_of
     done
     echo
     echo "| path | median share of direct | median p99 / direct p99 |"
     echo "|---|---|---|"
-    for path in proxy_pass forward; do
+    for path in proxy_pass nio_relay forward; do
       s=(); r=()
       for round in $(seq 1 "$TARGET_ROUNDS"); do s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); done
       echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× |"
