@@ -60,6 +60,8 @@ let package = Package(
         .target(name: "COpenSSLProcess", dependencies: ["COpenSSL"]),
         .target(name: "TollgateTLS", dependencies: ["COpenSSL", "COpenSSLProcess"] + nio, swiftSettings: swiftSettings),
         .target(name: "TollgateHTTP", swiftSettings: requestPathSettings),
+        // The thread-local state of TickClock (TollgateSession): Swift has no thread-local variables.
+        .target(name: "CTickClock"),
         .target(
             name: "TollgateCache",
             dependencies: ["TollgateHTTP", "TollgateStore", .product(name: "NIOCore", package: "swift-nio")],
@@ -68,7 +70,8 @@ let package = Package(
         .target(
             name: "TollgateSession",
             dependencies: [
-                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", .product(name: "Logging", package: "swift-log"),
+                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "CTickClock",
+                .product(name: "Logging", package: "swift-log"),
             ]
                 + nio,
             swiftSettings: requestPathSettings

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TollgateSession
 
 #if canImport(Glibc)
 import Glibc
@@ -39,7 +40,7 @@ struct AddressResolver: Sendable {
     func resolve(_ host: CanonicalHost, on eventLoop: any EventLoop) -> EventLoopFuture<[[UInt8]]> {
         if let address = host.address { return eventLoop.makeSucceededFuture([address]) }
         let name = host.text
-        let now = NIODeadline.now()
+        let now = TickClock.now
         if let known = cache.entries.withLockedValue({ $0[name] }), known.expires > now {
             return eventLoop.makeSucceededFuture(known.addresses)
         }

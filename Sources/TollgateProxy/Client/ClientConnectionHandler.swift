@@ -216,6 +216,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         let bytes = unwrapInboundIn(data)
+        // One event: the requests these bytes make (deadlines, tasks, the access log) share one
+        // clock reading.
+        TickClock.begin()
+        defer { TickClock.end() }
         if let relay {
             relay.clientSent(bytes)
             return
@@ -546,7 +550,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     private func answerItself(_ answer: OwnResponse, close: Bool) {
         let entry = AccessLogEntry(
             clientAddress: clientAddress,
-            time: Int(Date().timeIntervalSince1970),
+            time: Int(TickClock.date.timeIntervalSince1970),
             method: request?.method ?? "-",
             target: request?.target ?? "-",
             version: request?.versionText ?? "-",
@@ -772,10 +776,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             bodyDeadline = nil
             if decoder.isInsideHead {
                 idleDeadline = nil
-                if headDeadline == nil { headDeadline = .now() + TimeAmount(limits.headerReadTimeout) }
+                if headDeadline == nil { headDeadline = TickClock.now + TimeAmount(limits.headerReadTimeout) }
             } else if headDeadline == nil, idleDeadline == nil {
                 // Idle since now: closed at the deadline unless a request comes first.
-                idleDeadline = .now() + TimeAmount(limits.clientIdleTimeout)
+                idleDeadline = TickClock.now + TimeAmount(limits.clientIdleTimeout)
             }
         } else {
             idleDeadline = nil
@@ -784,7 +788,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             if !waitingForBody {
                 bodyDeadline = nil
             } else if bodyDeadline == nil {
-                bodyDeadline = .now() + TimeAmount(limits.clientIdleTimeout)
+                bodyDeadline = TickClock.now + TimeAmount(limits.clientIdleTimeout)
             }
         }
         watchDeadlines(on: context.eventLoop)
@@ -801,7 +805,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// A registered deadline passed: answer or close for the ones that really did, watch the rest.
     package func deadlinePassed() {
         guard let context, !closing else { return }
-        let now = NIODeadline.now()
+        let now = TickClock.now
         if let deadline = headDeadline, deadline <= now {
             headDeadline = nil
             if request == nil {

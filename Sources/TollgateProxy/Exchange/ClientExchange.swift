@@ -23,7 +23,7 @@ protocol ClientExchange: AnyObject {
 struct ExchangeRecord {
     let head: ClientRequestHead
     let clientAddress: String
-    let started = Date()
+    let started = TickClock.date
     var status: Int?
     var bodyBytes: Int64 = 0
     var route: ProxyRoute?

@@ -342,7 +342,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         // Inside `resume()` the clock is not read: ``startTask(on:)`` notes progress after it
         // (and a hit finishes the exchange before then).
         guard !isFinished, !startingTask else { return }
-        lastUpstreamProgress = .now()
+        lastUpstreamProgress = TickClock.now
         guard !deadlineSlot.isWatched, task != nil else { return }
         LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(rules.upstreamTimeout))
     }
@@ -360,7 +360,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         // (a body piece handed over, the request's end, a resume) arms the timer anew.
         guard waitsForUpstream else { return }
         let due = lastUpstreamProgress + TimeAmount(rules.upstreamTimeout)
-        if due > .now() {
+        if due > TickClock.now {
             LoopDeadlines.of(eventLoop).watch(self, until: due)
             return
         }

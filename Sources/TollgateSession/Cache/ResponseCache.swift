@@ -98,7 +98,7 @@ public final class ResponseCache: Sendable {
                 return .wait(promise.futureResult)
             }
             if let until = state.uncacheable[key] {
-                if until > .now() { return .pass }
+                if until > TickClock.now { return .pass }
                 state.uncacheable[key] = nil
             }
             state.leaders[key] = Leader()
@@ -114,10 +114,10 @@ public final class ResponseCache: Sendable {
 
     /// A response for `key` was not storable: later misses pass for a while instead of waiting.
     func noteUncacheable(_ key: CacheKey) {
-        let until = NIODeadline.now() + Self.uncacheableMemory
+        let until = TickClock.now + Self.uncacheableMemory
         collapsing.withLockedValue { state in
             if state.uncacheable.count >= Self.uncacheableLimit, state.uncacheable[key] == nil {
-                let now = NIODeadline.now()
+                let now = TickClock.now
                 state.uncacheable = state.uncacheable.filter { $0.value > now }
                 if state.uncacheable.count >= Self.uncacheableLimit { state.uncacheable.removeAll() }
             }

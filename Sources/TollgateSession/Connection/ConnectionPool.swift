@@ -186,7 +186,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// `LoopDeadlines` (no NIO timer per park; a park is one per request when clients are fewer
     /// than connections).
     private func watchIdle(key: ConnectionKey, connectionID: Int) {
-        let now = NIODeadline.now()
+        let now = TickClock.now
         let connection: OriginConnection? = lock.withLock {
             guard let entry = entries[key], let connection = entry.connections[connectionID] else { return nil }
             entry.idleSince[connectionID] = now
@@ -208,7 +208,7 @@ final class ConnectionPool: @unchecked Sendable {
         let (actions, later): (OriginPoolState.Actions, NIODeadline?) = lock.withLock {
             guard let entry = entries[key], let since = entry.idleSince[connection.id] else { return ([], nil) }
             let due = since + configuration.idleTimeout
-            if due > .now() { return ([], due) }
+            if due > TickClock.now { return ([], due) }
             entry.idleSince[connection.id] = nil
             return (entry.state.idleTimedOut(connection.id), nil)
         }

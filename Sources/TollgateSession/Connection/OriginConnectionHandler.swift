@@ -265,6 +265,9 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             return
         }
         decoder.feed(unwrapInboundIn(data))
+        // One event: the response's steps (metrics, timeouts, the pool) share one clock reading.
+        TickClock.begin()
+        defer { TickClock.end() }
         decodeResponse(context: context)
     }
 

@@ -137,7 +137,7 @@ extension SessionTask {
     /// `now`: when the caller read the clock for this (a stored response is fetched, starts and,
     /// when its body is inline, ends at that instant).
     func serveStored(
-        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil, now: Date = Date()
+        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil, now: Date = TickClock.date
     ) -> Bool {
         guard let cache = session.configuration.responseCache else { return false }
         var reader: StoredFileReader?
@@ -186,7 +186,7 @@ extension SessionTask {
         if reader.remaining == 0 {
             try? reader.handle.close()
             engine.storedFile = nil
-            engine.transaction.responseEndDate = Date()
+            engine.transaction.responseEndDate = TickClock.date
             engine.endHeld = true
             releaseHeld()
             return
@@ -309,8 +309,8 @@ extension SessionTask {
         }
         guard let notModified = engine.notModified else { return }
         engine.notModified = nil
-        let requestTime = engine.requestDate ?? Date()
-        let responseTime = engine.responseDate ?? Date()
+        let requestTime = engine.requestDate ?? TickClock.date
+        let responseTime = engine.responseDate ?? TickClock.date
         cache.offLoop(on: eventLoop) {
             try cache.store.updateHeaders(of: entry.id, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
         }.whenComplete { [self] result in
@@ -323,7 +323,7 @@ extension SessionTask {
             }
             let hit = CacheHit(stored: updated, freshness: Freshness(
                 headerFields: updated.headerFields, status: updated.status, requestTime: updated.requestTime,
-                responseTime: updated.responseTime, now: Date(), rules: cache.rules
+                responseTime: updated.responseTime, now: TickClock.date, rules: cache.rules
             ))
             let outcome = CacheOutcome(result: .stale, forwardStatus: 304)
             if !serveStored(hit: hit, body: entry.body, request: original, stale: false, outcome: outcome) {
@@ -336,7 +336,7 @@ extension SessionTask {
     func serveStaleCopy(of entry: CacheEntry, request: Request, cache: ResponseCache) {
         let hit = CacheHit(stored: entry.response, freshness: Freshness(
             headerFields: entry.response.headerFields, status: entry.response.status, requestTime: entry.response.requestTime,
-            responseTime: entry.response.responseTime, now: Date(), rules: cache.rules
+            responseTime: entry.response.responseTime, now: TickClock.date, rules: cache.rules
         ))
         var outcome = engine.cacheOutcome ?? CacheOutcome(result: .stale)
         outcome.detail = "stale-if-error"
@@ -363,7 +363,7 @@ extension SessionTask {
             do {
                 engine.cacheWriter = try cache.store.beginStore(
                     key: key, request: stored, response: head,
-                    requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
+                    requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
                 )
                 engine.cacheOutcome?.stored = true
                 cache.noteStorable(key)
@@ -414,7 +414,7 @@ extension SessionTask {
         let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
-            requestTime: engine.requestDate ?? Date(), responseTime: engine.responseDate ?? Date()
+            requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
         )
         let receivers = dataDelegates
         ask(

@@ -60,7 +60,7 @@ extension SessionTask {
             return state.lifecycle.finished()
         }
         guard action == .complete else { return }
-        let start = engine.startDate ?? Date()
+        let start = engine.startDate ?? TickClock.date
         // A response served from storage ended the task when its body was served: that instant
         // was read already.
         var end: Date?
@@ -119,7 +119,7 @@ extension SessionTask {
             return
         }
         let interval = requestTimeoutInterval
-        engine.idleDeadline = .now() + TimeAmount(interval)
+        engine.idleDeadline = TickClock.now + TimeAmount(interval)
         engine.idleInterval = interval
         engine.idleGeneration = engine.generation
         armWatchdog()
@@ -140,7 +140,7 @@ extension SessionTask {
     /// The resource timeout runs (again) with what is left of its budget.
     func startResourceTimer(arm: Bool = true) {
         guard let budget = engine.resourceBudget, engine.resourceDeadline == nil else { return }
-        let now = NIODeadline.now()
+        let now = TickClock.now
         engine.runningSince = now
         engine.resourceDeadline = now + budget
         if arm { armWatchdog() }
@@ -150,7 +150,7 @@ extension SessionTask {
     func stopResourceTimer() {
         engine.resourceDeadline = nil
         if let since = engine.runningSince, let budget = engine.resourceBudget {
-            engine.resourceBudget = max(.zero, budget - (.now() - since))
+            engine.resourceBudget = max(.zero, budget - (TickClock.now - since))
         }
         engine.runningSince = nil
         if engine.idleDeadline == nil { cancelWatchdog() }
@@ -184,7 +184,7 @@ extension SessionTask {
 
     /// The watchdog: a timeout ran out (fail), or the deadlines moved later (watch again).
     package func deadlinePassed() {
-        let now = NIODeadline.now()
+        let now = TickClock.now
         if let resource = engine.resourceDeadline, resource <= now {
             guard !isDone else { return }
             fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))

@@ -13,7 +13,7 @@ extension SessionTask {
             stream.startStream()
             return
         }
-        let now = Date()
+        let now = TickClock.date
         engine.startDate = now
         engine.resourceBudget = TimeAmount(session.configuration.timeoutIntervalForResource)
         // The resource timeout starts once loading has begun, and only for a task still running
@@ -73,7 +73,7 @@ extension SessionTask {
             return
         }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
-        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache, now: now ?? Date()) {
+        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache, now: now ?? TickClock.date) {
             return
         }
         guard policy.mayLoadFromNetwork else {
@@ -153,7 +153,7 @@ extension SessionTask {
         engine.generation += 1
         engine.body = body
         var metrics = TransactionMetrics(request: request)
-        metrics.fetchStartDate = Date()
+        metrics.fetchStartDate = TickClock.date
         metrics.isProxyConnection = session.configuration.upstreamProxy != nil
         engine.transactions.append(metrics)
         let key = connectionKey(for: request.url)
@@ -244,7 +244,7 @@ extension SessionTask {
         engine.transaction.networkProtocolName = "http/1.1"
         engine.transaction.negotiatedTLSProtocolVersion = connection.establishment.tlsEvaluation?.protocolVersion.description
         engine.transaction.resourceFetchType = .networkLoad
-        engine.requestDate = Date()
+        engine.requestDate = TickClock.date
         let head = RequestHeadEncoder(
             head: request.head,
             bodyLength: body.knownLength,
@@ -268,7 +268,7 @@ extension SessionTask {
     // MARK: request progress
 
     func requestHeadWritten(bytes: Int) {
-        engine.transaction.requestStartDate = Date()
+        engine.transaction.requestStartDate = TickClock.date
         engine.transaction.countOfRequestHeaderBytesSent = Int64(bytes)
     }
 
@@ -285,7 +285,7 @@ extension SessionTask {
     }
 
     func requestFinished() {
-        engine.transaction.requestEndDate = Date()
+        engine.transaction.requestEndDate = TickClock.date
     }
 
     /// Whether the task has completed (or is completing).

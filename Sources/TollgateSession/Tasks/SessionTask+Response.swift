@@ -8,7 +8,7 @@ import TollgateHTTP
 extension SessionTask {
     func responseHeadReceived(_ head: HTTPResponseHead) {
         restartIdleTimer()
-        let now = Date()
+        let now = TickClock.date
         engine.responseDate = now
         engine.transaction.responseStartDate = now
         engine.transaction.response = head
@@ -54,7 +54,7 @@ extension SessionTask {
     }
 
     func responseEnded(reusable: Bool) {
-        engine.transaction.responseEndDate = Date()
+        engine.transaction.responseEndDate = TickClock.date
         if response?.status == 101 {
             // The connection stays with the task until its delegate decides (become a stream or not).
             engine.upgradeEnded = true

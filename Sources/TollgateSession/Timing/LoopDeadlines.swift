@@ -118,7 +118,10 @@ package final class LoopDeadlines: @unchecked Sendable {
     /// Takes every watcher whose deadline passed out of the heap and tells it, then sets the
     /// timer for the earliest deadline left.
     private func fire() {
-        let now = NIODeadline.now()
+        // One event: the watchers told read the same time as this check.
+        TickClock.begin()
+        defer { TickClock.end() }
+        let now = TickClock.now
         var passed: [any DeadlineWatcher] = []
         while let first = heap.first, first.due <= now {
             passed.append(first.watcher)
