@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Pass-through benchmark: wrk against an nginx origin directly, and through Tollgate's release
 # build in forward and reverse mode, for 1 KiB and 256 KiB objects, with keep-alive and with a new
-# connection per request. Tollgate is pinned to core 0 and wrk to core 1 (taskset). For reference,
-# the same requests also go through nginx as a reverse proxy (proxy_pass with upstream keep-alive,
-# pinned to core 0 like Tollgate): what a mature C proxy reaches on this machine.
+# connection per request. Tollgate is pinned to core 0 and wrk to core 1 (taskset), the origin to
+# core 2 when there is one (ORIGIN_CPU). For reference, the same requests also go through nginx as
+# a reverse proxy (proxy_pass with upstream keep-alive, pinned to core 0 like Tollgate): what a
+# mature C proxy reaches on this machine.
 #
 # Then the target's row (1 KiB keep-alive: direct, proxy_pass, forward) again in TARGET_ROUNDS
-# rounds (default 3), the order rotating, summarized by medians, together with the floor of any
-# SwiftNIO proxy on this machine: bench/relay, a byte relay that does no HTTP work at all, pinned
-# to core 0 like Tollgate.
+# rounds (default 3), the order rotating, summarized by medians, together with the most any
+# SwiftNIO proxy can reach on this machine: bench/relay, a byte relay that does no HTTP work at
+# all, pinned to core 0 like Tollgate.
 #
 # Every run is bounded: DURATION seconds each (default 10), loopback only.
 # Results: a Markdown table on stdout and in bench/results/passthrough-DATE.md.
@@ -21,7 +22,7 @@ ORIGIN_PORT=${ORIGIN_PORT:-18080}
 FORWARD_PORT=${FORWARD_PORT:-13128}
 REVERSE_PORT=${REVERSE_PORT:-13129}
 NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
-# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, forward, nio_relay),
+# Extra rounds of the target's row (1 KiB keep-alive: direct, proxy_pass, nio_relay, forward),
 # summarized by medians; 0 leaves them out.
 TARGET_ROUNDS=${TARGET_ROUNDS:-3}
 RELAY_PORT=${RELAY_PORT:-13130}
@@ -125,7 +126,7 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
   echo "# Pass-through, $(date -u +%Y-%m-%dT%H:%MZ)"
   echo
   echo "Machine: $(nproc) cores, $(awk '/MemTotal/ {printf "%.0f GiB", $2/1048576}' /proc/meminfo), $(uname -sr)."
-  echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate, the nginx proxy and the relay pinned to core 0; the nginx origin $origin_placement."
+  echo "wrk: 1 thread, $CONNECTIONS connections, ${DURATION}s per run, pinned to core 1; Tollgate, the nginx proxy${relay_pid:+ and the relay} pinned to core 0; the nginx origin $origin_placement."
   echo
   echo "CPU: user and system time per request (µs) of the process serving the path: the origin's"
   echo "worker for direct, the proxy's own process otherwise (the origin's share is not included)."

@@ -1,5 +1,5 @@
 // swift-tools-version:6.0
-// The floor of a SwiftNIO pass-through, for bench/run.sh: a TCP relay that does no HTTP work.
+// The least work a SwiftNIO pass-through can do, for bench/run.sh: a TCP relay that does no HTTP work.
 // A separate package so that the proxy's own build and `make test` never build it.
 import PackageDescription
 
