@@ -161,7 +161,7 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
     echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 | CPU user | CPU system |"
     echo "|---|---|---|---|---|---|---|---|"
     paths=(direct proxy_pass nio_relay forward)
-    declare -A shares ratios
+    declare -A shares ratios of_relay
     for round in $(seq 1 "$TARGET_ROUNDS"); do
       declare -A rps_of p99_of user_of sys_of
       for i in 0 1 2 3; do
@@ -179,17 +179,20 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
         share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
         ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
         shares["$path $round"]=$share; ratios["$path $round"]=$ratio
+        of_relay["$path $round"]=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[nio_relay]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
         echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× | ${user_of[$path]} | ${sys_of[$path]} |"
       done
       unset rps_of p99_of user_of sys_of
     done
     echo
-    echo "| path | median share of direct | median p99 / direct p99 |"
-    echo "|---|---|---|"
+    echo "| path | median share of direct | median p99 / direct p99 | median share of nio_relay |"
+    echo "|---|---|---|---|"
     for path in proxy_pass nio_relay forward; do
-      s=(); r=()
-      for round in $(seq 1 "$TARGET_ROUNDS"); do s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); done
-      echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× |"
+      s=(); r=(); v=()
+      for round in $(seq 1 "$TARGET_ROUNDS"); do
+        s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); v+=("${of_relay["$path $round"]}")
+      done
+      echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× | $(median "${v[@]}") % |"
     done
   fi
 } | tee "$out"
