@@ -26,6 +26,8 @@ NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
 # summarized by medians; 0 leaves them out.
 TARGET_ROUNDS=${TARGET_ROUNDS:-3}
 RELAY_PORT=${RELAY_PORT:-13130}
+# With the origin not on core 1, the target rounds again with the origin moved beside wrk (yes/no).
+BESIDE_WRK=${BESIDE_WRK:-yes}
 # The origin's core: with three cores or more it gets core 2 to itself (set ORIGIN_CPU="" to leave
 # it unpinned); on two it is unpinned, and where the scheduler runs it moves a round by 10–25 %.
 if [ -z "${ORIGIN_CPU+set}" ]; then
@@ -120,6 +122,54 @@ microseconds() {
   }'
 }
 
+# The target (1 KiB keep-alive: at least 50 % of direct throughput, at most 2× its p99) in
+# TARGET_ROUNDS rounds, the order of the paths rotating from round to round: where the unpinned
+# origin runs is up to the scheduler, and one run's share moves by 5–10 points with it.
+target_rounds() { # heading
+  echo
+  echo "Target rows, $1: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
+  echo "nio_relay is bench/relay: SwiftNIO copying bytes between a client connection and its own"
+  echo "upstream connection, no HTTP work — the most any SwiftNIO proxy can reach here."
+  echo
+  echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 | CPU user | CPU system |"
+  echo "|---|---|---|---|---|---|---|---|"
+  paths=(direct proxy_pass nio_relay forward)
+  declare -A shares ratios of_relay
+  for round in $(seq 1 "$TARGET_ROUNDS"); do
+    declare -A rps_of p99_of user_of sys_of
+    for i in 0 1 2 3; do
+      path=${paths[$(((i + round - 1) % 4))]}
+      case $path in
+        direct) read -r rps _ p99 _ user sys < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+        proxy_pass) read -r rps _ p99 _ user sys < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
+        # The relay passes the absolute-form request line on unchanged; nginx accepts it.
+        nio_relay) read -r rps _ p99 _ user sys < <(run "$relay_pid" "http://127.0.0.1:$RELAY_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+        forward) read -r rps _ p99 _ user sys < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
+      esac
+      rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99"); user_of[$path]=$user; sys_of[$path]=$sys
+    done
+    for path in "${paths[@]}"; do
+      share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
+      ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
+      shares["$path $round"]=$share; ratios["$path $round"]=$ratio
+      of_relay["$path $round"]=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[nio_relay]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
+      echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× | ${user_of[$path]} | ${sys_of[$path]} |"
+    done
+    unset rps_of p99_of user_of sys_of
+  done
+  echo
+  echo "| path | median share of direct | median p99 / direct p99 | median share of nio_relay |"
+  echo "|---|---|---|---|"
+  for path in proxy_pass nio_relay forward; do
+    s=(); r=(); v=()
+    for round in $(seq 1 "$TARGET_ROUNDS"); do
+      s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); v+=("${of_relay["$path $round"]}")
+    done
+    echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× | $(median "${v[@]}") % |"
+  done
+  unset shares ratios of_relay
+}
+
 mkdir -p bench/results
 out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
 {
@@ -149,51 +199,16 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
     done
   done
 
-  # The target (1 KiB keep-alive: at least 50 % of direct throughput, at most 2× its p99) in
-  # TARGET_ROUNDS more rounds, the order of the paths rotating from round to round: where the
-  # unpinned origin runs is up to the scheduler, and one run's share moves by 5–10 points with it.
   if [ "$TARGET_ROUNDS" -gt 0 ]; then
-    echo
-    echo "Target rows: 1 KiB keep-alive, $TARGET_ROUNDS rounds of ${DURATION}s, the order of the paths rotating."
-    echo "nio_relay is bench/relay: SwiftNIO copying bytes between a client connection and its own"
-    echo "upstream connection, no HTTP work — the most any SwiftNIO proxy can reach here."
-    echo
-    echo "| round | path | requests/s | p99 | share of direct | p99 / direct p99 | CPU user | CPU system |"
-    echo "|---|---|---|---|---|---|---|---|"
-    paths=(direct proxy_pass nio_relay forward)
-    declare -A shares ratios of_relay
-    for round in $(seq 1 "$TARGET_ROUNDS"); do
-      declare -A rps_of p99_of user_of sys_of
-      for i in 0 1 2 3; do
-        path=${paths[$(((i + round - 1) % 4))]}
-        case $path in
-          direct) read -r rps _ p99 _ user sys < <(run "$origin_pid" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-          proxy_pass) read -r rps _ p99 _ user sys < <(run "$nginx_proxy_pid" "http://127.0.0.1:$NGINX_PROXY_PORT/1k.bin") ;;
-          # The relay passes the absolute-form request line on unchanged; nginx accepts it.
-          nio_relay) read -r rps _ p99 _ user sys < <(run "$relay_pid" "http://127.0.0.1:$RELAY_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-          forward) read -r rps _ p99 _ user sys < <(run "$forward_pid" "http://127.0.0.1:$FORWARD_PORT" "$work/forward.lua" "" "http://127.0.0.1:$ORIGIN_PORT/1k.bin") ;;
-        esac
-        rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99"); user_of[$path]=$user; sys_of[$path]=$sys
-      done
-      for path in "${paths[@]}"; do
-        share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
-        ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
-        shares["$path $round"]=$share; ratios["$path $round"]=$ratio
-        of_relay["$path $round"]=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[nio_relay]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
-        echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× | ${user_of[$path]} | ${sys_of[$path]} |"
-      done
-      unset rps_of p99_of user_of sys_of
-    done
-    echo
-    echo "| path | median share of direct | median p99 / direct p99 | median share of nio_relay |"
-    echo "|---|---|---|---|"
-    for path in proxy_pass nio_relay forward; do
-      s=(); r=(); v=()
-      for round in $(seq 1 "$TARGET_ROUNDS"); do
-        s+=("${shares["$path $round"]}"); r+=("${ratios["$path $round"]}"); v+=("${of_relay["$path $round"]}")
-      done
-      echo "| $path | $(median "${s[@]}") % | $(median "${r[@]}")× | $(median "${v[@]}") % |"
-    done
+    target_rounds "the origin $origin_placement"
+    # On two cores an unpinned origin shares the proxy's core whenever the scheduler puts it there.
+    # The same rounds with the origin beside wrk on core 1 give the proxy core 0 to itself, as a
+    # third core would: rounds then move by ±1 % instead of ±10 %.
+    if [ "$BESIDE_WRK" = yes ] && [ "$ORIGIN_CPU" != 1 ]; then
+      for pid in $(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")"); do taskset -p -c 1 "$pid" >/dev/null; done
+      origin_placement="pinned to core 1, beside wrk"
+      target_rounds "the origin $origin_placement"
+    fi
   fi
 } | tee "$out"
 echo "written: $out"
