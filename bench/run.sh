@@ -26,7 +26,7 @@ NGINX_PROXY_PORT=${NGINX_PROXY_PORT:-18081}
 # summarized by medians; 0 leaves them out.
 TARGET_ROUNDS=${TARGET_ROUNDS:-3}
 RELAY_PORT=${RELAY_PORT:-13130}
-# With the origin not on core 1, the target rounds again with the origin moved beside wrk (yes/no).
+# With the origin unpinned, the target rounds again with the origin moved beside wrk (yes/no).
 BESIDE_WRK=${BESIDE_WRK:-yes}
 # The origin's core: with three cores or more it gets core 2 to itself (set ORIGIN_CPU="" to leave
 # it unpinned); on two it is unpinned, and where the scheduler runs it moves a round by 10–25 %.
@@ -204,7 +204,7 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
     # On two cores an unpinned origin shares the proxy's core whenever the scheduler puts it there.
     # The same rounds with the origin beside wrk on core 1 give the proxy core 0 to itself, as a
     # third core would: rounds then move by ±1 % instead of ±10 %.
-    if [ "$BESIDE_WRK" = yes ] && [ "$ORIGIN_CPU" != 1 ]; then
+    if [ "$BESIDE_WRK" = yes ] && [ -z "$ORIGIN_CPU" ]; then
       for pid in $(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")"); do taskset -p -c 1 "$pid" >/dev/null; done
       origin_placement="pinned to core 1, beside wrk"
       target_rounds "the origin $origin_placement"
