@@ -137,7 +137,8 @@ extension SessionTask {
     /// `now`: when the caller read the clock for this (a stored response is fetched, starts and,
     /// when its body is inline, ends at that instant).
     func serveStored(
-        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil, now: Date = TickClock.date
+        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil,
+        now: Date = TickClock.date
     ) -> Bool {
         guard let cache = session.configuration.responseCache else { return false }
         var reader: StoredFileReader?
@@ -363,7 +364,8 @@ extension SessionTask {
             do {
                 engine.cacheWriter = try cache.store.beginStore(
                     key: key, request: stored, response: head,
-                    requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
+                    requestTime: engine.requestDate ?? TickClock.date,
+                    responseTime: engine.responseDate ?? TickClock.date
                 )
                 engine.cacheOutcome?.stored = true
                 cache.noteStorable(key)
