@@ -122,6 +122,9 @@ microseconds() {
   }'
 }
 
+# A as a whole percentage of B (0 when B is 0).
+percent() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}'; }
+
 # The target (1 KiB keep-alive: at least 50 % of direct throughput, at most 2× its p99) in
 # TARGET_ROUNDS rounds, the order of the paths rotating from round to round: where the unpinned
 # origin runs is up to the scheduler, and one run's share moves by 5–10 points with it.
@@ -149,10 +152,10 @@ target_rounds() { # heading
       rps_of[$path]=$rps; p99_of[$path]=$(microseconds "$p99"); user_of[$path]=$user; sys_of[$path]=$sys
     done
     for path in "${paths[@]}"; do
-      share=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[direct]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
+      share=$(percent "${rps_of[$path]}" "${rps_of[direct]}")
       ratio=$(awk -v a="${p99_of[$path]}" -v b="${p99_of[direct]}" 'BEGIN {printf "%.1f", (b > 0 ? a / b : 0)}')
       shares["$path $round"]=$share; ratios["$path $round"]=$ratio
-      of_relay["$path $round"]=$(awk -v a="${rps_of[$path]}" -v b="${rps_of[nio_relay]}" 'BEGIN {printf "%.0f", (b > 0 ? a * 100 / b : 0)}')
+      of_relay["$path $round"]=$(percent "${rps_of[$path]}" "${rps_of[nio_relay]}")
       echo "| $round | $path | ${rps_of[$path]} | ${p99_of[$path]}us | $share % | $ratio× | ${user_of[$path]} | ${sys_of[$path]} |"
     done
     unset rps_of p99_of user_of sys_of
@@ -205,7 +208,7 @@ out="bench/results/passthrough-$(date +%Y%m%d-%H%M%S).md"
     # The same rounds with the origin beside wrk on core 1 give the proxy core 0 to itself, as a
     # third core would: rounds then move by ±1 % instead of ±10 %.
     if [ "$BESIDE_WRK" = yes ] && [ -z "$ORIGIN_CPU" ]; then
-      for pid in $(cat "$work/nginx.pid") $(pgrep -P "$(cat "$work/nginx.pid")"); do taskset -p -c 1 "$pid" >/dev/null; done
+      taskset -p -c 1 "$origin_pid" >/dev/null  # the worker serves; the master only waits
       origin_placement="pinned to core 1, beside wrk"
       target_rounds "the origin $origin_placement"
     fi
