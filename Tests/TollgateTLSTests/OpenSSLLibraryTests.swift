@@ -1,8 +1,9 @@
+import Testing
+import TollgateTLS
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import Testing
-import TollgateTLS
 
 /// OpenSSL's exit-time cleanup, seen from an atexit handler registered by the exiting process:
 /// handlers run in reverse order of registration, and OpenSSL registers its cleanup at its first
