@@ -99,10 +99,16 @@ struct ServeCommand: AsyncParsableCommand {
             // One unbuffered write per line: it is out at once, even when stdout is a pipe.
             FileHandle.standardOutput.write(Data((line + "\n").utf8))
         }
+        // systemd's Type=notify (NOTIFY_SOCKET): ready once every listener accepts.
+        let serviceNotifier = ServiceNotifier.fromEnvironment(ProcessInfo.processInfo.environment)
+        serviceNotifier?.ready(status: listeners.listeningLines.joined(separator: "; "))
         while let signal = await signals.next() {
             guard signal == SIGHUP else { break }
+            serviceNotifier?.reloading()
             reload(runtime)
+            serviceNotifier?.ready(status: listeners.listeningLines.joined(separator: "; "))
         }
+        serviceNotifier?.stopping()
         await listeners.shutdown(gracePeriod: Self.gracePeriod)
         runtime.shutdown()
         cookieCredentialStores.flush()
