@@ -48,6 +48,8 @@ public final class Session: @unchecked Sendable {
     /// register it and to let it go, and an uncontended `Mutex` is an atomic exchange.
     private let state: Mutex<State>
     let pool: ConnectionPool
+    /// How many upstream connections the session has started to make (lookup included).
+    package var connectionsStarted: Int { pool.connectionsStarted }
     let fileIO: NonBlockingFileIO
 
     /// Creates a session.

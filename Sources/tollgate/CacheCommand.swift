@@ -97,18 +97,46 @@ struct CacheCommand: ParsableCommand {
 
     struct Verify: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Check every body against its recorded length and SHA-256; exit 1 when one is bad."
+            abstract: "Check every body against its recorded length and SHA-256; exit 1 when one is bad.",
+            discussion: """
+                With --manifest FILE (from tollgate warm --manifest): check instead that every entry of the \
+                manifest is in the cache with its status, size and SHA-256 (the bytes are read again); exit 0 \
+                when all are, else 1 with one line per URL that is missing or differs.
+                """
         )
         @OptionGroup var location: Location
         @Flag(help: "Remove the entries that fail.") var repair = false
+        @Option(help: ArgumentHelp("Check the entries of this manifest.", valueName: "file")) var manifest: String?
+
+        func validate() throws {
+            if manifest != nil, repair { throw ValidationError("--repair checks every entry; it does not go with --manifest") }
+        }
 
         func run() throws {
             let store = try location.open()
             defer { store.close() }
+            if let manifest {
+                try verify(against: manifest, store: store)
+                return
+            }
             let report = try store.verify(repair: repair)
             print("checked \(report.checked), bad \(report.problems.count)")
             for problem in report.problems { print("bad: \(problem)") }
             if !report.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
+        }
+
+        /// `--manifest`: one line per entry that is missing or differs, then a summary.
+        private func verify(against path: String, store: CacheStore) throws {
+            let loaded: CacheManifest
+            do {
+                loaded = try CacheManifest.load(contentsOf: path)
+            } catch {
+                throw CommandFailure.user(error.description)
+            }
+            let problems = store.check(loaded)
+            for problem in problems { print("\(problem.kind.rawValue)  \(problem.entry.url)  \(problem.detail)") }
+            print("manifest \(path): \(loaded.entries.count) entries, \(problems.count) missing or different")
+            if !problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
         }
     }
 }

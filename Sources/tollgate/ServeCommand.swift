@@ -5,7 +5,8 @@ import TollgatePolicy
 import TollgateProxy
 import TollgateSession
 
-/// `tollgate serve [--config FILE] [--listen HOST:PORT [--reverse URL]]`: runs the proxy.
+/// `tollgate serve [--config FILE] [--listen HOST:PORT [--reverse URL]] [--offline [--manifest FILE]]
+/// [--miss-report FILE]`: runs the proxy.
 struct ServeCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
@@ -16,7 +17,11 @@ struct ServeCommand: AsyncParsableCommand {
             starts without it). Prints one line `listening on ADDRESS (MODE)` per listener once it accepts \
             connections, and writes the access log where `log.access` says. SIGHUP reloads the configuration \
             file (problems go to standard error and the rules in force stay). SIGTERM or SIGINT: stops \
-            accepting, lets requests in flight finish (at most 10 s), exits 0.
+            accepting, lets requests in flight finish (at most 10 s), exits 0. \
+            --offline (or offline: true in the file): nothing goes upstream — no name lookup, connection or \
+            TLS handshake; stored responses are served whatever their age and a miss is answered \
+            504 offline-miss. --manifest FILE (from tollgate warm --manifest): serve only what it lists, each \
+            entry checked against the cache at start and each body against its SHA-256 while it is sent.
             """
     )
 
@@ -38,6 +43,22 @@ struct ServeCommand: AsyncParsableCommand {
         )
     )
     var reverse: String?
+
+    @Flag(help: "Never touch the network: serve from the cache alone; a miss is 504 offline-miss.")
+    var offline = false
+
+    @Option(
+        help: ArgumentHelp(
+            "With --offline: serve only what this manifest (tollgate warm --manifest) lists, byte-checked.",
+            valueName: "file"
+        )
+    )
+    var manifest: String?
+
+    @Option(
+        help: ArgumentHelp("Write the requests missed offline to this file (JSON) at shutdown.", valueName: "file")
+    )
+    var missReport: String?
 
     /// How long in-flight exchanges may take to finish after SIGTERM/SIGINT.
     static let gracePeriod: Duration = .seconds(10)
@@ -80,6 +101,13 @@ struct ServeCommand: AsyncParsableCommand {
             })
         )
         addressCheck.readRules(from: runtime)
+        let offlineMode: OfflineMode
+        do {
+            offlineMode = try prepareOffline(configuration, cache: stores?.cache)
+        } catch {
+            runtime.shutdown()
+            throw error
+        }
         let listeners: ServeListeners
         do {
             listeners = try await ServeListeners.start(
@@ -89,7 +117,8 @@ struct ServeCommand: AsyncParsableCommand {
                 adminIsOptional: config == nil,
                 cache: stores?.cache,
                 interceptor: try Self.prepareInterception(configuration),
-                ownListeners: ownListeners
+                ownListeners: ownListeners,
+                offline: offlineMode
             )
         } catch {
             runtime.shutdown()
@@ -110,6 +139,7 @@ struct ServeCommand: AsyncParsableCommand {
         }
         serviceNotifier?.stopping()
         await listeners.shutdown(gracePeriod: Self.gracePeriod)
+        writeMissReport(offlineMode)
         runtime.shutdown()
         cookieCredentialStores.flush()
         await accessLog.flush()

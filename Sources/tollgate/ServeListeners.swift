@@ -19,7 +19,8 @@ struct ServeListeners {
         adminIsOptional: Bool,
         cache: ResponseCache? = nil,
         interceptor: Interceptor? = nil,
-        ownListeners: OwnListeners = OwnListeners()
+        ownListeners: OwnListeners = OwnListeners(),
+        offline: OfflineMode = OfflineMode()
     ) async throws -> ServeListeners {
         let metrics = ProxyMetrics()
         var servers: [ProxyServer] = []
@@ -37,7 +38,8 @@ struct ServeListeners {
                         mode: mode,
                         accessLog: accessLog,
                         metrics: metrics,
-                        interceptor: interceptor
+                        interceptor: interceptor,
+                        offline: offline
                     ),
                     policy: runtime,
                     ownListeners: ownListeners
@@ -57,7 +59,8 @@ struct ServeListeners {
                     ownListeners: ownListeners,
                     metrics: metrics,
                     cache: cache,
-                    interceptor: interceptor
+                    interceptor: interceptor,
+                    offline: offline
                 )
             } catch let error as ProxyServerError where adminIsOptional {
                 standardError("tollgate: warning: the admin API is not running: \(error)")

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
+import TollgateCache
 import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
@@ -29,6 +30,9 @@ struct URLWarmer {
         var kind: Kind
         /// The line: `STATUS  CACHE-STATUS  URL`, or `failed  URL: why`.
         var line: String
+        /// Where the response is in the cache (for the manifest): the key and the request's
+        /// header fields, which select its variant. Nil when nothing was fetched.
+        var stored: (key: CacheKey, requestHeaders: HeaderFields)?
     }
 
     let runtime: PolicyRuntime
@@ -78,18 +82,28 @@ struct URLWarmer {
         case .failure(let error):
             return Outcome(kind: .failed, line: "failed  \(url): \(error)")
         case .success(let status):
+            let stored = Self.place(of: task, url: url, session: session)
             let outcome = task.cacheOutcome
             let cacheStatus = outcome?.cacheStatus() ?? "tollgate; fwd=bypass"
             let line = "\(status)  \(cacheStatus)  \(url)"
             if let outcome, !outcome.servedStale, outcome.isHit {
                 // A hit, or a stale entry the origin confirmed (304): it is in the cache.
-                return Outcome(kind: .fresh, line: line)
+                return Outcome(kind: .fresh, line: line, stored: stored)
             }
             if outcome?.stored == true, (200..<300).contains(status) || status == 304 {
-                return Outcome(kind: .stored, line: line)
+                return Outcome(kind: .stored, line: line, stored: stored)
             }
             return Outcome(kind: .notStored, line: line)
         }
+    }
+
+    /// The cache key of `url` on `session` (its rule's `cache.key` rewrite, then the store's
+    /// normalization) and the header fields the task sent, which select the stored variant.
+    private static func place(of task: DataTask, url: HTTPURL, session: Session) -> (key: CacheKey, requestHeaders: HeaderFields)? {
+        guard let cache = session.configuration.responseCache else { return nil }
+        let keyURL = session.configuration.cacheKeyURL.map { $0(url) } ?? url
+        let key = CacheKey(url: keyURL, normalizer: cache.store.options.keyNormalizer)
+        return (key, task.currentRequest?.headerFields ?? HeaderFields())
     }
 }
 

@@ -4,8 +4,8 @@ import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
-/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] FILE|-`: fetches every URL
-/// listed into the cache, so that a build can later run offline against it.
+/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] FILE|-`:
+/// fetches every URL listed into the cache, so that a build can later run offline against it.
 struct WarmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "warm",
@@ -16,7 +16,10 @@ struct WarmCommand: AsyncParsableCommand {
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. Exit 0 when every URL is \
-            in the cache afterwards; 1 when a line is not a URL, a URL failed, or a response was not stored.
+            in the cache afterwards; 1 when a line is not a URL, a URL failed, or a response was not stored. \
+            --manifest FILE writes (merging into FILE when it exists) the lockfile of what the cache holds \
+            for each URL in the cache afterwards: key, Vary'd request fields, status, size, SHA-256, \
+            for tollgate serve --offline --manifest and tollgate cache verify --manifest.
             """
     )
 
@@ -28,6 +31,14 @@ struct WarmCommand: AsyncParsableCommand {
 
     @Option(help: "How many URLs are fetched at once (1 to 64).")
     var concurrency = 4
+
+    @Option(
+        help: ArgumentHelp(
+            "Write the manifest (JSON lockfile) of what the cache holds for the URLs, merged into FILE.",
+            valueName: "file"
+        )
+    )
+    var manifest: String?
 
     @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
     var file: String
@@ -63,6 +74,9 @@ struct WarmCommand: AsyncParsableCommand {
         }
         let outcomes = await URLWarmer(runtime: runtime, sessionName: session).warm(list.urls, concurrency: concurrency)
         for outcome in outcomes { print(outcome.line) }
+        if let manifest {
+            try writeManifest(manifest, outcomes: outcomes, urls: list.urls, store: stores.cache.store)
+        }
         let count = { (kind: URLWarmer.Outcome.Kind) in outcomes.filter { $0.kind == kind }.count }
         let warm = count(.fresh) + count(.stored)
         print(

@@ -98,8 +98,13 @@ struct BodyFiles: Sendable {
 
     /// The SHA-256 and length of a file's contents.
     func digest(of name: String) throws -> (length: Int64, digest: [UInt8]) {
-        let fd = open(path(name), O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path(name))") }
+        try Self.digest(atPath: path(name))
+    }
+
+    /// The SHA-256 and length of the contents of the file at `path`.
+    static func digest(atPath path: String) throws -> (length: Int64, digest: [UInt8]) {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
         defer { systemClose(fd) }
         var hasher = SHA256()
         var length: Int64 = 0
@@ -109,7 +114,7 @@ struct BodyFiles: Sendable {
             let count = read(fd, chunk.baseAddress, chunk.count)
             if count < 0 {
                 if errno == EINTR { continue }
-                throw CacheStoreError.io(errno, "cannot read \(path(name))")
+                throw CacheStoreError.io(errno, "cannot read \(path)")
             }
             if count == 0 { break }
             hasher.update(UnsafeRawBufferPointer(rebasing: chunk[0..<count]))

@@ -41,4 +41,14 @@ public enum CacheBody: Sendable {
             return buffer
         }
     }
+
+    /// The body's length and SHA-256 as they are now (a file body is read whole, in pieces).
+    public func digest() throws -> (length: Int64, digest: [UInt8]) {
+        switch self {
+        case .inline(let buffer):
+            return (Int64(buffer.readableBytes), buffer.withUnsafeReadableBytes { SHA256.hash($0) })
+        case .file(let path, _):
+            return try BodyFiles.digest(atPath: path)
+        }
+    }
 }

@@ -3,7 +3,7 @@ import Yams
 
 extension PolicyConfiguration {
     static let topLevelKeys = [
-        "listen", "admin", "cache", "access", "limits", "log", "sessions", "hosts", "interception",
+        "offline", "listen", "admin", "cache", "access", "limits", "log", "sessions", "hosts", "interception",
     ]
 
     /// Reads a whole policy document; problems go to the node's context.
@@ -11,6 +11,7 @@ extension PolicyConfiguration {
     /// ## Configuration keys:
     /// | key | type | default |
     /// |---|---|---|
+    /// | `offline` | boolean | `false` |
     /// | `listen` | list of listeners | one forward listener on `127.0.0.1:3128` |
     /// | `admin` | mapping | none |
     /// | `cache` | mapping | shared, 1GiB, `$XDG_CACHE_HOME/tollgate` else `~/.cache/tollgate` |
@@ -23,6 +24,7 @@ extension PolicyConfiguration {
     init(document root: ConfigNode) {
         self.init()
         guard let top = root.mapping(keys: PolicyConfiguration.topLevelKeys) else { return }
+        if let value = top["offline"]?.bool() { offline = value }
         if let node = top["listen"], let items = node.list("a list of listeners") {
             listeners = items.compactMap(Listener.init(node:))
             if items.isEmpty {

@@ -11,6 +11,10 @@
 /// ``Interception`` (`interception`); `sessions` are ``SessionSettings`` and `hosts` are
 /// ``HostRule``s.
 public struct PolicyConfiguration: Hashable, Sendable {
+    /// Whether the proxy never touches the network (`offline`): every request is answered from
+    /// the cache whatever the age of what is stored, a miss is `504 offline-miss`. Reloadable;
+    /// `serve --offline` forces it on. Default: false.
+    public var offline = false
     /// The proxy's listeners (`listen`). Default: one forward listener on `127.0.0.1:3128`.
     public var listeners: [Listener] = [Listener(address: Address(host: "127.0.0.1", port: 3128), mode: .forward)]
     /// The admin HTTP listener (`admin`). Default: nil, no admin listener.

@@ -27,6 +27,8 @@ struct AddressResolver: Sendable {
 
     private final class Cache: Sendable {
         let entries = NIOLockedValueBox<[String: (addresses: [[UInt8]], expires: NIODeadline)]>([:])
+        /// Lookups started (answers from the cache not counted): what offline mode must keep at 0.
+        let lookups = NIOLockedValueBox(0)
     }
 
     let threadPool: NIOThreadPool
@@ -45,6 +47,7 @@ struct AddressResolver: Sendable {
             return eventLoop.makeSucceededFuture(known.addresses)
         }
         let cache = self.cache
+        cache.lookups.withLockedValue { $0 += 1 }
         return threadPool.runIfActive(eventLoop: eventLoop) {
             let addresses = try Self.lookup(name)
             cache.entries.withLockedValue { entries in
@@ -54,6 +57,9 @@ struct AddressResolver: Sendable {
             return addresses
         }
     }
+
+    /// How many names this resolver has looked up (cached answers not counted).
+    var lookupCount: Int { cache.lookups.withLockedValue { $0 } }
 
     private static func lookup(_ name: String) throws -> [[UInt8]] {
         var hints = addrinfo()

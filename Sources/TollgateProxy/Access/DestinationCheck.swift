@@ -64,6 +64,22 @@ final class DestinationCheck: Sendable {
         host.address.map { decide(host: host, address: $0, port: port) }
     }
 
+    /// The verdict offline, where nothing is looked up or connected to: the rules that match the
+    /// name (or the address, when the host is one) refuse what they refuse; anything else passes,
+    /// since the request is answered from the cache or not at all.
+    func offlineVerdict(for host: CanonicalHost, port: Int) -> Verdict {
+        if let address = host.address { return decide(host: host, address: address, port: port) }
+        // A name: only a rule that matches the name itself can decide; the first one does.
+        let candidate = HostPattern.Candidate(host: host.text)
+        for (index, rule) in access.destinations.enumerated() where rule.target.matches(candidate, address: nil, port: port) {
+            if case .deny = rule.action {
+                return .denied("\(host.forURL):\(port) is denied by access.destinations[\(index)] (\(rule))")
+            }
+            break
+        }
+        return .allowed(address: [])
+    }
+
     /// Resolves `host` and checks every address.
     func check(_ host: CanonicalHost, port: Int, on eventLoop: any EventLoop) -> EventLoopFuture<Verdict> {
         resolver.resolve(host, on: eventLoop).map { [self] addresses in

@@ -14,6 +14,7 @@ public import TollgateSession
 /// | `GET /healthz` | `200 ok` |
 /// | `GET /tasks` | JSON list of live tasks: session, identifier, kind, state, URL, bytes |
 /// | `POST /config/reload` | reloads the configuration file as SIGHUP does: `200`, or `400` with the problems, one per line |
+/// | `GET /offline/misses` | JSON list of what an offline proxy could not serve ([``OfflineMissReport``]) |
 ///
 /// Only clients that `access.clients` allows may use it (403 otherwise). Requests from web pages
 /// are refused too (403): one with an `Origin` field (a browser's cross-site POST could otherwise
@@ -44,6 +45,7 @@ public final class AdminServer: Sendable {
         metrics: ProxyMetrics? = nil,
         cache: ResponseCache? = nil,
         interceptor: Interceptor? = nil,
+        offline: OfflineMode? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AdminServer {
         let channel: any Channel
@@ -54,7 +56,9 @@ public final class AdminServer: Sendable {
                     child.eventLoop.makeCompletedFuture {
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
                         try child.pipeline.syncOperations.addHandler(
-                            AdminHandler(runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor)
+                            AdminHandler(
+                                runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline
+                            )
                         )
                     }
                 }
@@ -86,8 +90,13 @@ private final class AdminHandler: ChannelInboundHandler {
     private let metrics: ProxyMetrics?
     private let cache: ResponseCache?
     private let interceptor: Interceptor?
+    private let offline: OfflineMode?
 
-    init(runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?) {
+    init(
+        runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?,
+        offline: OfflineMode?
+    ) {
+        self.offline = offline
         self.interceptor = interceptor
         self.metrics = metrics
         self.cache = cache
@@ -186,8 +195,11 @@ private final class AdminHandler: ChannelInboundHandler {
             let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
             let removed = (try? cache.store.remove(url: keyURL)) ?? 0
             return (.ok, "text/plain", "purged \(removed)\n")
+        case (.GET, "/offline/misses"):
+            let json = offline?.misses.json() ?? Data("[]\n".utf8)
+            return (.ok, "application/json", String(decoding: json, as: UTF8.self))
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"):
+            (_, "/cache/purge"), (_, "/offline/misses"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

@@ -47,6 +47,12 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let badRequest = ProxyErrorCode("bad-request", 400)
     /// Offline: the cache policy forbids the network and nothing usable is stored (504).
     public static let notCached = ProxyErrorCode("not-cached", 504)
+    /// Offline (`serve --offline`, `offline: true`): nothing usable is stored, the manifest does
+    /// not list the request, or it needs the network (a tunnel, an upgrade) (504).
+    public static let offlineMiss = ProxyErrorCode("offline-miss", 504)
+    /// Offline with a manifest: what is stored is not what the manifest locks (status, size or
+    /// SHA-256) (502). A body found to differ while it is sent is cut short instead.
+    public static let manifestMismatch = ProxyErrorCode("manifest-mismatch", 502)
     /// The task was cancelled (502).
     public static let cancelled = ProxyErrorCode("cancelled", 502)
     /// Something that should not happen (500).

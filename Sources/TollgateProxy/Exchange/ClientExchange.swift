@@ -47,7 +47,8 @@ struct ExchangeRecord {
             userAgent: head.headerFields[.userAgent],
             rule: route?.ruleLabel ?? "-",
             session: route?.sessionName ?? "-",
-            durationMilliseconds: Int(ended.timeIntervalSince(started) * 1000)
+            durationMilliseconds: Int(ended.timeIntervalSince(started) * 1000),
+            errorCode: errorCode
         )
     }
 }

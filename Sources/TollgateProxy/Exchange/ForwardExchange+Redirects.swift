@@ -55,6 +55,15 @@ extension ForwardExchange {
             then(error.description)
             return
         }
+        if rules.offline {
+            // Nothing is looked up offline; the session serves the target from the cache or not at all.
+            if case .denied(let why) = rules.destinations.offlineVerdict(for: host, port: target.effectivePort) {
+                then(why)
+            } else {
+                then(nil)
+            }
+            return
+        }
         rules.destinations.check(host, port: target.effectivePort, on: eventLoop) { verdict in
             switch verdict {
             case .allowed: then(nil)

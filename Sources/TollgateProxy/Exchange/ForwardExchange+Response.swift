@@ -31,6 +31,10 @@ extension ForwardExchange {
             }
             return .becomeStream
         }
+        if let refusal = manifestRefusal(of: response) {
+            ownAnswer = refusal
+            return .cancel
+        }
         // A redirect the session followed had its target checked before it was sent
         // (ForwardExchange+Redirects).
         startResponse(response)
@@ -67,7 +71,8 @@ extension ForwardExchange {
         var added = connection.takeAddedFields()
         added.reserveCapacity(4)
         added.add(name: .via, value: via)
-        if let outcome = task?.cacheOutcome {
+        if var outcome = task?.cacheOutcome {
+            if rules.offline { outcome.detail = outcome.detail.map { "offline," + $0 } ?? "offline" }
             added.add(name: .cacheStatus, value: connection.cacheStatus(for: outcome))
         }
         var bodyLength: Int64?
@@ -95,7 +100,11 @@ extension ForwardExchange {
         guard !isFinished, responseStarted, let connection else { return }
         noteUpstreamProgress()
         record.bodyBytes += Int64(data.readableBytes)
-        connection.sendBody(data)
+        if manifestCheck != nil {
+            passChecked(data, to: connection)
+        } else {
+            connection.sendBody(data)
+        }
     }
 
     // MARK: a stored body as a file region (StoredFileReceiving)
@@ -104,7 +113,8 @@ extension ForwardExchange {
     /// (``ClientConnectionHandler/acceptsFileRegion``: length-framed, plain TCP) and it is not a
     /// large body for a loopback client (``StoredBodyTransfer``).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
-        guard !isFinished, responseStarted, let connection else { return false }
+        // A body checked against the manifest is hashed as it goes: it is read, not sent by sendfile.
+        guard !isFinished, responseStarted, manifestCheck == nil, let connection else { return false }
         return connection.acceptsFileRegion
             && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: connection.clientIsLoopback)
     }
@@ -152,7 +162,10 @@ extension ForwardExchange {
         self.task = nil
         guard !isFinished, !becameStream else { return }
         if responseStarted {
-            if error == nil {
+            if error == nil, var check = manifestCheck {
+                manifestCheck = nil
+                finishChecked(&check)
+            } else if error == nil {
                 finish()?.sendEnd()
             } else {
                 // Part of the response is out: closing is the only way to tell the client it is
@@ -163,7 +176,7 @@ extension ForwardExchange {
         }
         let answer =
             ownAnswer
-            ?? error.map { OwnResponse(for: $0) }
+            ?? error.map { rules.offline ? offlineAnswer(for: $0) : OwnResponse(for: $0) }
             ?? OwnResponse(.upstreamProtocolError, "the task ended without a response")
         respond(answer)
     }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TollgateCache
 import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
@@ -58,6 +59,9 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     var lastUpstreamProgress = NIODeadline.uptimeNanoseconds(0)
     /// The task was routed again after its first session turned out invalidated.
     var rerouted = false
+    /// Offline with a manifest: the entry the request is served from, and the check of its body.
+    var manifestEntry: CacheManifest.Entry?
+    var manifestCheck: ManifestBodyCheck?
 
     init(head: ClientRequestHead, url: HTTPURL, connection: ClientConnectionHandler) {
         self.head = head
@@ -81,21 +85,15 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
             return
         }
+        if rules.offline {
+            startOffline(on: route)
+            return
+        }
         if head.hasBody {
             holdingReads = true
             connection?.holdReads()
         }
-        let host: CanonicalHost
-        do throws(CanonicalHost.Invalid) {
-            if let connection {
-                host = try connection.canonicalHost(url.host)
-            } else {
-                host = try CanonicalHost.parse(url.host)
-            }
-        } catch {
-            respond(OwnResponse(.badRequest, error.description))
-            return
-        }
+        guard let host = canonicalHost() else { return }
         // An address is decided now, without a closure for later (`check(_:port:on:then:)` takes one
         // even when it answers at once): a reverse listener's upstream is usually an address.
         if let verdict = rules.destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {
@@ -104,6 +102,17 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
         rules.destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
             proceed(after: verdict, on: route)
+        }
+    }
+
+    /// The URL's host in canonical form; nil when it is not a valid host (answered 400).
+    func canonicalHost() -> CanonicalHost? {
+        do throws(CanonicalHost.Invalid) {
+            if let connection { return try connection.canonicalHost(url.host) }
+            return try CanonicalHost.parse(url.host)
+        } catch {
+            respond(OwnResponse(.badRequest, error.description))
+            return nil
         }
     }
 
@@ -122,12 +131,14 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
     }
 
-    private func startTask(on route: ProxyRoute) {
+    /// Creates and resumes the task; `cachePolicy` overrides the session's (offline).
+    func startTask(on route: ProxyRoute, cachePolicy: RequestCachePolicy? = nil) {
         guard let connection else { return }
         let request = Request(
             method: TollgateHTTP.HTTPMethod(head.method),
             url: url,
-            headerFields: forwardedHeaderFields()
+            headerFields: forwardedHeaderFields(),
+            cachePolicy: cachePolicy
         )
         do {
             let task: DataTask
@@ -160,7 +171,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
                 respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(fresh.ruleLabel)"))
             } else {
                 bodyStream = nil
-                startTask(on: fresh)
+                startTask(on: fresh, cachePolicy: cachePolicy)
             }
         } catch {
             respond(OwnResponse(for: error))

@@ -61,6 +61,10 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             respond(OwnResponse(.hostDenied, "\(host.forURL):\(port) is denied by the rule \(route.ruleLabel)"))
             return
         }
+        if rules.offline {
+            startOffline(on: route)
+            return
+        }
         if route.intercepts {
             if let interceptor = environment.interceptor {
                 if !interceptor.tunnelsUntouched(host.text) {
@@ -97,30 +101,52 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     /// so an offline build is served from the cache.
     private func intercept(with interceptor: Interceptor, route: ProxyRoute) {
         rules.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
-            guard !isFinished else { return }
-            if case .denied(let why) = verdict {
-                respond(OwnResponse(.hostDenied, why))
-                return
-            }
-            let context: TLSContext
-            do {
-                context = try interceptor.serverContext(for: host.text)
-            } catch {
-                respond(OwnResponse(.interceptionFailed, "cannot mint a certificate for \(host.text): \(error)"))
-                return
-            }
-            guard let connection, connection.isActive else {
-                finish()
-                return
-            }
-            record.status = 200
-            interceptor.noteInterception()
-            finish()
-            connection.beginInterception(
-                of: HTTPURL(scheme: "https", host: host.text, port: port == 443 ? nil : port),
-                context: context
-            )
+            intercept(with: interceptor, after: verdict)
         }
+    }
+
+    private func intercept(with interceptor: Interceptor, after verdict: DestinationCheck.Verdict) {
+        guard !isFinished else { return }
+        if case .denied(let why) = verdict {
+            respond(OwnResponse(.hostDenied, why))
+            return
+        }
+        let context: TLSContext
+        do {
+            context = try interceptor.serverContext(for: host.text)
+        } catch {
+            respond(OwnResponse(.interceptionFailed, "cannot mint a certificate for \(host.text): \(error)"))
+            return
+        }
+        guard let connection, connection.isActive else {
+            finish()
+            return
+        }
+        record.status = 200
+        interceptor.noteInterception()
+        finish()
+        connection.beginInterception(
+            of: HTTPURL(scheme: "https", host: host.text, port: port == 443 ? nil : port),
+            context: context
+        )
+    }
+
+    /// Offline: an intercepted host is intercepted without a lookup (its requests are then served
+    /// from the cache); any other tunnel needs the network and is answered `504 offline-miss`.
+    private func startOffline(on route: ProxyRoute) {
+        guard route.intercepts, let interceptor = environment.interceptor, !interceptor.tunnelsUntouched(host.text) else {
+            let authority = "\(host.forURL):\(port)"
+            environment.offline.misses.record(method: "CONNECT", url: authority, reason: .tunnel)
+            respond(
+                OwnResponse(
+                    .offlineMiss,
+                    "offline: CONNECT \(authority): a tunnel needs the network (offline, only hosts whose rule "
+                        + "says intercept: true are served, from the cache)"
+                )
+            )
+            return
+        }
+        intercept(with: interceptor, after: rules.destinations.offlineVerdict(for: host, port: port))
     }
 
     private func connect(to address: CanonicalHost, on route: ProxyRoute) {

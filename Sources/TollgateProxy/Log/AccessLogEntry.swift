@@ -13,7 +13,8 @@ import Darwin
 ///
 /// or as one JSON object per line (``jsonLine``) with the fields `time`, `client`, `method`,
 /// `target`, `version`, `status`, `bytes`, `referer`, `user_agent`, `rule`, `session`,
-/// `duration_ms`.
+/// `duration_ms`, and `error`: the `Tollgate-Error` code of an answer the proxy gave itself
+/// (`offline-miss` marks what an offline proxy missed), else null.
 ///
 /// Only the request line, status, body bytes sent, Referer and User-Agent are logged — never
 /// Authorization, Proxy-Authorization or Cookie, and never a password in a URL (userinfo is
@@ -36,6 +37,8 @@ struct AccessLogEntry: Sendable {
     var session: String = "-"
     /// How long the exchange took, in milliseconds.
     var durationMilliseconds: Int = 0
+    /// The `Tollgate-Error` code when the proxy answered itself (JSON format only).
+    var errorCode: String?
 
     var combinedLogLine: String {
         // One pass into one buffer: this runs for every exchange (the log is on by default), and
@@ -119,6 +122,7 @@ struct AccessLogEntry: Sendable {
         add("rule", rule)
         add("session", session)
         fields.append("\"duration_ms\":\(durationMilliseconds)")
+        add("error", errorCode)
         return "{" + fields.joined(separator: ",") + "}"
     }
 

@@ -16,12 +16,15 @@ final class ExchangeRules {
     let destinations: DestinationCheck
     /// The proxy authenticator of `access.users` for a forward listener (nil: none, or another mode).
     let authenticator: ProxyAuthenticator?
+    /// Whether the proxy is offline (`serve --offline` or `offline: true`): nothing goes upstream.
+    let offline: Bool
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
         // The generation first: rules read after it are at least as new as it says.
         generation = environment.policy.generation
         upstreamTimeout = environment.policy.limits.upstreamTimeout
+        offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(
             access: environment.policy.access,
             ownListeners: environment.ownListeners,

@@ -15,6 +15,7 @@ struct ListenerEnvironment: Sendable {
         var authenticators: AuthenticatorCache
         var resolver: AddressResolver
         var interceptor: Interceptor?
+        var offline: OfflineMode
     }
 
     @CopyOnWrite private var parts: Parts
@@ -60,6 +61,12 @@ struct ListenerEnvironment: Sendable {
         _modify { yield &parts.interceptor }
     }
 
+    /// Offline mode: forced or not, the manifest, the miss report.
+    var offline: OfflineMode {
+        _read { yield parts.offline }
+        _modify { yield &parts.offline }
+    }
+
     /// An environment of these parts.
     init(
         mode: ListenerMode,
@@ -69,7 +76,8 @@ struct ListenerEnvironment: Sendable {
         ownListeners: OwnListeners,
         authenticators: AuthenticatorCache,
         resolver: AddressResolver,
-        interceptor: Interceptor? = nil
+        interceptor: Interceptor? = nil,
+        offline: OfflineMode = OfflineMode()
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -80,7 +88,8 @@ struct ListenerEnvironment: Sendable {
                 ownListeners: ownListeners,
                 authenticators: authenticators,
                 resolver: resolver,
-                interceptor: interceptor
+                interceptor: interceptor,
+                offline: offline
             )
         )
     }

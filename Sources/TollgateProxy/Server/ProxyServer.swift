@@ -34,6 +34,10 @@ public final class ProxyServer: Sendable {
     private let serverChannel: any Channel
     private let connections: OpenConnections
     private let group: any EventLoopGroup
+    private let resolver: AddressResolver
+
+    /// How many names the listener's destination checks have looked up (for tests of offline mode).
+    package var destinationLookups: Int { resolver.lookupCount }
 
     private init(
         configuration: Configuration,
@@ -42,8 +46,10 @@ public final class ProxyServer: Sendable {
         ownListeners: OwnListeners,
         serverChannel: any Channel,
         connections: OpenConnections,
-        group: any EventLoopGroup
+        group: any EventLoopGroup,
+        resolver: AddressResolver
     ) {
+        self.resolver = resolver
         self.configuration = configuration
         self.policy = policy
         self.ownSession = ownSession
@@ -93,6 +99,7 @@ public final class ProxyServer: Sendable {
             throw ProxyServerError.badConfiguration(error.description)
         }
         let connections = OpenConnections()
+        let resolver = AddressResolver()
         let environment = ListenerEnvironment(
             mode: configuration.mode,
             policy: policy,
@@ -100,8 +107,9 @@ public final class ProxyServer: Sendable {
             metrics: configuration.metrics,
             ownListeners: ownListeners,
             authenticators: authenticators,
-            resolver: AddressResolver(),
-            interceptor: configuration.interceptor
+            resolver: resolver,
+            interceptor: configuration.interceptor,
+            offline: configuration.offline
         )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -131,7 +139,8 @@ public final class ProxyServer: Sendable {
             ownListeners: ownListeners,
             serverChannel: serverChannel,
             connections: connections,
-            group: group
+            group: group,
+            resolver: resolver
         )
         ownListeners.register(server.boundAddress)
         return server

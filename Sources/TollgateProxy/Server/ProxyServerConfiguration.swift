@@ -16,6 +16,10 @@ extension ProxyServer {
         /// Mints the certificates of intercepted CONNECTs (share one among the listeners of a
         /// process). Nil: no interception, every CONNECT is tunnelled. Default: nil.
         public var interceptor: Interceptor?
+        /// Offline mode (share one among the listeners of a process): `--offline`, the manifest
+        /// and the miss report; without `forced`, the policy's `offline` decides. Default: not
+        /// forced, no manifest.
+        public var offline: OfflineMode
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -23,9 +27,11 @@ extension ProxyServer {
             mode: ListenerMode = .forward,
             accessLog: AccessLog = .standardError,
             metrics: ProxyMetrics = ProxyMetrics(),
-            interceptor: Interceptor? = nil
+            interceptor: Interceptor? = nil,
+            offline: OfflineMode = OfflineMode()
         ) {
             self.interceptor = interceptor
+            self.offline = offline
             self.metrics = metrics
             self.listen = listen
             self.mode = mode

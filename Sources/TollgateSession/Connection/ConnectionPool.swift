@@ -216,7 +216,12 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
+    /// How many connections the pool has started to make (for tests of offline mode).
+    var connectionsStarted: Int { started.withLockedValue { $0 } }
+    private let started = NIOLockedValueBox(0)
+
     private func connect(key: ConnectionKey, eventLoop: any EventLoop) {
+        started.withLockedValue { $0 += 1 }
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
         let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)

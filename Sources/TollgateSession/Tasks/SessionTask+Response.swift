@@ -182,6 +182,9 @@ extension SessionTask {
     /// A held redirect or 401 becomes the task's response after all (not followed, not answered).
     func deliverPendingAsResponse(_ pending: TaskEngine.PendingRedirect) {
         engine.redirect = nil
+        // Stored like any response when the rules allow (a 301 or 308 is heuristically cacheable):
+        // a client that follows redirects itself is then served every hop from the cache, offline too.
+        beginStoringIfAllowed(pending.head)
         deliverResponse(pending.head)
         for piece in pending.body { acceptBody(piece) }
         if pending.ended {

@@ -1,0 +1,37 @@
+public import TollgateCache
+public import TollgateHTTP
+
+/// The manifest an offline proxy serves by (`serve --offline --manifest FILE`): only the
+/// variants it lists, each checked against the cache when the proxy starts; an entry that
+/// failed that check is left out, so its URL is a miss rather than a different artifact.
+public struct ManifestLock: Sendable {
+    /// The entries served, by cache key.
+    private let entriesByKey: [String: [CacheManifest.Entry]]
+    /// The entries left out, and why.
+    public let problems: [ManifestProblem]
+
+    /// The lock of `manifest`, without the entries `problems` names.
+    public init(_ manifest: CacheManifest, problems: [ManifestProblem]) {
+        let bad = Set(problems.map(\.entry.identity))
+        var byKey: [String: [CacheManifest.Entry]] = [:]
+        for entry in manifest.entries where !bad.contains(entry.identity) {
+            byKey[entry.key, default: []].append(entry)
+        }
+        self.entriesByKey = byKey
+        self.problems = problems
+    }
+
+    /// How many entries are served.
+    public var count: Int { entriesByKey.values.reduce(0) { $0 + $1.count } }
+
+    /// The entry a request for the cache key `key` with `headerFields` is served from, or nil.
+    public func entry(forKey key: String, headerFields: HeaderFields) -> CacheManifest.Entry? {
+        entriesByKey[key]?.first { $0.isSelected(by: headerFields) }
+    }
+
+    /// The problem that left out the entry a request for `key` with `headerFields` would have
+    /// been served from, if one did.
+    public func problem(forKey key: String, headerFields: HeaderFields) -> ManifestProblem? {
+        problems.first { $0.entry.key == key && $0.entry.isSelected(by: headerFields) }
+    }
+}
