@@ -25,6 +25,14 @@
 # haproxy.pid and haproxy.log.
 set -euo pipefail
 
+# Close every descriptor inherited above 2: the daemons started below would hold them open for
+# their whole life, and a caller waiting for one to reach end-of-file (a pipe of `ssh`, a CI
+# runner, Foundation's Process, which watches such a descriptor for its child's exit) would wait
+# for the cluster to stop instead of for this script.
+for fd in $(ls /proc/$$/fd); do
+    if [ "$fd" -gt 2 ]; then eval "exec $fd>&-" 2>/dev/null || true; fi
+done
+
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 root=$(cd "$here/../.." && pwd)
 TOLLGATE=${TOLLGATE:-$root/.build/release/tollgate}
