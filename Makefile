@@ -3,6 +3,7 @@
 #   make deps      check (and, as root, install) the Debian packages the build and tests need
 #   make build     debug build            make release   release build
 #   make run       release build, then `tollgate serve` on 127.0.0.1:3128
+#   make install   release binary, systemd unit, default configuration (PREFIX=/usr/local, DESTDIR)
 #   make test      build the tests, run the whole suite, then the whole suite again compiled
 #                  as a release build (make test-release); at most 20 minutes in all
 #
@@ -20,8 +21,9 @@ ifeq ($(STRICT),1)
 SWIFT_FLAGS += -Xswiftc -warnings-as-errors --explicit-target-dependency-import-check error
 endif
 
-# What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix
+# What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
+# for the cluster of deploy/cluster) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
 # (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 20 minutes (they take about
 # 1 and 5). Tests run one at a time (--no-parallel): many of them measure timeouts and
@@ -34,7 +36,18 @@ TEST_LOG_RELEASE := .build/test-release.log
 # Where `make test-release` builds (apart from .build/release, which `make run` and bench/ use).
 RELEASE_TEST_BUILD := .build/release-tests
 
-.PHONY: help deps build release run test test-release release-suite bench clean format lint
+# `make install`: where things go. DESTDIR is prepended to every path (staged installs, packages).
+# The configuration is in /etc/tollgate whatever PREFIX is: the unit's ConfigurationDirectory.
+PREFIX ?= /usr/local
+DESTDIR ?=
+BINDIR ?= $(PREFIX)/bin
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+DOCDIR ?= $(PREFIX)/share/doc/tollgate
+CONFDIR := /etc/tollgate
+# The binary installed; built with `make release` when missing.
+RELEASE_BINARY ?= .build/release/tollgate
+
+.PHONY: help deps build release run test test-release release-suite bench clean format lint install uninstall
 
 help: ## List the targets
 	@echo "Tollgate: make TARGET"
@@ -94,6 +107,34 @@ RELEASE_BUILD_FLAGS := -c release --static-swift-stdlib $(LTO_FLAGS) $(DEPENDENC
 
 release: deps ## Release build (swift build -c release, LTO, Swift runtime linked statically)
 	$(SWIFT) build $(RELEASE_BUILD_FLAGS) $(SWIFT_FLAGS)
+
+# The unit names /usr/local/bin/tollgate and the docs under /usr/local/share/doc/tollgate; they are
+# rewritten for BINDIR and DOCDIR. An existing configuration is never replaced: the new default is
+# put beside it as tollgate.yaml.default.
+install: ## Install the release binary, the systemd unit and a default configuration (PREFIX, DESTDIR)
+	@if [ ! -x "$(RELEASE_BINARY)" ]; then $(MAKE) --no-print-directory release; fi
+	install -D -m 0755 "$(RELEASE_BINARY)" "$(DESTDIR)$(BINDIR)/tollgate"
+	install -d -m 0755 "$(DESTDIR)$(UNITDIR)"
+	sed -e 's|/usr/local/bin/tollgate|$(BINDIR)/tollgate|g' -e 's|/usr/local/share/doc/tollgate|$(DOCDIR)|g' \
+		deploy/systemd/tollgate.service >"$(DESTDIR)$(UNITDIR)/tollgate.service"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/tollgate.service"
+	install -d -m 0755 "$(DESTDIR)$(CONFDIR)"
+	@if [ -e "$(DESTDIR)$(CONFDIR)/tollgate.yaml" ]; then \
+		install -m 0644 deploy/systemd/tollgate.yaml "$(DESTDIR)$(CONFDIR)/tollgate.yaml.default"; \
+		echo "install: kept $(DESTDIR)$(CONFDIR)/tollgate.yaml; the new default is tollgate.yaml.default beside it"; \
+	else \
+		install -m 0644 deploy/systemd/tollgate.yaml "$(DESTDIR)$(CONFDIR)/tollgate.yaml"; \
+	fi
+	install -D -m 0644 docs/operations.md "$(DESTDIR)$(DOCDIR)/operations.md"
+	install -D -m 0644 docs/configuration.md "$(DESTDIR)$(DOCDIR)/configuration.md"
+	install -D -m 0644 deploy/README.md "$(DESTDIR)$(DOCDIR)/deploy.md"
+	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
+		echo "install: done; start it with: systemctl daemon-reload && systemctl enable --now tollgate"; \
+	fi
+
+uninstall: ## Remove what `make install` put in place, except the configuration in /etc/tollgate
+	rm -f "$(DESTDIR)$(BINDIR)/tollgate" "$(DESTDIR)$(UNITDIR)/tollgate.service"
+	rm -rf "$(DESTDIR)$(DOCDIR)"
 
 run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0.0.1:3128)
 	exec .build/release/tollgate serve
