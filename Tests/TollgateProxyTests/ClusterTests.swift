@@ -98,6 +98,57 @@ struct ClusterTests {
         }
     }
 
+    @Test(
+        "a cache tier: two dev proxies chained to the front with upstream-proxy; the second dev proxy's request is a hit in the tier, and the origin sees one request"
+    )
+    func devProxiesChainedToTheTier() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "object \(request.target)")
+        }
+        defer { origin.stop() }
+        let url = origin.url("/tier/object?v=1").absoluteString
+        try await withCluster { cluster in
+            var tierStatuses: [String] = []
+            for developer in ["dev1", "dev2"] {
+                let directory = try temporaryDirectory()
+                defer { try? FileManager.default.removeItem(at: directory) }
+                let configuration = directory.appendingPathComponent("dev.yaml")
+                try """
+                    listen:
+                      - address: "127.0.0.1:0"
+                        mode: forward
+                    cache:
+                      path: "\(directory.appendingPathComponent("cache").path)"
+                      kind: private
+                    sessions:
+                      default:
+                        upstream-proxy: "http://127.0.0.1:\(cluster.frontPort)"
+                    hosts:
+                      - match: "**"
+                        session: default
+                    """.write(to: configuration, atomically: true, encoding: .utf8)
+                let served = try await Served.start(["--config", configuration.path], directory: directory, lines: 1)
+                defer { served.child.kill() }
+                let host = "127.0.0.1:\(origin.port)"
+                let response = try await request(
+                    "GET \(url) HTTP/1.1\r\nHost: \(host)\r\n\r\n",
+                    port: try served.port("forward")
+                )
+                #expect(response.status == 200 && response.bodyText == "object /tier/object?v=1", "\(developer): \(response.status)")
+                // Cache-Status lists each cache on the way, the one nearest the origin first.
+                let cacheStatus = response.headers("Cache-Status").joined(separator: ", ")
+                tierStatuses.append(cacheStatus)
+                served.child.terminate()
+                #expect(try await served.child.waitForExit() == 0)
+            }
+            #expect(origin.requestCount == 1, "the origin saw \(origin.requestCount) requests")
+            #expect(tierStatuses.count == 2)
+            #expect(tierStatuses.first?.contains("hit") == false, "\(tierStatuses)")
+            // dev2 missed its own cache, and the tier answered from its cache.
+            #expect(tierStatuses.last?.contains("hit") == true, "\(tierStatuses)")
+        }
+    }
+
     @Test("try-local.sh stop ends every process start began and removes what it made")
     func stopCleansUp() async throws {
         var processes: [Int32] = []
