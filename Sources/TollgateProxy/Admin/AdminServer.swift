@@ -62,7 +62,7 @@ public final class AdminServer: Sendable {
                         )
                     }
                 }
-                .bind(host: address.host, port: address.port)
+                .bind(to: address)
                 .get()
         } catch {
             throw ProxyServerError.cannotListen(address, reason: describe(error))

@@ -239,6 +239,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             return
         }
         record.status = answer.status
+        record.errorCode = answer.code.rawValue
         record.bodyBytes = Int64(answer.body.readableBytes)
         finish()?.sendOwnAnswer(answer, close: true)
     }

@@ -1,3 +1,6 @@
+import NIOCore
+import NIOPosix
+
 /// Where a listener binds: a host (an IP address or a name) and a port, written `HOST:PORT`
 /// (`[::1]:3128` for IPv6). Port 0 asks the system for any free port.
 public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
@@ -56,4 +59,16 @@ public struct ListenAddress: Hashable, Sendable, CustomStringConvertible {
 
     /// `HOST:PORT`, IPv6 literals in brackets.
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+}
+
+extension ServerBootstrap {
+    /// Binds to `address`: an IP address directly, a name (such as `localhost`) through the
+    /// resolver. NIO's `bind(host:port:)` asks getaddrinfo even for an address, which consults
+    /// the name service (nscd) — a lookup an offline proxy must not make, not even at start.
+    func bind(to address: ListenAddress) -> EventLoopFuture<any Channel> {
+        if let socketAddress = try? SocketAddress(ipAddress: address.host, port: address.port) {
+            return bind(to: socketAddress)
+        }
+        return bind(host: address.host, port: address.port)
+    }
 }

@@ -126,7 +126,7 @@ public final class ProxyServer: Sendable {
             }
         let serverChannel: any Channel
         do {
-            serverChannel = try await bootstrap.bind(host: configuration.listen.host, port: configuration.listen.port)
+            serverChannel = try await bootstrap.bind(to: configuration.listen)
                 .get()
         } catch {
             ownSession?.invalidateAndCancel()
