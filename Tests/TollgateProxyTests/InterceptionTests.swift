@@ -78,6 +78,33 @@ private func curl(_ urls: String..., proxyPort: Int, cacert: String) async throw
     .enabled(if: tollgateBinary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"))
 )
 struct InterceptionTests {
+    @Test("Offline, an intercepted host is served from the cache through the minted certificate; another CONNECT is 504")
+    func interceptedOffline() async throws {
+        let setup = try await InterceptionSetup.make()
+        defer { setup.stop() }
+        let configuration = try setup.configuration()
+        let url = "https://localhost:\(setup.origin.port)/doc"
+        do {
+            let online = try await Served.start(["--config", configuration], directory: setup.directory, lines: 1)
+            defer { online.child.kill() }
+            let warmed = try await curl(url, proxyPort: try online.port("forward"), cacert: setup.interceptionCA)
+            #expect(warmed.stdout.contains("Cache-Status: tollgate; fwd=uri-miss; stored"), "\(warmed.stdout)")
+            online.child.send(SIGTERM)
+            _ = try await online.child.waitForExit()
+        }
+        setup.origin.stop()
+        let offline = try await Served.start(["--config", configuration, "--offline"], directory: setup.directory, lines: 1)
+        defer { offline.child.kill() }
+        let served = try await curl(url, proxyPort: try offline.port("forward"), cacert: setup.interceptionCA)
+        #expect(served.status == 0, "curl: \(served.stderr)")
+        #expect(served.stdout.contains("intercepted body /doc"), "\(served.stdout)")
+        #expect(served.stdout.contains("Cache-Status: tollgate; hit; detail=\"offline\""), "\(served.stdout)")
+        let missed = try await curl("https://localhost:\(setup.origin.port)/other", proxyPort: try offline.port("forward"), cacert: setup.interceptionCA)
+        #expect(missed.stdout.contains("HTTP/1.1 504"), "\(missed.stdout)")
+        #expect(missed.stdout.contains("Tollgate-Error: offline-miss"))
+        #expect(setup.origin.requestCount == 1)
+    }
+
     @Test("An intercepted CONNECT is answered with a minted leaf; the second request is a cache hit; other hosts are tunnelled untouched")
     func interceptsAndCaches() async throws {
         let setup = try await InterceptionSetup.make()
