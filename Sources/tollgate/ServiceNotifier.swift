@@ -24,7 +24,9 @@ final class ServiceNotifier: Sendable {
         do {
             return try ServiceNotifier(address: address)
         } catch {
-            standardError("tollgate: warning: NOTIFY_SOCKET=\(address): \(error.message); the service manager is not told")
+            standardError(
+                "tollgate: warning: NOTIFY_SOCKET=\(address): \(error.message); the service manager is not told"
+            )
             return nil
         }
     }

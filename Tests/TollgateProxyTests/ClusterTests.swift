@@ -92,9 +92,15 @@ struct ClusterTests {
             // Consistent hashing: the URLs that moved are exactly those of the stopped instance
             // (its access log, written out when it stopped); the others stayed where they were cached.
             let ofInstance2 = Set(served[1].map { String($0.dropFirst(originPrefix.count)) })
-            #expect(fetchedAgain == ofInstance2, "fetched again: \(fetchedAgain.sorted()); instance 2 had: \(ofInstance2.sorted())")
+            #expect(
+                fetchedAgain == ofInstance2,
+                "fetched again: \(fetchedAgain.sorted()); instance 2 had: \(ofInstance2.sorted())"
+            )
             // About a third: at least one, at most two thirds.
-            #expect((1...(Self.urlCount * 2 / 3)).contains(fetchedAgain.count), "\(fetchedAgain.count) of \(Self.urlCount) fetched again")
+            #expect(
+                (1...(Self.urlCount * 2 / 3)).contains(fetchedAgain.count),
+                "\(fetchedAgain.count) of \(Self.urlCount) fetched again"
+            )
         }
     }
 
@@ -114,19 +120,19 @@ struct ClusterTests {
                 defer { try? FileManager.default.removeItem(at: directory) }
                 let configuration = directory.appendingPathComponent("dev.yaml")
                 try """
-                    listen:
-                      - address: "127.0.0.1:0"
-                        mode: forward
-                    cache:
-                      path: "\(directory.appendingPathComponent("cache").path)"
-                      kind: private
-                    sessions:
-                      default:
-                        upstream-proxy: "http://127.0.0.1:\(cluster.frontPort)"
-                    hosts:
-                      - match: "**"
-                        session: default
-                    """.write(to: configuration, atomically: true, encoding: .utf8)
+                listen:
+                  - address: "127.0.0.1:0"
+                    mode: forward
+                cache:
+                  path: "\(directory.appendingPathComponent("cache").path)"
+                  kind: private
+                sessions:
+                  default:
+                    upstream-proxy: "http://127.0.0.1:\(cluster.frontPort)"
+                hosts:
+                  - match: "**"
+                    session: default
+                """.write(to: configuration, atomically: true, encoding: .utf8)
                 let served = try await Served.start(["--config", configuration.path], directory: directory, lines: 1)
                 defer { served.child.kill() }
                 let host = "127.0.0.1:\(origin.port)"
@@ -134,7 +140,10 @@ struct ClusterTests {
                     "GET \(url) HTTP/1.1\r\nHost: \(host)\r\n\r\n",
                     port: try served.port("forward")
                 )
-                #expect(response.status == 200 && response.bodyText == "object /tier/object?v=1", "\(developer): \(response.status)")
+                #expect(
+                    response.status == 200 && response.bodyText == "object /tier/object?v=1",
+                    "\(developer): \(response.status)"
+                )
                 // Cache-Status lists each cache on the way, the one nearest the origin first.
                 let cacheStatus = response.headers("Cache-Status").joined(separator: ", ")
                 tierStatuses.append(cacheStatus)

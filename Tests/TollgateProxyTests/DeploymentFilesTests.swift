@@ -30,14 +30,19 @@ struct DeploymentFilesTests {
         let exposure = try #require(Double(match.1))
         #expect(exposure <= 2.0, "exposure \(exposure)")
         // The settings the unit is meant to have are the ones the analyzer saw.
-        for setting in ["User=/DynamicUser=", "ProtectSystem=", "NoNewPrivileges=", "RestrictAddressFamilies=~AF_PACKET"] {
+        for setting in [
+            "User=/DynamicUser=", "ProtectSystem=", "NoNewPrivileges=", "RestrictAddressFamilies=~AF_PACKET",
+        ] {
             #expect(output.contains("✓ \(setting)"), "\(setting) is not rated as set: \(output)")
         }
     }
 
     @Test(
         "systemd-analyze verify accepts the unit (its ExecStart pointed at the built tollgate)",
-        .enabled(if: systemdAnalyze != nil && tollgateBinary != nil, "systemd-analyze or the tollgate executable is missing")
+        .enabled(
+            if: systemdAnalyze != nil && tollgateBinary != nil,
+            "systemd-analyze or the tollgate executable is missing"
+        )
     )
     func unitVerifies() async throws {
         let directory = try temporaryDirectory()
@@ -53,7 +58,9 @@ struct DeploymentFilesTests {
         #expect(result.stderr.isEmpty && result.stdout.isEmpty, "\(result.stdout)\(result.stderr)")
     }
 
-    @Test("the unit is Type=notify, reloads with SIGHUP, restarts on failure, and keeps its paths in systemd's directories")
+    @Test(
+        "the unit is Type=notify, reloads with SIGHUP, restarts on failure, and keeps its paths in systemd's directories"
+    )
     func unitSettings() throws {
         let lines = Set(try String(contentsOf: Self.unit, encoding: .utf8).split(separator: "\n").map(String.init))
         for line in [
@@ -63,16 +70,24 @@ struct DeploymentFilesTests {
         ] {
             #expect(lines.contains(line), "missing: \(line)")
         }
-        #expect(lines.contains { $0.hasPrefix("Environment=") && $0.contains("XDG_CACHE_HOME=%C") && $0.contains("XDG_DATA_HOME=%S") })
+        #expect(
+            lines.contains {
+                $0.hasPrefix("Environment=") && $0.contains("XDG_CACHE_HOME=%C") && $0.contains("XDG_DATA_HOME=%S")
+            }
+        )
     }
 
     @Test(
         "the configurations deploy/ installs pass check-config, and keep the cache where the unit and the image give it room",
-        .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
+        .enabled(
+            if: tollgateBinary != nil,
+            "the tollgate executable was not found next to the tests or in .build/debug"
+        )
     )
     func installedConfigurationsAreValid() async throws {
         for (file, cachePath) in [
-            ("deploy/systemd/tollgate.yaml", "/var/cache/tollgate"), ("deploy/container/tollgate.yaml", "/var/cache/tollgate"),
+            ("deploy/systemd/tollgate.yaml", "/var/cache/tollgate"),
+            ("deploy/container/tollgate.yaml", "/var/cache/tollgate"),
         ] {
             let path = packageRoot.appendingPathComponent(file).path
             let result = try await ChildProcess.run(try #require(tollgateBinary), ["check-config", path])
@@ -100,13 +115,19 @@ struct DeploymentFilesTests {
         #expect(first.status == 0, "\(first.stdout)\(first.stderr)")
         let manager = FileManager.default
         #expect(manager.isExecutableFile(atPath: stage + "/opt/tollgate/bin/tollgate"))
-        let unit = try String(contentsOfFile: stage + "/opt/tollgate/lib/systemd/system/tollgate.service", encoding: .utf8)
+        let unit = try String(
+            contentsOfFile: stage + "/opt/tollgate/lib/systemd/system/tollgate.service",
+            encoding: .utf8
+        )
         #expect(unit.contains("ExecStart=/opt/tollgate/bin/tollgate serve --config %E/tollgate/tollgate.yaml"))
         #expect(!unit.contains("/usr/local/"))
         let configuration = stage + "/etc/tollgate/tollgate.yaml"
         #expect(
             try String(contentsOfFile: configuration, encoding: .utf8)
-                == String(contentsOf: packageRoot.appendingPathComponent("deploy/systemd/tollgate.yaml"), encoding: .utf8)
+                == String(
+                    contentsOf: packageRoot.appendingPathComponent("deploy/systemd/tollgate.yaml"),
+                    encoding: .utf8
+                )
         )
         // A second install leaves the operator's file alone.
         try "# edited\n".write(toFile: configuration, atomically: true, encoding: .utf8)
@@ -116,7 +137,9 @@ struct DeploymentFilesTests {
         #expect(manager.fileExists(atPath: configuration + ".default"))
     }
 
-    @Test("the Containerfile builds in the Swift image and runs on slim Debian 12 with libssl3 and liblmdb0, as a non-root user, the cache a volume, a health check on /healthz")
+    @Test(
+        "the Containerfile builds in the Swift image and runs on slim Debian 12 with libssl3 and liblmdb0, as a non-root user, the cache a volume, a health check on /healthz"
+    )
     func containerfileStructure() throws {
         let text = try String(
             contentsOf: packageRoot.appendingPathComponent("deploy/container/Containerfile"),

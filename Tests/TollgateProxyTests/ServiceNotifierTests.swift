@@ -16,7 +16,9 @@ import Glibc
     .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
 )
 struct ServiceNotifierTests {
-    @Test("serve sends READY=1 once its listeners accept, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 after SIGTERM")
+    @Test(
+        "serve sends READY=1 once its listeners accept, RELOADING=1 then READY=1 around SIGHUP, STOPPING=1 after SIGTERM"
+    )
     func readyReloadingStoppingOnAPathSocket() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -41,7 +43,10 @@ struct ServiceNotifierTests {
         let line = try #require(printed.firstMatch(of: #/listening on 127\.0\.0\.1:(\d+) \(forward\)/#))
         let port = try #require(Int(line.1))
         #expect(printed.contains("(admin)"), "\(printed)")
-        #expect(ready.lines.contains { $0.hasPrefix("STATUS=listening on 127.0.0.1:\(port) (forward)") }, "\(ready.lines)")
+        #expect(
+            ready.lines.contains { $0.hasPrefix("STATUS=listening on 127.0.0.1:\(port) (forward)") },
+            "\(ready.lines)"
+        )
         let client = try await RawClient.connect(host: "127.0.0.1", port: port)
         client.close()
 
@@ -110,16 +115,16 @@ struct ServiceNotifierTests {
     private func writeConfiguration(in directory: URL) throws -> URL {
         let file = directory.appendingPathComponent("tollgate.yaml")
         try """
-            listen:
-              - address: "127.0.0.1:0"
-                mode: forward
-            admin:
-              address: "127.0.0.1:0"
-            cache:
-              path: "\(directory.appendingPathComponent("cache").path)"
-            log:
-              access: "off"
-            """.write(to: file, atomically: true, encoding: .utf8)
+        listen:
+          - address: "127.0.0.1:0"
+            mode: forward
+        admin:
+          address: "127.0.0.1:0"
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        log:
+          access: "off"
+        """.write(to: file, atomically: true, encoding: .utf8)
         return file
     }
 }
@@ -147,7 +152,11 @@ final class NotifySocket: Sendable {
     private let unlinkPath: String?
 
     private init(address: [UInt8], unlink: String?) throws {
-        descriptor = socket(AF_UNIX, Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue), 0)
+        descriptor = socket(
+            AF_UNIX,
+            Int32(SOCK_DGRAM.rawValue) | Int32(SOCK_NONBLOCK.rawValue) | Int32(SOCK_CLOEXEC.rawValue),
+            0
+        )
         unlinkPath = unlink
         guard descriptor >= 0 else { throw SocketFailure(call: "socket", code: errno) }
         var storage = sockaddr_un()
