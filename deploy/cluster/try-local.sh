@@ -156,7 +156,8 @@ hosts:
   - match: "**"
     session: default
 YAML
-    "$TOLLGATE" check-config "$d/tollgate.yaml" >/dev/null || fail "instance $n: bad configuration $d/tollgate.yaml"
+    local problems
+    problems=$("$TOLLGATE" check-config "$d/tollgate.yaml" 2>&1) || fail "instance $n: bad configuration: $problems"
     # Its own data directory (credentials, cookies) and cache defaults, apart from the user's.
     XDG_DATA_HOME="$d/data" XDG_CACHE_HOME="$d/xdg-cache" \
         "$TOLLGATE" serve --config "$d/tollgate.yaml" </dev/null >"$d/stdout" 2>"$d/stderr" &
