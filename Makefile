@@ -22,8 +22,8 @@ SWIFT_FLAGS += -Xswiftc -warnings-as-errors --explicit-target-dependency-import-
 endif
 
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
-# for the cluster of deploy/cluster) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy
+# for the cluster of deploy/cluster; strace, which watches an offline proxy's connects) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
 # (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 20 minutes (they take about
 # 1 and 5). Tests run one at a time (--no-parallel): many of them measure timeouts and
