@@ -121,7 +121,10 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateSessionTests",
-            dependencies: ["TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache"] + nio,
+            dependencies: [
+                "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
+            ] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -86,4 +86,61 @@ struct UpstreamProxyTests {
             #expect(origin.connectionCount == 0)
         }
     }
+
+    @Test("A stream task opens its tunnel through the parent, by name, and bytes flow both ways")
+    func streamTaskThroughParent() async throws {
+        let echo = try await LoopbackEchoServer.start()
+        defer { echo.stop() }
+        try await withProxy(configuration: allowingConnect(to: echo.port)) { parent in
+            let session = makeSession(through: parent, trusting: nil)
+            defer { session.invalidateAndCancel() }
+            let task = try session.streamTask(withHostName: "localhost", port: echo.port)
+            task.resume()
+            try await write("ping through the parent", to: task)
+            #expect(try await read(from: task, atLeast: 23) == "ping through the parent")
+            task.cancel()
+            try await eventually("the parent logs the CONNECT") {
+                parent.accessLog.contains { $0.contains("\"CONNECT localhost:\(echo.port) HTTP/1.1\" 200") }
+            }
+            #expect(echo.receivedBytes == Array("ping through the parent".utf8))
+        }
+    }
+
+    @Test("A stream task the parent refuses fails with the parent's status line, and reaches nothing")
+    func streamTaskRefusedByParent() async throws {
+        let echo = try await LoopbackEchoServer.start()
+        defer { echo.stop() }
+        try await withProxy { parent in  // CONNECT to 443 only
+            let session = makeSession(through: parent, trusting: nil)
+            defer { session.invalidateAndCancel() }
+            let task = try session.streamTask(withHostName: "127.0.0.1", port: echo.port)
+            task.resume()
+            await #expect {
+                try await read(from: task, atLeast: 1)
+            } throws: { error in
+                "\(error)".contains("refused CONNECT 127.0.0.1:\(echo.port): HTTP/1.1 403")
+            }
+            #expect(echo.receivedBytes.isEmpty)
+        }
+    }
+
+    private func write(_ text: String, to task: StreamTask) async throws {
+        try await withCheckedThrowingContinuation { (continuation: CheckedContinuation<Void, any Error>) in
+            task.write(ByteBuffer(string: text), timeout: .seconds(5)) { error in
+                if let error { continuation.resume(throwing: error) } else { continuation.resume() }
+            }
+        }
+    }
+
+    private func read(from task: StreamTask, atLeast count: Int) async throws -> String {
+        try await withCheckedThrowingContinuation { continuation in
+            task.readData(ofMinLength: count, maxLength: 65_536, timeout: .seconds(5)) { bytes, _, error in
+                if let error {
+                    continuation.resume(throwing: error)
+                } else {
+                    continuation.resume(returning: bytes.map { String(buffer: $0) } ?? "")
+                }
+            }
+        }
+    }
 }

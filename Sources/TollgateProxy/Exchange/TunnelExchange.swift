@@ -9,7 +9,9 @@ import TollgateTLS
 /// Only to the ports of `access.connect-ports` (403 `connect-port-denied` otherwise), only to a
 /// destination the rules allow (403 `host-denied`), checked on the resolved address; the stream
 /// task then connects to that very address, so a name cannot resolve differently between the
-/// check and the connection. Once connected the client gets `200 Connection Established` and a
+/// check and the connection. When the route's session has an `upstream-proxy`, the stream task
+/// asks the parent for the tunnel by name instead (`CONNECT host:port`), and a name that does not
+/// resolve here is left to the parent. Once connected the client gets `200 Connection Established` and a
 /// ``StreamRelay`` carries bytes both ways until both sides have closed.
 ///
 /// When the host's rule says `intercept: true` the tunnel is not opened: the client gets `200` at
@@ -82,15 +84,24 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
                 return
             }
         }
+        let viaParent = route.session.configuration.upstreamProxy != nil
         rules.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
             switch verdict {
             case .allowed(let address):
-                connect(to: CanonicalHost(address), on: route)
+                // Through an upstream proxy the tunnel is asked for by name: the parent resolves
+                // it (and applies its own rules); the name's local addresses were checked here.
+                connect(to: viaParent ? host : CanonicalHost(address), on: route)
             case .denied(let why):
                 respond(OwnResponse(.hostDenied, why))
             case .unresolvable(let why):
-                respond(OwnResponse(.upstreamUnreachable, why))
+                // A name only the parent can resolve (an internal zone, a machine without DNS):
+                // the parent decides. Direct, there is nothing to connect to.
+                if viaParent {
+                    connect(to: host, on: route)
+                } else {
+                    respond(OwnResponse(.upstreamUnreachable, why))
+                }
             }
         }
     }

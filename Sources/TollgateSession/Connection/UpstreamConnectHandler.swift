@@ -6,10 +6,13 @@ import NIOCore
 /// tunnel.
 ///
 /// The channel has auto-read off (as every pool connection): the handler asks for bytes itself
-/// until the answer's head is complete. Bytes after the head cannot come before the client's TLS
-/// hello; any that do are a protocol error.
+/// until the answer's head is complete. Under a TLS connection bytes after the head cannot come
+/// before the client's hello, and any that do are a protocol error; under a stream task
+/// (`passesLeftover`) the origin may speak first (an SSH or SMTP banner), and what followed the
+/// head is passed on down the pipeline.
 final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
+    typealias InboundOut = ByteBuffer
     typealias OutboundOut = ByteBuffer
 
     /// The longest answer head read from the proxy.
@@ -20,11 +23,14 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
     private var done = false
     /// Succeeds when the proxy answered 2xx; fails with the reason otherwise.
     let established: EventLoopPromise<Void>
+    /// Whether bytes after the answer's head go on down the pipeline (else they are an error).
+    private let passesLeftover: Bool
 
     /// A handler for a tunnel to `host:port` (IPv6 literals without brackets).
-    init(host: String, port: Int, eventLoop: any EventLoop) {
+    init(host: String, port: Int, eventLoop: any EventLoop, passesLeftover: Bool = false) {
         self.target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         self.established = eventLoop.makePromise(of: Void.self)
+        self.passesLeftover = passesLeftover
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -65,11 +71,16 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
             finish(context: context, failure: "the upstream proxy refused CONNECT \(target): \(statusLine)")
             return
         }
-        guard end.upperBound == view.endIndex else {
+        guard end.upperBound == view.endIndex || passesLeftover else {
             finish(context: context, failure: "the upstream proxy sent bytes before the TLS handshake")
             return
         }
         done = true
+        if end.upperBound < view.endIndex {
+            let leftover = buffer.getSlice(at: end.upperBound, length: view.endIndex - end.upperBound)
+            received = nil
+            if let leftover { context.fireChannelRead(wrapInboundOut(leftover)) }
+        }
         established.succeed(())
     }
 

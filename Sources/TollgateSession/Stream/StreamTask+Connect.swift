@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import TollgateHTTP
@@ -15,10 +16,16 @@ extension StreamTask {
         metrics.resourceFetchType = .networkLoad
         engine.transactions.append(metrics)
         let loop = eventLoop
-        NameResolver(threadPool: .singleton).resolve(host: host, port: port, on: loop).flatMap { [self] addresses -> EventLoopFuture<any Channel> in
+        // With an upstream proxy the connection is the proxy's, and a CONNECT to host:port opens
+        // the tunnel (the proxy resolves the name), as a data task's https connection does.
+        let proxy = session.configuration.upstreamProxy
+        engine.transaction.isProxyConnection = proxy != nil
+        let dialled = proxy.map { ($0.host, $0.port) } ?? (host, port)
+        let tunnel = proxy.map { _ in (host: host, port: port) }
+        NameResolver(threadPool: .singleton).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap { [self] addresses -> EventLoopFuture<any Channel> in
             engine.transaction.domainLookupEndDate = Date()
             engine.transaction.connectStartDate = Date()
-            return connect(to: addresses)
+            return connect(to: addresses, tunnel: tunnel)
         }.whenComplete { [self] result in
             switch result {
             case .success(let channel):
@@ -70,10 +77,13 @@ extension StreamTask {
         for body in waiting { body() }
     }
 
-    private func connect(to addresses: [SocketAddress]) -> EventLoopFuture<any Channel> {
+    /// Connects to the first address that answers; with `tunnel`, the addresses are an upstream
+    /// proxy's, and the channel is handed over once the proxy answered `CONNECT` with a 2xx.
+    private func connect(to addresses: [SocketAddress], tunnel: (host: String, port: Int)?) -> EventLoopFuture<any Channel> {
         guard let first = addresses.first else {
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address"))
         }
+        let connectBox = NIOLockedValueBox<UpstreamConnectHandler?>(nil)
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -81,18 +91,37 @@ extension StreamTask {
             .connectTimeout(.seconds(10))
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
+                    if let tunnel {
+                        let connect = UpstreamConnectHandler(
+                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true
+                        )
+                        try channel.pipeline.syncOperations.addHandler(connect)
+                        connectBox.withLockedValue { $0 = connect }
+                    }
                     try channel.pipeline.syncOperations.addHandler(StreamConnectionHandler())
                 }
             }
             .connect(to: first)
+            .flatMap { channel -> EventLoopFuture<any Channel> in
+                guard let connect = connectBox.withLockedValue({ $0 }) else { return channel.eventLoop.makeSucceededFuture(channel) }
+                return connect.established.futureResult.flatMapThrowing {
+                    channel.pipeline.syncOperations.removeHandler(connect, promise: nil)
+                    return channel
+                }.flatMapErrorThrowing { error in
+                    channel.close(promise: nil)
+                    throw error
+                }
+            }
             .flatMapError { [self] error in
+                // The proxy answered, and refused: another of its addresses would say the same.
+                if error is SessionError { return eventLoop.makeFailedFuture(error) }
                 let rest = Array(addresses.dropFirst())
                 if rest.isEmpty {
                     return eventLoop.makeFailedFuture(
                         SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(error)")
                     )
                 }
-                return connect(to: rest)
+                return connect(to: rest, tunnel: tunnel)
             }
     }
 

@@ -1,0 +1,114 @@
+import NIOCore
+import NIOEmbedded
+import Testing
+import TollgateTesting
+
+@testable import TollgateSession
+
+/// The CONNECT through an upstream proxy, event by event on an EmbeddedChannel.
+@Suite("Opening a tunnel through an upstream proxy (UpstreamConnectHandler)")
+struct UpstreamConnectHandlerTests {
+    /// A channel with the handler in front of a collector of what it passes on.
+    private func channel(passesLeftover: Bool) throws -> (EmbeddedChannel, UpstreamConnectHandler, Collector) {
+        let channel = EmbeddedChannel()
+        let handler = UpstreamConnectHandler(
+            host: "deps.example", port: 443, eventLoop: channel.eventLoop, passesLeftover: passesLeftover
+        )
+        let collector = Collector()
+        try channel.pipeline.syncOperations.addHandler(handler)
+        try channel.pipeline.syncOperations.addHandler(collector)
+        try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 3128)).wait()
+        return (channel, handler, collector)
+    }
+
+    private func state(of promise: EventLoopPromise<Void>) -> Result<Void, any Error>? {
+        var outcome: Result<Void, any Error>?
+        promise.futureResult.whenComplete { outcome = $0 }
+        return outcome
+    }
+
+    @Test("It sends CONNECT with Host once active and opens on a 2xx split over two reads")
+    func opensOnTwoHundred() throws {
+        let (channel, handler, collector) = try channel(passesLeftover: false)
+        let sent = try #require(try channel.readOutbound(as: ByteBuffer.self))
+        #expect(String(buffer: sent) == "CONNECT deps.example:443 HTTP/1.1\r\nHost: deps.example:443\r\n\r\n")
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 Connection Est"))
+        #expect(state(of: handler.established) == nil)
+        try channel.writeInbound(ByteBuffer(string: "ablished\r\n\r\n"))
+        guard case .success = state(of: handler.established) else {
+            Issue.record("the tunnel did not open")
+            return
+        }
+        #expect(collector.received.isEmpty)
+        #expect(channel.isActive)
+    }
+
+    @Test("Under a stream task, bytes after the head (an origin that speaks first) are passed on")
+    func passesTheBanner() throws {
+        let (channel, handler, collector) = try channel(passesLeftover: true)
+        _ = try channel.readOutbound(as: ByteBuffer.self)
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\nSSH-2.0-OpenSSH_9.2\r\n"))
+        guard case .success = state(of: handler.established) else {
+            Issue.record("the tunnel did not open")
+            return
+        }
+        #expect(collector.received == ["SSH-2.0-OpenSSH_9.2\r\n"])
+    }
+
+    @Test("Under TLS, bytes after the head are a protocol error and close the connection")
+    func refusesEarlyBytesUnderTLS() throws {
+        let (channel, handler, _) = try channel(passesLeftover: false)
+        _ = try channel.readOutbound(as: ByteBuffer.self)
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\n\r\nsurprise"))
+        guard case .failure(let error) = state(of: handler.established) else {
+            Issue.record("the tunnel opened")
+            return
+        }
+        #expect("\(error)".contains("bytes before the TLS handshake"))
+        #expect(!channel.isActive)
+    }
+
+    @Test("A refusal fails the tunnel with the proxy's status line")
+    func refusal() throws {
+        let (channel, handler, _) = try channel(passesLeftover: true)
+        _ = try channel.readOutbound(as: ByteBuffer.self)
+        try channel.writeInbound(ByteBuffer(string: "HTTP/1.1 407 Proxy Authentication Required\r\nProxy-Authenticate: Basic\r\n\r\n"))
+        guard case .failure(let error) = state(of: handler.established) else {
+            Issue.record("the tunnel opened")
+            return
+        }
+        #expect((error as? SessionError)?.code == .cannotConnectToHost)
+        #expect("\(error)".contains("refused CONNECT deps.example:443: HTTP/1.1 407 Proxy Authentication Required"))
+    }
+
+    @Test("An answer that is not HTTP, or never ends its head, fails the tunnel")
+    func garbage() throws {
+        let (channel, handler, _) = try channel(passesLeftover: true)
+        _ = try channel.readOutbound(as: ByteBuffer.self)
+        try channel.writeInbound(ByteBuffer(string: "SSH-2.0-x\r\n\r\n"))
+        guard case .failure(let error) = state(of: handler.established) else {
+            Issue.record("the tunnel opened")
+            return
+        }
+        #expect("\(error)".contains("is not HTTP"))
+
+        let (long, longHandler, _) = try self.channel(passesLeftover: true)
+        _ = try long.readOutbound(as: ByteBuffer.self)
+        try long.writeInbound(ByteBuffer(string: "HTTP/1.1 200 OK\r\n" + String(repeating: "X-Pad: y\r\n", count: 2_000)))
+        guard case .failure(let tooLong) = state(of: longHandler.established) else {
+            Issue.record("an endless head opened the tunnel")
+            return
+        }
+        #expect("\(tooLong)".contains("oversized head"))
+    }
+}
+
+/// Collects the text of what reaches it.
+private final class Collector: ChannelInboundHandler, @unchecked Sendable {
+    typealias InboundIn = ByteBuffer
+    var received: [String] = []
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        received.append(String(buffer: unwrapInboundIn(data)))
+    }
+}
