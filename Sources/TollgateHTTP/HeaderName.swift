@@ -66,4 +66,6 @@ extension HeaderName {
     public static let xForwardedFor = HeaderName("X-Forwarded-For")
     public static let xForwardedHost = HeaderName("X-Forwarded-Host")
     public static let xForwardedProto = HeaderName("X-Forwarded-Proto")
+    public static let xForwardedPort = HeaderName("X-Forwarded-Port")
+    public static let forwarded = HeaderName("Forwarded")
 }

@@ -8,20 +8,13 @@ extension PolicyConfiguration.Access {
     /// | `connect-ports` | list of ports | `[443]` |
     /// | `destinations` | list of `{ allow: TARGET }` / `{ deny: TARGET }` | none: every destination |
     /// | `users` | list of `{ name, password-file }` | none: no proxy authentication |
+    /// | `trusted-forwarders` | list of CIDRs | none: no client's forwarding fields are kept |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["clients", "connect-ports", "destinations", "users"]) else { return }
-        if let items = entry["clients"]?.scalarOrList("a list of CIDRs") {
-            clients = items.compactMap { item -> CIDR? in
-                guard let text = item.nonEmptyString("a CIDR such as 10.0.0.0/8") else { return nil }
-                do throws(CIDR.ParseError) {
-                    return try CIDR.parse(text)
-                } catch {
-                    item.report(error.description)
-                    return nil
-                }
-            }
-        }
+        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders"]
+        guard let entry = node.mapping(keys: keys) else { return }
+        if let cidrs = entry["clients"].flatMap(Self.readCIDRs) { clients = cidrs }
+        if let cidrs = entry["trusted-forwarders"].flatMap(Self.readCIDRs) { trustedForwarders = cidrs }
         if let items = entry["connect-ports"]?.scalarOrList("a list of ports") {
             connectPorts = items.compactMap { $0.int(in: 1...65535) }
         }
@@ -38,6 +31,20 @@ extension PolicyConfiguration.Access {
                 }
                 names[user.name] = item.line
                 return user
+            }
+        }
+    }
+
+    /// A list of CIDRs (or one), each problem reported on its item.
+    private static func readCIDRs(_ node: ConfigNode) -> [CIDR]? {
+        guard let items = node.scalarOrList("a list of CIDRs") else { return nil }
+        return items.compactMap { item -> CIDR? in
+            guard let text = item.nonEmptyString("a CIDR such as 10.0.0.0/8") else { return nil }
+            do throws(CIDR.ParseError) {
+                return try CIDR.parse(text)
+            } catch {
+                item.report(error.description)
+                return nil
             }
         }
     }

@@ -25,9 +25,19 @@ extension PolicyConfiguration {
         public var destinations: [DestinationRule] = []
         /// The proxy users (`users`). Default: none, no proxy authentication.
         public var users: [User] = []
+        /// The clients whose forwarding fields (`Forwarded`, `X-Forwarded-For`, `-Host`, `-Proto`,
+        /// `-Port`) are passed on (`trusted-forwarders`): a load balancer or proxy in front.
+        /// Default: none — every client's are replaced (reverse) or removed (forward), so a client
+        /// cannot make an origin that reflects them produce a response stored for everyone.
+        public var trustedForwarders: [CIDR] = []
 
         /// An access setting with every field at its default.
         public init() {}
+
+        /// Whether the forwarding fields of a client at `address` are passed on.
+        public func trustsForwarding(address: [UInt8]) -> Bool {
+            trustedForwarders.contains { $0.contains(address) }
+        }
 
         /// Whether a client at `address` (4 or 16 network bytes) may connect.
         public func allowsClient(address: [UInt8]) -> Bool {

@@ -53,6 +53,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     }
     /// The client connects over loopback (``StoredBodyTransfer``).
     private(set) var clientIsLoopback = false
+    /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
+    private(set) var clientTrustedForwarder = false
     /// The last host parsed for this connection's requests (a keep-alive client asks one host).
     private var canonicalHostAnswer = LastAnswer<String, CanonicalHost>()
     /// The rules this connection's exchanges go by, until the policy changes (``exchangeRules()``).
@@ -161,6 +163,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         let addressBytes = remote?.networkBytes
         clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
         clientIsLoopback = addressBytes.map(CIDR.isLoopback) ?? false
+        clientTrustedForwarder = addressBytes.map { access.trustsForwarding(address: $0) } ?? false
         if channelIsActive { updateTimers() }
     }
 

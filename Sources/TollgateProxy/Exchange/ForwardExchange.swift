@@ -79,6 +79,21 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
 
     /// Routes the request, checks its destination, and creates and resumes the task.
     func start() {
+        if head.hasBody, head.method == "GET" || head.method == "HEAD" {
+            // RFC 9110 §9.3.1: a body on a GET has no defined meaning, and a cache keys a GET by its
+            // URL alone: forwarded, the body could change what the origin answers, and that answer
+            // would be stored for everyone asking the plain URL. Refused, and the connection closed
+            // (the body is not read).
+            closeAfterResponse = true
+            respond(
+                OwnResponse(
+                    .badRequest,
+                    "a \(head.method) request with a body is refused: its answer could not be cached safely "
+                        + "(send the body with POST)"
+                )
+            )
+            return
+        }
         let route = connection?.route(for: url) ?? environment.policy.proxyRoute(for: url)
         record.route = route
         if route.isDenied {
@@ -178,8 +193,12 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
     }
 
-    /// The fields a reverse listener adds about the client, unless the client sent them.
+    /// The fields a reverse listener adds about the client, unless a trusted forwarder sent them.
     private static let forwardedFields = HeaderNameList([.xForwardedFor, .xForwardedHost, .xForwardedProto])
+    /// Every field that tells an origin how a request reached it.
+    private static let forwardingFields = HeaderNameList([
+        .xForwardedFor, .xForwardedHost, .xForwardedProto, .xForwardedPort, .forwarded,
+    ])
 
     /// The client's header fields as they go upstream: hop-by-hop fields removed (credentials
     /// for the proxy among them), Host left to the session (it derives it from the URL, as
@@ -197,6 +216,14 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             for value in upgrades { fields.add(name: .upgrade, value: value) }
         }
         let reverse = if case .reverse = environment.mode { true } else { false }
+        if fields.containsAny(of: Self.forwardingFields), connection?.clientTrustedForwarder != true {
+            // A client's own claims about the request's way here (its host, scheme, port) reach an
+            // origin that may build URLs from them into a response this cache stores for everyone:
+            // only a trusted forwarder's are kept (`access.trusted-forwarders`). A forward proxy
+            // passes X-Forwarded-For on as Squid does; a reverse one states the client itself.
+            for name in [HeaderName.forwarded, .xForwardedHost, .xForwardedProto, .xForwardedPort] { fields.remove(name) }
+            if reverse { fields.remove(.xForwardedFor) }
+        }
         // Usually the client sent none of the X-Forwarded-* fields (the key mask says so without
         // a walk): the proxy's lines are then the same as for the connection's last request.
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {

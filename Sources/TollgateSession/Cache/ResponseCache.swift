@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 public import NIOPosix
@@ -48,6 +49,9 @@ public final class ResponseCache: Sendable {
 
     private let collapsing = NIOLockedValueBox(Collapsing())
     private let backgroundRevalidations = NIOLockedValueBox<Set<CacheKey>>([])
+    /// Keys an unsafe request's success invalidated, with when, until storage has removed their
+    /// entries (off the loop): a lookup in between must not serve what they invalidated.
+    private let invalidated = NIOLockedValueBox<[CacheKey: Date]>([:])
 
     /// Wraps an open store.
     public init(store: CacheStore, threadPool: NIOThreadPool = .singleton) {
@@ -75,6 +79,52 @@ public final class ResponseCache: Sendable {
         guard method == .get || method == .head else { return nil }
         return CacheKey(url: url, normalizer: store.options.keyNormalizer)
     }
+
+    // MARK: invalidation (§4.4)
+
+    /// Invalidates `keys` at `time`: from now on a lookup on this cache treats what was stored
+    /// for them up to `time` as absent (``isInvalidated(_:storedAt:)``), and their entries are
+    /// removed from storage off the loop. Called before the unsafe response is delivered, so every
+    /// request that starts after the response was sent sees the invalidation in force.
+    func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) {
+        invalidated.withLockedValue { marks in
+            for key in keys { marks[key] = max(time, marks[key] ?? time) }
+        }
+        let store = self.store
+        offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }.whenComplete { [invalidated] _ in
+            // Entries stored up to `time` are gone now; a later invalidation keeps its own mark.
+            invalidated.withLockedValue { marks in
+                for key in keys where marks[key] == time { marks[key] = nil }
+            }
+        }
+    }
+
+    /// Whether what was stored for `key` at `storedAt` was invalidated since and is not yet
+    /// removed from storage.
+    func isInvalidated(_ key: CacheKey, storedAt: Date) -> Bool {
+        invalidated.withLockedValue { marks in
+            guard !marks.isEmpty, let time = marks[key] else { return false }
+            return storedAt <= time
+        }
+    }
+
+    /// A stored entry whose body file no longer has its recorded length (changed on disk behind
+    /// the store's back): logged, and removed off the loop; the request that found it goes on as
+    /// a miss.
+    func discardDamaged(_ entry: CacheEntry, sizeOnDisk: Int64, on eventLoop: any EventLoop) {
+        Self.logger.error(
+            "a stored body file was changed on disk; the entry is removed and the request goes on as a miss",
+            metadata: [
+                "url": "\(entry.response.url)", "entry": "\(entry.id)",
+                "recorded_bytes": "\(entry.response.bodyLength)", "bytes_on_disk": "\(sizeOnDisk)",
+            ]
+        )
+        let store = self.store
+        _ = offLoop(on: eventLoop) { _ = try? store.remove(id: entry.id) }
+    }
+
+    /// Where the cache's own events are logged.
+    static let logger = Logger(label: "tollgate.cache")
 
     /// Empties the cache (`Session.reset()`).
     public func removeAll() {

@@ -37,17 +37,23 @@ extension SessionTask {
             return false
         }
         engine.cacheKey = key
-        let entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
+        var entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
+        if let found = entry, cache.isInvalidated(key, storedAt: found.response.storedAt) { entry = nil }
         let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now)
         switch decision {
         case .fresh(let hit):
             guard let entry else { return false }
-            return serveStored(hit: hit, body: entry.body, request: request, stale: false, now: now)
+            if serveStored(hit: hit, entry: entry, request: request, stale: false, now: now) { return true }
+            return storedCopyUnusable(request, key: key, cache: cache)
         case .staleAcceptable(let hit):
             guard let entry else { return false }
-            return serveStored(hit: hit, body: entry.body, request: request, stale: true, now: now)
+            if serveStored(hit: hit, entry: entry, request: request, stale: true, now: now) { return true }
+            return storedCopyUnusable(request, key: key, cache: cache)
         case .staleWhileRevalidate(let hit, _):
-            guard let entry, serveStored(hit: hit, body: entry.body, request: request, stale: true, now: now) else { return false }
+            guard let entry else { return false }
+            guard serveStored(hit: hit, entry: entry, request: request, stale: true, now: now) else {
+                return storedCopyUnusable(request, key: key, cache: cache)
+            }
             revalidateInBackground(request, key: key, cache: cache)
             return true
         case .revalidate(let revalidation):
@@ -73,6 +79,13 @@ extension SessionTask {
             fail(SessionError(.resourceUnavailable, request.url, why))
             return true
         }
+    }
+
+    /// The stored body is gone (evicted since the lookup) or was changed on disk: a miss, as if
+    /// nothing were stored.
+    private func storedCopyUnusable(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
+        engine.cacheOutcome = CacheOutcome(result: .uriMiss)
+        return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
     }
 
     private static func missResult(_ reason: CacheLookupDecision.MissReason) -> CacheOutcome.Result {
@@ -137,16 +150,24 @@ extension SessionTask {
     /// `now`: when the caller read the clock for this (a stored response is fetched, starts and,
     /// when its body is inline, ends at that instant).
     func serveStored(
-        hit: CacheHit, body: CacheBody, request: Request, stale: Bool, outcome: CacheOutcome? = nil,
+        hit: CacheHit, entry: CacheEntry, request: Request, stale: Bool, outcome: CacheOutcome? = nil,
         now: Date = TickClock.date
     ) -> Bool {
         guard let cache = session.configuration.responseCache else { return false }
+        let body = entry.body
         var reader: StoredFileReader?
         let isHead = request.method == .head
         let conditional = cache.rules.answersConditional(clientRequest: request.head, stored: hit.stored)
         if case .file(let path, let length) = body, !isHead, !conditional {
             // Opened now: a file removed by eviction later stays readable through the descriptor.
             guard let handle = try? NIOFileHandle(_deprecatedPath: path) else { return false }
+            if let size = Self.fileSize(handle), size != length {
+                // Changed on disk behind the store's back (truncated, appended to): serving it would
+                // send the recorded Content-Length and then another body. A miss instead.
+                try? handle.close()
+                cache.discardDamaged(entry, sizeOnDisk: size, on: eventLoop)
+                return false
+            }
             reader = StoredFileReader(handle: handle, length: length)
         }
         var result = outcome ?? CacheOutcome(result: .hit)
@@ -259,9 +280,8 @@ extension SessionTask {
         return true
     }
 
-    /// The size of an open file (nil when it cannot be known). A file shorter than its recorded
-    /// length (damaged outside the store) is read piece by piece, which fails the task cleanly,
-    /// rather than sent as a region that would stop short.
+    /// The size of an open file (nil when it cannot be known): a body file whose size is not the
+    /// recorded length is not served (``serveStored(hit:entry:request:stale:outcome:now:)``).
     /// Called before anything was read, so the file offset is 0 and is left there.
     private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
         try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
@@ -279,9 +299,7 @@ extension SessionTask {
         guard let cache = session.configuration.responseCache else { return false }
         if engine.invalidatesOnSuccess, head.status < 400, let request = engine.request {
             let keys = cache.rules.invalidations(for: request.head, response: head, normalizer: cache.store.options.keyNormalizer)
-            if !keys.isEmpty {
-                _ = cache.offLoop(on: eventLoop) { for key in keys { _ = try? cache.store.remove(key: key) } }
-            }
+            if !keys.isEmpty { cache.invalidate(keys, at: Date(), on: eventLoop) }
         }
         guard let (_, revalidation) = engine.revalidation else { return false }
         if head.status == 304 {
@@ -327,7 +345,7 @@ extension SessionTask {
                 responseTime: updated.responseTime, now: TickClock.date, rules: cache.rules
             ))
             let outcome = CacheOutcome(result: .stale, forwardStatus: 304)
-            if !serveStored(hit: hit, body: entry.body, request: original, stale: false, outcome: outcome) {
+            if !serveStored(hit: hit, entry: entry, request: original, stale: false, outcome: outcome) {
                 sendToNetwork(original)
             }
         }
@@ -341,7 +359,7 @@ extension SessionTask {
         ))
         var outcome = engine.cacheOutcome ?? CacheOutcome(result: .stale)
         outcome.detail = "stale-if-error"
-        if !serveStored(hit: hit, body: entry.body, request: request, stale: true, outcome: outcome) {
+        if !serveStored(hit: hit, entry: entry, request: request, stale: true, outcome: outcome) {
             fail(SessionError(.resourceUnavailable, request.url, "the origin failed and the stored copy is gone"))
         }
     }

@@ -1,0 +1,187 @@
+import Foundation
+import Testing
+import TollgateHTTP
+import TollgateTesting
+
+/// Four ways a client or the disk could make the cache serve the wrong thing, tried as an
+/// attacker would, through the built executable.
+@Suite(
+    "Cache safety: what one client sends never becomes what another gets (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil)
+)
+struct CacheSafetyTests {
+    /// An origin that builds its (cacheable) answer from the forwarding fields it receives.
+    private func reflectingOrigin() async throws -> LoopbackOrigin {
+        try await LoopbackOrigin.start { request, respond in
+            let reflected = ["Forwarded", "X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "X-Forwarded-For"]
+                .map { "\($0)=\(request.headerFields[$0] ?? "-")" }.joined(separator: " ")
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: reflected)
+        }
+    }
+
+    @Test("A forward client's X-Forwarded-Host, -Proto, -Port and Forwarded never reach the origin")
+    func forwardingFieldsOfAForwardClient() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await reflectingOrigin()
+        defer { origin.stop() }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let poisoned = try await request(
+            "GET http://127.0.0.1:\(origin.port)/page HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Forwarded-Host: evil.example\r\n"
+                + "X-Forwarded-Proto: javascript\r\nX-Forwarded-Port: 1337\r\nForwarded: host=evil.example\r\n\r\n",
+            port: try served.port("forward")
+        )
+        #expect(poisoned.status == 200)
+        #expect(!poisoned.bodyText.contains("evil") && !poisoned.bodyText.contains("1337"), "\(poisoned.bodyText)")
+        let received = try #require(origin.requests.first)
+        for name in ["X-Forwarded-Host", "X-Forwarded-Proto", "X-Forwarded-Port", "Forwarded"] {
+            #expect(received.headerFields[name] == nil, "\(name) reached the origin")
+        }
+        let next = try await request(
+            "GET http://127.0.0.1:\(origin.port)/page HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("forward")
+        )
+        #expect(next.header("Cache-Status") == "tollgate; hit")
+        #expect(!next.bodyText.contains("evil"))
+    }
+
+    @Test("A reverse listener states the client's address, host and scheme itself, unless the client is a trusted forwarder")
+    func forwardingFieldsOfAReverseClient() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await reflectingOrigin()
+        defer { origin.stop() }
+        let spoofing =
+            "X-Forwarded-Host: evil.example\r\nX-Forwarded-For: 6.6.6.6\r\nX-Forwarded-Proto: https\r\nForwarded: for=6.6.6.6\r\n"
+
+        let untrusted = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
+        do {
+            let served = try await Served.start(["--config", untrusted.path], directory: directory, lines: 1)
+            defer { served.child.kill() }
+            let answer = try await request(
+                "GET /a HTTP/1.1\r\nHost: shop.example\r\n\(spoofing)\r\n", port: try served.port("reverse")
+            )
+            #expect(answer.bodyText == "Forwarded=- X-Forwarded-Host=shop.example X-Forwarded-Proto=http X-Forwarded-Port=- X-Forwarded-For=127.0.0.1")
+        }
+
+        let trusted = try writeReverseCacheConfiguration(
+            in: directory, upstreamPort: origin.port, more: "access:\n  trusted-forwarders: [\"127.0.0.0/8\"]"
+        )
+        let served = try await Served.start(["--config", trusted.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let answer = try await request("GET /b HTTP/1.1\r\nHost: shop.example\r\n\(spoofing)\r\n", port: try served.port("reverse"))
+        #expect(answer.bodyText.contains("X-Forwarded-Host=evil.example"), "\(answer.bodyText)")
+        #expect(answer.bodyText.contains("X-Forwarded-For=6.6.6.6, 127.0.0.1"), "\(answer.bodyText)")
+    }
+
+    @Test("A GET with a body is refused with 400 and a closed connection; nothing reaches the origin or the cache")
+    func getWithABody() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "answer to \(request.body.count) bytes")
+        }
+        defer { origin.stop() }
+        let config = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        let client = try await RawClient.connect(port: port)
+        defer { client.close() }
+        try await client.send("GET /search HTTP/1.1\r\nHost: x\r\nContent-Length: 9\r\n\r\n{\"q\":\"x\"}")
+        try await client.waitForClose()
+        let refused = try #require(client.responses.first)
+        #expect(refused.status == 400)
+        #expect(refused.header("Tollgate-Error") == "bad-request")
+        #expect(refused.bodyText.contains("with a body"))
+        let chunked = try await request(
+            "HEAD /search HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n3\r\nabc\r\n0\r\n\r\n", port: port
+        )
+        #expect(chunked.status == 400)
+        #expect(origin.requestCount == 0)
+        let plain = try await request("GET /search HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(plain.bodyText == "answer to 0 bytes")
+        #expect(plain.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+    }
+
+    @Test("A body file truncated behind the proxy's back is a miss: the entry is removed, logged, and fetched again")
+    func truncatedBodyFile() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = String(repeating: "0123456789", count: 30_000)
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: body)
+        }
+        defer { origin.stop() }
+        let config = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        #expect(try await request("GET /big HTTP/1.1\r\nHost: x\r\n\r\n", port: port).bodyText == body)
+        #expect(try await request("GET /big HTTP/1.1\r\nHost: x\r\n\r\n", port: port).header("Cache-Status") == "tollgate; hit")
+
+        let bodies = directory.appendingPathComponent("cache/bodies")
+        let name = try #require(try FileManager.default.contentsOfDirectory(atPath: bodies.path).first { $0.hasSuffix(".body") })
+        let handle = try FileHandle(forWritingTo: bodies.appendingPathComponent(name))
+        try handle.truncate(atOffset: 1_000)
+        try handle.close()
+
+        let again = try await request("GET /big HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+        #expect(again.status == 200)
+        #expect(again.bodyText == body, "the truncated file was served")
+        #expect(again.header("Cache-Status")?.hasPrefix("tollgate; fwd=uri-miss") == true, "\(again.header("Cache-Status") ?? "-")")
+        #expect(origin.requestCount == 2)
+        try await eventually("the log line") { served.child.standardError.contains("a stored body file was changed on disk") }
+        try await eventually("the stored copy again") {
+            (try? FileManager.default.contentsOfDirectory(atPath: bodies.path).filter { $0.hasSuffix(".body") }.count) == 1
+        }
+    }
+
+    /// End to end over new connections; the race itself (a GET before storage removed the entry)
+    /// is held open deterministically by SessionInvalidationTests.
+    @Test("A GET sent right after a POST to the same URL was answered, on another connection, is never the invalidated entry")
+    func invalidationInForce() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let version = VersionCounter()
+        let origin = try await LoopbackOrigin.start { request, respond in
+            if request.method == "POST" {
+                version.bump()
+                respond.send(status: 204)
+            } else {
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "version \(version.value)")
+            }
+        }
+        defer { origin.stop() }
+        let config = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        for round in 0..<25 {
+            let path = "/item/\(round)"
+            _ = try await request("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+            #expect(try await request("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port).header("Cache-Status") == "tollgate; hit")
+            let posted = try await request("POST \(path) HTTP/1.1\r\nHost: x\r\nContent-Length: 1\r\n\r\nx", port: port)
+            #expect(posted.status == 204)
+            let after = try await request("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+            #expect(after.bodyText == "version \(version.value)", "round \(round): \(after.header("Cache-Status") ?? "-")")
+        }
+    }
+}
+
+/// A number the origin's handler bumps (on its event loop) and reads.
+private final class VersionCounter: @unchecked Sendable {
+    private let lock = NSLock()
+    private var current = 0
+    var value: Int { lock.withLock { current } }
+    func bump() { lock.withLock { current += 1 } }
+}
