@@ -64,7 +64,7 @@ let package = Package(
         .target(name: "CTickClock"),
         .target(
             name: "TollgateCache",
-            dependencies: ["TollgateHTTP", "TollgateStore", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: ["TollgateHTTP", "TollgateStore", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")],
             swiftSettings: requestPathSettings
         ),
         .target(

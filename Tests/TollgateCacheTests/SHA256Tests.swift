@@ -42,4 +42,18 @@ struct SHA256Tests {
         #expect(hasher.finalize() == SHA256.hash(message))
         #expect(SHA256.hash(message) != SHA256.hash(message.dropLast()))
     }
+
+    @Test("A digest copied mid-stream goes on on its own, and finalizing leaves it open for more")
+    func valueSemantics() {
+        var first = SHA256()
+        first.update(Array("abc".utf8))
+        var second = first
+        second.update(Array("def".utf8))
+        #expect(first.finalize() == SHA256.hash(Array("abc".utf8)))
+        #expect(second.finalize() == SHA256.hash(Array("abcdef".utf8)))
+        first.update(Array("def".utf8))
+        #expect(first.finalize() == second.finalize())
+        #expect(MessageDigest.hash(.md5, Array("abc".utf8)).count == 16)
+        #expect(SHA256.hex(MessageDigest.hash(.md5, Array("abc".utf8))) == "900150983cd24fb0d6963f7d28e17f72")
+    }
 }

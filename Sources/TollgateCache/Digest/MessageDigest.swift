@@ -1,0 +1,94 @@
+import COpenSSL
+
+/// A message digest computed incrementally by OpenSSL's EVP interface — the crypto library the
+/// user chose for all digest work — with value semantics: a copy taken mid-stream goes on on its
+/// own (the context is duplicated on the first update after a copy).
+public struct MessageDigest: Sendable {
+    /// The algorithms Tollgate uses.
+    public enum Algorithm: Sendable {
+        /// SHA-256: stored bodies, the manifest, HTTP Digest `SHA-256`.
+        case sha256
+        /// MD5: HTTP Digest `MD5` only — never where collision resistance matters.
+        case md5
+
+        fileprivate var evp: OpaquePointer? {
+            switch self {
+            case .sha256: EVP_sha256()
+            case .md5: EVP_md5()
+            }
+        }
+
+        /// The digest's length in bytes.
+        public var digestCount: Int {
+            switch self {
+            case .sha256: 32
+            case .md5: 16
+            }
+        }
+    }
+
+    /// Owns one `EVP_MD_CTX`.
+    private final class Context: @unchecked Sendable {
+        // @unchecked: a Context is only used through the struct that owns it uniquely
+        // (copy-on-write), never from two threads at once.
+        let pointer: OpaquePointer
+
+        init(_ algorithm: Algorithm) {
+            // Allocation or initialization failing means OpenSSL itself is unusable.
+            guard let context = EVP_MD_CTX_new(), EVP_DigestInit_ex(context, algorithm.evp, nil) == 1 else {
+                preconditionFailure("OpenSSL could not start a \(algorithm) digest")
+            }
+            pointer = context
+        }
+
+        init(copying other: Context) {
+            guard let context = EVP_MD_CTX_new(), EVP_MD_CTX_copy_ex(context, other.pointer) == 1 else {
+                preconditionFailure("OpenSSL could not copy a digest context")
+            }
+            pointer = context
+        }
+
+        deinit { EVP_MD_CTX_free(pointer) }
+    }
+
+    /// The algorithm.
+    public let algorithm: Algorithm
+    private var context: Context
+
+    /// Starts a digest.
+    public init(_ algorithm: Algorithm) {
+        self.algorithm = algorithm
+        self.context = Context(algorithm)
+    }
+
+    /// Adds bytes.
+    public mutating func update(_ bytes: UnsafeRawBufferPointer) {
+        guard !bytes.isEmpty else { return }
+        if !isKnownUniquelyReferenced(&context) { context = Context(copying: context) }
+        EVP_DigestUpdate(context.pointer, bytes.baseAddress, bytes.count)
+    }
+
+    /// Adds bytes.
+    public mutating func update<Bytes: Sequence>(_ bytes: Bytes) where Bytes.Element == UInt8 {
+        let handled: Void? = bytes.withContiguousStorageIfAvailable { update(UnsafeRawBufferPointer($0)) }
+        if handled == nil { Array(bytes).withUnsafeBytes { update($0) } }
+    }
+
+    /// The digest of everything added; the value itself is left as it was (more may be added).
+    public func finalize() -> [UInt8] {
+        let copy = Context(copying: context)
+        var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
+        var length: UInt32 = 0
+        guard EVP_DigestFinal_ex(copy.pointer, &digest, &length) == 1 else {
+            preconditionFailure("OpenSSL could not finish a \(algorithm) digest")
+        }
+        return Array(digest.prefix(Int(length)))
+    }
+
+    /// The digest of `bytes`.
+    public static func hash<Bytes: Sequence>(_ algorithm: Algorithm, _ bytes: Bytes) -> [UInt8] where Bytes.Element == UInt8 {
+        var digest = MessageDigest(algorithm)
+        digest.update(bytes)
+        return digest.finalize()
+    }
+}
