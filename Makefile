@@ -128,12 +128,20 @@ install: ## Install the release binary, the systemd unit and a default configura
 	install -D -m 0644 docs/operations.md "$(DESTDIR)$(DOCDIR)/operations.md"
 	install -D -m 0644 docs/configuration.md "$(DESTDIR)$(DOCDIR)/configuration.md"
 	install -D -m 0644 deploy/README.md "$(DESTDIR)$(DOCDIR)/deploy.md"
+	install -d -m 0755 "$(DESTDIR)$(PREFIX)/share/bash-completion/completions" \
+		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions" "$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d"
+	"$(RELEASE_BINARY)" --generate-completion-script bash >"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tollgate"
+	"$(RELEASE_BINARY)" --generate-completion-script zsh >"$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tollgate"
+	"$(RELEASE_BINARY)" --generate-completion-script fish >"$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tollgate.fish"
 	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
 		echo "install: done; start it with: systemctl daemon-reload && systemctl enable --now tollgate"; \
 	fi
 
 uninstall: ## Remove what `make install` put in place, except the configuration in /etc/tollgate
-	rm -f "$(DESTDIR)$(BINDIR)/tollgate" "$(DESTDIR)$(UNITDIR)/tollgate.service"
+	rm -f "$(DESTDIR)$(BINDIR)/tollgate" "$(DESTDIR)$(UNITDIR)/tollgate.service" \
+		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tollgate" \
+		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tollgate" \
+		"$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tollgate.fish"
 	rm -rf "$(DESTDIR)$(DOCDIR)"
 
 run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0.0.1:3128)

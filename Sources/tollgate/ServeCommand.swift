@@ -87,6 +87,7 @@ struct ServeCommand: AsyncParsableCommand {
             stores = nil
         }
         let cookieCredentialStores = Self.openCookieCredentialStores()
+        standardError(Self.placesLine(configuration, hasCache: stores != nil))
         // The destination rules again where the session connects: a name that resolves to
         // something else than when the proxy checked it is refused there (DNS rebinding).
         let ownListeners = OwnListeners()

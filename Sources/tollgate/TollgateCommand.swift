@@ -10,6 +10,7 @@ struct TollgateCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "tollgate",
         abstract: "A caching HTTP proxy whose every request is carried out by a session task.",
+        version: TollgateVersion.current,
         subcommands: [
             ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self, CacheCommand.self, TrustCommand.self,
             CACommand.self, CredentialsCommand.self, CookiesCommand.self, WarmCommand.self,

@@ -44,6 +44,13 @@ struct ServeCommandTests {
         #expect(status == 0)
         #expect(served.child.standardOutput == printed, "nothing more on stdout")
         #expect(served.child.standardError.contains("\"GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\" 200 18"))
+        // Where it keeps things, said once at start (XDG_CACHE_HOME is the test's directory).
+        let places = try #require(served.child.standardError.split(separator: "\n").first { $0.hasPrefix("tollgate 0.") })
+        #expect(places.contains("cache \(directory.appendingPathComponent("xdg").path)/tollgate (shared, 1 GiB)"), "\(places)")
+        #expect(places.contains("; data ") && places.hasSuffix("; access log stderr (combined)"), "\(places)")
+        let version = try await ChildProcess.run(try #require(tollgateBinary), ["--version"])
+        #expect(version.status == 0)
+        #expect(places.hasPrefix("tollgate \(version.stdout.trimmingCharacters(in: .whitespacesAndNewlines)):"))
     }
 
     @Test(
@@ -187,6 +194,12 @@ struct ServeCommandTests {
         #expect(try await served.child.waitForExit() == 0)
         try await slow.waitForClose()
         #expect(slow.responses.first?.bodyText == "origin saw /slow", "in-flight exchanges finish at shutdown")
+        // The order of stopping: listeners, then the exchanges in flight, then the log, flushed last.
+        let log = try String(contentsOf: logFile, encoding: .utf8)
+        #expect(
+            log.split(separator: "\n").contains { $0.contains("/slow\"") && $0.contains("\"status\":200") },
+            "the last exchange's log line is written"
+        )
     }
 
     @Test("serve --config with a bad file exits 1 with one FILE:LINE: KEY: line per problem")

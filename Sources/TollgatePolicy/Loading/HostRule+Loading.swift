@@ -1,4 +1,5 @@
 import Foundation
+import Yams
 import TollgateTLS
 
 extension HostRule {
@@ -53,18 +54,40 @@ extension HostRule.Trust {
     /// ## Configuration keys:
     /// | key | type | default |
     /// |---|---|---|
-    /// | `roots` | `system`, a PEM bundle path, or a list of both | `system` |
+    /// | `roots` | `system`, a PEM bundle path, `{ file: PATH, optional: true }`, or a list of these | `system` |
     /// | `pins` | list of `sha256/BASE64` | none |
     /// | `pin-mode` | `enforce` \| `report` | `enforce` |
     /// | `pins-expire` | date `YYYY-MM-DD` (UTC) or RFC 3339 time | none |
     /// | `insecure` | boolean | `false` |
     /// | `deny` | boolean | `false` |
+    /// A roots entry written as a mapping: `{ file: PATH }`, or `{ file: PATH, optional: true }`
+    /// for a file used when it exists (checked only then) and skipped when it does not.
+    private static func readRootsFile(_ item: ConfigNode, into roots: inout Roots) {
+        guard let entry = item.mapping(keys: ["file", "optional"]), let fileNode = entry.required("file") else { return }
+        let optional = entry["optional"]?.bool() ?? false
+        guard optional else {
+            if let path = fileNode.readableFile() { roots.bundles.append(path) }
+            return
+        }
+        guard let written = fileNode.nonEmptyString("a file path") else { return }
+        let resolved = item.context.resolve(written)
+        if FileManager.default.fileExists(atPath: resolved), let path = fileNode.readableFile() {
+            roots.optionalBundles.append(path)
+        } else {
+            roots.optionalBundles.append(resolved)
+        }
+    }
+
     init(node: ConfigNode) {
         self.init()
         guard let entry = node.mapping(keys: HostRule.Trust.keys) else { return }
         if let rootsNode = entry["roots"], let items = rootsNode.scalarOrList("system, a PEM file, or a list of both") {
             var roots = Roots(includesSystem: false)
             for item in items {
+                if case Node.mapping = item.node {
+                    Self.readRootsFile(item, into: &roots)
+                    continue
+                }
                 guard let text = item.nonEmptyString("system or a PEM file path") else { continue }
                 if text == "system" {
                     roots.includesSystem = true

@@ -13,18 +13,23 @@ extension HostRule {
             public var includesSystem: Bool
             /// PEM bundle files whose certificates are trust anchors too (a `PATH`).
             public var bundles: [String]
+            /// PEM bundle files used when they exist and skipped when they do not
+            /// (`{ file: PATH, optional: true }`): a developer's local CA that not every machine has.
+            public var optionalBundles: [String]
 
             /// Creates a roots setting.
-            public init(includesSystem: Bool, bundles: [String] = []) {
+            public init(includesSystem: Bool, bundles: [String] = [], optionalBundles: [String] = []) {
                 self.includesSystem = includesSystem
                 self.bundles = bundles
+                self.optionalBundles = optionalBundles
             }
 
             /// The system roots only.
             public static let system = Roots(includesSystem: true)
 
             public var description: String {
-                ((includesSystem ? ["system"] : []) + bundles).joined(separator: ", ")
+                ((includesSystem ? ["system"] : []) + bundles + optionalBundles.map { "\($0) (if present)" })
+                    .joined(separator: ", ")
             }
         }
 

@@ -200,7 +200,9 @@ extension PolicySessionDelegate {
         var configuration = defaults
         var anchors: [Certificate] = []
         var unreadable: [String] = []
-        for path in decision.trust.roots.bundles {
+        // An optional bundle that does not exist (mkcert never run on this machine) adds nothing.
+        let present = decision.trust.roots.optionalBundles.filter { FileManager.default.fileExists(atPath: $0) }
+        for path in decision.trust.roots.bundles + present {
             switch files.certificates(inBundle: path) {
             case .success(let certificates):
                 anchors += certificates
