@@ -27,13 +27,7 @@ struct CacheSafetyTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let origin = try await reflectingOrigin()
         defer { origin.stop() }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-        listen:
-          - address: "127.0.0.1:0"
-        cache:
-          path: "\(directory.appendingPathComponent("cache").path)"
-        """.write(to: config, atomically: true, encoding: .utf8)
+        let config = try writeForwardCacheConfiguration(in: directory)
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let poisoned = try await request(

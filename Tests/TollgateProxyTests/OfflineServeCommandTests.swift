@@ -65,32 +65,10 @@ private struct WarmedCache {
 
     /// `tollgate serve --config … ARGUMENTS`, under `strace` (connect calls to `trace`) when given.
     func serve(_ arguments: [String], trace: URL? = nil) async throws -> Served {
-        let binary = try #require(tollgateBinary)
-        let command = ["serve", "--config", config.path] + arguments
-        let child: ChildProcess
-        if let trace {
-            child = try ChildProcess(
-                "/usr/bin/strace", ["-f", "-qq", "-e", "trace=connect", "-o", trace.path, binary] + command,
-                environment: environment
-            )
-        } else {
-            child = try ChildProcess(binary, command, environment: environment)
-        }
-        do {
-            try await eventually("2 listening lines", timeout: .seconds(20)) {
-                child.standardOutput.filter { $0 == "\n" }.count >= 2 || !child.isRunning
-            }
-        } catch {
-            child.kill()
-            throw error
-        }
-        let listeners = child.standardOutput.split(separator: "\n").compactMap { line -> (String, Int, String)? in
-            guard let match = line.wholeMatch(of: #/listening on (\S+):(\d+) \((\w+)\)/#), let port = Int(match.2) else {
-                return nil
-            }
-            return (String(match.1), port, String(match.3))
-        }
-        return Served(child: child, listeners: listeners)
+        try await Served.start(
+            ["--config", config.path] + arguments, directory: directory, lines: 2, environment: environment,
+            launcher: trace.map { ["/usr/bin/strace", "-f", "-qq", "-e", "trace=connect", "-o", $0.path] } ?? []
+        )
     }
 
     /// The large artifact's body file in the cache.

@@ -9,13 +9,17 @@ struct Served {
     let listeners: [(host: String, port: Int, mode: String)]
 
     /// Starts `tollgate serve ARGUMENTS` with its cache in `directory`, and waits for `lines`
-    /// listening lines.
-    static func start(_ arguments: [String], directory: URL, lines: Int) async throws -> Served {
+    /// listening lines. `environment` adds to the child's; `launcher` runs it under another
+    /// program (`["/usr/bin/strace", …]`), which is then the child.
+    static func start(
+        _ arguments: [String], directory: URL, lines: Int, environment: [String: String] = [:], launcher: [String] = []
+    ) async throws -> Served {
         let binary = try #require(tollgateBinary)
+        let command = launcher + [binary, "serve"] + arguments
         let child = try ChildProcess(
-            binary,
-            ["serve"] + arguments,
-            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path]
+            command[0],
+            Array(command.dropFirst()),
+            environment: ["XDG_CACHE_HOME": directory.appendingPathComponent("xdg").path].merging(environment) { $1 }
         )
         do {
             try await eventually("\(lines) listening lines") {
@@ -42,6 +46,20 @@ struct Served {
     func host(_ mode: String) throws -> String {
         try #require(listeners.first { $0.mode == mode }).host
     }
+}
+
+/// Writes `directory/tollgate.yaml`: one forward listener on 127.0.0.1 (any port) and a cache in
+/// `directory/cache`, then `more` (top-level YAML). Returns the file.
+func writeForwardCacheConfiguration(in directory: URL, more: String = "") throws -> URL {
+    let file = directory.appendingPathComponent("tollgate.yaml")
+    try """
+        listen:
+          - address: "127.0.0.1:0"
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        \(more)
+        """.write(to: file, atomically: true, encoding: .utf8)
+    return file
 }
 
 /// Writes `directory/tollgate.yaml`: one reverse listener on 127.0.0.1 (any port) to the origin
