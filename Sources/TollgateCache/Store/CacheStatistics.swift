@@ -14,6 +14,9 @@ public struct CacheStatistics: Sendable, Hashable {
     public var hits: UInt64
     /// Lookups that found none.
     public var misses: UInt64
+    /// Variants evicted (least recently used first) to stay under the capacity, since the store
+    /// was opened in this process.
+    public var evictions: UInt64 = 0
 }
 
 /// One line of `tollgate cache list`.

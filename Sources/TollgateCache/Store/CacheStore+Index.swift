@@ -159,6 +159,7 @@ extension CacheStore {
             if let file = try removeVariant(victim.value, txn) { files.append(file) }
             count += 1
         }
+        if count > 0 { state.withLock { $0.evictions += UInt64(count) } }
         return (count, files)
     }
 

@@ -10,14 +10,15 @@ extension CacheStore {
         let (variants, urls, bytes) = try environment.read { txn in
             (try txn.count(in: db.variants), try txn.count(in: db.entries), try total("bytes", txn))
         }
-        let (hits, misses) = state.withLock { ($0.hits, $0.misses) }
+        let (hits, misses, evictions) = state.withLock { ($0.hits, $0.misses, $0.evictions) }
         return CacheStatistics(
             entries: variants,
             urls: urls,
             bytes: bytes,
             capacity: options.maxSize,
             hits: hits,
-            misses: misses
+            misses: misses,
+            evictions: evictions
         )
     }
 

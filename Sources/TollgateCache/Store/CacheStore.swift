@@ -79,6 +79,8 @@ public final class CacheStore: Sendable {
         var lastFlush: Date
         var hits: UInt64
         var misses: UInt64
+        /// Variants evicted to stay under the capacity since the store was opened.
+        var evictions: UInt64 = 0
         var closed = false
     }
 
