@@ -189,9 +189,10 @@ extension PolicyConfiguration.Log {
     /// | `access` | `stderr` \| `stdout` \| `off` \| file path | `stderr` |
     /// | `format` | `combined` \| `json` | `combined` |
     /// | `level` | `trace` \| `debug` \| `info` \| `notice` \| `warning` \| `error` \| `critical` | `info` |
+    /// | `har-entries` | integer, 0 to 1,000,000 (0: none kept) | `1000` |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["access", "format", "level"]) else { return }
+        guard let entry = node.mapping(keys: ["access", "format", "level", "har-entries"]) else { return }
         if let accessNode = entry["access"] {
             // YAML 1.1 reads a plain `off` or `no` as false; both mean off here.
             if accessNode.tagName == .bool, accessNode.node.bool == false {
@@ -207,5 +208,6 @@ extension PolicyConfiguration.Log {
         }
         if let format = entry["format"]?.choice(Format.self) { self.format = format }
         if let level = entry["level"]?.choice(Level.self) { self.level = level }
+        if let harEntries = entry["har-entries"]?.int(in: 0...1_000_000) { self.harEntries = harEntries }
     }
 }

@@ -66,6 +66,9 @@ extension PolicyConfiguration {
         public var format: Format = .combined
         /// The diagnostic log's level (`level`). Default: info.
         public var level: Level = .info
+        /// How many recent exchanges the admin API keeps for `GET /har` and the live view
+        /// (`har-entries`); 0 keeps none. Default: 1000.
+        public var harEntries = 1000
 
         /// A log setting with every field at its default.
         public init() {}
