@@ -48,6 +48,8 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
     targets: [
         // C system libraries and the shims for what Swift cannot import (function-like macros).
@@ -89,6 +91,8 @@ let package = Package(
             dependencies: [
                 "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "CoreMetrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
             ] + nio,
             swiftSettings: requestPathSettings
         ),

@@ -15,12 +15,17 @@ public import TollgateSession
 /// | `GET /tasks` | JSON list of live tasks: session, identifier, kind, state, URL, bytes |
 /// | `POST /config/reload` | reloads the configuration file as SIGHUP does: `200`, or `400` with the problems, one per line |
 /// | `GET /offline/misses` | JSON list of what an offline proxy could not serve ([``OfflineMissReport``]) |
+/// | `GET /metrics` | the Prometheus text ([``ProxyMetrics``]) |
+/// | `GET /har?limit=N` | the recent exchanges as a HAR 1.2 log ([``HARLog``]) |
+/// | `GET /` | the live view ([``LiveViewPage``]) |
 ///
 /// Only clients that `access.clients` allows may use it (403 otherwise). Requests from web pages
 /// are refused too (403): one with an `Origin` field (a browser's cross-site POST could otherwise
-/// reload the configuration or purge the cache), and one whose `Host` is a name other than
-/// `localhost` (a DNS-rebinding page reaching the loopback listener under its own name). Scripts
-/// and curl send neither. Anything else is 404 (405 for a known path with the wrong method).
+/// reload the configuration or purge the cache) — except a GET whose `Origin` is the admin
+/// listener itself as its `Host` names it (the live view's own reads, should a browser send
+/// one) — and one whose `Host` is a name other than `localhost` (a DNS-rebinding page reaching
+/// the loopback listener under its own name). Scripts and curl send neither. Anything else is
+/// 404 (405 for a known path with the wrong method).
 public final class AdminServer: Sendable {
     /// The address actually bound.
     public let boundAddress: ListenAddress
@@ -149,11 +154,15 @@ private final class AdminHandler: ChannelInboundHandler {
     }
 
     /// Why a request looks like it comes from a web page, or nil.
-    static func browserRefusal(_ headers: HTTPHeaders) -> String? {
+    static func browserRefusal(_ headers: HTTPHeaders, method: HTTPMethod = .POST) -> String? {
+        let host = headers.first(name: "Host")
         if let origin = headers.first(name: "Origin") {
-            return "requests from web pages are refused (Origin: \(origin))"
+            // A page of this listener reading from it (GET only): its Origin is the listener as
+            // the page's own address names it. Any other page, and any POST, is refused.
+            let sameOrigin = (method == .GET || method == .HEAD) && host.map { origin == "http://" + $0 } == true
+            if !sameOrigin { return "requests from web pages are refused (Origin: \(origin))" }
         }
-        guard let host = headers.first(name: "Host") else { return nil }
+        guard let host else { return nil }
         if let name = try? HTTPURL.parseAuthority(Substring(host)).host,
             name == "localhost" || CIDR.addressBytes(name) != nil
         {
@@ -164,7 +173,7 @@ private final class AdminHandler: ChannelInboundHandler {
 
     private func answer(_ head: HTTPRequestHead) -> (HTTPResponseStatus, String, String) {
         guard allowed else { return (.forbidden, "text/plain", "client not allowed (access.clients)\n") }
-        if let refusal = Self.browserRefusal(head.headers) { return (.forbidden, "text/plain", refusal + "\n") }
+        if let refusal = Self.browserRefusal(head.headers, method: head.method) { return (.forbidden, "text/plain", refusal + "\n") }
         let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
         switch (head.method, path) {
         case (.GET, "/healthz"), (.HEAD, "/healthz"):
@@ -176,15 +185,30 @@ private final class AdminHandler: ChannelInboundHandler {
             if problems.isEmpty { return (.ok, "text/plain", "reloaded\n") }
             return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
         case (.GET, "/metrics"):
-            let text = (metrics ?? ProxyMetrics()).prometheusText(trustFailures: runtime.trustFailures)
-            return (.ok, "text/plain; version=0.0.4", text + (interceptor?.prometheusText() ?? ""))
+            let text = (metrics ?? ProxyMetrics()).exposition(
+                runtime: runtime, cache: cache, interceptor: interceptor, offline: offline
+            )
+            return (.ok, "text/plain; version=0.0.4; charset=utf-8", text)
+        case (.GET, "/har"):
+            guard let metrics else { return (.notFound, "text/plain", "no exchanges are kept\n") }
+            var limit: Int?
+            if let text = Self.queryValue("limit", in: head.uri) {
+                guard let value = Int(text), value >= 0 else {
+                    return (.badRequest, "text/plain", "GET /har?limit=N (N a whole number)\n")
+                }
+                limit = value
+            }
+            let har = HARLog.json(metrics.journal.recent(limit: limit))
+            return (.ok, "application/json", String(decoding: har, as: UTF8.self))
+        case (.GET, "/"):
+            return (.ok, "text/html; charset=utf-8", LiveViewPage.html)
         case (.GET, "/cache/stats"):
             guard let cache, let stats = try? cache.store.statistics() else {
                 return (.notFound, "text/plain", "no cache\n")
             }
             let json =
                 "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
-                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses)}\n"
+                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses),\"evictions\":\(stats.evictions)}\n"
             return (.ok, "application/json", json)
         case (.POST, "/cache/purge"):
             guard let cache else { return (.notFound, "text/plain", "no cache\n") }
@@ -199,7 +223,7 @@ private final class AdminHandler: ChannelInboundHandler {
             let json = offline?.misses.json() ?? Data("[]\n".utf8)
             return (.ok, "application/json", String(decoding: json, as: UTF8.self))
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"), (_, "/offline/misses"):
+            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

@@ -157,6 +157,10 @@ extension ForwardExchange {
         connection.startRelay(relay)
     }
 
+    func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
+        record.collect(metrics)
+    }
+
     func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
         record.cacheOutcome = task.cacheOutcome
         self.task = nil

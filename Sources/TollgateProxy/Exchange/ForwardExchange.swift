@@ -269,6 +269,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
 
     func clientBodyReceived(_ buffer: ByteBuffer) {
         guard !isFinished else { return }
+        record.requestBodyBytes += Int64(buffer.readableBytes)
         if bodyStreamGiven, let bodyStream {
             send(buffer, to: bodyStream)
         } else {
@@ -442,11 +443,16 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         self.connection = nil
         let ended = Date()
         environment.accessLog.record(record.entry(ended: ended))
-        environment.metrics.record(
+        let metrics = environment.metrics
+        metrics.record(
             outcome: record.cacheOutcome,
             errorCode: record.errorCode,
             seconds: ended.timeIntervalSince(record.started)
         )
+        metrics.recordTraffic(record)
+        if rules.harEntries > 0 || !metrics.journal.isEmpty {
+            metrics.journal.append(RecentExchange(record, url: url.absoluteString, ended: ended), capacity: rules.harEntries)
+        }
         return connection
     }
 }

@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgatePolicy
@@ -206,6 +207,9 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         record.status = 200
         let relay = StreamRelay(stream: task, connection: connection, eventLoop: eventLoop) { [self] totals, _ in
             record.bodyBytes = totals.toClient
+            record.requestBodyBytes = totals.toUpstream
+            record.upstreamBytesReceived = totals.toClient
+            record.upstreamBytesSent = totals.toUpstream
             finish()
         }
         task.delegate = relay
@@ -262,7 +266,15 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         connectTimer?.cancel()
         let connection = self.connection
         self.connection = nil
-        environment.accessLog.record(record.entry())
+        let ended = Date()
+        record.isTunnel = true
+        environment.accessLog.record(record.entry(ended: ended))
+        let metrics = environment.metrics
+        metrics.recordTraffic(record)
+        let capacity = environment.policy.configuration.log.harEntries
+        if capacity > 0 || !metrics.journal.isEmpty {
+            metrics.journal.append(RecentExchange(record, url: record.head.target, ended: ended), capacity: capacity)
+        }
         return connection
     }
 }

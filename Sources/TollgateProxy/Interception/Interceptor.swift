@@ -162,21 +162,10 @@ public final class Interceptor: Sendable {
         state.withLockedValue { $0.interceptions += 1 }
     }
 
-    /// The `/metrics` lines: CONNECTs intercepted, leaves minted, hosts tunnelled after a refusal.
-    public func prometheusText() -> String {
-        let (interceptions, minted, refused) = state.withLockedValue { ($0.interceptions, $0.leavesMinted, $0.refused.count) }
-        return """
-            # HELP tollgate_interceptions_total CONNECTs answered by TLS interception.
-            # TYPE tollgate_interceptions_total counter
-            tollgate_interceptions_total \(interceptions)
-            # HELP tollgate_interception_leaves_minted_total Server certificates minted from the local CA.
-            # TYPE tollgate_interception_leaves_minted_total counter
-            tollgate_interception_leaves_minted_total \(minted)
-            # HELP tollgate_interception_refused_hosts Hosts tunnelled untouched since a client refused their minted certificate.
-            # TYPE tollgate_interception_refused_hosts gauge
-            tollgate_interception_refused_hosts \(refused)
-
-            """
+    /// The interception figures `/metrics` reports: CONNECTs intercepted, leaves minted, hosts
+    /// tunnelled untouched after a refusal.
+    public var figures: (interceptions: Int, leavesMinted: Int, refusedHosts: Int) {
+        state.withLockedValue { ($0.interceptions, $0.leavesMinted, $0.refused.count) }
     }
 
     /// The hosts tunnelled untouched after a refusal, sorted.

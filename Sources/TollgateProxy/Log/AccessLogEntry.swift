@@ -13,8 +13,12 @@ import Darwin
 ///
 /// or as one JSON object per line (``jsonLine``) with the fields `time`, `client`, `method`,
 /// `target`, `version`, `status`, `bytes`, `referer`, `user_agent`, `rule`, `session`,
-/// `duration_ms`, and `error`: the `Tollgate-Error` code of an answer the proxy gave itself
-/// (`offline-miss` marks what an offline proxy missed), else null.
+/// `duration_ms`, `error`: the `Tollgate-Error` code of an answer the proxy gave itself
+/// (`offline-miss` marks what an offline proxy missed), else null; and what the cache and the
+/// upstream did: `cache` (hit, miss, revalidated, stale, bypass), `stored`, `not_stored_reason`
+/// (``ExchangeRecord/notStoredReason``), `timings` (``ExchangeTimings``, null without a task),
+/// `upstream_protocol`, `upstream_address` and `reused` (null unless the response came from
+/// the network). The combined format has none of these.
 ///
 /// Only the request line, status, body bytes sent, Referer and User-Agent are logged — never
 /// Authorization, Proxy-Authorization or Cookie, and never a password in a URL (userinfo is
@@ -39,6 +43,20 @@ struct AccessLogEntry: Sendable {
     var durationMilliseconds: Int = 0
     /// The `Tollgate-Error` code when the proxy answered itself (JSON format only).
     var errorCode: String?
+    /// What the cache did: hit, miss, revalidated, stale or bypass (JSON format only).
+    var cache = "bypass"
+    /// Whether the response was stored (JSON format only).
+    var stored = false
+    /// Why it was not stored (JSON format only).
+    var notStoredReason: String?
+    /// The upstream transaction's phases (JSON format only).
+    var timings: ExchangeTimings?
+    /// `http/1.1` for a response from the network (JSON format only).
+    var upstreamProtocol: String?
+    /// The upstream's `IP:port` (JSON format only).
+    var upstreamAddress: String?
+    /// Whether the upstream connection had carried an earlier request (JSON format only).
+    var reused: Bool?
 
     var combinedLogLine: String {
         // One pass into one buffer: this runs for every exchange (the log is on by default), and
@@ -123,6 +141,13 @@ struct AccessLogEntry: Sendable {
         add("session", session)
         fields.append("\"duration_ms\":\(durationMilliseconds)")
         add("error", errorCode)
+        add("cache", cache)
+        fields.append("\"stored\":\(stored)")
+        add("not_stored_reason", notStoredReason)
+        fields.append("\"timings\":" + (timings?.json ?? "null"))
+        add("upstream_protocol", upstreamProtocol)
+        add("upstream_address", upstreamAddress)
+        fields.append("\"reused\":" + (reused.map { $0 ? "true" : "false" } ?? "null"))
         return "{" + fields.joined(separator: ",") + "}"
     }
 

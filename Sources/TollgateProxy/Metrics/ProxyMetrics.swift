@@ -1,44 +1,124 @@
 import Foundation
 import NIOConcurrencyHelpers
+public import Prometheus
 public import TollgateSession
 
-/// The counters `GET /metrics` reports (Prometheus text format): requests by cache result,
-/// upstream errors by kind, and task durations. Shared by every listener of a process.
+/// The metrics `GET /metrics` reports, in a swift-prometheus registry of their own: requests by
+/// cache result, upstream errors by kind, task durations, open client connections, body bytes
+/// in and out, upstream connect/TLS/first-byte times; and, read at scrape time
+/// (``exposition(runtime:cache:interceptor:offline:)``), TLS trust failures, the cache's figures,
+/// interception and offline misses. Shared by every listener of a process, and by the admin API.
+///
+/// Each instance owns its ``registry``: nothing is bootstrapped into swift-metrics' global
+/// `MetricsSystem`, so many proxies in one process (the tests) count apart. Code that speaks
+/// swift-metrics records into the same registry through ``metricsFactory``.
+///
+/// It also keeps the recent exchanges (``journal``) that `GET /har` and the live view show.
 public final class ProxyMetrics: Sendable {
-    private struct State {
-        /// Requests by cache result, in the order of ``cacheResults``.
-        var requestsByCache = [Int](repeating: 0, count: ProxyMetrics.cacheResults.count)
-        var upstreamErrors: [String: Int] = [:]
-        var durationCount = 0
-        var durationSum = 0.0
-        var durationBuckets = [Int](repeating: 0, count: ProxyMetrics.bucketBounds.count)
-    }
+    /// The registry every series is in.
+    public let registry: PrometheusCollectorRegistry
+    /// The recent exchanges (`log.har-entries` of them).
+    let journal = ExchangeJournal()
+
+    /// Requests by cache result, in the order of ``cacheResults``.
+    private let requests: [Counter]
+    private let taskDuration: ValueHistogram
+    private let upstreamConnect: ValueHistogram
+    private let upstreamTLS: ValueHistogram
+    private let upstreamFirstByte: ValueHistogram
+    private let openConnections: Gauge
+    private let clientBytesIn: Counter
+    private let clientBytesOut: Counter
+    private let upstreamBytesIn: Counter
+    private let upstreamBytesOut: Counter
+    /// Values read at scrape time, as last written into their counters (``syncCounter``).
+    let scraped = NIOLockedValueBox<[String: Int64]>([:])
 
     /// Upper bounds (seconds) of the task-duration histogram buckets.
     static let bucketBounds: [Double] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]
+    /// Upper bounds (seconds) of the upstream phase histograms (connect, TLS, first byte).
+    static let phaseBounds: [Double] = [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10]
 
-    private let state = NIOLockedValueBox(State())
+    /// A swift-metrics factory recording into ``registry``: pass it as `factory:` to swift-metrics'
+    /// `Counter`, `Gauge`, `Timer` and `Recorder` (never bootstrap it globally).
+    public var metricsFactory: PrometheusMetricsFactory { PrometheusMetricsFactory(registry: registry) }
 
-    /// Creates empty counters.
-    public init() {}
+    /// Creates empty metrics in a registry of their own.
+    public init() {
+        let registry = PrometheusCollectorRegistry()
+        self.registry = registry
+        let requestsName = MetricNameDescriptor.named("tollgate_requests_total", help: "Requests by what the cache did.")
+        requests = Self.cacheResults.map { registry.makeCounter(descriptor: requestsName, labels: [("cache", $0)]) }
+        func histogram(_ name: String, _ help: String, _ buckets: [Double]) -> ValueHistogram {
+            registry.makeValueHistogram(descriptor: .named(name, help: help), buckets: buckets)
+        }
+        taskDuration = histogram(
+            "tollgate_task_duration_seconds", "How long exchanges took, request to last byte.", Self.bucketBounds
+        )
+        upstreamConnect = histogram(
+            "tollgate_upstream_connect_seconds", "TCP connects to upstreams (new connections only).", Self.phaseBounds
+        )
+        upstreamTLS = histogram(
+            "tollgate_upstream_tls_seconds", "TLS handshakes with upstreams (new https connections only).",
+            Self.phaseBounds
+        )
+        upstreamFirstByte = histogram(
+            "tollgate_upstream_first_byte_seconds",
+            "From a request's first byte sent upstream to the response's first byte.", Self.phaseBounds
+        )
+        openConnections = registry.makeGauge(
+            descriptor: .named("tollgate_client_connections", help: "Client connections open on the proxy's listeners.")
+        )
+        let bytesIn = MetricNameDescriptor.named(
+            "tollgate_bytes_in_total", help: "Body bytes received: request bodies from clients, response bodies from upstreams."
+        )
+        clientBytesIn = registry.makeCounter(descriptor: bytesIn, labels: [("peer", "client")])
+        upstreamBytesIn = registry.makeCounter(descriptor: bytesIn, labels: [("peer", "upstream")])
+        let bytesOut = MetricNameDescriptor.named(
+            "tollgate_bytes_out_total", help: "Body bytes sent: response bodies to clients, request bodies to upstreams."
+        )
+        clientBytesOut = registry.makeCounter(descriptor: bytesOut, labels: [("peer", "client")])
+        upstreamBytesOut = registry.makeCounter(descriptor: bytesOut, labels: [("peer", "upstream")])
+    }
+
+    private static var errorsName: MetricNameDescriptor {
+        .named(
+            "tollgate_upstream_errors_total", help: "Requests the proxy answered itself, by Tollgate-Error code."
+        )
+    }
 
     /// Counts one finished exchange.
     /// - Parameters:
     ///   - outcome: what the cache did (nil without a cache: counted as `bypass`).
-    ///   - errorCode: the `Tollgate-Error` code when the proxy answered with its own error.
+    ///   - errorCode: the `Tollgate-Error` code when the proxy answered itself.
     ///   - seconds: how long the exchange took.
     public func record(outcome: CacheOutcome?, errorCode: String?, seconds: Double) {
-        let result = Self.cacheResultIndex(outcome)
-        state.withLockedValue { state in
-            state.requestsByCache[result] += 1
-            if let errorCode { state.upstreamErrors[errorCode, default: 0] += 1 }
-            state.durationCount += 1
-            state.durationSum += seconds
-            for (index, bound) in Self.bucketBounds.enumerated() where seconds <= bound {
-                state.durationBuckets[index] += 1
-            }
+        requests[Self.cacheResultIndex(outcome)].increment()
+        if let errorCode {
+            registry.makeCounter(descriptor: Self.errorsName, labels: [("kind", errorCode)]).increment()
         }
+        taskDuration.record(seconds)
     }
+
+    /// Counts what an exchange's record says beyond ``record(outcome:errorCode:seconds:)``: body
+    /// bytes both ways, and the upstream transaction's phases.
+    func recordTraffic(_ record: ExchangeRecord) {
+        if record.requestBodyBytes > 0 { clientBytesIn.increment(by: record.requestBodyBytes) }
+        if record.bodyBytes > 0 { clientBytesOut.increment(by: record.bodyBytes) }
+        if record.upstreamBytesReceived > 0 { upstreamBytesIn.increment(by: record.upstreamBytesReceived) }
+        if record.upstreamBytesSent > 0 { upstreamBytesOut.increment(by: record.upstreamBytesSent) }
+        guard let transaction = record.upstreamTransaction else { return }
+        let timings = ExchangeTimings(transaction)
+        if let connect = timings.connect { upstreamConnect.record(connect / 1000) }
+        if let tls = timings.tls { upstreamTLS.record(tls / 1000) }
+        if let firstByte = timings.firstByte { upstreamFirstByte.record(firstByte / 1000) }
+    }
+
+    /// A client connection opened.
+    func connectionOpened() { openConnections.increment() }
+
+    /// A client connection closed.
+    func connectionClosed() { openConnections.decrement() }
 
     /// The cache results /metrics counts, in the order it reports them.
     static let cacheResults = ["hit", "miss", "revalidated", "stale", "bypass"]
@@ -58,41 +138,5 @@ public final class ProxyMetrics: Sendable {
         case .uriMiss, .varyMiss, .request: return 1
         case .method, .bypass: return 4
         }
-    }
-
-    /// The Prometheus text, with TLS trust failures by host from the policy.
-    public func prometheusText(trustFailures: [String: Int]) -> String {
-        let state = self.state.withLockedValue { $0 }
-        var lines: [String] = []
-        lines.append("# HELP tollgate_requests_total Requests by what the cache did.")
-        lines.append("# TYPE tollgate_requests_total counter")
-        for (index, result) in Self.cacheResults.enumerated() {
-            lines.append("tollgate_requests_total{cache=\"\(result)\"} \(state.requestsByCache[index])")
-        }
-        lines.append(
-            "# HELP tollgate_upstream_errors_total Requests the proxy answered itself, by Tollgate-Error code."
-        )
-        lines.append("# TYPE tollgate_upstream_errors_total counter")
-        for (code, count) in state.upstreamErrors.sorted(by: { $0.key < $1.key }) {
-            lines.append("tollgate_upstream_errors_total{kind=\"\(Self.escape(code))\"} \(count)")
-        }
-        lines.append("# HELP tollgate_tls_trust_failures_total Refused or reported server trust, by host.")
-        lines.append("# TYPE tollgate_tls_trust_failures_total counter")
-        for (host, count) in trustFailures.sorted(by: { $0.key < $1.key }) {
-            lines.append("tollgate_tls_trust_failures_total{host=\"\(Self.escape(host))\"} \(count)")
-        }
-        lines.append("# HELP tollgate_task_duration_seconds How long exchanges took, request to last byte.")
-        lines.append("# TYPE tollgate_task_duration_seconds histogram")
-        for (index, bound) in Self.bucketBounds.enumerated() {
-            lines.append("tollgate_task_duration_seconds_bucket{le=\"\(bound)\"} \(state.durationBuckets[index])")
-        }
-        lines.append("tollgate_task_duration_seconds_bucket{le=\"+Inf\"} \(state.durationCount)")
-        lines.append("tollgate_task_duration_seconds_sum \(state.durationSum)")
-        lines.append("tollgate_task_duration_seconds_count \(state.durationCount)")
-        return lines.joined(separator: "\n") + "\n"
-    }
-
-    private static func escape(_ value: String) -> String {
-        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
     }
 }

@@ -46,6 +46,8 @@ public final class OfflineMissReport: Sendable {
     private struct State {
         var misses: [String: Miss] = [:]
         var overflow = 0
+        /// Every miss by reason, listed or not (for `/metrics`).
+        var byReason: [Reason: Int] = [:]
     }
 
     private let state = NIOLockedValueBox(State())
@@ -57,6 +59,7 @@ public final class OfflineMissReport: Sendable {
     public func record(method: String, url: String, reason: Reason, at time: Date = Date()) {
         let key = method + " " + url
         state.withLockedValue { state in
+            state.byReason[reason, default: 0] += 1
             if var miss = state.misses[key] {
                 miss.count += 1
                 miss.last = time
@@ -74,6 +77,9 @@ public final class OfflineMissReport: Sendable {
     public var misses: [Miss] {
         state.withLockedValue { Array($0.misses.values) }.sorted { ($0.url, $0.method) < ($1.url, $1.method) }
     }
+
+    /// Every miss since the report began, by reason (``overflow`` included).
+    public var countsByReason: [Reason: Int] { state.withLockedValue { $0.byReason } }
 
     /// Misses of requests past ``capacity`` that are not listed.
     public var overflow: Int { state.withLockedValue { $0.overflow } }

@@ -18,12 +18,15 @@ final class ExchangeRules {
     let authenticator: ProxyAuthenticator?
     /// Whether the proxy is offline (`serve --offline` or `offline: true`): nothing goes upstream.
     let offline: Bool
+    /// `log.har-entries`: how many exchanges the journal keeps for `GET /har`.
+    let harEntries: Int
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
         // The generation first: rules read after it are at least as new as it says.
         generation = environment.policy.generation
         upstreamTimeout = environment.policy.limits.upstreamTimeout
+        harEntries = environment.policy.configuration.log.harEntries
         offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(
             access: environment.policy.access,

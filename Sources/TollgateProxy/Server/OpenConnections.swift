@@ -11,6 +11,13 @@ final class OpenConnections: Sendable {
     }
 
     private let state = NIOLockedValueBox(State())
+    /// Counts the open connections for `/metrics` (`tollgate_client_connections`).
+    private let metrics: ProxyMetrics?
+
+    /// Connections counted into `metrics` too.
+    init(metrics: ProxyMetrics? = nil) {
+        self.metrics = metrics
+    }
 
     /// Registers a new connection; false once shutdown began (the caller refuses the connection).
     func add(_ channel: any Channel) -> Bool {
@@ -20,8 +27,10 @@ final class OpenConnections: Sendable {
             return true
         }
         if added {
+            metrics?.connectionOpened()
             channel.closeFuture.whenComplete { [self] _ in
                 state.withLockedValue { _ = $0.channels.removeValue(forKey: ObjectIdentifier(channel)) }
+                metrics?.connectionClosed()
             }
         }
         return added

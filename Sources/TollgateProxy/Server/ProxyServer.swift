@@ -98,7 +98,7 @@ public final class ProxyServer: Sendable {
             ownSession?.invalidateAndCancel()
             throw ProxyServerError.badConfiguration(error.description)
         }
-        let connections = OpenConnections()
+        let connections = OpenConnections(metrics: configuration.metrics)
         let resolver = AddressResolver()
         let environment = ListenerEnvironment(
             mode: configuration.mode,

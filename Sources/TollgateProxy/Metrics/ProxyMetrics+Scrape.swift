@@ -1,0 +1,107 @@
+import Foundation
+import Prometheus
+import NIOConcurrencyHelpers
+import TollgateCache
+public import TollgatePolicy
+public import TollgateSession
+
+/// The series read at scrape time from what already counts them (the policy's trust counter,
+/// the cache store, the interceptor, the offline report), written into the registry before it
+/// is emitted.
+extension ProxyMetrics {
+    /// The Prometheus text exposition of every series, with the scrape-time ones brought up to
+    /// date from `runtime`, `cache`, `interceptor` and `offline` (each optional).
+    public func exposition(
+        runtime: PolicyRuntime? = nil,
+        cache: ResponseCache? = nil,
+        interceptor: Interceptor? = nil,
+        offline: OfflineMode? = nil
+    ) -> String {
+        // One scrape at a time: a counter is moved by the difference from the value last written.
+        scraped.withLockedValue { last in
+            if let runtime { syncTrust(runtime.trustFailureCounter, last: &last) }
+            if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
+            if let interceptor { syncInterception(interceptor, last: &last) }
+            if let offline { syncOffline(offline.misses, last: &last) }
+        }
+        return registry.emitToString()
+    }
+
+    private func syncTrust(_ counter: TrustFailureCounter, last: inout [String: Int64]) {
+        for (host, count) in counter.byHost {
+            syncCounter(
+                "tollgate_tls_trust_failures_total", labels: [("host", host)],
+                help: "Refused or reported server trust, by host.", to: count, last: &last
+            )
+        }
+        for (key, count) in counter.byHostAndKind {
+            syncCounter(
+                "tollgate_tls_trust_events_total", labels: [("host", key.host), ("reason", key.kind.rawValue)],
+                help: "Server trust events by host and reason (failures, reported pins, insecure connections, "
+                    + "client identities that could not be loaded).",
+                to: count, last: &last
+            )
+        }
+    }
+
+    private func syncCache(_ stats: CacheStatistics, last: inout [String: Int64]) {
+        func gauge(_ name: String, _ help: String) -> Gauge { registry.makeGauge(descriptor: .named(name, help: help)) }
+        gauge("tollgate_cache_entries", "Stored responses (variants).").set(Int64(stats.entries))
+        gauge("tollgate_cache_bytes", "Bytes the cache holds, bodies and records.").set(stats.bytes)
+        gauge("tollgate_cache_capacity_bytes", "The cache's max-size.").set(stats.capacity)
+        syncCounter(
+            "tollgate_cache_evictions_total", labels: [],
+            help: "Stored responses evicted to stay under max-size.", to: Int(stats.evictions), last: &last
+        )
+    }
+
+    private func syncInterception(_ interceptor: Interceptor, last: inout [String: Int64]) {
+        let figures = interceptor.figures
+        syncCounter(
+            "tollgate_interceptions_total", labels: [], help: "CONNECTs answered by TLS interception.",
+            to: figures.interceptions, last: &last
+        )
+        syncCounter(
+            "tollgate_interception_leaves_minted_total", labels: [], help: "Server certificates minted from the local CA.",
+            to: figures.leavesMinted, last: &last
+        )
+        let refused = MetricNameDescriptor.named(
+            "tollgate_interception_refused_hosts",
+            help: "Hosts tunnelled untouched since a client refused their minted certificate."
+        )
+        registry.makeGauge(descriptor: refused).set(Int64(figures.refusedHosts))
+    }
+
+    private func syncOffline(_ report: OfflineMissReport, last: inout [String: Int64]) {
+        for (reason, count) in report.countsByReason {
+            syncCounter(
+                "tollgate_offline_misses_total", labels: [("reason", reason.rawValue)],
+                help: "Requests an offline proxy could not serve, by reason.", to: count, last: &last
+            )
+        }
+    }
+
+    /// Moves the counter `name{labels}` up to `value` (a count kept elsewhere).
+    private func syncCounter(
+        _ name: String, labels: [(String, String)], help: String, to value: Int, last: inout [String: Int64]
+    ) {
+        let key = name + "{" + labels.map { $0.0 + "=" + $0.1 }.joined(separator: ",") + "}"
+        let counter =
+            labels.isEmpty
+            ? registry.makeCounter(descriptor: .named(name, help: help))
+            : registry.makeCounter(descriptor: .named(name, help: help), labels: labels)
+        let previous = last[key] ?? 0
+        let now = Int64(value)
+        if now < previous { counter.reset() }
+        let delta = now < previous ? now : now - previous
+        if delta > 0 { counter.increment(by: delta) }
+        last[key] = now
+    }
+}
+
+extension MetricNameDescriptor {
+    /// A descriptor for the whole name `name` (Tollgate's names are written out in full).
+    static func named(_ name: String, help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(metricName: name, unitName: "", helpText: help)
+    }
+}

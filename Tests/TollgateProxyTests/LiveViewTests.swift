@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import TollgateHTTP
+import TollgateTesting
+
+/// Debian's chromium, when installed (`make deps`).
+let chromiumBinary: String? = executableOnPath("chromium")
+
+@Suite(
+    "The live view in a real headless browser",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil, "the tollgate executable was not found next to the tests or in .build/debug")
+)
+struct LiveViewTests {
+    @Test("GET / is one self-contained page: nothing is loaded from anywhere but the admin listener")
+    func pageIsSelfContained() async throws {
+        let setup = try await ExchangeRecordTests.Setup.start()
+        defer { setup.stop() }
+        let page = try await request("GET / HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: setup.admin)
+        #expect(page.status == 200)
+        #expect(page.header("Content-Type") == "text/html; charset=utf-8")
+        #expect(page.bodyText.contains("<script>") && page.bodyText.contains("<style>"))
+        for external in ["http://", "https://", "src=", "href=", "@import", "//cdn"] {
+            #expect(!page.bodyText.contains(external), "the page refers to \(external)")
+        }
+    }
+
+    @Test("A GET from the admin listener's own page may carry its Origin; any other Origin, and any POST with one, is refused")
+    func sameOriginGetIsAllowed() async throws {
+        let setup = try await ExchangeRecordTests.Setup.start()
+        defer { setup.stop() }
+        let host = "127.0.0.1:\(setup.admin)"
+        let own = try await request(
+            "GET /cache/stats HTTP/1.1\r\nHost: \(host)\r\nOrigin: http://\(host)\r\n\r\n", port: setup.admin
+        )
+        #expect(own.status == 200)
+        let other = try await request(
+            "GET /cache/stats HTTP/1.1\r\nHost: \(host)\r\nOrigin: http://evil.example\r\n\r\n", port: setup.admin
+        )
+        #expect(other.status == 403)
+        let post = try await request(
+            "POST /config/reload HTTP/1.1\r\nHost: \(host)\r\nOrigin: http://\(host)\r\nContent-Length: 0\r\n\r\n",
+            port: setup.admin
+        )
+        #expect(post.status == 403)
+    }
+
+    @Test(
+        "Headless Chromium renders the live view with an exchange made through the proxy, its cache result and the cache's figures",
+        .enabled(if: chromiumBinary != nil, "chromium is not installed")
+    )
+    func chromiumRendersTheExchange() async throws {
+        let setup = try await ExchangeRecordTests.Setup.start()
+        defer { setup.stop() }
+        #expect(try await setup.get("/stored?from=the-live-view-test").status == 200)
+        let chromium = try #require(chromiumBinary)
+        let profile = setup.directory.appendingPathComponent("chromium-profile")
+        let browser = try ChildProcess(
+            chromium,
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom",
+                "http://127.0.0.1:\(setup.admin)/",
+            ],
+            environment: ["HOME": setup.directory.path]
+        )
+        defer { browser.kill() }
+        let status = try await browser.waitForExit(timeout: .seconds(40))
+        let dom = browser.standardOutput
+        #expect(status == 0, "\(browser.standardError)")
+        #expect(dom.contains("http://127.0.0.1:\(setup.origin.port)/stored?from=the-live-view-test"), "\(dom)")
+        #expect(dom.contains("badge miss"), "the exchange's cache result")
+        #expect(dom.contains("<small>entries</small>"), "the cache's figures")
+        #expect(!dom.contains("/har?limit=100: 403"), "the page's own reads were refused")
+        #expect(!dom.contains("loading…"), "the page never refreshed")
+    }
+}
