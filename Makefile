@@ -22,8 +22,11 @@ SWIFT_FLAGS += -Xswiftc -warnings-as-errors --explicit-target-dependency-import-
 endif
 
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
-# for the cluster of deploy/cluster; strace, which watches an offline proxy's connects) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace
+# for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
+# which renders the admin API's live view) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium
+# Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics.
+PYTHON_MODULES := prometheus_client
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
 # (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 20 minutes (they take about
 # 1 and 5). Tests run one at a time (--no-parallel): many of them measure timeouts and
@@ -85,6 +88,13 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends$$missing" >&2; \
 		exit 1; \
 	fi
+	@for module in $(PYTHON_MODULES); do \
+		if ! command -v python3 >/dev/null 2>&1; then echo "deps: no python3; tests that need $$module are skipped" >&2; break; fi; \
+		python3 -c "import $$module" 2>/dev/null && continue; \
+		echo "deps: installing the Python module $$module"; \
+		python3 -m pip install --quiet --disable-pip-version-check "$$module" \
+			|| { echo "deps: cannot install the Python module $$module" >&2; exit 1; }; \
+	done
 
 build: deps ## Debug build (swift build)
 	$(SWIFT) build $(SWIFT_FLAGS)

@@ -48,6 +48,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log.git", from: "1.16.2"),
         .package(url: "https://github.com/apple/swift-argument-parser.git", from: "1.8.2"),
         .package(url: "https://github.com/jpsim/Yams.git", from: "6.2.2"),
+        .package(url: "https://github.com/apple/swift-http-structured-headers.git", from: "1.7.0"),
         .package(url: "https://github.com/apple/swift-metrics.git", from: "2.13.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus.git", from: "2.4.1"),
     ],
@@ -66,7 +67,10 @@ let package = Package(
         .target(name: "CTickClock"),
         .target(
             name: "TollgateCache",
-            dependencies: ["TollgateHTTP", "TollgateStore", "COpenSSL", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "TollgateHTTP", "TollgateStore", "COpenSSL", .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "RawStructuredFieldValues", package: "swift-http-structured-headers"),
+            ],
             swiftSettings: requestPathSettings
         ),
         .target(

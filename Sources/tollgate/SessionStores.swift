@@ -12,7 +12,10 @@ struct SessionStores: Sendable {
     init(configuration: PolicyConfiguration, environment: [String: String] = ProcessInfo.processInfo.environment) throws {
         let path = configuration.cache.resolvedPath(environment: environment)
         do {
-            cache = try ResponseCache(path: path, maxSize: configuration.cache.maxSize, shared: configuration.cache.kind == .shared)
+            cache = try ResponseCache(
+                path: path, maxSize: configuration.cache.maxSize, shared: configuration.cache.kind == .shared,
+                targetedFields: configuration.cache.effectiveTargetedFields(listeners: configuration.listeners)
+            )
         } catch {
             throw CommandFailure.user("cannot open the cache at \(path): \(error)")
         }

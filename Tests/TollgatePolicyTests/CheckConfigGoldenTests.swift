@@ -16,7 +16,7 @@ struct CheckConfigGoldenTests {
     @Test func anUnknownKeyWithNothingCloseListsTheValidKeys() {
         #expect(
             Fixture.problems("log:\n  destination: stdout\n") == [
-                #"t.yaml:2: log.destination: unknown key "destination"; expected one of: access, format, level"#
+                #"t.yaml:2: log.destination: unknown key "destination"; expected one of: access, format, level, har-entries"#
             ]
         )
     }

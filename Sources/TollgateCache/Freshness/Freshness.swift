@@ -38,7 +38,7 @@ public struct Freshness: Sendable, Hashable {
     ) {
         self.init(
             headerFields: headerFields,
-            cacheControl: CacheControl(response: headerFields),
+            cacheControl: rules.responseControl(headerFields),
             status: status,
             requestTime: requestTime,
             responseTime: responseTime,
@@ -129,7 +129,7 @@ public struct Freshness: Sendable, Hashable {
 
     /// Computes the freshness of a stored response.
     public init(_ stored: StoredResponse, now: Date, rules: CacheRules = .shared) {
-        self.init(stored, cacheControl: stored.cacheControl, now: now, rules: rules)
+        self.init(stored, cacheControl: rules.responseControl(for: stored), now: now, rules: rules)
     }
 
     /// Whether the response is fresh: its lifetime exceeds its age (§4.2).
@@ -161,7 +161,7 @@ public struct Freshness: Sendable, Hashable {
     ) -> (seconds: Double, heuristic: Bool) {
         lifetime(
             headerFields: headerFields,
-            cacheControl: CacheControl(response: headerFields),
+            cacheControl: rules.responseControl(headerFields),
             dateValue: headerFields.date(.date, now: responseTime),
             status: status,
             responseTime: responseTime,

@@ -46,7 +46,7 @@ extension CacheRules {
             return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.varyMismatch)
         }
 
-        let responseControl = stored.cacheControl
+        let responseControl = responseControl(for: stored)
         let freshness = Freshness(stored, cacheControl: responseControl, now: now, rules: self)
         let hit = CacheHit(stored: stored, freshness: freshness, withheldFields: withheldFields(responseControl))
         switch policy {
@@ -90,7 +90,7 @@ extension CacheRules {
     /// the larger of the response's and the request's `stale-if-error`, and nothing forbids
     /// serving it stale (`must-revalidate`, `no-cache`; shared: `proxy-revalidate`).
     public func staleIfErrorAllows(stored: StoredResponse, request: HTTPRequestHead, now: Date) -> Bool {
-        let responseControl = stored.cacheControl
+        let responseControl = responseControl(for: stored)
         guard responseControl.noCache != .all, !responseControl.mustRevalidate,
             !(isShared && responseControl.proxyRevalidate)
         else { return false }

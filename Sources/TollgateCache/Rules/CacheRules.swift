@@ -22,14 +22,19 @@ public struct CacheRules: Sendable, Hashable {
     /// The largest body stored, as a fraction of the cache's capacity (default 0.05, the
     /// seeds' "not larger than 5 % of the disk cache").
     public var maximumBodyFraction: Double
+    /// The targeted cache-control fields (RFC 9213) this cache honours, its own name first
+    /// (default none: Cache-Control alone). See ``responseControl(_:)``.
+    public var targetedFields: [String]
 
     /// Rules with the defaults above unless given.
     public init(
         isShared: Bool = true,
         heuristicFraction: Double = 0.1,
         heuristicLimit: Double = 86_400,
-        maximumBodyFraction: Double = 0.05
+        maximumBodyFraction: Double = 0.05,
+        targetedFields: [String] = []
     ) {
+        self.targetedFields = targetedFields
         self.isShared = isShared
         self.heuristicFraction = heuristicFraction
         self.heuristicLimit = heuristicLimit

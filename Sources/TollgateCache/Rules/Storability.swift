@@ -113,7 +113,7 @@ extension CacheRules {
             bodyLength: bodyLength,
             context: context,
             requestControl: CacheControl(request: request.headerFields),
-            responseControl: CacheControl(response: response.headerFields)
+            responseControl: responseControl(response.headerFields)
         )
         for check in Self.storabilityChecks where !check.passes(candidate) {
             return .doNotStore(check.reason)

@@ -126,9 +126,20 @@ extension PolicyConfiguration.Cache {
     /// | `path` | directory | `$XDG_CACHE_HOME/tollgate`, else `~/.cache/tollgate` |
     /// | `max-size` | size | `1GiB` |
     /// | `kind` | `shared` \| `private` | `shared` |
+    /// | `targeted-fields` | list of field names | `[Tollgate-Cache-Control, CDN-Cache-Control]` with a reverse listener, else `[]` |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["path", "max-size", "kind"]) else { return }
+        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields"]) else { return }
+        if let items = entry["targeted-fields"]?.scalarOrList("a list of field names") {
+            targetedFields = items.compactMap { item -> String? in
+                guard let name = item.nonEmptyString("a field name such as CDN-Cache-Control") else { return nil }
+                guard name.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F && !"()<>@,;:\\\"/[]?={}".utf8.contains($0) }) else {
+                    item.report("\"\(name)\" is not a field name")
+                    return nil
+                }
+                return name
+            }
+        }
         if let path = entry["path"]?.nonEmptyString("a directory path") { self.path = node.context.resolve(path) }
         if let size = entry["max-size"]?.size() { maxSize = size }
         if let kind = entry["kind"]?.choice(Kind.self) { self.kind = kind }

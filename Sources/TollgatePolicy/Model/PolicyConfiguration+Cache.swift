@@ -20,6 +20,18 @@ extension PolicyConfiguration {
         public var maxSize: Int64 = 1 << 30
         /// Shared or private (`kind`). Default: shared.
         public var kind: Kind = .shared
+        /// The targeted cache-control fields (RFC 9213) the cache honours over Cache-Control, its
+        /// own name first (`targeted-fields`). Default: nil, meaning ``defaultTargetedFields`` when
+        /// a listener is a reverse one (a gateway is the "CDN" these fields address), none otherwise.
+        public var targetedFields: [String]?
+
+        /// The targeted fields of a reverse proxy: its own, then the CDN one.
+        public static let defaultTargetedFields = ["Tollgate-Cache-Control", "CDN-Cache-Control"]
+
+        /// ``targetedFields``, or the default for `listeners`.
+        public func effectiveTargetedFields(listeners: [Listener]) -> [String] {
+            targetedFields ?? (listeners.contains { $0.mode == .reverse } ? Self.defaultTargetedFields : [])
+        }
 
         /// A cache setting with every field at its default.
         public init() {}

@@ -59,9 +59,12 @@ public final class ResponseCache: Sendable {
         self.threadPool = threadPool
     }
 
-    /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes.
-    public convenience init(path: String, maxSize: Int64, shared: Bool = true) throws {
-        let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: shared ? .shared : .private))
+    /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes; `targetedFields`
+    /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``).
+    public convenience init(path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = []) throws {
+        var rules: CacheRules = shared ? .shared : .private
+        rules.targetedFields = targetedFields
+        let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules))
         self.init(store: store)
     }
 
