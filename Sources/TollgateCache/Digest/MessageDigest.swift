@@ -3,6 +3,9 @@ import COpenSSL
 /// A message digest computed incrementally by OpenSSL's EVP interface — the crypto library the
 /// user chose for all digest work — with value semantics: a copy taken mid-stream goes on on its
 /// own (the context is duplicated on the first update after a copy).
+///
+/// Every call that hands the context's pointer to OpenSSL holds its owner alive explicitly
+/// (`withExtendedLifetime`): this module is built without lexical lifetimes in release.
 public struct MessageDigest: Sendable {
     /// The algorithms Tollgate uses.
     public enum Algorithm: Sendable {
@@ -42,10 +45,12 @@ public struct MessageDigest: Sendable {
         }
 
         init(copying other: Context) {
-            guard let context = EVP_MD_CTX_new(), EVP_MD_CTX_copy_ex(context, other.pointer) == 1 else {
-                preconditionFailure("OpenSSL could not copy a digest context")
+            let copied = withExtendedLifetime(other) { () -> OpaquePointer? in
+                guard let context = EVP_MD_CTX_new(), EVP_MD_CTX_copy_ex(context, other.pointer) == 1 else { return nil }
+                return context
             }
-            pointer = context
+            guard let copied else { preconditionFailure("OpenSSL could not copy a digest context") }
+            pointer = copied
         }
 
         deinit { EVP_MD_CTX_free(pointer) }
@@ -65,7 +70,8 @@ public struct MessageDigest: Sendable {
     public mutating func update(_ bytes: UnsafeRawBufferPointer) {
         guard !bytes.isEmpty else { return }
         if !isKnownUniquelyReferenced(&context) { context = Context(copying: context) }
-        EVP_DigestUpdate(context.pointer, bytes.baseAddress, bytes.count)
+        let context = self.context
+        withExtendedLifetime(context) { _ = EVP_DigestUpdate(context.pointer, bytes.baseAddress, bytes.count) }
     }
 
     /// Adds bytes.
@@ -79,9 +85,10 @@ public struct MessageDigest: Sendable {
         let copy = Context(copying: context)
         var digest = [UInt8](repeating: 0, count: Int(EVP_MAX_MD_SIZE))
         var length: UInt32 = 0
-        guard EVP_DigestFinal_ex(copy.pointer, &digest, &length) == 1 else {
-            preconditionFailure("OpenSSL could not finish a \(algorithm) digest")
-        }
+        // TollgateCache is built without lexical lifetimes in release: `copy` would otherwise be
+        // freed (its context with it) right after its pointer is read, before OpenSSL uses it.
+        let finished = withExtendedLifetime(copy) { EVP_DigestFinal_ex(copy.pointer, &digest, &length) }
+        guard finished == 1 else { preconditionFailure("OpenSSL could not finish a \(algorithm) digest") }
         return Array(digest.prefix(Int(length)))
     }
 

@@ -22,10 +22,13 @@ extension CacheRules {
         return CacheControl(response: fields)
     }
 
-    /// The directives of a stored response: its memo of Cache-Control when no field is
-    /// targeted (a hit parses nothing), else ``responseControl(_:)``.
+    /// The directives of a stored response: its memo of Cache-Control unless it carries a
+    /// targeted field this cache honours (a hit then parses nothing), else ``responseControl(_:)``.
     public func responseControl(for stored: StoredResponse) -> CacheControl {
-        targetedFields.isEmpty ? stored.cacheControl : responseControl(stored.headerFields)
+        if targetedFields.isEmpty { return stored.cacheControl }
+        let fields = stored.headerFields
+        guard targetedFields.contains(where: { fields.contains($0) }) else { return stored.cacheControl }
+        return responseControl(fields)
     }
 
     /// The directives whose value is delta-seconds: an Integer in a targeted field.
