@@ -201,7 +201,9 @@ struct OfflineServeCommandTests {
 
         let again = try await warmed.serve(["--offline", "--manifest", warmed.manifest.path])
         defer { again.child.kill() }
-        #expect(again.child.standardError.contains("tollgate: manifest: \(warmed.base)/large.bin: digest-differs"))
+        try await eventually("the start-up check's report") {
+            again.child.standardError.contains("tollgate: manifest: \(warmed.base)/large.bin: digest-differs")
+        }
         let refused = try await request("GET \(warmed.base)/large.bin HTTP/1.1\r\nHost: x\r\n\r\n", port: try again.port("forward"))
         #expect(refused.status == 502)
         #expect(refused.header("Tollgate-Error") == "manifest-mismatch")

@@ -106,7 +106,8 @@ struct ServiceNotifierTests {
         defer { served.kill() }
         try await eventually("the listening lines") { served.standardOutput.contains("(admin)") || !served.isRunning }
         #expect(served.isRunning)
-        #expect(served.standardError.contains("NOTIFY_SOCKET=relative/notify"), "\(served.standardError)")
+        // Standard error is read apart from standard output: the warning may come after the lines.
+        try await eventually("the warning") { served.standardError.contains("NOTIFY_SOCKET=relative/notify") }
         served.terminate()
         #expect(try await served.waitForExit() == 0)
     }
