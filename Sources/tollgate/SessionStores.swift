@@ -14,7 +14,8 @@ struct SessionStores: Sendable {
         do {
             cache = try ResponseCache(
                 path: path, maxSize: configuration.cache.maxSize, shared: configuration.cache.kind == .shared,
-                targetedFields: configuration.cache.effectiveTargetedFields(listeners: configuration.listeners)
+                targetedFields: configuration.cache.effectiveTargetedFields(listeners: configuration.listeners),
+                storesSetCookie: configuration.cache.setCookie == .store
             )
         } catch {
             throw CommandFailure.user("cannot open the cache at \(path): \(error)")

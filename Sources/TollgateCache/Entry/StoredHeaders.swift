@@ -8,7 +8,9 @@ public import TollgateHTTP
 ///   (they describe one connection or the next proxy hop, not the resource);
 /// - Set-Cookie and Set-Cookie2: a cookie is for the client whose request produced the
 ///   response, never for the next client a shared cache serves (that first client still
-///   gets it, since the stored copy is not what is sent to it);
+///   gets it, since the stored copy is not what is sent to it) — unless the cache is set to
+///   keep them (`cache.set-cookie: store`, ``CacheRules/storesSetCookie``), as RFC 9111 §3.1
+///   allows;
 /// - in a shared cache, the fields a `private="…"` directive lists (§5.2.2.7).
 public enum StoredHeaders {
     /// Fields never stored, lowercased.
@@ -28,7 +30,9 @@ public enum StoredHeaders {
 
     /// The fields to store from `fields`, and the names of the fields stripped that a
     /// client would otherwise have seen (for Cache-Status details), lowercased.
-    public static func filter(_ fields: HeaderFields, shared: Bool) -> (fields: HeaderFields, stripped: [String]) {
+    public static func filter(
+        _ fields: HeaderFields, shared: Bool, keepsCookies: Bool = false
+    ) -> (fields: HeaderFields, stripped: [String]) {
         let connectionOptions = ConnectionOptions(fieldValues: fields.values(for: .connection)).options
         var privateFields: [String] = []
         if shared, case .listed(let names)? = CacheControl(fieldValues: fields.values(for: .cacheControl)).private {
@@ -39,7 +43,7 @@ public enum StoredHeaders {
         result.removeAll { field in
             let name = field.name.lowercased()
             if hopByHop.contains(name) || connectionOptions.contains(name) { return true }
-            if cookieFields.contains(name) || privateFields.contains(name) {
+            if (!keepsCookies && cookieFields.contains(name)) || privateFields.contains(name) {
                 if !stripped.contains(name) { stripped.append(name) }
                 return true
             }

@@ -59,7 +59,7 @@ extension CacheRules {
                 HTTPDate.parse(lastModified) == HTTPDate.parse(storedLastModified), HTTPDate.parse(lastModified) != nil
             else { return nil }
         }
-        let (update, _) = StoredHeaders.filter(incoming, shared: isShared)
+        let (update, _) = StoredHeaders.filter(incoming, shared: isShared, keepsCookies: storesSetCookie)
         var merged = stored.headerFields
         var replaced: Set<String> = []
         for field in update {

@@ -25,6 +25,9 @@ public struct CacheRules: Sendable, Hashable {
     /// The targeted cache-control fields (RFC 9213) this cache honours, its own name first
     /// (default none: Cache-Control alone). See ``responseControl(_:)``.
     public var targetedFields: [String]
+    /// Whether stored copies keep `Set-Cookie` (`cache.set-cookie: store`; default false: every
+    /// stored copy is stripped of it, as Squid and ATS do). See ``StoredHeaders``.
+    public var storesSetCookie: Bool
 
     /// Rules with the defaults above unless given.
     public init(
@@ -32,9 +35,11 @@ public struct CacheRules: Sendable, Hashable {
         heuristicFraction: Double = 0.1,
         heuristicLimit: Double = 86_400,
         maximumBodyFraction: Double = 0.05,
-        targetedFields: [String] = []
+        targetedFields: [String] = [],
+        storesSetCookie: Bool = false
     ) {
         self.targetedFields = targetedFields
+        self.storesSetCookie = storesSetCookie
         self.isShared = isShared
         self.heuristicFraction = heuristicFraction
         self.heuristicLimit = heuristicLimit

@@ -119,7 +119,7 @@ extension CacheRules {
             return .doNotStore(check.reason)
         }
         var notes: [StorabilityReason] = []
-        let stripped = StoredHeaders.filter(response.headerFields, shared: isShared).stripped
+        let stripped = StoredHeaders.filter(response.headerFields, shared: isShared, keepsCookies: storesSetCookie).stripped
         if stripped.contains(where: StoredHeaders.cookieFields.contains) { notes.append(.setCookieStripped) }
         if stripped.contains(where: { !StoredHeaders.cookieFields.contains($0) }) {
             notes.append(.privateFieldsStripped)

@@ -151,7 +151,9 @@ public final class CacheEntryWriter: Sendable {
         }
         var response = draft
         if let replacement = replacementFields.withLock({ $0 }) {
-            response.headerFields = StoredHeaders.filter(replacement, shared: store.options.rules.isShared).fields
+            response.headerFields = StoredHeaders.filter(
+                replacement, shared: store.options.rules.isShared, keepsCookies: store.options.rules.storesSetCookie
+            ).fields
         }
         response.bodyLength = length
         response.bodyDigest = digest

@@ -68,7 +68,9 @@ extension CacheStore {
             url: request.url.absoluteString,
             status: response.status,
             reason: response.reason,
-            headerFields: StoredHeaders.filter(response.headerFields, shared: options.rules.isShared).fields,
+            headerFields: StoredHeaders.filter(
+                response.headerFields, shared: options.rules.isShared, keepsCookies: options.rules.storesSetCookie
+            ).fields,
             requestTime: requestTime,
             responseTime: responseTime,
             varyingRequestFields: VaryMatching.varyingFields(

@@ -126,10 +126,12 @@ extension PolicyConfiguration.Cache {
     /// | `path` | directory | `$XDG_CACHE_HOME/tollgate`, else `~/.cache/tollgate` |
     /// | `max-size` | size | `1GiB` |
     /// | `kind` | `shared` \| `private` | `shared` |
+    /// | `set-cookie` | `strip` \| `store` | `strip` |
     /// | `targeted-fields` | list of field names | `[Tollgate-Cache-Control, CDN-Cache-Control]` with a reverse listener, else `[]` |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields"]) else { return }
+        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie"]) else { return }
+        if let choice = entry["set-cookie"]?.choice(SetCookie.self) { setCookie = choice }
         if let items = entry["targeted-fields"]?.scalarOrList("a list of field names") {
             targetedFields = items.compactMap { item -> String? in
                 guard let name = item.nonEmptyString("a field name such as CDN-Cache-Control") else { return nil }

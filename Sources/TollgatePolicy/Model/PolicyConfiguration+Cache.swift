@@ -25,6 +25,21 @@ extension PolicyConfiguration {
         /// a listener is a reverse one (a gateway is the "CDN" these fields address), none otherwise.
         public var targetedFields: [String]?
 
+        /// What stored copies do with `Set-Cookie` (`set-cookie`). Default: strip.
+        public var setCookie: SetCookie = .strip
+
+        /// `cache.set-cookie`.
+        public enum SetCookie: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// Stored copies never carry Set-Cookie: a cookie meant for one client is never
+            /// replayed to another (Squid's and ATS's behaviour).
+            case strip
+            /// Stored copies keep it, as RFC 9111 allows: for a private cache, or origins that set
+            /// cookies on public content and expect every client to get them.
+            case store
+
+            public var description: String { rawValue }
+        }
+
         /// The targeted fields of a reverse proxy: its own, then the CDN one.
         public static let defaultTargetedFields = ["Tollgate-Cache-Control", "CDN-Cache-Control"]
 

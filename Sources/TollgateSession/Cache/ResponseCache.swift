@@ -61,9 +61,12 @@ public final class ResponseCache: Sendable {
 
     /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes; `targetedFields`
     /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``).
-    public convenience init(path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = []) throws {
+    public convenience init(
+        path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = [], storesSetCookie: Bool = false
+    ) throws {
         var rules: CacheRules = shared ? .shared : .private
         rules.targetedFields = targetedFields
+        rules.storesSetCookie = storesSetCookie
         let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules))
         self.init(store: store)
     }
