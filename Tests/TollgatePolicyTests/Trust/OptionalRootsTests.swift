@@ -62,28 +62,3 @@ struct OptionalRootsTests {
         #expect(noFile.map(\.description).contains { $0.contains("missing key \"file\"") }, "\(noFile)")
     }
 }
-
-@Suite("cache.set-cookie and cache.targeted-fields")
-struct CacheStorageKeysTests {
-    @Test("set-cookie takes strip or store; targeted-fields takes field names and defaults by listener mode")
-    func keys() throws {
-        let loader = PolicyLoader(checkFiles: false)
-        let stored = try loader.load(yaml: "cache:\n  set-cookie: store\n", file: "t.yaml", baseDirectory: nil)
-        #expect(stored.cache.setCookie == .store)
-        #expect(PolicyConfiguration().cache.setCookie == .strip)
-        let bad = loader.problems(inYAML: "cache:\n  set-cookie: keep\n", file: "t.yaml", baseDirectory: nil)
-        #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:2: cache.set-cookie:") }, "\(bad)")
-
-        let forward = PolicyConfiguration()
-        #expect(forward.cache.effectiveTargetedFields(listeners: forward.listeners).isEmpty)
-        let gateway = try loader.load(
-            yaml: "listen:\n  - { address: \"127.0.0.1:8443\", mode: reverse, upstream: \"http://127.0.0.1:9000\" }\n",
-            file: "t.yaml", baseDirectory: nil
-        )
-        #expect(gateway.cache.effectiveTargetedFields(listeners: gateway.listeners) == ["Tollgate-Cache-Control", "CDN-Cache-Control"])
-        let chosen = try loader.load(yaml: "cache:\n  targeted-fields: [Acme-Cache-Control]\n", file: "t.yaml", baseDirectory: nil)
-        #expect(chosen.cache.effectiveTargetedFields(listeners: chosen.listeners) == ["Acme-Cache-Control"])
-        let notAName = loader.problems(inYAML: "cache:\n  targeted-fields: [\"CDN Cache Control\"]\n", file: "t.yaml", baseDirectory: nil)
-        #expect(notAName.count == 1, "\(notAName)")
-    }
-}
