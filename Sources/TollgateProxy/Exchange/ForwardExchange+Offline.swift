@@ -35,7 +35,7 @@ extension ForwardExchange {
             let key = CacheKey(url: keyURL, normalizer: normalizer).url
             guard let entry = lock.entry(forKey: key, headerFields: head.headerFields) else {
                 if let problem = lock.problem(forKey: key, headerFields: head.headerFields) {
-                    environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: .manifestMismatch)
+                    noteOfflineMiss(.manifestMismatch)
                     respond(
                         OwnResponse(
                             .manifestMismatch,
@@ -54,16 +54,21 @@ extension ForwardExchange {
         startTask(on: route, cachePolicy: .returnCacheDontLoad)
     }
 
+    /// Records this request in the miss report.
+    func noteOfflineMiss(_ reason: OfflineMissReport.Reason) {
+        environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: reason)
+    }
+
     /// Answers `504 offline-miss` (naming the URL and why) and records the miss.
     func answerOfflineMiss(_ reason: OfflineMissReport.Reason, _ why: String) {
-        environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: reason)
+        noteOfflineMiss(reason)
         respond(OwnResponse(.offlineMiss, "offline: \(head.method) \(url.absoluteString): \(why)"))
     }
 
     /// The answer for a task that failed offline: a miss when nothing usable was stored.
     func offlineAnswer(for error: SessionError) -> OwnResponse {
         guard error.code == .resourceUnavailable else { return OwnResponse(for: error) }
-        environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: .notCached)
+        noteOfflineMiss(.notCached)
         return OwnResponse(.offlineMiss, "offline: \(head.method) \(url.absoluteString) is not in the cache")
     }
 
@@ -82,7 +87,7 @@ extension ForwardExchange {
             differs = "\(length) bytes, the manifest has \(entry.size)"
         }
         guard let differs else { return nil }
-        environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: .manifestMismatch)
+        noteOfflineMiss(.manifestMismatch)
         return OwnResponse(.manifestMismatch, "offline: \(url.absoluteString): the cache holds \(differs)")
     }
 
@@ -97,7 +102,7 @@ extension ForwardExchange {
     func finishChecked(_ check: inout ManifestBodyCheck) {
         let (last, matches) = check.finish()
         guard matches else {
-            environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: .manifestMismatch)
+            noteOfflineMiss(.manifestMismatch)
             record.errorCode = ProxyErrorCode.manifestMismatch.rawValue
             standardErrorLine(
                 "tollgate: offline: \(url.absoluteString): the body sent is not the manifest's "

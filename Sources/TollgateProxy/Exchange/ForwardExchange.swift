@@ -449,10 +449,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             errorCode: record.errorCode,
             seconds: ended.timeIntervalSince(record.started)
         )
-        metrics.recordTraffic(record)
-        if rules.harEntries > 0 || !metrics.journal.isEmpty {
-            metrics.journal.append(RecentExchange(record, url: url.absoluteString, ended: ended), capacity: rules.harEntries)
-        }
+        metrics.noteFinished(record, url: url, ended: ended, harEntries: rules.harEntries)
         return connection
     }
 }

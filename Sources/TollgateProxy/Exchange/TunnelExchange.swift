@@ -269,12 +269,9 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         let ended = Date()
         record.isTunnel = true
         environment.accessLog.record(record.entry(ended: ended))
-        let metrics = environment.metrics
-        metrics.recordTraffic(record)
-        let capacity = environment.policy.configuration.log.harEntries
-        if capacity > 0 || !metrics.journal.isEmpty {
-            metrics.journal.append(RecentExchange(record, url: record.head.target, ended: ended), capacity: capacity)
-        }
+        // The rules in force when the tunnel was asked for: copying the whole configuration per
+        // tunnel took the policy's lock for one number.
+        environment.metrics.noteFinished(record, url: nil, ended: ended, harEntries: rules.harEntries)
         return connection
     }
 }

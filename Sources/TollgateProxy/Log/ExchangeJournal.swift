@@ -1,5 +1,6 @@
 import Foundation
 import NIOConcurrencyHelpers
+import TollgateHTTP
 
 /// The most recent exchanges of a process, for `GET /har` and the live view: a bounded ring of
 /// ``RecentExchange`` (`log.har-entries`, default 1000; 0 keeps none).
@@ -63,8 +64,11 @@ final class ExchangeJournal: Sendable {
 struct RecentExchange: Sendable {
     /// What the exchange recorded (its route dropped: the journal must not keep sessions alive).
     var record: ExchangeRecord
-    /// The absolute URL loaded (for a reverse listener, on its upstream); for a tunnel `host:port`.
-    var url: String
+    /// The URL loaded (for a reverse listener, on its upstream); nil for a tunnel. Kept as it is
+    /// and formatted only when the journal is read: appending runs for every exchange.
+    var loaded: HTTPURL?
+    /// The absolute URL loaded; for a tunnel its `host:port`.
+    var url: String { loaded?.absoluteString ?? record.head.target }
     /// When the exchange ended.
     var ended: Date
     /// The host rule that matched, or `-`.
@@ -72,14 +76,14 @@ struct RecentExchange: Sendable {
     /// The session, or `-`.
     var session: String
 
-    /// `record` as it ended at `ended`, loading `url`.
-    init(_ record: ExchangeRecord, url: String, ended: Date) {
+    /// `record` as it ended at `ended`, loading `url` (nil for a tunnel).
+    init(_ record: ExchangeRecord, url: HTTPURL?, ended: Date) {
         var record = record
         rule = record.route?.ruleLabel ?? "-"
         session = record.route?.sessionName ?? "-"
         record.route = nil
         self.record = record
-        self.url = url
+        self.loaded = url
         self.ended = ended
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import NIOConcurrencyHelpers
 public import Prometheus
+import TollgateHTTP
 public import TollgateSession
 
 /// The metrics `GET /metrics` reports, in a swift-prometheus registry of their own: requests by
@@ -112,6 +113,15 @@ public final class ProxyMetrics: Sendable {
         if let connect = timings.connect { upstreamConnect.record(connect / 1000) }
         if let tls = timings.tls { upstreamTLS.record(tls / 1000) }
         if let firstByte = timings.firstByte { upstreamFirstByte.record(firstByte / 1000) }
+    }
+
+    /// A finished exchange (a request or a tunnel): its traffic counted, and the exchange kept for
+    /// `GET /har` and the live view while `harEntries` (`log.har-entries`) allows any.
+    func noteFinished(_ record: ExchangeRecord, url: HTTPURL?, ended: Date, harEntries: Int) {
+        recordTraffic(record)
+        if harEntries > 0 || !journal.isEmpty {
+            journal.append(RecentExchange(record, url: url, ended: ended), capacity: harEntries)
+        }
     }
 
     /// A client connection opened.

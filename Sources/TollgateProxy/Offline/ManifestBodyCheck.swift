@@ -9,7 +9,8 @@ struct ManifestBodyCheck {
     let expectedSize: Int64
     let expectedSHA256: String
     private var hasher = SHA256()
-    private var count: Int64 = 0
+    /// Bytes passed so far.
+    private(set) var received: Int64 = 0
     private var held: ByteBuffer?
 
     init(_ entry: CacheManifest.Entry) {
@@ -20,7 +21,7 @@ struct ManifestBodyCheck {
     /// Takes the next piece; returns what may be sent now (the piece before it).
     mutating func pass(_ piece: ByteBuffer) -> ByteBuffer? {
         piece.withUnsafeReadableBytes { hasher.update($0) }
-        count += Int64(piece.readableBytes)
+        received += Int64(piece.readableBytes)
         let ready = held
         held = piece
         return ready
@@ -30,10 +31,7 @@ struct ManifestBodyCheck {
     mutating func finish() -> (last: ByteBuffer?, matches: Bool) {
         let last = held
         held = nil
-        let matches = count == expectedSize && SHA256.hex(hasher.finalize()) == expectedSHA256
+        let matches = received == expectedSize && SHA256.hex(hasher.finalize()) == expectedSHA256
         return (last, matches)
     }
-
-    /// What was received, for a message: `N bytes, SHA-256 …`.
-    var received: Int64 { count }
 }
