@@ -1,6 +1,7 @@
 import Foundation
 import Logging
 import NIOConcurrencyHelpers
+import Synchronization
 import NIOCore
 public import NIOPosix
 public import TollgateCache
@@ -52,6 +53,9 @@ public final class ResponseCache: Sendable {
     /// Keys an unsafe request's success invalidated, with when, until storage has removed their
     /// entries (off the loop): a lookup in between must not serve what they invalidated.
     private let invalidated = NIOLockedValueBox<[CacheKey: Date]>([:])
+    /// Whether ``invalidated`` holds any mark: read without the lock on every lookup (nearly
+    /// always false), so a hit takes no lock for invalidations that are not there.
+    private let hasInvalidations = Atomic<Bool>(false)
 
     /// Wraps an open store.
     public init(store: CacheStore, threadPool: NIOThreadPool = .singleton) {
@@ -95,12 +99,14 @@ public final class ResponseCache: Sendable {
     func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) {
         invalidated.withLockedValue { marks in
             for key in keys { marks[key] = max(time, marks[key] ?? time) }
+            hasInvalidations.store(true, ordering: .releasing)
         }
         let store = self.store
-        offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }.whenComplete { [invalidated] _ in
+        offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }.whenComplete { [self] _ in
             // Entries stored up to `time` are gone now; a later invalidation keeps its own mark.
             invalidated.withLockedValue { marks in
                 for key in keys where marks[key] == time { marks[key] = nil }
+                if marks.isEmpty { hasInvalidations.store(false, ordering: .releasing) }
             }
         }
     }
@@ -108,8 +114,9 @@ public final class ResponseCache: Sendable {
     /// Whether what was stored for `key` at `storedAt` was invalidated since and is not yet
     /// removed from storage.
     func isInvalidated(_ key: CacheKey, storedAt: Date) -> Bool {
-        invalidated.withLockedValue { marks in
-            guard !marks.isEmpty, let time = marks[key] else { return false }
+        guard hasInvalidations.load(ordering: .acquiring) else { return false }
+        return invalidated.withLockedValue { marks in
+            guard let time = marks[key] else { return false }
             return storedAt <= time
         }
     }
