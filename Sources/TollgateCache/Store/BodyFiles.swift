@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 
 #if canImport(Glibc)
 import Glibc
@@ -31,6 +32,10 @@ struct BodyFiles: Sendable {
     }
 
     static let temporaryPrefix = "tmp-"
+    /// The names of partial-content files (``PartialContent``): `partial-<id>.part`.
+    static let partialPrefix = "partial-"
+
+    static func partialName(for id: UInt64) -> String { partialPrefix + String(id, radix: 16) + ".part" }
 
     func path(_ name: String) -> String { directory + "/" + name }
 
@@ -94,6 +99,27 @@ struct BodyFiles: Sendable {
     /// The names in the directory.
     func names() -> [String] {
         (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+    }
+
+    /// Reads the first `length` bytes of the file at `path` in pieces of 256 KiB.
+    static func forEachChunk(ofFileAt path: String, length: Int64, _ body: (ByteBuffer) throws -> Void) throws {
+        let fd = open(path, O_RDONLY | O_CLOEXEC)
+        guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
+        defer { systemClose(fd) }
+        var remaining = length
+        var buffer = ByteBufferAllocator().buffer(capacity: 256 << 10)
+        while remaining > 0 {
+            buffer.clear()
+            let wanted = Int(min(remaining, 256 << 10))
+            let count = try buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: wanted) { out -> Int in
+                let count = read(fd, out.baseAddress, wanted)
+                if count < 0 { throw CacheStoreError.io(errno, "cannot read \(path)") }
+                return count
+            }
+            if count == 0 { throw CacheStoreError.truncatedBody }
+            remaining -= Int64(count)
+            try body(buffer)
+        }
     }
 
     /// The SHA-256 and length of a file's contents.

@@ -191,6 +191,42 @@ public final class CacheEntryWriter: Sendable {
         }
     }
 
+    /// Keeps what arrived of a body that was cut short as the first piece of a response held
+    /// in pieces (RFC 9111 §3.3: a GET's 200 with a strong validator and a Content-Length), so
+    /// that a later range request can complete it; then finishes the writer. Nil when the
+    /// response cannot be kept in pieces, or nothing arrived. Blocking.
+    public func salvageAsPiece() -> PartialPieceWriter.Outcome? {
+        let taken = state.withLock { state -> (Phase, Int64)? in
+            if case .finished = state.phase { return nil }
+            let taken = (state.phase, state.length)
+            state.phase = .finished
+            return taken
+        }
+        guard let (phase, length) = taken else { return nil }
+        defer { if case .file(let name, let fd) = phase { systemClose(fd); store.files.remove(name) } }
+        guard draft.status == 200, length > 0, let expectedLength, length < expectedLength,
+            !draft.headerFields.contains(.vary), let validator = CacheRules.combiningValidator(of: draft.headerFields)
+        else { return nil }
+        var whole = draft
+        whole.headerFields.replaceOrAdd(name: .contentLength, value: String(expectedLength))
+        guard let piece = try? store.openPiece(key: draft.key, response: whole, start: 0, completeLength: expectedLength, validator: validator)
+        else { return nil }
+        do {
+            switch phase {
+            case .memory(let bytes):
+                try piece.append(ByteBuffer(bytes: bytes))
+            case .file(let name, _):
+                try BodyFiles.forEachChunk(ofFileAt: store.files.path(name), length: length) { try piece.append($0) }
+            case .finished:
+                return nil
+            }
+            return try piece.finish()
+        } catch {
+            piece.abort()
+            return nil
+        }
+    }
+
     /// Discards the body; nothing is stored. Idempotent, and a no-op after commit.
     public func abort() {
         state.withLock { Self.discard(&$0, files: store.files) }

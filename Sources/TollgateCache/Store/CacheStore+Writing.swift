@@ -203,6 +203,8 @@ extension CacheStore {
                     txn
                 )
                 freed += try evictLocked(toFit: 0, protecting: id, txn).files
+                // A complete response makes what was held in pieces of it obsolete.
+                if let partial = try dropPartialRecord(response.key, txn) { freed.append(partial) }
             }
             for name in freed { files.remove(name) }
             return CacheEntryID(rawValue: id)
@@ -264,6 +266,7 @@ extension CacheStore {
                 if let file = try removeVariant(id, txn) { freed.append(file) }
             }
             try txn.delete(key.storageKey, in: db.entries)  // ids whose records were already gone
+            if let partial = try dropPartialRecord(key, txn) { freed.append(partial) }
             return ids.count
         }
         for name in freed { files.remove(name) }
@@ -301,12 +304,14 @@ extension CacheStore {
         try checkOpen()
         _ = takePendingAccess()
         try environment.write { txn in
-            for database in [db.entries, db.variants, db.lru, db.access] { try txn.clear(database) }
+            for database in [db.entries, db.variants, db.lru, db.access, db.partials] { try txn.clear(database) }
             try txn.put("bytes", UInt64(0), in: db.totals)
             try txn.put("variants", UInt64(0), in: db.totals)
         }
         // Temporary files belong to writers still running; their commits add entries later.
-        for name in files.names() where BodyFiles.id(fromFinalName: name) != nil { files.remove(name) }
+        for name in files.names() where BodyFiles.id(fromFinalName: name) != nil || name.hasPrefix(BodyFiles.partialPrefix) {
+            files.remove(name)
+        }
         try? files.syncDirectory()
     }
 }

@@ -18,7 +18,9 @@ import Darwin
 /// - `variants`: id → record (``StoredResponse`` metadata, then the body when it is at most
 ///   `inlineBodyLimit` bytes; larger bodies live in `bodies/<id>.body`);
 /// - `lru`: access sequence → id, oldest first; `access`: id → its sequence and last access;
-/// - `totals`: `bytes`, `variants`, `hits`, `misses`.
+/// - `totals`: `bytes`, `variants`, `hits`, `misses`;
+/// - `partials`: key → a response held only in pieces (``PartialContent``), its sparse body
+///   in `bodies/partial-<id>.part`.
 ///
 /// Threading: every method may be called from any thread. ``lookup(_:requestHeaders:)`` is
 /// synchronous and cheap (a memory-mapped read, no lock held across I/O): it is the hit path
@@ -60,13 +62,16 @@ public final class CacheStore: Sendable {
         let lru: Database
         let access: Database
         let totals: Database
+        /// Key → ``PartialRecord``: responses held only in pieces (CacheStore+Partial.swift).
+        let partials: Database
 
-        init(entries: Database, variants: Database, lru: Database, access: Database, totals: Database) {
+        init(entries: Database, variants: Database, lru: Database, access: Database, totals: Database, partials: Database) {
             self.entries = entries
             self.variants = variants
             self.lru = lru
             self.access = access
             self.totals = totals
+            self.partials = partials
         }
     }
 
@@ -97,7 +102,8 @@ public final class CacheStore: Sendable {
             variants: try environment.openDatabase(named: "variants"),
             lru: try environment.openDatabase(named: "lru"),
             access: try environment.openDatabase(named: "access"),
-            totals: try environment.openDatabase(named: "totals")
+            totals: try environment.openDatabase(named: "totals"),
+            partials: try environment.openDatabase(named: "partials")
         )
         files = BodyFiles(directory: options.path + "/bodies")
         try files.create()
@@ -128,7 +134,7 @@ public final class CacheStore: Sendable {
             )
         )
         writer = StoreWriter(environment: environment)
-        sweptOrphans = alone ? Self.sweep(files, environment: environment, variants: db.variants) : 0
+        sweptOrphans = alone ? Self.sweep(files, environment: environment, variants: db.variants, partials: db.partials) : 0
         flock(fd, LOCK_SH)
     }
 
@@ -173,9 +179,17 @@ public final class CacheStore: Sendable {
     }
 
     /// Removes body files no record points at, and every temporary file.
-    private static func sweep(_ files: BodyFiles, environment: Environment, variants: Database) -> Int {
+    private static func sweep(_ files: BodyFiles, environment: Environment, variants: Database, partials: Database) -> Int {
         var removed = 0
+        let partialFiles = Self.partialFileNames(environment: environment, partials: partials)
         for name in files.names() {
+            if name.hasPrefix(BodyFiles.partialPrefix) {
+                if !partialFiles.contains(name) {
+                    files.remove(name)
+                    removed += 1
+                }
+                continue
+            }
             if name.hasPrefix(BodyFiles.temporaryPrefix) {
                 files.remove(name)
                 removed += 1

@@ -1,0 +1,225 @@
+public import Foundation
+public import TollgateHTTP
+import TollgateStore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Partial content (RFC 9111 §3.3–3.4): 206 responses, and 200s cut short, kept in pieces and
+/// combined into a complete entry once they cover the whole body.
+///
+/// Only responses without Vary, with a strong validator (a strong ETag, else Last-Modified)
+/// and a known complete length are kept. A piece with another validator or length replaces
+/// what was kept. At most ``maximumPartials`` responses are kept in pieces (the oldest go
+/// first); their bytes are not counted in the cache's size and are removed with a purge of
+/// their URL, `removeAll`, or when a complete response for the URL is stored.
+extension CacheStore {
+    /// How many responses may be held in pieces at once.
+    public static let maximumPartials = 256
+
+    /// What is held in pieces for `key`, nil when nothing is. Cheap (one read).
+    public func partialContent(for key: CacheKey) -> PartialContent? {
+        guard (try? checkOpen()) != nil else { return nil }
+        let db = self.db
+        let storageKey = key.storageKey
+        let found = try? environment.read { txn in
+            try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+        }
+        guard let record = found ?? nil, let response = record.storedResponse else { return nil }
+        let covered = record.ranges
+        guard !covered.isEmpty else { return nil }
+        return PartialContent(
+            response: response, completeLength: record.completeLength, covered: covered,
+            path: files.path(record.file), validator: record.validator
+        )
+    }
+
+    /// Starts keeping a piece of a response: a 206 (its Content-Range says where), or a 200
+    /// whose body may be cut short (`start` 0). Nil when the response cannot be kept in pieces
+    /// (Vary, no strong validator, no complete length, a multipart 206, over the size limit).
+    /// Blocking (opens and sizes the file, one LMDB write).
+    public func beginPiece(
+        key: CacheKey,
+        request: HTTPRequestHead,
+        response: HTTPResponseHead,
+        requestTime: Date,
+        responseTime: Date
+    ) throws -> PartialPieceWriter? {
+        try checkOpen()
+        let fields = response.headerFields
+        guard !fields.contains(.vary), let validator = CacheRules.combiningValidator(of: fields) else { return nil }
+        let start: Int64
+        let completeLength: Int64
+        switch response.status {
+        case 206:
+            guard let value = fields[CacheRules.contentRangeField], let contentRange = ContentRange(fieldValue: value),
+                let range = contentRange.range, let length = contentRange.completeLength
+            else { return nil }
+            if let declared = fields.contentLength, declared != Int64(range.count) { return nil }
+            start = range.lowerBound
+            completeLength = length
+        case 200:
+            guard let length = fields.contentLength else { return nil }
+            start = 0
+            completeLength = length
+        default:
+            return nil
+        }
+        guard completeLength > 0, completeLength <= options.rules.maximumBodyLength(capacity: options.maxSize) else { return nil }
+        var whole = fields
+        whole.remove(CacheRules.contentRangeField)
+        whole.replaceOrAdd(name: .contentLength, value: String(completeLength))
+        let stored = StoredResponse(
+            key: key, url: request.url.absoluteString, status: 200, reason: "OK",
+            headerFields: StoredHeaders.filter(whole, shared: options.rules.isShared, keepsCookies: options.rules.storesSetCookie).fields,
+            requestTime: requestTime, responseTime: responseTime, storedAt: options.clock()
+        )
+        return try openPiece(key: key, response: stored, start: start, completeLength: completeLength, validator: validator)
+    }
+
+    /// Files the piece's response in the record (replacing one with another validator) and
+    /// opens the shared sparse file for writing.
+    func openPiece(
+        key: CacheKey, response: StoredResponse, start: Int64, completeLength: Int64, validator: String
+    ) throws -> PartialPieceWriter {
+        let db = self.db
+        let storageKey = key.storageKey
+        let encodedResponse = Data(response.encodedRecord())
+        let candidate = BodyFiles.partialName(for: allocateID())
+        var freed: [String] = []
+        let fileName = try environment.write { txn -> String in
+            freed = []
+            var record = try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+            if let kept = record, kept.validator == validator, kept.completeLength == completeLength {
+                record!.response = encodedResponse  // the newest piece's fields describe the whole (§3.4)
+            } else {
+                if let kept = record { freed.append(kept.file) }
+                record = PartialRecord(
+                    response: encodedResponse, completeLength: completeLength, covered: [], file: candidate, validator: validator
+                )
+                freed += try trimPartials(txn)
+            }
+            try txn.put(storageKey, try record!.encoded(), in: db.partials)
+            return record!.file
+        }
+        for name in freed { files.remove(name) }
+        let path = files.path(fileName)
+        let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
+        var info = stat()
+        if fstat(fd, &info) == 0, Int64(info.st_size) < completeLength, ftruncate(fd, off_t(completeLength)) != 0 {
+            let error = errno
+            systemClose(fd)
+            throw CacheStoreError.io(error, "cannot size \(path)")
+        }
+        return PartialPieceWriter(
+            store: self, key: key, fileName: fileName, descriptor: fd, start: start, limit: completeLength - start
+        )
+    }
+
+    /// Records the bytes a piece wrote (already synced) and combines the pieces into a complete
+    /// entry when they cover the whole body. Blocking.
+    func recordPiece(key: CacheKey, fileName: String, range: Range<Int64>) throws -> PartialPieceWriter.Outcome {
+        guard !range.isEmpty else { return .kept(presentBytes: 0) }
+        let db = self.db
+        let storageKey = key.storageKey
+        enum Step { case superseded, kept(Int64), whole(PartialRecord) }
+        let step = try environment.write { txn -> Step in
+            guard var record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil,
+                record.file == fileName
+            else { return .superseded }
+            let merged = PartialContent.merge(record.ranges, range)
+            record.ranges = merged
+            if merged == [0..<record.completeLength] {
+                _ = try txn.delete(storageKey, in: db.partials)
+                return .whole(record)
+            }
+            try txn.put(storageKey, try record.encoded(), in: db.partials)
+            return .kept(merged.reduce(Int64(0)) { $0 + Int64($1.count) })
+        }
+        switch step {
+        case .superseded:
+            return .superseded
+        case .kept(let present):
+            return .kept(presentBytes: present)
+        case .whole(let record):
+            return .combined(try combine(record, key: key))
+        }
+    }
+
+    /// Stores the combined pieces as a complete entry (the file is moved into place).
+    private func combine(_ record: PartialRecord, key: CacheKey) throws -> CacheEntryID {
+        let path = files.path(record.file)
+        defer { files.remove(record.file) }  // moved on success; left over on failure
+        guard let response = record.storedResponse, let url = HTTPURL(string: response.url) else {
+            throw CacheStoreError.io(EINVAL, "the partial record of \(key) does not decode")
+        }
+        return try store(
+            key: key, request: HTTPRequestHead(method: .get, url: url), response: response.responseHead,
+            bodyFile: path, requestTime: response.requestTime, responseTime: response.responseTime
+        )
+    }
+
+    /// Removes what is held in pieces for `key`; returns whether anything was. Blocking.
+    @discardableResult
+    public func removePartial(key: CacheKey) throws -> Bool {
+        try checkOpen()
+        let db = self.db
+        let storageKey = key.storageKey
+        let file = try environment.write { txn -> String? in
+            let record = try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+            _ = try txn.delete(storageKey, in: db.partials)
+            return record?.file
+        }
+        if let file { files.remove(file) }
+        return file != nil
+    }
+
+    /// Deletes the partial record of `key` in `txn`; returns its file, to remove after commit.
+    func dropPartialRecord(_ key: CacheKey, _ txn: WriteTransaction) throws -> String? {
+        let storageKey = key.storageKey
+        guard let record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil else {
+            return nil
+        }
+        _ = try txn.delete(storageKey, in: db.partials)
+        return record.file
+    }
+
+    /// Keeps fewer than ``maximumPartials`` records, dropping the oldest; returns their files.
+    private func trimPartials(_ txn: WriteTransaction) throws -> [String] {
+        guard try txn.count(in: db.partials) >= Self.maximumPartials else { return [] }
+        var oldest: (key: [UInt8], storedAt: Date, file: String)?
+        try txn.withCursor(in: db.partials) { cursor in
+            try cursor.forEach { entry in
+                if let record = PartialRecord.decode(entry.value), let response = record.storedResponse,
+                    oldest.map({ response.storedAt < $0.storedAt }) ?? true
+                {
+                    oldest = (Array(entry.key), response.storedAt, record.file)
+                }
+                return true
+            }
+        }
+        guard let oldest else { return [] }
+        _ = try txn.delete(oldest.key, in: db.partials)
+        return [oldest.file]
+    }
+
+    /// The file names the partial records point at (the open-time sweep keeps these).
+    static func partialFileNames(environment: Environment, partials: Database) -> Set<String> {
+        var names: Set<String> = []
+        try? environment.read { txn in
+            try txn.withCursor(in: partials) { cursor in
+                try cursor.forEach { entry in
+                    if let record = PartialRecord.decode(entry.value) { names.insert(record.file) }
+                    return true
+                }
+            }
+        }
+        return names
+    }
+}

@@ -1,0 +1,110 @@
+public import NIOCore
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Musl)
+import Musl
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// Writes one piece of a response held in pieces (``CacheStore/beginPiece(key:request:response:requestTime:responseTime:)``)
+/// into its sparse file at the piece's offset.
+///
+/// ``finish()`` records the bytes written so far — the whole piece, or what arrived before the
+/// connection was cut: bytes received in order from the origin are correct bytes — and combines
+/// the pieces when they now cover the whole body. ``abort()`` records nothing. Blocking file
+/// I/O: call off the event loop. One producer.
+public final class PartialPieceWriter: Sendable {
+    /// What became of a finished piece.
+    public enum Outcome: Sendable, Equatable {
+        /// Kept; `presentBytes` of the whole are now held.
+        case kept(presentBytes: Int64)
+        /// The pieces covered the whole body and were stored as this complete entry.
+        case combined(CacheEntryID)
+        /// Another response (other validator or length) replaced this one meanwhile.
+        case superseded
+    }
+
+    struct State {
+        var written: Int64 = 0
+        var descriptor: Int32
+        var finished = false
+    }
+
+    private let store: CacheStore
+    private let key: CacheKey
+    private let fileName: String
+    /// Where the piece starts in the whole body.
+    public let start: Int64
+    /// How many bytes the piece may hold (up to the end of the whole body).
+    private let limit: Int64
+    private let state: Locked<State>
+
+    init(store: CacheStore, key: CacheKey, fileName: String, descriptor: Int32, start: Int64, limit: Int64) {
+        self.store = store
+        self.key = key
+        self.fileName = fileName
+        self.start = start
+        self.limit = limit
+        self.state = Locked(State(descriptor: descriptor))
+    }
+
+    deinit { abort() }
+
+    /// Bytes written so far.
+    public var bytesWritten: Int64 { state.withLock { $0.written } }
+
+    /// Writes the next bytes of the piece.
+    ///
+    /// - Throws: ``CacheStoreError/truncatedBody`` past the end of the whole body (the writer
+    ///   is aborted), ``CacheStoreError/writerFinished``, an I/O error.
+    public func append(_ buffer: ByteBuffer) throws {
+        try state.withLock { state in
+            guard !state.finished else { throw CacheStoreError.writerFinished }
+            guard state.written + Int64(buffer.readableBytes) <= limit else {
+                Self.close(&state)
+                throw CacheStoreError.truncatedBody
+            }
+            try buffer.withUnsafeReadableBytes { bytes in
+                var done = 0
+                while done < bytes.count {
+                    let count = pwrite(state.descriptor, bytes.baseAddress! + done, bytes.count - done, off_t(start + state.written + Int64(done)))
+                    if count < 0 {
+                        if errno == EINTR { continue }
+                        let error = errno
+                        Self.close(&state)
+                        throw CacheStoreError.io(error, "cannot write \(fileName)")
+                    }
+                    done += count
+                }
+            }
+            state.written += Int64(buffer.readableBytes)
+        }
+    }
+
+    /// Syncs the bytes written and records them; combines the pieces when they are whole.
+    @discardableResult
+    public func finish() throws -> Outcome {
+        let written = try state.withLock { state -> Int64 in
+            guard !state.finished else { throw CacheStoreError.writerFinished }
+            let synced = fsync(state.descriptor) == 0
+            let error = errno
+            Self.close(&state)
+            guard synced else { throw CacheStoreError.io(error, "cannot sync \(fileName)") }
+            return state.written
+        }
+        return try store.recordPiece(key: key, fileName: fileName, range: start..<(start + written))
+    }
+
+    /// Records nothing (the bytes written stay unaccounted and are overwritten or removed later).
+    public func abort() {
+        state.withLock { Self.close(&$0) }
+    }
+
+    private static func close(_ state: inout State) {
+        guard !state.finished else { return }
+        state.finished = true
+        systemClose(state.descriptor)
+    }
+}

@@ -1,0 +1,152 @@
+import Foundation
+import NIOCore
+import Testing
+import TollgateCache
+import TollgateHTTP
+
+@Suite("Partial content in the store: pieces kept, combined, replaced", .timeLimit(.minutes(1)))
+struct PartialContentStoreTests {
+    let url = "https://example.com/artifact.bin"
+    var key: CacheKey { CacheKey(url: HTTPURL(string: url)!) }
+
+    func piece(_ store: CacheStore, _ body: [UInt8], _ range: Range<Int>, total: Int, etag: String = "\"v1\"") throws -> PartialPieceWriter.Outcome {
+        let head = response(
+            ["Cache-Control: max-age=600", "ETag: \(etag)", "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/\(total)",
+             "Content-Length: \(range.count)", "Content-Type: application/octet-stream"],
+            status: 206
+        )
+        let writer = try #require(try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now))
+        try writer.append(buffer(Array(body[range])))
+        return try writer.finish()
+    }
+
+    func contents(_ entry: CacheEntry) throws -> [UInt8] {
+        var body = try entry.body.readAll()
+        return body.readBytes(length: body.readableBytes) ?? []
+    }
+
+    @Test("Two 206 pieces with the same validator combine into a complete 200 entry, byte-exact")
+    func combine() throws {
+        try withStore(inlineBodyLimit: 1_024) { store, directory in
+            let body = pattern(10_000, seed: 3)
+            #expect(try piece(store, body, 0..<4_000, total: 10_000) == .kept(presentBytes: 4_000))
+            let partial = try #require(store.partialContent(for: key))
+            #expect(partial.covers(100..<4_000))
+            #expect(!partial.covers(3_000..<5_000))
+            #expect(partial.response.status == 200)
+            #expect(partial.response.headerFields["Content-Length"] == "10000")
+            #expect(partial.response.headerFields["Content-Range"] == nil)
+            #expect(try store.lookup(key, requestHeaders: HeaderFields()) == nil)  // nothing whole yet
+
+            guard case .combined(let id) = try piece(store, body, 3_500..<10_000, total: 10_000) else {
+                Issue.record("the pieces were not combined")
+                return
+            }
+            let entry = try #require(try store.lookup(key, requestHeaders: HeaderFields()))
+            #expect(entry.id == id)
+            #expect(entry.response.status == 200)
+            #expect(entry.response.headerFields["Content-Length"] == "10000")
+            #expect(entry.response.headerFields["ETag"] == "\"v1\"")
+            #expect(try contents(entry) == body)
+            #expect(entry.response.bodySHA256 == SHA256.hex(SHA256.hash(body)))
+            #expect(store.partialContent(for: key) == nil)
+            #expect(!bodyFiles(directory).contains { $0.hasPrefix("partial-") })
+        }
+    }
+
+    @Test("A piece with another validator replaces what was kept; a piece of the old one in flight is superseded")
+    func replaced() throws {
+        try withStore { store, directory in
+            let body = pattern(1_000)
+            _ = try piece(store, body, 0..<500, total: 1_000)
+            let oldHead = response(["ETag: \"v1\"", "Content-Range: bytes 500-999/1000", "Content-Length: 500"], status: 206)
+            let inFlight = try #require(try store.beginPiece(key: key, request: request(url: url), response: oldHead, requestTime: now, responseTime: now))
+            try inFlight.append(buffer(Array(body[500..<1_000])))
+            #expect(try piece(store, body, 0..<100, total: 1_000, etag: "\"v2\"") == .kept(presentBytes: 100))
+            #expect(try inFlight.finish() == .superseded)
+            let partial = try #require(store.partialContent(for: key))
+            #expect(partial.validator == "etag \"v2\"")
+            #expect(partial.covered == [0..<100])
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 1)
+        }
+    }
+
+    @Test("Responses that cannot be combined are not kept: weak ETag, Vary, unknown length, another status")
+    func refused() throws {
+        try withStore { store, _ throws in
+            func refused(_ lines: [String], status: Int = 206) throws -> Bool {
+                try store.beginPiece(key: key, request: request(url: url), response: response(lines, status: status), requestTime: now, responseTime: now) == nil
+            }
+            #expect(try refused(["ETag: W/\"w\"", "Content-Range: bytes 0-9/100"]))
+            #expect(try refused(["ETag: \"s\"", "Vary: Accept", "Content-Range: bytes 0-9/100"]))
+            #expect(try refused(["ETag: \"s\"", "Content-Range: bytes 0-9/*"]))
+            #expect(try refused(["ETag: \"s\"", "Content-Range: bytes 0-9/100", "Content-Length: 5"]))
+            #expect(try refused(["ETag: \"s\""], status: 200))  // no Content-Length
+            #expect(try refused(["ETag: \"s\"", "Content-Length: 10"], status: 404))
+        }
+    }
+
+    @Test("A piece cannot write past the end of the whole body")
+    func overlong() throws {
+        try withStore { store, _ in
+            let head = response(["ETag: \"s\"", "Content-Range: bytes 90-99/100"], status: 206)
+            let writer = try #require(try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now))
+            #expect(throws: CacheStoreError.truncatedBody) { try writer.append(buffer(pattern(11))) }
+        }
+    }
+
+    @Test("A 200 cut short is salvaged as the first piece, and a 206 for the rest completes it")
+    func salvage() throws {
+        try withStore(inlineBodyLimit: 1_024) { store, _ in
+            let body = pattern(50_000, seed: 7)
+            let head = response(["Cache-Control: max-age=600", "ETag: \"v1\"", "Content-Length: 50000"])
+            let writer = try store.beginStore(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now)
+            try writer.append(buffer(Array(body[0..<30_000])))
+            #expect(writer.salvageAsPiece() == .kept(presentBytes: 30_000))
+            #expect(throws: CacheStoreError.writerFinished) { try writer.commit() }
+            #expect(store.partialContent(for: key)?.covered == [0..<30_000])
+            guard case .combined = try piece(store, body, 30_000..<50_000, total: 50_000) else {
+                Issue.record("not combined")
+                return
+            }
+            let entry = try #require(try store.lookup(key, requestHeaders: HeaderFields()))
+            #expect(try contents(entry) == body)
+        }
+    }
+
+    @Test("A 200 without a strong validator is not salvaged; a purge and a whole response drop the pieces")
+    func notSalvagedAndDropped() throws {
+        try withStore { store, directory in
+            let weak = response(["ETag: W/\"w\"", "Content-Length: 100"])
+            let writer = try store.beginStore(key: key, request: request(url: url), response: weak, requestTime: now, responseTime: now)
+            try writer.append(buffer(pattern(10)))
+            #expect(writer.salvageAsPiece() == nil)
+            #expect(store.partialContent(for: key) == nil)
+
+            _ = try piece(store, pattern(100), 0..<10, total: 100)
+            #expect(try store.remove(url: url) == 0)
+            #expect(store.partialContent(for: key) == nil)
+            _ = try piece(store, pattern(100), 0..<10, total: 100)
+            try put(store, url, body: pattern(100))
+            #expect(store.partialContent(for: key) == nil)
+            #expect(!bodyFiles(directory).contains { $0.hasPrefix("partial-") })
+        }
+    }
+
+    @Test("Pieces survive reopening; a partial file without a record is swept at open")
+    func reopen() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let store = try CacheStore(options: options(directory))
+            _ = try piece(store, pattern(100), 0..<40, total: 100)
+            store.close()
+        }
+        _ = FileManager.default.createFile(atPath: directory.path + "/bodies/partial-ffff.part", contents: Data([1, 2, 3]))
+        let store = try CacheStore(options: options(directory))
+        defer { store.close() }
+        #expect(store.partialContent(for: key)?.covered == [0..<40])
+        #expect(store.sweptOrphans == 1)
+        #expect(!FileManager.default.fileExists(atPath: directory.path + "/bodies/partial-ffff.part"))
+    }
+}
