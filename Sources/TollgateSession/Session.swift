@@ -1,3 +1,4 @@
+public import Foundation
 public import NIOCore
 import NIOConcurrencyHelpers
 import Synchronization
@@ -139,6 +140,47 @@ public final class Session: @unchecked Sendable {
         try makeTask(request: request, eventLoop: eventLoop) {
             DownloadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil)
         }
+    }
+
+    /// A download task whose result goes to `completionHandler` (the file's path, valid only
+    /// during the call; the response; the error, carrying resume data when it can be resumed)
+    /// instead of `didFinishDownloadingTo`.
+    public func downloadTask(
+        with request: Request,
+        on eventLoop: (any EventLoop)? = nil,
+        completionHandler: @escaping @Sendable (String?, HTTPResponseHead?, SessionError?) -> Void
+    ) throws(SessionError) -> DownloadTask {
+        let task = try downloadTask(with: request, on: eventLoop)
+        task.engine.downloadCompletion = completionHandler
+        return task
+    }
+
+    /// A download task that goes on where the one that produced `resumeData` stopped: it asks
+    /// for the rest (`Range: bytes=N-` with `If-Range`); a 206 is appended to the partial file
+    /// (`didResumeAtOffset(N, …)`), a 200 starts it over (`didResumeAtOffset(0, …)`).
+    ///
+    /// - Throws: `cannotResumeDownload` for data that is not Tollgate resume data, of another
+    ///   version, or whose partial file is gone; `sessionInvalidated`.
+    public func downloadTask(withResumeData resumeData: Data, on eventLoop: (any EventLoop)? = nil) throws(SessionError) -> DownloadTask {
+        let resume = try DownloadResumeData.decode(resumeData)
+        guard let request = resume.resumingRequest() else {
+            throw SessionError(.cannotResumeDownload, nil, "the resume data's request does not decode")
+        }
+        let task = try downloadTask(with: request, on: eventLoop)
+        task.engine.resume = resume
+        return task
+    }
+
+    /// ``downloadTask(withResumeData:on:)`` with a completion handler (see
+    /// ``downloadTask(with:on:completionHandler:)``).
+    public func downloadTask(
+        withResumeData resumeData: Data,
+        on eventLoop: (any EventLoop)? = nil,
+        completionHandler: @escaping @Sendable (String?, HTTPResponseHead?, SessionError?) -> Void
+    ) throws(SessionError) -> DownloadTask {
+        let task = try downloadTask(withResumeData: resumeData, on: eventLoop)
+        task.engine.downloadCompletion = completionHandler
+        return task
     }
 
     /// A stream task: a TCP connection to `host:port`, made on `resume()`.

@@ -28,6 +28,19 @@ public struct CacheRules: Sendable, Hashable {
     /// Whether stored copies keep `Set-Cookie` (`cache.set-cookie: store`; default false: every
     /// stored copy is stripped of it, as Squid and ATS do). See ``StoredHeaders``.
     public var storesSetCookie: Bool
+    /// When a Range request that misses is sent upstream without its Range, so that the whole
+    /// response is fetched and stored and the range cut from it (Squid's `range_offset_limit`,
+    /// `cache.range-offset-limit`): when the range starts before this many bytes. 0 (the
+    /// default): never, the range goes upstream and the 206 is kept as partial content; nil
+    /// (`none`): always.
+    public var rangeOffsetLimit: Int64? = 0
+
+    /// Whether a Range request starting at `start` (nil: a suffix) is fetched whole.
+    public func fetchesWhole(rangeStart start: Int64?) -> Bool {
+        guard let limit = rangeOffsetLimit else { return true }
+        guard limit > 0, let start else { return false }
+        return start < limit
+    }
 
     /// Rules with the defaults above unless given.
     public init(

@@ -17,4 +17,11 @@ public struct CacheEntry: Sendable {
     public var response: StoredResponse
     /// Its body.
     public var body: CacheBody
+
+    /// An entry as a lookup returns it (or a response held in pieces, served as one).
+    public init(id: CacheEntryID, response: StoredResponse, body: CacheBody) {
+        self.id = id
+        self.response = response
+        self.body = body
+    }
 }

@@ -64,13 +64,16 @@ public final class ResponseCache: Sendable {
     }
 
     /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes; `targetedFields`
-    /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``).
+    /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``), `rangeOffsetLimit`
+    /// when a Range miss is fetched whole (``CacheRules/rangeOffsetLimit``).
     public convenience init(
-        path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = [], storesSetCookie: Bool = false
+        path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = [], storesSetCookie: Bool = false,
+        rangeOffsetLimit: Int64? = 0
     ) throws {
         var rules: CacheRules = shared ? .shared : .private
         rules.targetedFields = targetedFields
         rules.storesSetCookie = storesSetCookie
+        rules.rangeOffsetLimit = rangeOffsetLimit
         let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules))
         self.init(store: store)
     }

@@ -172,6 +172,11 @@ public protocol DownloadTaskDelegate: TaskDelegate {
     /// The download finished; the file at `location` is removed when this method returns, so move
     /// or read it here.
     func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String)
+
+    /// A download made from resume data got its response: it goes on from `fileOffset` bytes
+    /// (0: the resource changed, or the server ignored the range, and it starts over);
+    /// `expectedTotalBytes` is the whole length, −1 when unknown. `didWriteData` follows from there.
+    func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64)
 }
 
 extension DownloadTaskDelegate {
@@ -183,6 +188,10 @@ extension DownloadTaskDelegate {
     ) { DelegateDispatch.markUnanswered() }
 
     public func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String) {
+        DelegateDispatch.markUnanswered()
+    }
+
+    public func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
         DelegateDispatch.markUnanswered()
     }
 }

@@ -1,3 +1,4 @@
+public import Foundation
 public import TollgateHTTP
 
 /// The error a task completes with, in the model of `URLError`.
@@ -28,6 +29,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case cannotWriteToFile
             case sessionInvalidated
             case notConnectedToInternet
+            case cannotResumeDownload
         }
 
         private let base: Base
@@ -73,6 +75,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let sessionInvalidated = Code(.sessionInvalidated)
         /// Waiting for connectivity timed out (only with `waitsForConnectivity`).
         public static let notConnectedToInternet = Code(.notConnectedToInternet)
+        /// Resume data that does not decode, is of another version, or whose partial file is gone.
+        public static let cannotResumeDownload = Code(.cannotResumeDownload)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }
@@ -84,6 +88,9 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     public var failingURL: HTTPURL?
     /// What exactly happened, in one line (no secrets).
     public var detail: String
+    /// A failed or cancelled download's resume data, when it can be resumed
+    /// (`NSURLSessionDownloadTaskResumeData`): pass it to ``Session/downloadTask(withResumeData:on:)``.
+    public var resumeData: Data?
 
     /// Creates an error.
     public init(_ code: Code, _ url: HTTPURL? = nil, _ detail: String = "") {

@@ -9,6 +9,8 @@ import TollgateHTTP
 /// A stored body read from its file in pieces, paced by the task (suspend stops the reading).
 final class StoredFileReader: @unchecked Sendable {
     let handle: NIOFileHandle
+    /// Where the bytes served start in the file (a range of a stored body).
+    let offset: Int64
     var remaining: Int64
     var reading = false
     /// Whether the task's delegate was offered the whole body as a file region (done once,
@@ -17,8 +19,9 @@ final class StoredFileReader: @unchecked Sendable {
     /// A file region of this file is being written by the delegate: the handle stays open.
     var regionInFlight = false
 
-    init(handle: NIOFileHandle, length: Int64) {
+    init(handle: NIOFileHandle, offset: Int64 = 0, length: Int64) {
         self.handle = handle
+        self.offset = offset
         self.remaining = length
     }
 }
@@ -37,6 +40,13 @@ extension SessionTask {
             return false
         }
         engine.cacheKey = key
+        let ranges = CacheRules.byteRanges(of: request.head)
+        if let ranges, ranges.single == nil, policy.mayLoadFromNetwork, !CacheControl(request: request.headerFields).onlyIfCached {
+            // Several ranges go to the origin as they are (no multipart/byteranges is composed).
+            engine.cacheKey = nil
+            engine.cacheOutcome = CacheOutcome(result: .request, detail: "multiple-ranges")
+            return false
+        }
         var entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
         if let found = entry, cache.isInvalidated(key, storedAt: found.response.storedAt) { entry = nil }
         let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now)
@@ -69,8 +79,12 @@ extension SessionTask {
         case .miss(let reason):
             // `reload` skips the lookup, so the rules see nothing stored: it is still a reload.
             engine.cacheOutcome = CacheOutcome(result: policy == .reload ? .request : Self.missResult(reason))
+            if let range = ranges?.single {
+                return missWithRange(request, range, key: key, cache: cache, policy: policy, now: now)
+            }
             return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
         case .unavailable(let reason):
+            if ranges?.single != nil, serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
             engine.cacheOutcome = CacheOutcome(result: .hit, detail: "not-stored")
             let why = reason == .onlyIfCached
                 ? "only-if-cached, and nothing usable is stored"
@@ -99,7 +113,7 @@ extension SessionTask {
 
     /// When another task is already fetching this key, waits for it (at most the request timeout)
     /// and then looks again; otherwise this task leads the fetch.
-    private func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
+    func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
         // A task already leading (its retry after a 401 asks again) must not wait for itself.
         guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
         let wait: EventLoopFuture<Void>
@@ -158,7 +172,16 @@ extension SessionTask {
         var reader: StoredFileReader?
         let isHead = request.method == .head
         let conditional = cache.rules.answersConditional(clientRequest: request.head, stored: hit.stored)
-        if case .file(let path, let length) = body, !isHead, !conditional {
+        // The bytes to send: all, one range of them, or none (HEAD, 304, 416).
+        let answer = isHead || conditional ? .whole : servedRange(of: hit, length: body.length, request: request, cache: cache)
+        let sent: Range<Int64>? =
+            switch answer {
+            case _ where isHead || conditional: nil
+            case .part(let range): range
+            case .unsatisfiable: nil
+            case .whole, .forward: 0..<body.length
+            }
+        if case .file(let path, let length) = body, let sent {
             // Opened now: a file removed by eviction later stays readable through the descriptor.
             guard let handle = try? NIOFileHandle(_deprecatedPath: path) else { return false }
             if let size = Self.fileSize(handle), size != length {
@@ -168,24 +191,40 @@ extension SessionTask {
                 cache.discardDamaged(entry, sizeOnDisk: size, on: eventLoop)
                 return false
             }
-            reader = StoredFileReader(handle: handle, length: length)
+            if sent.lowerBound > 0 {
+                guard (try? handle.withUnsafeFileDescriptor({ lseek($0, off_t(sent.lowerBound), SEEK_SET) })) == off_t(sent.lowerBound) else {
+                    try? handle.close()
+                    return false
+                }
+            }
+            reader = StoredFileReader(handle: handle, offset: sent.lowerBound, length: Int64(sent.count))
         }
         var result = outcome ?? CacheOutcome(result: .hit)
         result.servedStale = stale
         engine.cacheOutcome = result
-        let head = conditional ? cache.rules.notModifiedResponse(for: hit) : hit.responseHead
+        let head: HTTPResponseHead =
+            switch answer {
+            case _ where conditional: cache.rules.notModifiedResponse(for: hit)
+            case .part(let range) where !isHead: hit.responseHead.partialContent(range, of: body.length)
+            case .unsatisfiable where !isHead: hit.responseHead.rangeNotSatisfiable(length: body.length)
+            default: hit.responseHead
+            }
         // Filled in place once appended: appending a finished local copy copied (and retained)
         // every field of it.
         engine.transactions.append(TransactionMetrics(request: request))
         engine.transaction.fetchStartDate = now
         engine.transaction.resourceFetchType = .localCache
         engine.transaction.responseStartDate = now
-        engine.transaction.countOfResponseBodyBytesReceived = isHead || conditional ? 0 : body.length
+        engine.transaction.countOfResponseBodyBytesReceived = Int64(sent?.count ?? 0)
         engine.transaction.response = head
         engine.request = request
         deliverResponse(head)
-        if !isHead, !conditional {
-            if case .inline(let buffer) = body, buffer.readableBytes > 0 { acceptBody(buffer) }
+        if let sent {
+            if case .inline(let buffer) = body, !sent.isEmpty,
+                let piece = buffer.getSlice(at: buffer.readerIndex + Int(sent.lowerBound), length: sent.count)
+            {
+                acceptBody(piece)
+            }
             engine.storedFile = reader
         }
         if engine.storedFile == nil {
@@ -246,11 +285,11 @@ extension SessionTask {
             engine.download == nil, engine.cacheWriter == nil, engine.held.isEmpty,
             let receiver = delegate as? any StoredFileReceiving,
             reader.remaining > 0, reader.remaining <= Int64(Int.max),
-            Self.fileSize(reader.handle).map({ $0 >= reader.remaining }) == true,
+            Self.fileSize(reader.handle, restoring: reader.offset).map({ $0 >= reader.offset + reader.remaining }) == true,
             receiver.dataTask(dataTask, acceptsFileRegionOf: reader.remaining)
         else { return false }
         let length = reader.remaining
-        let region = FileRegion(fileHandle: reader.handle, readerIndex: 0, endIndex: Int(length))
+        let region = FileRegion(fileHandle: reader.handle, readerIndex: Int(reader.offset), endIndex: Int(reader.offset + length))
         reader.reading = true
         reader.regionInFlight = true
         observed.withLock { $0.countOfBytesReceived += length }
@@ -282,11 +321,11 @@ extension SessionTask {
 
     /// The size of an open file (nil when it cannot be known): a body file whose size is not the
     /// recorded length is not served (``serveStored(hit:entry:request:stale:outcome:now:)``).
-    /// Called before anything was read, so the file offset is 0 and is left there.
-    private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
+    /// Called before anything was read: the file offset is left at `restoring` (where reading starts).
+    private static func fileSize(_ handle: NIOFileHandle, restoring offset: Int64 = 0) -> Int64? {
         try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
             let end = lseek(descriptor, 0, SEEK_END)
-            guard lseek(descriptor, 0, SEEK_SET) == 0, end >= 0 else { return nil }
+            guard lseek(descriptor, off_t(offset), SEEK_SET) == off_t(offset), end >= 0 else { return nil }
             return Int64(end)
         } ?? nil
     }
@@ -374,6 +413,10 @@ extension SessionTask {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
             return
         }
+        if head.status == 206 {
+            beginStoringPiece(head, request: request, key: key, cache: cache, policy: policy)
+            return
+        }
         defer { if engine.cacheWriter == nil, request.method == .get { notStoring(key, cache: cache) } }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         let stored = request.head.withoutConditionalFields
@@ -409,6 +452,14 @@ extension SessionTask {
 
     /// Hands a body piece to the storage writer; a writer that fails is dropped (nothing stored).
     func storeBodyPiece(_ buffer: ByteBuffer) {
+        if let piece = engine.pieceWriter {
+            do {
+                try piece.append(buffer)
+            } catch {
+                piece.abort()
+                engine.pieceWriter = nil
+            }
+        }
         guard let writer = engine.cacheWriter else { return }
         do {
             try writer.append(buffer)
@@ -423,14 +474,23 @@ extension SessionTask {
     /// The body ended: asks `willCacheResponse`, then commits (off the loop) or discards.
     /// `then` runs on the loop when storing is settled.
     func finishStoring(then: @escaping () -> Void) {
+        if engine.pieceWriter != nil {
+            finishStoringPiece(then: then)
+            return
+        }
         guard let cache = session.configuration.responseCache, let writer = engine.cacheWriter, let request = engine.request,
-            let head = response, let dataTask = self as? DataTask
+            let head = response
         else {
             then()
             return
         }
         engine.cacheWriter = nil
         stopIdleTimer()
+        guard let dataTask = self as? DataTask else {
+            // A download task is not asked willCacheResponse (a data task delegate's question).
+            commit(writer, cache: cache, then: then)
+            return
+        }
         let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
@@ -458,21 +518,32 @@ extension SessionTask {
             case .unanswered, .none:
                 break
             }
-            let settled = UncheckedBox(then)
-            cache.offLoop(on: eventLoop) { try writer.commit() }.whenComplete { [self] result in
-                if case .failure = result {
-                    engine.cacheOutcome?.stored = false
-                    engine.cacheOutcome?.detail = "truncated"
-                }
-                settled.value()
+            commit(writer, cache: cache, then: then)
+        }
+    }
+
+    /// Commits a finished body off the loop; what the task reports as stored is true only once
+    /// the entry committed.
+    private func commit(_ writer: CacheEntryWriter, cache: ResponseCache, then: @escaping () -> Void) {
+        let settled = UncheckedBox(then)
+        cache.offLoop(on: eventLoop) { try writer.commit() }.whenComplete { [self] result in
+            if case .failure = result {
+                engine.cacheOutcome?.stored = false
+                engine.cacheOutcome?.detail = "truncated"
             }
+            settled.value()
         }
     }
 
     /// Ends the task's part in the cache (every way a task ends).
     func releaseCacheState() {
-        engine.cacheWriter?.abort()
-        engine.cacheWriter = nil
+        if let writer = engine.cacheWriter {
+            writer.abort()
+            engine.cacheWriter = nil
+            engine.cacheOutcome?.stored = false
+        }
+        engine.pieceWriter?.abort()
+        engine.pieceWriter = nil
         if let reader = engine.storedFile {
             // A region being written keeps its file open; its completion closes it.
             if !reader.regionInFlight { try? reader.handle.close() }

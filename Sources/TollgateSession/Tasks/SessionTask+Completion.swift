@@ -21,9 +21,14 @@ extension SessionTask {
 
     func fail(_ error: SessionError) {
         abandonExchange()
+        keepWhatArrived()
         // stale-if-error covers an origin that is unreachable or failing, never a refused trust
         // decision (an untrusted chain or a pin mismatch must not be papered over by a stale copy).
         if Self.staleIfErrorCodes.contains(error.code), servesStaleOnFailure() { return }
+        if engine.download != nil, Self.resumableFailures.contains(error.code) {
+            failDownloadWithResumeData(error)
+            return
+        }
         complete(with: error)
     }
 
@@ -36,6 +41,7 @@ extension SessionTask {
     func cancelWork() {
         guard !isDone else { return }
         abandonExchange()
+        keepWhatArrived()
         engine.held = []
         complete(with: SessionError(.cancelled, engine.request?.url ?? originalRequest?.url, "the task was cancelled"))
     }
@@ -80,6 +86,10 @@ extension SessionTask {
         if let handler = engine.completionHandler {
             engine.completionHandler = nil
             handler(error == nil ? engine.wholeBody ?? ByteBuffer() : nil, response, error)
+        }
+        if let handler = engine.downloadCompletion {
+            engine.downloadCompletion = nil
+            handler(nil, response, error)
         }
         DelegateDispatch.notify(receivers) { $0.task(self, didCompleteWithError: error) }
         engine.wholeBody = nil

@@ -24,7 +24,7 @@ extension SessionTask {
         }
         if handleAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
-        deliverResponse(head)
+        deliverResponse(engine.rangeCut == nil ? head : applyRangeCut(to: head))
     }
 
     func responseBodyReceived(_ buffer: ByteBuffer) {
@@ -274,11 +274,17 @@ extension SessionTask {
     }
 
     func deliverBody(_ buffer: ByteBuffer) {
+        storeBodyPiece(buffer)
+        var buffer = buffer
+        if engine.rangeCut != nil {
+            // A Range fetched whole: the cache took every byte, the task gets its range.
+            guard let part = engine.rangeCut!.cut(buffer) else { return }
+            buffer = part
+        }
         if engine.download != nil {
             writeToDownloadFile(buffer)
             return
         }
-        storeBodyPiece(buffer)
         if engine.wholeBody != nil {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }

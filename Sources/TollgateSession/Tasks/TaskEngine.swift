@@ -81,6 +81,10 @@ struct TaskEngine {
     var notModified: HTTPResponseHead?
     var serveStaleAfterExchange = false
     var cacheWriter: CacheEntryWriter?
+    /// Keeps a 206 (or a 200 that may be cut) as a piece of partial content.
+    var pieceWriter: PartialPieceWriter?
+    /// A Range request fetched whole: the range to cut from the 200 for the task.
+    var rangeCut: RangeCut?
     var leadsFetch = false
     var collapsed = false
     var storedFile: StoredFileReader?
@@ -93,6 +97,10 @@ struct TaskEngine {
     var becomeStreamPending = false
     /// Where a download task writes the body.
     var download: DownloadFile?
+    /// A download task made from resume data, until its response says whether it resumes.
+    var resume: DownloadResumeData?
+    /// The completion handler of a download task made with one (file path, response, error).
+    var downloadCompletion: (@Sendable (String?, HTTPResponseHead?, SessionError?) -> Void)?
     /// Credentials that failed per protection space (`previousFailureCount`).
     var authenticationFailures: [ProtectionSpace: Int] = [:]
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
