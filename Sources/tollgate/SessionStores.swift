@@ -15,7 +15,8 @@ struct SessionStores: Sendable {
             cache = try ResponseCache(
                 path: path, maxSize: configuration.cache.maxSize, shared: configuration.cache.kind == .shared,
                 targetedFields: configuration.cache.effectiveTargetedFields(listeners: configuration.listeners),
-                storesSetCookie: configuration.cache.setCookie == .store
+                storesSetCookie: configuration.cache.setCookie == .store,
+                rangeOffsetLimit: configuration.cache.rangeOffsetLimit
             )
         } catch {
             throw CommandFailure.user("cannot open the cache at \(path): \(error)")

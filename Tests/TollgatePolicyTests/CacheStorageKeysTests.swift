@@ -24,4 +24,15 @@ struct CacheStorageKeysTests {
         let notAName = loader.problems(inYAML: "cache:\n  targeted-fields: [\"CDN Cache Control\"]\n", file: "t.yaml", baseDirectory: nil)
         #expect(notAName.count == 1, "\(notAName)")
     }
+
+    @Test("range-offset-limit takes a size, 0 or none; anything else names the file, line and key")
+    func rangeOffsetLimit() throws {
+        let loader = PolicyLoader(checkFiles: false)
+        #expect(PolicyConfiguration().cache.rangeOffsetLimit == 0)
+        #expect(try loader.load(yaml: "cache:\n  range-offset-limit: 8MiB\n", file: "t.yaml", baseDirectory: nil).cache.rangeOffsetLimit == 8 << 20)
+        #expect(try loader.load(yaml: "cache:\n  range-offset-limit: none\n", file: "t.yaml", baseDirectory: nil).cache.rangeOffsetLimit == nil)
+        #expect(try loader.load(yaml: "cache:\n  range-offset-limit: 0\n", file: "t.yaml", baseDirectory: nil).cache.rangeOffsetLimit == 0)
+        let bad = loader.problems(inYAML: "cache:\n  range-offset-limit: all\n", file: "t.yaml", baseDirectory: nil)
+        #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:2: cache.range-offset-limit:") }, "\(bad)")
+    }
 }

@@ -128,9 +128,20 @@ extension PolicyConfiguration.Cache {
     /// | `kind` | `shared` \| `private` | `shared` |
     /// | `set-cookie` | `strip` \| `store` | `strip` |
     /// | `targeted-fields` | list of field names | `[Tollgate-Cache-Control, CDN-Cache-Control]` with a reverse listener, else `[]` |
+    /// | `range-offset-limit` | size, `0` or `none` | `0` |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie"]) else { return }
+        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit"]) else {
+            return
+        }
+        if let limit = entry["range-offset-limit"] {
+            switch limit.string("a size, 0 or none") {
+            case "none": rangeOffsetLimit = nil
+            case "0": rangeOffsetLimit = 0
+            case .some: if let size = limit.size() { rangeOffsetLimit = size }
+            case nil: break
+            }
+        }
         if let choice = entry["set-cookie"]?.choice(SetCookie.self) { setCookie = choice }
         if let items = entry["targeted-fields"]?.scalarOrList("a list of field names") {
             targetedFields = items.compactMap { item -> String? in

@@ -27,6 +27,10 @@ extension PolicyConfiguration {
 
         /// What stored copies do with `Set-Cookie` (`set-cookie`). Default: strip.
         public var setCookie: SetCookie = .strip
+        /// When a Range request that misses is fetched whole instead of passing its Range on
+        /// (`range-offset-limit`, Squid's `range_offset_limit`): when its range starts before this
+        /// many bytes. 0 (the default): never; nil (`none`): always.
+        public var rangeOffsetLimit: Int64? = 0
 
         /// `cache.set-cookie`.
         public enum SetCookie: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
