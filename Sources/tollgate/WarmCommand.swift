@@ -4,7 +4,7 @@ import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
-/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] FILE|-`:
+/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] [--resume-attempts N] FILE|-`:
 /// fetches every URL listed into the cache, so that a build can later run offline against it.
 struct WarmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -15,7 +15,9 @@ struct WarmCommand: AsyncParsableCommand {
             lines starting with # are skipped. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
-            `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. Exit 0 when every URL is \
+            `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \
+            (connection lost, timeout) goes on from where it was with its resume data, up to \
+            --resume-attempts times; the summary counts the URLs resumed. Exit 0 when every URL is \
             in the cache afterwards; 1 when a line is not a URL, a URL failed, or a response was not stored. \
             --manifest FILE writes (merging into FILE when it exists) the lockfile of what the cache holds \
             for each URL in the cache afterwards: key, Vary'd request fields, status, size, SHA-256, \
@@ -40,11 +42,15 @@ struct WarmCommand: AsyncParsableCommand {
     )
     var manifest: String?
 
+    @Option(help: "How many times a transfer that is cut is resumed from where it was (0 to 20).")
+    var resumeAttempts = 3
+
     @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
     var file: String
 
     func validate() throws {
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 64") }
+        guard (0...20).contains(resumeAttempts) else { throw ValidationError("--resume-attempts must be 0 to 20") }
     }
 
     func run() async throws {
@@ -72,7 +78,9 @@ struct WarmCommand: AsyncParsableCommand {
                 throw CommandFailure.user("--session: \(session) is ephemeral and keeps no cache")
             }
         }
-        let outcomes = await URLWarmer(runtime: runtime, sessionName: session).warm(list.urls, concurrency: concurrency)
+        var warmer = URLWarmer(runtime: runtime, sessionName: session)
+        warmer.resumeAttempts = resumeAttempts
+        let outcomes = await warmer.warm(list.urls, concurrency: concurrency)
         for outcome in outcomes { print(outcome.line) }
         if let manifest {
             try writeManifest(manifest, outcomes: outcomes, urls: list.urls, store: stores.cache.store)
@@ -81,7 +89,7 @@ struct WarmCommand: AsyncParsableCommand {
         let warm = count(.fresh) + count(.stored)
         print(
             "warmed \(warm) of \(list.urls.count) URLs: \(count(.stored)) stored, \(count(.fresh)) already fresh, "
-                + "\(count(.notStored)) not stored, \(count(.failed)) failed"
+                + "\(count(.notStored)) not stored, \(count(.failed)) failed, \(outcomes.filter(\.resumed).count) resumed"
                 + (list.problems.isEmpty ? "" : "; \(list.problems.count) lines skipped")
         )
         if warm < list.urls.count || !list.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }

@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateCache
 import TollgateHTTP
 import TollgateTesting
 
@@ -55,7 +56,7 @@ struct WarmCommandTests {
         #expect(lines.contains("200  tollgate; fwd=uri-miss; stored  \(base)/b.tar.gz"))
         #expect(lines.contains("200  tollgate; fwd=uri-miss; detail=\"no-store\"  \(base)/private"))
         #expect(lines.contains { $0.hasPrefix("404  ") && $0.hasSuffix("\(base)/missing") })
-        #expect(lines.last == "warmed 2 of 4 URLs: 2 stored, 0 already fresh, 2 not stored, 0 failed; 1 lines skipped")
+        #expect(lines.last == "warmed 2 of 4 URLs: 2 stored, 0 already fresh, 2 not stored, 0 failed, 0 resumed; 1 lines skipped")
         #expect(first.stderr.contains("urls.txt:7: not a URL: 'not a url'"), "\(first.stderr)")
         #expect(origin.requestCount == 4)
 
@@ -100,5 +101,41 @@ struct WarmCommandTests {
         let concurrency = try await ChildProcess.run(binary, ["warm", "--concurrency", "0", list.path], environment: environment)
         #expect(concurrency.status == 1)
         #expect(concurrency.stderr.contains("--concurrency must be 1 to 64"), "\(concurrency.stderr)")
+    }
+
+    @Test("A transfer cut mid-way resumes from where it was; the cache holds it byte-exact and the summary counts it")
+    func warmResumesCutTransfer() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = (0..<400_000).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 7) }
+        let origin = try await RangeOrigin.start(body: body)
+        defer { origin.stop() }
+        origin.cutNext(after: 150_000)
+        let config = try writeForwardCacheConfiguration(in: directory)
+        let list = directory.appendingPathComponent("urls.txt")
+        try "\(origin.url)\n".write(to: list, atomically: true, encoding: .utf8)
+        let manifest = directory.appendingPathComponent("manifest.json")
+        let binary = try #require(tollgateBinary)
+        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        let warmed = try await ChildProcess.run(
+            binary, ["warm", "--config", config.path, "--manifest", manifest.path, list.path], environment: environment
+        )
+        #expect(warmed.status == 0, "\(warmed.stdout) \(warmed.stderr)")
+        #expect(origin.rangesAsked == [nil, "bytes=150000-"])
+        #expect(warmed.stdout.contains("warmed 1 of 1 URLs: 1 stored, 0 already fresh, 0 not stored, 0 failed, 1 resumed"), "\(warmed.stdout)")
+        let text = try String(contentsOf: manifest, encoding: .utf8)
+        #expect(text.contains(SHA256.hex(SHA256.hash(body))), "\(text)")
+        #expect(text.contains("\"size\" : 400000") || text.contains("\"size\":400000"), "\(text)")
+
+        let none = directory.appendingPathComponent("none")
+        try FileManager.default.createDirectory(at: none, withIntermediateDirectories: true)
+        let strict = try writeForwardCacheConfiguration(in: none)
+        origin.cutNext(after: 1_000)
+        let failed = try await ChildProcess.run(
+            binary, ["warm", "--config", strict.path, "--resume-attempts", "0", list.path], environment: environment
+        )
+        #expect(failed.status == 1)
+        #expect(failed.stdout.contains("0 resumed"), "\(failed.stdout)")
+        #expect(failed.stdout.contains("failed  \(origin.url)"), "\(failed.stdout)")
     }
 }

@@ -141,4 +141,23 @@ struct SessionRangeCacheTests {
         #expect(origin.rangesAsked.last == "bytes=0-1,5-6")
         #expect(origin.requestCount == 2)
     }
+
+    @Test("A delegate that answers doNotStore keeps no piece: neither a 206 nor a cut 200")
+    func refusedPiecesAreNotKept() async throws {
+        final class Refuser: SessionDelegate, DataTaskDelegate, @unchecked Sendable {
+            func dataTask(_ task: DataTask, willCacheResponse proposed: CachedResponse, completionHandler: @escaping @Sendable (CacheDecision) -> Void) {
+                completionHandler(.doNotStore)
+            }
+        }
+        let origin = try await RangeOrigin.start(body: Self.body)
+        defer { origin.stop() }
+        let cache = try CacheFixture()
+        let session = cache.session(delegate: Refuser())
+        defer { session.finishTasksAndInvalidate() }
+        _ = try await get(session, origin.url, [("Range", "bytes=0-999")])
+        origin.cutNext(after: 5_000)
+        await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(cache.cache.store.partialContent(for: CacheKey(url: origin.url)) == nil)
+    }
 }

@@ -208,6 +208,11 @@ public final class CacheEntryWriter: Sendable {
             !draft.headerFields.contains(.vary), let validator = CacheRules.combiningValidator(of: draft.headerFields)
         else { return nil }
         var whole = draft
+        if let replacement = replacementFields.withLock({ $0 }) {
+            whole.headerFields = StoredHeaders.filter(
+                replacement, shared: store.options.rules.isShared, keepsCookies: store.options.rules.storesSetCookie
+            ).fields
+        }
         whole.headerFields.replaceOrAdd(name: .contentLength, value: String(expectedLength))
         guard let piece = try? store.openPiece(key: draft.key, response: whole, start: 0, completeLength: expectedLength, validator: validator)
         else { return nil }

@@ -124,8 +124,11 @@ extension CacheStore {
 
     /// Records the bytes a piece wrote (already synced) and combines the pieces into a complete
     /// entry when they cover the whole body. Blocking.
-    func recordPiece(key: CacheKey, fileName: String, range: Range<Int64>) throws -> PartialPieceWriter.Outcome {
+    func recordPiece(
+        key: CacheKey, fileName: String, range: Range<Int64>, replacementFields: HeaderFields? = nil
+    ) throws -> PartialPieceWriter.Outcome {
         guard !range.isEmpty else { return .kept(presentBytes: 0) }
+        let rules = options.rules
         let db = self.db
         let storageKey = key.storageKey
         enum Step { case superseded, kept(Int64), whole(PartialRecord) }
@@ -135,6 +138,13 @@ extension CacheStore {
             else { return .superseded }
             let merged = PartialContent.merge(record.ranges, range)
             record.ranges = merged
+            if let replacementFields, var response = record.storedResponse {
+                var fields = replacementFields
+                fields.remove(CacheRules.contentRangeField)
+                fields.replaceOrAdd(name: .contentLength, value: String(record.completeLength))
+                response.headerFields = StoredHeaders.filter(fields, shared: rules.isShared, keepsCookies: rules.storesSetCookie).fields
+                record.response = Data(response.encodedRecord())
+            }
             if merged == [0..<record.completeLength] {
                 _ = try txn.delete(storageKey, in: db.partials)
                 return .whole(record)

@@ -1,4 +1,5 @@
 public import NIOCore
+public import TollgateHTTP
 
 #if canImport(Glibc)
 import Glibc
@@ -30,6 +31,8 @@ public final class PartialPieceWriter: Sendable {
         var written: Int64 = 0
         var descriptor: Int32
         var finished = false
+        /// Header fields the `willCacheResponse` answer chose instead of the received ones.
+        var replacement: HeaderFields?
     }
 
     private let store: CacheStore
@@ -51,6 +54,12 @@ public final class PartialPieceWriter: Sendable {
     }
 
     deinit { abort() }
+
+    /// Records these header fields (less Content-Range) for the whole response instead of the
+    /// received ones (the `willCacheResponse` answer changed them, e.g. forced freshness).
+    public func replaceHeaderFields(_ fields: HeaderFields) {
+        state.withLock { $0.replacement = fields }
+    }
 
     /// Bytes written so far.
     public var bytesWritten: Int64 { state.withLock { $0.written } }
@@ -86,15 +95,15 @@ public final class PartialPieceWriter: Sendable {
     /// Syncs the bytes written and records them; combines the pieces when they are whole.
     @discardableResult
     public func finish() throws -> Outcome {
-        let written = try state.withLock { state -> Int64 in
+        let (written, replacement) = try state.withLock { state -> (Int64, HeaderFields?) in
             guard !state.finished else { throw CacheStoreError.writerFinished }
             let synced = fsync(state.descriptor) == 0
             let error = errno
             Self.close(&state)
             guard synced else { throw CacheStoreError.io(error, "cannot sync \(fileName)") }
-            return state.written
+            return (state.written, state.replacement)
         }
-        return try store.recordPiece(key: key, fileName: fileName, range: start..<(start + written))
+        return try store.recordPiece(key: key, fileName: fileName, range: start..<(start + written), replacementFields: replacement)
     }
 
     /// Records nothing (the bytes written stay unaccounted and are overwritten or removed later).

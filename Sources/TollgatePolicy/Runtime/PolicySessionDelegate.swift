@@ -29,7 +29,7 @@ public import TollgateSession
 /// The rules it decides from are replaced by ``PolicyRuntime/apply(_:)`` while the session is
 /// kept, so a task running across a reload gets the new rules' answers; a session the reload
 /// retires keeps the rules it had.
-public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTaskDelegate {
+public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTaskDelegate, DownloadTaskDelegate {
     /// The name of the session it is the delegate of.
     public let sessionName: String
     private let rules: NIOLockedValueBox<PolicyDecisions>
@@ -125,13 +125,25 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
         willCacheResponse proposed: CachedResponse,
         completionHandler: @escaping @Sendable (CacheDecision) -> Void
     ) {
+        completionHandler(willCache(proposed, for: task))
+    }
+
+    // MARK: DownloadTaskDelegate
+
+    /// The same answer for a download (Tollgate caches downloads, so the rules cover them).
+    public func downloadTask(
+        _ task: DownloadTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    ) {
+        completionHandler(willCache(proposed, for: task))
+    }
+
+    private func willCache(_ proposed: CachedResponse, for task: SessionTask) -> CacheDecision {
         let url = task.currentRequest?.url ?? proposed.request.url
         // The cache's own rules say whether it reads s-maxage (shared) or max-age (private).
         let shared = task.session.configuration.responseCache?.rules.isShared
-        if let chosen = cacheDecision(for: url, proposed: proposed, sharedCache: shared) {
-            completionHandler(.store(chosen))
-        } else {
-            completionHandler(.doNotStore)
-        }
+        guard let chosen = cacheDecision(for: url, proposed: proposed, sharedCache: shared) else { return .doNotStore }
+        return .store(chosen)
     }
 }

@@ -177,6 +177,15 @@ public protocol DownloadTaskDelegate: TaskDelegate {
     /// (0: the resource changed, or the server ignored the range, and it starts over);
     /// `expectedTotalBytes` is the whole length, −1 when unknown. `didWriteData` follows from there.
     func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64)
+
+    /// The download's response is about to be stored (a download is cached like a data task's
+    /// response; URLSession asks only data tasks, Tollgate asks downloads too so that a policy's
+    /// cache rules cover them). Same answers as the data task question; unanswered: store it.
+    func downloadTask(
+        _ task: DownloadTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    )
 }
 
 extension DownloadTaskDelegate {
@@ -194,4 +203,10 @@ extension DownloadTaskDelegate {
     public func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
         DelegateDispatch.markUnanswered()
     }
+
+    public func downloadTask(
+        _ task: DownloadTask,
+        willCacheResponse proposed: CachedResponse,
+        completionHandler: @escaping @Sendable (CacheDecision) -> Void
+    ) { completionHandler(.unanswered) }
 }

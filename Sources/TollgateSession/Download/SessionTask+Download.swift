@@ -105,8 +105,10 @@ extension SessionTask {
                 return
             }
             finishStoring { [self] in
-                defer { try? FileManager.default.removeItem(atPath: file.path) }
-                guard !isDone else { return }
+                guard !isDone else {
+                    try? FileManager.default.removeItem(atPath: file.path)
+                    return
+                }
                 if let handler = engine.downloadCompletion {
                     engine.downloadCompletion = nil
                     handler(file.path, response, nil)
@@ -114,6 +116,8 @@ extension SessionTask {
                     let receivers = delegates(as: (any DownloadTaskDelegate).self)
                     DelegateDispatch.notify(receivers) { $0.downloadTask(downloadTask, didFinishDownloadingTo: file.path) }
                 }
+                // Gone before the task says it completed (the handler or delegate had it).
+                try? FileManager.default.removeItem(atPath: file.path)
                 complete(with: nil)
             }
         }

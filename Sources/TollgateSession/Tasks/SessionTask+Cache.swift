@@ -486,27 +486,17 @@ extension SessionTask {
         }
         engine.cacheWriter = nil
         stopIdleTimer()
-        guard let dataTask = self as? DataTask else {
-            // A download task is not asked willCacheResponse (a data task delegate's question).
-            commit(writer, cache: cache, then: then)
-            return
-        }
         let storedRequest = request.head.withoutConditionalFields
         let proposed = CachedResponse(
             request: storedRequest, response: head, bodyLength: writer.bytesWritten,
             requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
         )
-        let receivers = dataDelegates
-        ask(
-            receivers,
-            { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
-            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
-        ) { [self] decision in
+        askWillCache(proposed) { [self] decision in
             guard !isDone else {
                 writer.abort()
                 return
             }
-            switch decision?.base {
+            switch decision {
             case .doNotStore:
                 writer.abort()
                 engine.cacheOutcome?.stored = false
@@ -519,6 +509,28 @@ extension SessionTask {
                 break
             }
             commit(writer, cache: cache, then: then)
+        }
+    }
+
+    /// Asks the task's delegates whether to store `proposed` (`willCacheResponse`: the data task
+    /// question, or the download task one); `then` gets the answer on the loop (nil: store as is).
+    /// Asked even after the task ended (a cut body kept as partial content).
+    func askWillCache(_ proposed: CachedResponse, then: @escaping (CacheDecision.Base?) -> Void) {
+        let isUnanswered: (CacheDecision) -> Bool = { if case .unanswered = $0.base { true } else { false } }
+        if let dataTask = self as? DataTask {
+            ask(
+                dataDelegates,
+                { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
+                isUnanswered: isUnanswered
+            ) { then($0?.base) }
+        } else if let downloadTask = self as? DownloadTask {
+            ask(
+                delegates(as: (any DownloadTaskDelegate).self),
+                { delegate, answer in delegate.downloadTask(downloadTask, willCacheResponse: proposed, completionHandler: answer) },
+                isUnanswered: isUnanswered
+            ) { then($0?.base) }
+        } else {
+            then(nil)
         }
     }
 

@@ -82,8 +82,9 @@ extension SessionTask {
         }
     }
 
-    /// A 206's body ended: records the piece off the loop; the task reports stored only when the
-    /// pieces were combined into a complete entry.
+    /// A 206's body ended: asks `willCacheResponse` (the policy's cache rules cover pieces too),
+    /// then records the piece off the loop; the task reports stored only when the pieces were
+    /// combined into a complete entry.
     func finishStoringPiece(then: @escaping () -> Void) {
         guard let piece = engine.pieceWriter, let cache = session.configuration.responseCache else {
             then()
@@ -92,28 +93,77 @@ extension SessionTask {
         engine.pieceWriter = nil
         stopIdleTimer()
         let settled = UncheckedBox(then)
-        cache.offLoop(on: eventLoop) { try piece.finish() }.whenComplete { [self] result in
-            if case .success(.combined) = result {
-                engine.cacheOutcome?.stored = true
-                engine.cacheOutcome?.detail = "combined"
+        decideOnKeeping(piece: piece) { [self] keep in
+            guard keep else {
+                engine.cacheOutcome?.detail = "policy"
+                settled.value()
+                return
             }
-            settled.value()
+            cache.offLoop(on: eventLoop) { try piece.finish() }.whenComplete { [self] result in
+                if case .success(.combined) = result {
+                    engine.cacheOutcome?.stored = true
+                    engine.cacheOutcome?.detail = "combined"
+                }
+                settled.value()
+            }
         }
     }
 
     /// The response was cut short (a failure, a cancel): keeps what arrived of a 200 or 206 with
-    /// a strong validator as partial content, off the loop, so a Range request can finish it.
+    /// a strong validator as partial content, off the loop, so a Range request can finish it —
+    /// when `willCacheResponse` allows (asked though the task is ending).
     func keepWhatArrived() {
-        guard let cache = session.configuration.responseCache else { return }
+        guard let cache = session.configuration.responseCache, let head = response, let request = engine.request else { return }
         if let writer = engine.cacheWriter {
             engine.cacheWriter = nil
             engine.cacheOutcome?.stored = false
-            _ = cache.offLoop(on: eventLoop) { _ = writer.salvageAsPiece() }
+            askWillCache(proposal(head, request: request, length: writer.bytesWritten)) { [eventLoop] decision in
+                switch decision {
+                case .doNotStore:
+                    writer.abort()
+                    return
+                case .store(let chosen):
+                    if chosen.response.headerFields != head.headerFields { writer.replaceHeaderFields(chosen.response.headerFields) }
+                case .unanswered, .none:
+                    break
+                }
+                _ = cache.offLoop(on: eventLoop) { _ = writer.salvageAsPiece() }
+            }
         }
         if let piece = engine.pieceWriter {
             engine.pieceWriter = nil
-            _ = cache.offLoop(on: eventLoop) { _ = try piece.finish() }
+            decideOnKeeping(piece: piece) { [eventLoop] keep in
+                if keep { _ = cache.offLoop(on: eventLoop) { _ = try piece.finish() } }
+            }
         }
+    }
+
+    /// Asks `willCacheResponse` about a piece (as the whole response it is part of); `then` gets
+    /// whether to keep it (its header fields replaced by the answer's).
+    private func decideOnKeeping(piece: PartialPieceWriter, then: @escaping (Bool) -> Void) {
+        guard let head = response, let request = engine.request else {
+            then(true)
+            return
+        }
+        askWillCache(proposal(head, request: request, length: piece.bytesWritten)) { decision in
+            switch decision {
+            case .doNotStore:
+                piece.abort()
+                then(false)
+            case .store(let chosen):
+                if chosen.response.headerFields != head.headerFields { piece.replaceHeaderFields(chosen.response.headerFields) }
+                then(true)
+            case .unanswered, .none:
+                then(true)
+            }
+        }
+    }
+
+    private func proposal(_ head: HTTPResponseHead, request: Request, length: Int64) -> CachedResponse {
+        CachedResponse(
+            request: request.head.withoutConditionalFields, response: head, bodyLength: length,
+            requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
+        )
     }
 
     /// A Range request fetched whole: the head the task receives instead of the 200 (a 206 or a
