@@ -71,13 +71,13 @@ struct PartialContentStoreTests {
         }
     }
 
-    @Test("Responses that cannot be combined are not kept: weak ETag, Vary, unknown length, another status")
+    @Test("Responses that cannot be kept: a 200 with a weak ETag, Vary, unknown length, another status")
     func refused() throws {
         try withStore { store, _ throws in
             func refused(_ lines: [String], status: Int = 206) throws -> Bool {
                 try store.beginPiece(key: key, request: request(url: url), response: response(lines, status: status), requestTime: now, responseTime: now) == nil
             }
-            #expect(try refused(["ETag: W/\"w\"", "Content-Range: bytes 0-9/100"]))
+            #expect(try refused(["ETag: W/\"w\"", "Content-Length: 10"], status: 200))
             #expect(try refused(["ETag: \"s\"", "Vary: Accept", "Content-Range: bytes 0-9/100"]))
             #expect(try refused(["ETag: \"s\"", "Content-Range: bytes 0-9/*"]))
             #expect(try refused(["ETag: \"s\"", "Content-Range: bytes 0-9/100", "Content-Length: 5"]))
@@ -148,5 +148,22 @@ struct PartialContentStoreTests {
         #expect(store.partialContent(for: key)?.covered == [0..<40])
         #expect(store.sweptOrphans == 1)
         #expect(!FileManager.default.fileExists(atPath: directory.path + "/bodies/partial-ffff.part"))
+    }
+
+    @Test("A 206 without a validator is kept alone for reuse, never combined: the next such piece replaces it")
+    func withoutValidator() throws {
+        try withStore { store, _ throws in
+            func keep(_ range: Range<Int>) throws -> PartialPieceWriter.Outcome? {
+                let head = response(["Cache-Control: max-age=60", "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/100"], status: 206)
+                let writer = try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now)
+                try writer?.append(buffer(Array(pattern(100)[range])))
+                return try writer?.finish()
+            }
+            #expect(try keep(0..<50) == .kept(presentBytes: 50))
+            #expect(store.partialContent(for: key)?.covers(10..<20) == true)
+            #expect(try keep(50..<100) == .kept(presentBytes: 50))
+            #expect(store.partialContent(for: key)?.covered == [50..<100])
+            #expect(try store.lookup(key, requestHeaders: HeaderFields()) == nil)
+        }
     }
 }

@@ -13,8 +13,9 @@ import Darwin
 /// Partial content (RFC 9111 §3.3–3.4): 206 responses, and 200s cut short, kept in pieces and
 /// combined into a complete entry once they cover the whole body.
 ///
-/// Only responses without Vary, with a strong validator (a strong ETag, else Last-Modified)
-/// and a known complete length are kept. A piece with another validator or length replaces
+/// Only responses without Vary and with a known complete length are kept; pieces are combined
+/// only when they share a strong validator (a strong ETag, else Last-Modified) — a 206 without
+/// one is kept alone, for the ranges it covers. A piece with another validator or length replaces
 /// what was kept. At most ``maximumPartials`` responses are kept in pieces (the oldest go
 /// first); their bytes are not counted in the cache's size and are removed with a purge of
 /// their URL, `removeAll`, or when a complete response for the URL is stored.
@@ -52,7 +53,11 @@ extension CacheStore {
     ) throws -> PartialPieceWriter? {
         try checkOpen()
         let fields = response.headerFields
-        guard !fields.contains(.vary), let validator = CacheRules.combiningValidator(of: fields) else { return nil }
+        guard !fields.contains(.vary) else { return nil }
+        // Without a strong validator a piece is kept for reuse alone: it replaces what was kept
+        // and is never combined with another (§3.4 requires the same strong validator).
+        let validator = CacheRules.combiningValidator(of: fields) ?? ""
+        if validator.isEmpty, response.status != 206 { return nil }
         let start: Int64
         let completeLength: Int64
         switch response.status {
@@ -95,7 +100,7 @@ extension CacheStore {
         let fileName = try environment.write { txn -> String in
             freed = []
             var record = try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
-            if let kept = record, kept.validator == validator, kept.completeLength == completeLength {
+            if let kept = record, !validator.isEmpty, kept.validator == validator, kept.completeLength == completeLength {
                 record!.response = encodedResponse  // the newest piece's fields describe the whole (§3.4)
             } else {
                 if let kept = record { freed.append(kept.file) }
@@ -136,7 +141,7 @@ extension CacheStore {
             guard var record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil,
                 record.file == fileName
             else { return .superseded }
-            let merged = PartialContent.merge(record.ranges, range)
+            let merged = record.validator.isEmpty ? [range] : PartialContent.merge(record.ranges, range)
             record.ranges = merged
             if let replacementFields, var response = record.storedResponse {
                 var fields = replacementFields
