@@ -78,6 +78,7 @@ let package = Package(
             dependencies: [
                 "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "CTickClock",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
                 + nio,
             swiftSettings: requestPathSettings

@@ -28,6 +28,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case cannotWriteToFile
             case sessionInvalidated
             case notConnectedToInternet
+            case dataLengthExceedsMaximum
         }
 
         private let base: Base
@@ -73,6 +74,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let sessionInvalidated = Code(.sessionInvalidated)
         /// Waiting for connectivity timed out (only with `waitsForConnectivity`).
         public static let notConnectedToInternet = Code(.notConnectedToInternet)
+        /// A WebSocket message was larger than the task's `maximumMessageSize` (closed with 1009).
+        public static let dataLengthExceedsMaximum = Code(.dataLengthExceedsMaximum)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }

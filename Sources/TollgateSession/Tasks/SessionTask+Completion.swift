@@ -35,6 +35,7 @@ extension SessionTask {
     /// The cancel action: stop everything, complete with `cancelled`.
     func cancelWork() {
         guard !isDone else { return }
+        if let webSocket = self as? WebSocketTask, webSocket.cancelOpenConnection() { return }
         abandonExchange()
         engine.held = []
         complete(with: SessionError(.cancelled, engine.request?.url ?? originalRequest?.url, "the task was cancelled"))
@@ -54,6 +55,7 @@ extension SessionTask {
         engine.bodyStream?.close()
         discardDownloadFile()
         releaseCacheState()
+        (self as? WebSocketTask)?.taskCompleting(with: error)
         let action = observed.withLock { state -> TaskLifecycle.Action in
             state.error = error
             if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }
