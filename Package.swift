@@ -133,6 +133,7 @@ let package = Package(
             dependencies: [
                 "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

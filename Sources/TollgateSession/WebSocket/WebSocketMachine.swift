@@ -66,6 +66,8 @@ struct WebSocketMachine {
     private(set) var ready: [WebSocketMessage] = []
     private(set) var waitingReceives = 0
     private(set) var outstandingPings = 0
+    /// The error that ended the connection, given to later calls too (nil after an orderly close).
+    private var failure: SessionError?
     /// The largest message accepted, fragments counted together (`maximumMessageSize`).
     var maximumMessageSize: Int
 
@@ -214,6 +216,7 @@ struct WebSocketMachine {
         case .open:
             state = .closed(Closure(code: .abnormalClosure, reason: nil))
             let error = SessionError(.networkConnectionLost, nil, "the WebSocket connection closed without a close frame")
+            failure = error
             return [.failAllWaiting(error), .closeConnection(error)] + resetWaiting()
         case .closing(let sent):
             // The task asked to close; the server closed without answering: closed all the same.
@@ -313,6 +316,7 @@ struct WebSocketMachine {
             code == .messageTooBig
             ? SessionError(.dataLengthExceedsMaximum, nil, "\(reason); closed with 1009")
             : SessionError(.badServerResponse, nil, "WebSocket protocol error: \(reason); closed with \(code)")
+        failure = error
         return [.write(Self.closeFrame(Closure(code: code, reason: nil)), completesSend: false), .failAllWaiting(error), .closeConnection(error)]
             + resetWaiting()
     }
@@ -324,7 +328,8 @@ struct WebSocketMachine {
     }
 
     private func notOpen(_ what: String) -> SessionError {
-        switch state {
+        if let failure { return failure }
+        return switch state {
         case .closing(let sent): SessionError(.networkConnectionLost, nil, "cannot \(what): the WebSocket is closing (\(sent.code))")
         case .closed(let closure) where closure.code == .invalid:
             SessionError(.networkConnectionLost, nil, "cannot \(what): the WebSocket never opened")
