@@ -56,8 +56,9 @@ public enum WebSocketPeer {
 
     /// Runs the client script (``clientScript``) to its end: it connects to `uri` (through
     /// `proxy`, an `http://` URL, when given; trusting the CA in the PEM file `caFile` for wss),
-    /// sends each of `messages` ("ping" sends a ping; "close:CODE:REASON" closes), prints one line
-    /// per reply and one `closed CODE REASON` line, and exits.
+    /// sends each of `messages` ("ping" sends a ping; "close:CODE:REASON" closes; "bytes:N" sends N
+    /// bytes; "say:TEXT" sends TEXT, so "say:close:…" asks the server to close), prints one line
+    /// per reply and one `closed CODE REASON` line (the close frame it received), and exits.
     public static func runClient(
         uri: String,
         messages: [String],
@@ -151,6 +152,9 @@ public enum WebSocketPeer {
                         elif message.startswith("close:"):
                             _, code, reason = message.split(":", 2)
                             await ws.close(int(code), reason)
+                        elif message.startswith("say:"):
+                            await ws.send(message[4:])
+                            print(f"reply {await ws.recv()}", flush=True)
                         elif message.startswith("bytes:"):
                             await ws.send(b"y" * int(message[6:]))
                             reply = await ws.recv()
