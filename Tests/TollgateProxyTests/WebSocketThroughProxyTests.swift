@@ -22,11 +22,8 @@ struct WebSocketThroughProxyTests {
         #expect(created.status == 0, "ca init: \(created.stderr)")
         // The origin: Python's websockets server over TLS with a leaf for localhost.
         let pki = try TestPKI(commonName: "Origin CA", host: "localhost")
-        let certificate = directory.appendingPathComponent("origin.pem").path
-        let key = directory.appendingPathComponent("origin.key").path
-        try pki.server.certificate.pemString.write(toFile: certificate, atomically: true, encoding: .utf8)
-        try pki.server.privateKey.write(toPEMFile: key)
-        let server = try await WebSocketPeer.startServer(certificate: certificate, key: key)
+        let files = try pki.writeServerFiles(in: directory)
+        let server = try await WebSocketPeer.startServer(certificate: files.certificate, key: files.key)
         defer { server.stop() }
         let accessLog = directory.appendingPathComponent("access.log").path
         let configuration = directory.appendingPathComponent("tollgate.yaml")

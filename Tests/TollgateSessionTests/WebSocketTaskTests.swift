@@ -3,7 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TollgateHTTP
-import TollgateTLS
+
 @testable import TollgateSession
 import TollgateTesting
 
@@ -33,6 +33,33 @@ private func makeSession(_ recorder: WebSocketRecorder, tls: TestPKI? = nil) -> 
 
 private func url(_ port: Int, _ path: String = "/echo", scheme: String = "ws") -> HTTPURL {
     HTTPURL(string: "\(scheme)://127.0.0.1:\(port)\(path)")!
+}
+
+/// A Python server, and a task to its `path` on a recording session, resumed after `prepare`.
+private struct Connected {
+    let server: WebSocketPeer.Server
+    let recorder: WebSocketRecorder
+    let task: WebSocketTask
+
+    static func start(_ path: String = "/echo", prepare: (WebSocketTask) -> Void = { _ in }) async throws -> Connected {
+        let server = try await WebSocketPeer.startServer()
+        let recorder = WebSocketRecorder()
+        do {
+            let task = try makeSession(recorder).webSocketTask(with: url(server.port, path))
+            prepare(task)
+            task.resume()
+            return Connected(server: server, recorder: recorder, task: task)
+        } catch {
+            server.stop()
+            throw error
+        }
+    }
+
+    /// Sends `text` and waits for the echo.
+    func roundTrip(_ text: String = "hi") async throws {
+        try await task.send(.string(text))
+        #expect(try await task.receive() == .string(text))
+    }
 }
 
 @Suite(
@@ -109,13 +136,10 @@ struct WebSocketTaskTests {
 
     @Test("cancel(with:reason:) sends its code and reason; the server's answer ends the task without an error")
     func clientCloseWithCodeAndReason() async throws {
-        let server = try await WebSocketPeer.startServer()
-        defer { server.stop() }
-        let recorder = WebSocketRecorder()
-        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
-        task.resume()
-        try await task.send(.string("hi"))
-        _ = try await task.receive()
+        let connected = try await Connected.start()
+        defer { connected.server.stop() }
+        let (task, recorder) = (connected.task, connected.recorder)
+        try await connected.roundTrip()
         task.cancel(with: .goingAway, reason: ByteBuffer(string: "leaving now"))
         try await eventually("complete") { recorder.list.contains("complete") }
         #expect(recorder.list == ["open -", "close 1001 leaving now", "complete"])  // the server echoes both
@@ -123,16 +147,14 @@ struct WebSocketTaskTests {
         #expect(task.closeReason == ByteBuffer(string: "leaving now"))
         #expect(task.state == .completed)
         #expect(task.error == nil)
-        try await eventually("the server saw the close") { server.closes == ["closed 1001 leaving now"] }
+        try await eventually("the server saw the close") { connected.server.closes == ["closed 1001 leaving now"] }
     }
 
     @Test("The server's close frame is reported with its code and reason; a waiting receive fails")
     func serverClose() async throws {
-        let server = try await WebSocketPeer.startServer()
-        defer { server.stop() }
-        let recorder = WebSocketRecorder()
-        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
-        task.resume()
+        let connected = try await Connected.start()
+        defer { connected.server.stop() }
+        let (task, recorder) = (connected.task, connected.recorder)
         try await task.send(.string("close:4000:all done"))
         await #expect(throws: SessionError(.networkConnectionLost)) { try await task.receive() }
         try await eventually("complete") { recorder.list.contains("complete") }
@@ -145,48 +167,38 @@ struct WebSocketTaskTests {
 
     @Test("cancel() sends a close frame without a code and completes with cancelled")
     func cancelWithoutCode() async throws {
-        let server = try await WebSocketPeer.startServer()
-        defer { server.stop() }
-        let recorder = WebSocketRecorder()
-        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
-        task.resume()
-        try await task.send(.string("hi"))
-        _ = try await task.receive()
-        task.cancel()
-        try await eventually("complete") { recorder.list.contains("complete cancelled") }
-        #expect(recorder.list == ["open -", "complete cancelled"])
-        #expect(task.closeCode == .noStatusReceived)
-        try await eventually("the server saw the close") { server.closes == ["closed 1005 "] }
+        let connected = try await Connected.start()
+        defer { connected.server.stop() }
+        try await connected.roundTrip()
+        connected.task.cancel()
+        try await eventually("complete") { connected.recorder.list.contains("complete cancelled") }
+        #expect(connected.recorder.list == ["open -", "complete cancelled"])
+        #expect(connected.task.closeCode == .noStatusReceived)
+        try await eventually("the server saw the close") { connected.server.closes == ["closed 1005 "] }
     }
 
     @Test("A connection lost without a close frame fails the waiting receive and the task, closeCode 1006")
     func connectionLost() async throws {
-        let server = try await WebSocketPeer.startServer()
-        defer { server.stop() }
-        let recorder = WebSocketRecorder()
-        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
-        task.resume()
-        try await task.send(.string("drop"))
-        await #expect(throws: SessionError(.networkConnectionLost)) { try await task.receive() }
-        try await eventually("complete") { recorder.list.contains("complete networkConnectionLost") }
-        #expect(task.closeCode == .abnormalClosure)
+        let connected = try await Connected.start()
+        defer { connected.server.stop() }
+        try await connected.task.send(.string("drop"))
+        await #expect(throws: SessionError(.networkConnectionLost)) { try await connected.task.receive() }
+        try await eventually("complete") { connected.recorder.list.contains("complete networkConnectionLost") }
+        #expect(connected.task.closeCode == .abnormalClosure)
     }
 
     @Test("A message over maximumMessageSize fails the receive with dataLengthExceedsMaximum and closes with 1009")
     func oversizeMessage() async throws {
-        let server = try await WebSocketPeer.startServer()
-        defer { server.stop() }
-        let recorder = WebSocketRecorder()
-        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
-        task.maximumMessageSize = 1000
-        task.resume()
+        let connected = try await Connected.start { $0.maximumMessageSize = 1000 }
+        defer { connected.server.stop() }
+        let task = connected.task
         try await task.send(.string("big:1000"))
         #expect(try await task.receive() == .data(ByteBuffer(repeating: UInt8(ascii: "x"), count: 1000)))
         try await task.send(.string("big:5000"))
         await #expect(throws: SessionError(.dataLengthExceedsMaximum)) { try await task.receive() }
-        try await eventually("complete") { recorder.list.contains("complete dataLengthExceedsMaximum") }
+        try await eventually("complete") { connected.recorder.list.contains("complete dataLengthExceedsMaximum") }
         #expect(task.closeCode == .messageTooBig)
-        try await eventually("the server saw 1009") { server.closes == ["closed 1009 "] }
+        try await eventually("the server saw 1009") { connected.server.closes == ["closed 1009 "] }
     }
 
     @Test("The handshake follows a redirect, stores the cookie it sets and sends it on the redirected handshake")
@@ -229,11 +241,8 @@ struct WebSocketTaskTests {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-wss-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
-        let certificate = directory.appendingPathComponent("server.pem").path
-        let key = directory.appendingPathComponent("server.key").path
-        try pki.server.certificate.pemString.write(toFile: certificate, atomically: true, encoding: .utf8)
-        try pki.server.privateKey.write(toPEMFile: key)
-        let server = try await WebSocketPeer.startServer(certificate: certificate, key: key)
+        let files = try pki.writeServerFiles(in: directory)
+        let server = try await WebSocketPeer.startServer(certificate: files.certificate, key: files.key)
         defer { server.stop() }
         let task = try makeSession(WebSocketRecorder(), tls: pki).webSocketTask(with: url(server.port, scheme: "wss"))
         task.resume()
