@@ -26,7 +26,7 @@ endif
 # which renders the admin API's live view) need.
 DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics.
-PYTHON_MODULES := prometheus_client
+PYTHON_MODULES := prometheus_client websockets
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
 # (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 20 minutes (they take about
 # 1 and 5). Tests run one at a time (--no-parallel): many of them measure timeouts and

@@ -78,6 +78,7 @@ let package = Package(
             dependencies: [
                 "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "CTickClock",
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
                 + nio,
             swiftSettings: requestPathSettings
@@ -132,6 +133,7 @@ let package = Package(
             dependencies: [
                 "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOWebSocket", package: "swift-nio"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

@@ -224,7 +224,7 @@ public final class Session: @unchecked Sendable {
         try makeTask(request: request, eventLoop: eventLoop) { UploadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil) }
     }
 
-    private func makeTask<T: SessionTask>(
+    func makeTask<T: SessionTask>(
         request: Request,
         eventLoop: (any EventLoop)?,
         _ make: (Int, any EventLoop) -> T

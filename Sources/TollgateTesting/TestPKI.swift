@@ -24,6 +24,16 @@ public struct TestPKI: Sendable {
         try authority.certificate.pemString.write(toFile: caFile, atomically: true, encoding: .utf8)
     }
 
+    /// Writes ``server``'s certificate and key as PEM files into `directory` (for a server that is
+    /// not Tollgate's, such as Python's); returns their paths.
+    public func writeServerFiles(in directory: URL) throws -> (certificate: String, key: String) {
+        let certificate = directory.appendingPathComponent("server.pem").path
+        let key = directory.appendingPathComponent("server.key").path
+        try server.certificate.pemString.write(toFile: certificate, atomically: true, encoding: .utf8)
+        try server.privateKey.write(toPEMFile: key)
+        return (certificate, key)
+    }
+
     /// A TLS server configuration presenting ``server``.
     public var serverConfiguration: TLSConfiguration {
         TLSConfiguration.makeServerConfiguration(identity: server)

@@ -113,6 +113,27 @@ struct CheckConfigGoldenTests {
         )
     }
 
+    @Test("The WebSocket limits: bounds and units are checked, and good values are read")
+    func webSocketLimits() throws {
+        let yaml = """
+            limits:
+              websocket-max-message: 2GiB
+              websocket-idle-timeout: 0s
+            """
+        #expect(
+            Fixture.problems(yaml) == [
+                #"t.yaml:2: limits.websocket-max-message: between 1 byte and 1GiB"#,
+                #"t.yaml:3: limits.websocket-idle-timeout: must be longer than zero"#,
+            ]
+        )
+        let defaults = try Fixture.load("limits: {}").limits
+        #expect(defaults.websocketMaxMessage == 16 << 20)
+        #expect(defaults.websocketIdleTimeout == .seconds(600))
+        let limits = try Fixture.load("limits: { websocket-max-message: 64KiB, websocket-idle-timeout: 30s }").limits
+        #expect(limits.websocketMaxMessage == 64 << 10)
+        #expect(limits.websocketIdleTimeout == .seconds(30))
+    }
+
     @Test func anUnknownSessionNameIsReported() {
         let yaml = """
             sessions:

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTesting
 import Testing
 
 /// The event-loop threads (`NIO-SGLTN-…`) of a running process, from /proc.

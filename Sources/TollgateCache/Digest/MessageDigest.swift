@@ -13,11 +13,14 @@ public struct MessageDigest: Sendable {
         case sha256
         /// MD5: HTTP Digest `MD5` only — never where collision resistance matters.
         case md5
+        /// SHA-1: the WebSocket handshake's `Sec-WebSocket-Accept` (RFC 6455 §4.2.2) only.
+        case sha1
 
         fileprivate var evp: OpaquePointer? {
             switch self {
             case .sha256: EVP_sha256()
             case .md5: EVP_md5()
+            case .sha1: EVP_sha1()
             }
         }
 
@@ -26,6 +29,7 @@ public struct MessageDigest: Sendable {
             switch self {
             case .sha256: 32
             case .md5: 16
+            case .sha1: 20
             }
         }
     }

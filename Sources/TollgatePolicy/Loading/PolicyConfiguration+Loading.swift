@@ -184,10 +184,13 @@ extension PolicyConfiguration.Limits {
     /// | `header-read-timeout` | duration | `10s` |
     /// | `client-idle-timeout` | duration | `15s` |
     /// | `upstream-timeout` | duration | `10s` |
+    /// | `websocket-max-message` | size, 1 byte…1GiB | `16MiB` |
+    /// | `websocket-idle-timeout` | duration | `10m` |
     init(node: ConfigNode) {
         self.init()
         let keys = [
             "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
+            "websocket-max-message", "websocket-idle-timeout",
         ]
         guard let entry = node.mapping(keys: keys) else { return }
         if let sizeNode = entry["max-header-bytes"], let size = sizeNode.size() {
@@ -201,6 +204,14 @@ extension PolicyConfiguration.Limits {
         if let value = entry["header-read-timeout"]?.duration() { headerReadTimeout = value }
         if let value = entry["client-idle-timeout"]?.duration() { clientIdleTimeout = value }
         if let value = entry["upstream-timeout"]?.duration() { upstreamTimeout = value }
+        if let sizeNode = entry["websocket-max-message"], let size = sizeNode.size() {
+            if size < 1 || size > 1 << 30 {
+                sizeNode.report("between 1 byte and 1GiB")
+            } else {
+                websocketMaxMessage = Int(size)
+            }
+        }
+        if let value = entry["websocket-idle-timeout"]?.duration() { websocketIdleTimeout = value }
     }
 }
 

@@ -15,6 +15,12 @@ extension PolicyConfiguration {
         /// The longest wait for an upstream connect, first byte, or next byte (`upstream-timeout`).
         /// Default: 10 s.
         public var upstreamTimeout: Duration = .seconds(10)
+        /// The largest WebSocket message the proxy relays, its fragments counted together
+        /// (`websocket-max-message`); a larger one closes both sides with 1009. Default: 16 MiB.
+        public var websocketMaxMessage: Int = 16 << 20
+        /// A relayed WebSocket connection with no frame either way for this long is closed with
+        /// 1001 on both sides (`websocket-idle-timeout`). Default: 10 minutes.
+        public var websocketIdleTimeout: Duration = .seconds(600)
 
         /// Limits with every field at its default.
         public init() {}

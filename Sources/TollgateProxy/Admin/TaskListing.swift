@@ -48,6 +48,7 @@ enum TaskListing {
         case is DataTask: "data"
         case is DownloadTask: "download"
         case is StreamTask: "stream"
+        case is WebSocketTask: "websocket"
         default: "task"
         }
     }

@@ -45,6 +45,8 @@ struct ExchangeRecord: Sendable {
     var upstreamBytesSent: Int64 = 0
     /// Whether the exchange was a CONNECT tunnel (or a tunnel that an upgrade became).
     var isTunnel = false
+    /// What passed through a WebSocket upgrade (nil for anything else).
+    var webSocket: WebSocketTotals?
 
     init(head: ClientRequestHead, clientAddress: String) {
         self.head = head
@@ -109,7 +111,8 @@ struct ExchangeRecord: Sendable {
             timings: (upstream ?? transaction).map(ExchangeTimings.init),
             upstreamProtocol: upstream?.networkProtocolName,
             upstreamAddress: upstream?.remoteAddress,
-            reused: upstream?.isReusedConnection
+            reused: upstream?.isReusedConnection,
+            webSocket: webSocket
         )
     }
 }

@@ -147,14 +147,24 @@ extension ForwardExchange {
         for value in response.headerFields.values(for: .upgrade) { fields.add(name: .upgrade, value: value) }
         fields.add(name: .via, value: "1.1 tollgate")
         record.status = 101
-        let relay = StreamRelay(stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true) {
-            [self] totals, _ in
+        // A WebSocket upgrade is relayed frame by frame; any other protocol as opaque bytes.
+        let isWebSocket = Self.upgradesTo("websocket", record.head.headerFields) && Self.upgradesTo("websocket", response.headerFields)
+        let relay = StreamRelay(
+            stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true,
+            webSocket: isWebSocket ? rules.webSocket : nil
+        ) { [self] totals, _ in
             record.bodyBytes = totals.toClient
+            record.webSocket = totals.webSocket
             finish()
         }
         streamTask.delegate = relay
         connection.sendInterim(HTTPResponseHead(status: 101, headerFields: fields))
         connection.startRelay(relay)
+    }
+
+    /// Whether `fields` name `protocolName` in `Upgrade`.
+    private static func upgradesTo(_ protocolName: String, _ fields: HeaderFields) -> Bool {
+        FieldList.elements(fields.values(for: .upgrade)).contains { $0.lowercased() == protocolName }
     }
 
     func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {

@@ -4,6 +4,12 @@ import TollgateSession
 /// Carries bytes between a client connection and a stream task (a CONNECT tunnel, or an
 /// upgraded connection after a 101), both ways, with half-close and back-pressure.
 ///
+/// A WebSocket upgrade (`webSocket` limits given) is read frame by frame both ways as it passes
+/// (``WebSocketRelayFrames``): messages and bytes are counted, and a message over the limit,
+/// or no frame either way for the idle timeout, closes both sides with a close frame of the
+/// proxy's own (1009, 1001) where that side's stream is at a frame boundary. The bytes that
+/// pass are not changed.
+///
 /// - client → upstream: each piece is written to the stream task; the client is not read again
 ///   until that write completes. The client's EOF becomes ``StreamTask/closeWrite()`` once every
 ///   piece before it is written.
@@ -22,6 +28,8 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     struct Totals: Sendable {
         var toClient: Int64 = 0
         var toUpstream: Int64 = 0
+        /// A WebSocket connection's messages, bytes and close (nil for other relays).
+        var webSocket: WebSocketTotals?
     }
 
     /// The most bytes one read from the upstream hands over.
@@ -37,6 +45,13 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     private var upstreamWriteClosed = false
     private var upstreamEOF = false
     private var ended = false
+    /// The frames of a WebSocket connection both ways (nil: opaque bytes).
+    private var frames: WebSocketRelayFrames?
+    private let webSocketLimits: WebSocketRelayLimits?
+    /// The proxy is closing both sides itself (its close frames are being written).
+    private var closingItself = false
+    private var lastActivity = NIODeadline.now()
+    private var idleCheck: Scheduled<Void>?
     /// How long the next read of an upgraded connection waits before it is made again, until the
     /// first bytes arrive (nil after that, and for tunnels).
     ///
@@ -50,18 +65,23 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     private static let firstNudge: Duration = .milliseconds(20)
     private static let maximumNudge: Duration = .seconds(1)
 
-    /// - Parameter upgraded: the stream task was a data task that got a 101 (see ``nudge``).
+    /// - Parameters:
+    ///   - upgraded: the stream task was a data task that got a 101 (see ``nudge``).
+    ///   - webSocket: the limits of a WebSocket upgrade, whose frames are read (nil: opaque bytes).
     init(
         stream: StreamTask,
         connection: ClientConnectionHandler,
         eventLoop: any EventLoop,
         upgraded: Bool = false,
+        webSocket: WebSocketRelayLimits? = nil,
         onEnd: @escaping (Totals, SessionError?) -> Void
     ) {
         self.stream = stream
         self.connection = connection
         self.eventLoop = eventLoop
         self.nudge = upgraded ? Self.firstNudge : nil
+        self.webSocketLimits = webSocket
+        self.frames = webSocket.map(WebSocketRelayFrames.init)
         self.onEnd = onEnd
     }
 
@@ -73,26 +93,43 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         if initialClientBytes.readableBytes > 0 { clientSent(initialClientBytes) }
         if clientInputClosed { self.clientInputClosed() }
         readFromUpstream()
+        scheduleIdleCheck()
     }
 
     // MARK: client → upstream
 
     /// Bytes from the client.
     func clientSent(_ bytes: ByteBuffer) {
-        guard !ended, !clientEOF else { return }
-        totals.toUpstream += Int64(bytes.readableBytes)
-        writesInFlight += 1
-        stream.write(bytes, timeout: .zero) { [self] error in
-            onLoop { [self] in
-                writesInFlight -= 1
-                if let error {
-                    end(error)
-                    return
-                }
-                if clientEOF, writesInFlight == 0 { closeUpstreamWrite() }
-                connection?.resumeReadingIfPossible()
+        guard !ended, !clientEOF, !closingItself else { return }
+        var bytes = bytes
+        var tooBig = false
+        if frames != nil {
+            lastActivity = .now()
+            switch frames!.fromClient(bytes) {
+            case .forward(let passing): bytes = passing
+            case .tooBig(let passing): (bytes, tooBig) = (passing, true)
             }
         }
+        if bytes.readableBytes > 0 {
+            totals.toUpstream += Int64(bytes.readableBytes)
+            writesInFlight += 1
+            stream.write(bytes, timeout: .zero) { [self] error in
+                onLoop { [self] in
+                    writesInFlight -= 1
+                    if let error {
+                        end(error)
+                        return
+                    }
+                    if clientEOF, writesInFlight == 0 { closeUpstreamWrite() }
+                    connection?.resumeReadingIfPossible()
+                }
+            }
+        } else {
+            // Only part of a WebSocket frame header: held until the rest comes.
+            connection?.resumeReadingIfPossible()
+        }
+        // After the bytes before it: the stream task writes in order.
+        if tooBig { closeBothSides(code: 1009) }
     }
 
     /// The client sent EOF (half-close).
@@ -145,6 +182,22 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     }
 
     private func forwardToClient(_ bytes: ByteBuffer, thenEOF atEOF: Bool) {
+        var bytes = bytes
+        if frames != nil {
+            guard !closingItself else { return }
+            lastActivity = .now()
+            switch frames!.fromUpstream(bytes) {
+            case .forward(let passing): bytes = passing
+            case .tooBig(let passing):
+                if passing.readableBytes > 0 { _ = connection?.writeRaw(passing) }
+                closeBothSides(code: 1009)
+                return
+            }
+            if bytes.readableBytes == 0 {
+                if atEOF { upstreamEnded() } else { readFromUpstream() }
+                return
+            }
+        }
         guard let written = connection?.writeRaw(bytes) else {
             end(nil)
             return
@@ -195,9 +248,41 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         if upstreamEOF, upstreamWriteClosed { end(nil) }
     }
 
+    // MARK: WebSocket
+
+    /// Closes both sides with a close frame of the proxy's own (to the upstream masked, as a
+    /// client's must be), where that side's stream is at a frame boundary, then ends the relay.
+    private func closeBothSides(code: Int) {
+        guard !ended, !closingItself, var frames else { return }
+        closingItself = true
+        frames.proxyCloses(with: code)
+        self.frames = frames
+        var written: [EventLoopFuture<Void>] = []
+        if frames.toClient.atFrameBoundary, let toClient = connection?.writeRaw(WebSocketFrameMeter.closeFrame(code: code, masked: false)) {
+            written.append(toClient)
+        }
+        if frames.toUpstream.atFrameBoundary {
+            let toUpstream = eventLoop.makePromise(of: Void.self)
+            stream.write(WebSocketFrameMeter.closeFrame(code: code, masked: true), timeout: .seconds(1)) { _ in toUpstream.succeed() }
+            written.append(toUpstream.futureResult)
+        }
+        EventLoopFuture.whenAllComplete(written, on: eventLoop).whenComplete { [self] _ in onLoop { self.end(nil) } }
+    }
+
+    /// Checks for the idle timeout at the earliest moment it can have passed.
+    private func scheduleIdleCheck() {
+        guard let idle = webSocketLimits?.idleTimeout, !ended else { return }
+        idleCheck = eventLoop.scheduleTask(deadline: lastActivity + TimeAmount(idle)) { [self] in
+            guard !ended, !closingItself else { return }
+            if NIODeadline.now() >= lastActivity + TimeAmount(idle) { closeBothSides(code: 1001) } else { scheduleIdleCheck() }
+        }
+    }
+
     private func end(_ error: SessionError?) {
         guard !ended else { return }
         ended = true
+        idleCheck?.cancel()
+        totals.webSocket = frames?.totals
         if stream.state != .completed { stream.cancel() }
         connection?.close()
         connection = nil

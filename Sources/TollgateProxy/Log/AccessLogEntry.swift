@@ -18,7 +18,9 @@ import Darwin
 /// upstream did: `cache` (hit, miss, revalidated, stale, bypass), `stored`, `not_stored_reason`
 /// (``ExchangeRecord/notStoredReason``), `timings` (``ExchangeTimings``, null without a task),
 /// `upstream_protocol`, `upstream_address` and `reused` (null unless the response came from
-/// the network). The combined format has none of these.
+/// the network); `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
+/// and who closed) for a WebSocket upgrade, written when it ends, else null. The combined
+/// format has none of these.
 ///
 /// Only the request line, status, body bytes sent, Referer and User-Agent are logged — never
 /// Authorization, Proxy-Authorization or Cookie, and never a password in a URL (userinfo is
@@ -57,6 +59,8 @@ struct AccessLogEntry: Sendable {
     var upstreamAddress: String?
     /// Whether the upstream connection had carried an earlier request (JSON format only).
     var reused: Bool?
+    /// A WebSocket connection's messages and bytes each way and its close (JSON format only).
+    var webSocket: WebSocketTotals?
 
     var combinedLogLine: String {
         // One pass into one buffer: this runs for every exchange (the log is on by default), and
@@ -148,6 +152,7 @@ struct AccessLogEntry: Sendable {
         add("upstream_protocol", upstreamProtocol)
         add("upstream_address", upstreamAddress)
         fields.append("\"reused\":" + (reused.map { $0 ? "true" : "false" } ?? "null"))
+        fields.append("\"websocket\":" + (webSocket?.json ?? "null"))
         return "{" + fields.joined(separator: ",") + "}"
     }
 

@@ -32,6 +32,9 @@ public final class ProxyMetrics: Sendable {
     private let clientBytesOut: Counter
     private let upstreamBytesIn: Counter
     private let upstreamBytesOut: Counter
+    private let webSocketConnections: Counter
+    /// WebSocket messages relayed: to the upstream, to the client.
+    private let webSocketMessages: (toUpstream: Counter, toClient: Counter)
     /// Values read at scrape time, as last written into their counters (``syncCounter``).
     let scraped = NIOLockedValueBox<[String: Int64]>([:])
 
@@ -80,6 +83,20 @@ public final class ProxyMetrics: Sendable {
         )
         clientBytesOut = registry.makeCounter(descriptor: bytesOut, labels: [("peer", "client")])
         upstreamBytesOut = registry.makeCounter(descriptor: bytesOut, labels: [("peer", "upstream")])
+        webSocketConnections = registry.makeCounter(
+            descriptor: .named("tollgate_websocket_connections_total", help: "WebSocket connections relayed, counted when they end.")
+        )
+        let messages = MetricNameDescriptor.named(
+            "tollgate_websocket_messages_total", help: "Whole WebSocket data messages relayed, by direction."
+        )
+        webSocketMessages = (
+            registry.makeCounter(descriptor: messages, labels: [("direction", "to_upstream")]),
+            registry.makeCounter(descriptor: messages, labels: [("direction", "to_client")])
+        )
+    }
+
+    private static var webSocketClosesName: MetricNameDescriptor {
+        .named("tollgate_websocket_closes_total", help: "Relayed WebSocket connections by the close code that ended them.")
     }
 
     private static var errorsName: MetricNameDescriptor {
@@ -108,6 +125,12 @@ public final class ProxyMetrics: Sendable {
         if record.bodyBytes > 0 { clientBytesOut.increment(by: record.bodyBytes) }
         if record.upstreamBytesReceived > 0 { upstreamBytesIn.increment(by: record.upstreamBytesReceived) }
         if record.upstreamBytesSent > 0 { upstreamBytesOut.increment(by: record.upstreamBytesSent) }
+        if let webSocket = record.webSocket {
+            webSocketConnections.increment()
+            webSocketMessages.toUpstream.increment(by: Int64(webSocket.messagesToUpstream))
+            webSocketMessages.toClient.increment(by: Int64(webSocket.messagesToClient))
+            registry.makeCounter(descriptor: Self.webSocketClosesName, labels: [("code", String(webSocket.closeCode))]).increment()
+        }
         guard let transaction = record.upstreamTransaction else { return }
         let timings = ExchangeTimings(transaction)
         if let connect = timings.connect { upstreamConnect.record(connect / 1000) }

@@ -20,12 +20,16 @@ final class ExchangeRules {
     let offline: Bool
     /// `log.har-entries`: how many exchanges the journal keeps for `GET /har`.
     let harEntries: Int
+    /// `limits.websocket-max-message` and `limits.websocket-idle-timeout`.
+    let webSocket: WebSocketRelayLimits
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
         // The generation first: rules read after it are at least as new as it says.
         generation = environment.policy.generation
-        upstreamTimeout = environment.policy.limits.upstreamTimeout
+        let limits = environment.policy.limits
+        upstreamTimeout = limits.upstreamTimeout
+        webSocket = WebSocketRelayLimits(maximumMessageSize: limits.websocketMaxMessage, idleTimeout: limits.websocketIdleTimeout)
         harEntries = environment.policy.configuration.log.harEntries
         offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(

@@ -1,5 +1,6 @@
 import NIOCore
 import NIOPosix
+import NIOWebSocket
 import TollgateHTTP
 import TollgateTLS
 
@@ -105,17 +106,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// After a 101: replaces this handler by a byte-stream handler, which also receives the bytes
     /// the server sent right after the 101.
     func convertToStream(context: ChannelHandlerContext) throws -> StreamConnectionHandler {
-        guard case .upgraded = state else {
-            throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
-        }
-        state = .closed
-        onClose = nil
-        let pipeline = context.pipeline.syncOperations
         let stream = StreamConnectionHandler()
-        try pipeline.addHandler(stream)
-        stream.prepend(decoder.takeRemainingBytes())
-        pipeline.removeHandler(context: context, promise: nil)
-        context.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in }
+        try leavePipeline(context: context, for: [stream], halfClosure: true) { stream.prepend($0) }
         return stream
     }
 
@@ -123,6 +115,41 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     func convertToStream() throws -> StreamConnectionHandler {
         guard let context else { throw SessionError(.networkConnectionLost, nil, "the connection is gone") }
         return try convertToStream(context: context)
+    }
+
+    /// After a 101 to a WebSocket handshake: NIOWebSocket's frame decoder and encoder and a
+    /// ``WebSocketFrameHandler`` replace this handler; the bytes the server sent right after the
+    /// 101 go through the decoder (the frame handler holds their frames until its task attaches).
+    func convertToWebSocket(maxFrameSize: Int) throws -> WebSocketFrameHandler {
+        guard let context else { throw SessionError(.networkConnectionLost, nil, "the connection is gone") }
+        let frames = WebSocketFrameHandler()
+        let handlers: [any ChannelHandler] = [
+            ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)), WebSocketFrameEncoder(), frames,
+        ]
+        try leavePipeline(context: context, for: handlers, halfClosure: false) { leftover in
+            if leftover.readableBytes > 0 { context.fireChannelRead(NIOAny(leftover)) }
+        }
+        return frames
+    }
+
+    /// Puts `handlers` behind this one, gives them what the decoder read past the 101, and leaves.
+    /// `halfClosure`: the peer's EOF is a half-close (a byte stream) rather than the end.
+    private func leavePipeline(
+        context: ChannelHandlerContext,
+        for handlers: [any ChannelHandler],
+        halfClosure: Bool,
+        leftover: (ByteBuffer) -> Void
+    ) throws {
+        guard case .upgraded = state else {
+            throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
+        }
+        state = .closed
+        onClose = nil
+        let pipeline = context.pipeline.syncOperations
+        try pipeline.addHandlers(handlers)
+        leftover(decoder.takeRemainingBytes())
+        pipeline.removeHandler(context: context, promise: nil)
+        if halfClosure { context.channel.setOption(.allowRemoteHalfClosure, value: true).whenComplete { _ in } }
     }
 
     // MARK: body

@@ -30,6 +30,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case sessionInvalidated
             case notConnectedToInternet
             case cannotResumeDownload
+            case dataLengthExceedsMaximum
         }
 
         private let base: Base
@@ -77,6 +78,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let notConnectedToInternet = Code(.notConnectedToInternet)
         /// Resume data that does not decode, is of another version, or whose partial file is gone.
         public static let cannotResumeDownload = Code(.cannotResumeDownload)
+        /// A WebSocket message was larger than the task's `maximumMessageSize` (closed with 1009).
+        public static let dataLengthExceedsMaximum = Code(.dataLengthExceedsMaximum)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }

@@ -40,6 +40,7 @@ extension SessionTask {
     /// The cancel action: stop everything, complete with `cancelled`.
     func cancelWork() {
         guard !isDone else { return }
+        if let webSocket = self as? WebSocketTask, webSocket.cancelOpenConnection() { return }
         abandonExchange()
         keepWhatArrived()
         engine.held = []
@@ -60,6 +61,7 @@ extension SessionTask {
         engine.bodyStream?.close()
         discardDownloadFile()
         releaseCacheState()
+        (self as? WebSocketTask)?.taskCompleting(with: error)
         let action = observed.withLock { state -> TaskLifecycle.Action in
             state.error = error
             if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }

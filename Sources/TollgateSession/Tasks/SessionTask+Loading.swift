@@ -73,7 +73,8 @@ extension SessionTask {
             return
         }
         let policy = prepared.cachePolicy ?? session.configuration.requestCachePolicy
-        if let cache = session.configuration.responseCache, consultCache(prepared, policy: policy, cache: cache, now: now ?? TickClock.date) {
+        // A WebSocket handshake is never answered from, nor stored in, the cache.
+        if let cache = session.configuration.responseCache, !(self is WebSocketTask), consultCache(prepared, policy: policy, cache: cache, now: now ?? TickClock.date) {
             return
         }
         guard policy.mayLoadFromNetwork else {
@@ -193,8 +194,9 @@ extension SessionTask {
 
     private func connectionKey(for url: HTTPURL) -> ConnectionKey {
         if let proxy = session.configuration.upstreamProxy {
-            if url.scheme == "https" {
-                // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's.
+            if url.scheme == "https" || self is WebSocketTask {
+                // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's
+                // (a WebSocket needs one for plain http too: the connection outlives the request).
                 return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
             }
             return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)

@@ -59,7 +59,7 @@ extension SessionTask {
             // The connection stays with the task until its delegate decides (become a stream or not).
             engine.upgradeEnded = true
             if engine.becomeStreamPending {
-                becomeStream()
+                if let webSocket = self as? WebSocketTask { webSocket.takeUpgradedConnection() } else { becomeStream() }
             } else if engine.awaitingResponseDecision || engine.isSuspended {
                 engine.endHeld = true
             } else {
@@ -215,6 +215,10 @@ extension SessionTask {
             startDownloadFile()
             return
         }
+        if let webSocket = self as? WebSocketTask {
+            webSocket.handshakeAnswered(head)
+            return
+        }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
         if let decider = immediateResponseDecider {
             // Decided during the call: nothing arrived meanwhile, so an allowed response's
@@ -306,6 +310,7 @@ extension SessionTask {
     /// Closes the running exchange's connection (it cannot be reused mid-response).
     func abandonExchange() {
         (self as? StreamTask)?.closeStream()
+        (self as? WebSocketTask)?.closeChannel()
         switch engine.phase {
         case .exchanging(let connection):
             engine.generation += 1

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTesting
 
 /// `openssl s_server -www` on 127.0.0.1 with a fresh self-signed certificate: a real TLS server
 /// for CONNECT tests. It answers `GET /` with an HTML status page.

@@ -2,13 +2,13 @@ import Foundation
 import NIOConcurrencyHelpers
 
 /// A process run for a test, its standard output and error collected as they arrive.
-final class ChildProcess: Sendable {
+public final class ChildProcess: Sendable {
     private let process: Process
     private let output = NIOLockedValueBox<(stdout: [UInt8], stderr: [UInt8])>(([], []))
 
     /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
     /// `environment` is added to it.
-    init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    public init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable)
         process.arguments = arguments
@@ -41,33 +41,37 @@ final class ChildProcess: Sendable {
     }
 
     /// The process's identifier.
-    var processIdentifier: Int32 { process.processIdentifier }
+    public var processIdentifier: Int32 { process.processIdentifier }
 
-    var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout }, as: UTF8.self) }
-    var standardError: String { String(decoding: output.withLockedValue { $0.stderr }, as: UTF8.self) }
-    var isRunning: Bool { process.isRunning }
+    public var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout }, as: UTF8.self) }
+    public var standardError: String { String(decoding: output.withLockedValue { $0.stderr }, as: UTF8.self) }
+    public var isRunning: Bool { process.isRunning }
 
     /// Sends SIGTERM.
-    func terminate() { process.terminate() }
+    public func terminate() { process.terminate() }
 
     /// Sends a signal.
-    func send(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+    public func send(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
 
     /// Sends SIGKILL if the process still runs (cleanup after a failed test).
-    func kill() {
+    public func kill() {
         if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
     }
 
     /// Waits for the process to exit and returns its exit status (a signal counts as a failure: -signal).
-    func waitForExit(timeout: Duration = .seconds(20)) async throws -> Int32 {
-        try await eventually("the process exits", timeout: timeout) { !process.isRunning }
+    public func waitForExit(timeout: Duration = .seconds(20)) async throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while process.isRunning {
+            guard ContinuousClock.now < deadline else { throw ChildProcessTimeout(timeout: timeout) }
+            try await Task.sleep(for: .milliseconds(20))
+        }
         // Let the last output arrive through the readability handlers.
         try await Task.sleep(for: .milliseconds(50))
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
     }
 
     /// Runs a process to its end and returns its status and output.
-    static func run(
+    public static func run(
         _ executable: String,
         _ arguments: [String],
         environment: [String: String] = [:]
@@ -76,4 +80,10 @@ final class ChildProcess: Sendable {
         let status = try await child.waitForExit()
         return (status, child.standardOutput, child.standardError)
     }
+}
+
+/// A child process did not exit in time.
+public struct ChildProcessTimeout: Error, CustomStringConvertible {
+    public let timeout: Duration
+    public var description: String { "the process did not exit within \(timeout)" }
 }
