@@ -95,4 +95,34 @@ struct WebSocketRawServerTests {
         #expect(answers.withLockedValue { $0 } == ["1 networkConnectionLost", "2 networkConnectionLost"])
         #expect(webSocket.closeCode == .abnormalClosure)
     }
+
+    @Test("A handshake answered 401 asks the delegate for a credential and opens with it")
+    func handshakeWithAuthenticationChallenge() async throws {
+        final class Answering: SessionDelegate, WebSocketTaskDelegate, @unchecked Sendable {
+            func task(
+                _ task: SessionTask, didReceive challenge: AuthenticationChallenge,
+                completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
+            ) {
+                completionHandler(.useCredential(Credential(user: "user", password: "pass", persistence: .none)))
+            }
+        }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            guard request.headerFields["Authorization"] == "Basic dXNlcjpwYXNz" else {
+                respond.send(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"ws\""], body: "who are you")
+                return
+            }
+            let key = request.headerFields["Sec-WebSocket-Key"] ?? ""
+            let head = "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                + "Sec-WebSocket-Accept: \(WebSocketHandshake.acceptValue(for: key))\r\n\r\n"
+            respond.write(Array(head.utf8) + [0x81, 0x06] + Array("authed".utf8))
+        }
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral, delegate: Answering())
+        defer { session.finishTasksAndInvalidate() }
+        let webSocket = try session.webSocketTask(with: HTTPURL(string: "ws://127.0.0.1:\(origin.port)/")!)
+        webSocket.resume()
+        #expect(try await webSocket.receive() == .string("authed"))
+        #expect(origin.requests.map { $0.headerFields["Authorization"] } == [nil, "Basic dXNlcjpwYXNz"])
+        webSocket.cancel()
+    }
 }
