@@ -95,7 +95,7 @@ struct URLWarmer {
                     resumed += 1
                     continue
                 }
-                if let data = error.resumeData { DownloadResumeFile.discard(data) }
+                if let data = error.resumeData { DownloadTask.discard(resumeData: data) }
                 return Outcome(kind: .failed, line: "failed  \(url): \(error)", resumed: resumed > 0)
             case .success(let status):
                 var outcome = Self.outcome(of: task, status: status, url: url, session: session)
@@ -149,15 +149,5 @@ private final class WarmTaskListener: DownloadTaskDelegate, @unchecked Sendable 
         } else {
             onComplete?(.success(task.response?.status ?? 0))
         }
-    }
-}
-
-/// The partial file of resume data that will not be used.
-enum DownloadResumeFile {
-    static func discard(_ data: Data) {
-        guard let object = try? JSONSerialization.jsonObject(with: data) as? [String: Any],
-            let path = object["partialFile"] as? String
-        else { return }
-        try? FileManager.default.removeItem(atPath: path)
     }
 }

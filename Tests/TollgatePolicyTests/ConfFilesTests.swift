@@ -127,6 +127,7 @@ struct ConfFilesTests {
         #expect(warm.requestCachePolicy == .reloadRevalidating)
         #expect(configuration.log.access == .file("/var/log/tollgate/access.log"))
         #expect(configuration.log.format == .json)
+        #expect(configuration.cache.rangeOffsetLimit == nil)
         #expect(configuration.access.users.first?.passwordFile == Fixture.repositoryRoot + "/conf/secrets/ci.pass")
     }
 

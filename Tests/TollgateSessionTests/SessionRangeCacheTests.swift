@@ -10,6 +10,19 @@ import TollgateTesting
 struct SessionRangeCacheTests {
     static let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 13 &+ 1) }
 
+    /// Runs `body` with a range origin and a session on a fresh cache, all stopped afterwards.
+    func withCachedSession(
+        delegate: (any SessionDelegate)? = nil,
+        _ body: (RangeOrigin, CacheFixture, Session) async throws -> Void
+    ) async throws {
+        let origin = try await RangeOrigin.start(body: Self.body)
+        defer { origin.stop() }
+        let cache = try CacheFixture()
+        let session = cache.session(delegate: delegate)
+        defer { session.finishTasksAndInvalidate() }
+        try await body(origin, cache, session)
+    }
+
     func get(_ session: Session, _ url: HTTPURL, _ fields: [(String, String)] = []) async throws -> (status: Int, head: HTTPResponseHead, body: [UInt8]) {
         var request = Request(url: url)
         for (name, value) in fields { request.headerFields.add(name: name, value: value) }
@@ -19,90 +32,81 @@ struct SessionRangeCacheTests {
 
     @Test("A stored complete response answers ranges without the origin: one range, open-ended, suffix, 416, If-Range")
     func fromCompleteEntry() async throws {
-        let origin = try await RangeOrigin.start(body: Self.body)
-        defer { origin.stop() }
-        let cache = try CacheFixture()
-        let session = cache.session()
-        defer { session.finishTasksAndInvalidate() }
-        _ = try await get(session, origin.url)
-        try await eventually { (try? cache.cache.store.lookup(CacheKey(url: origin.url), requestHeaders: HeaderFields())) != nil }
-        #expect(origin.requestCount == 1)
+        try await withCachedSession { origin, cache, session in
+            _ = try await get(session, origin.url)
+            try await eventually { (try? cache.cache.store.lookup(CacheKey(url: origin.url), requestHeaders: HeaderFields())) != nil }
+            #expect(origin.requestCount == 1)
 
-        let closed = try await get(session, origin.url, [("Range", "bytes=10-19")])
-        #expect(closed.status == 206)
-        #expect(closed.head.headerFields["Content-Range"] == "bytes 10-19/100000")
-        #expect(closed.head.headerFields["Content-Length"] == "10")
-        #expect(closed.body == Array(Self.body[10..<20]))
+            let closed = try await get(session, origin.url, [("Range", "bytes=10-19")])
+            #expect(closed.status == 206)
+            #expect(closed.head.headerFields["Content-Range"] == "bytes 10-19/100000")
+            #expect(closed.head.headerFields["Content-Length"] == "10")
+            #expect(closed.body == Array(Self.body[10..<20]))
 
-        let open = try await get(session, origin.url, [("Range", "bytes=99990-")])
-        #expect(open.status == 206)
-        #expect(open.body == Array(Self.body[99_990...]))
+            let open = try await get(session, origin.url, [("Range", "bytes=99990-")])
+            #expect(open.status == 206)
+            #expect(open.body == Array(Self.body[99_990...]))
 
-        let suffix = try await get(session, origin.url, [("Range", "bytes=-5")])
-        #expect(suffix.head.headerFields["Content-Range"] == "bytes 99995-99999/100000")
-        #expect(suffix.body == Array(Self.body[99_995...]))
+            let suffix = try await get(session, origin.url, [("Range", "bytes=-5")])
+            #expect(suffix.head.headerFields["Content-Range"] == "bytes 99995-99999/100000")
+            #expect(suffix.body == Array(Self.body[99_995...]))
 
-        let past = try await get(session, origin.url, [("Range", "bytes=100000-")])
-        #expect(past.status == 416)
-        #expect(past.head.headerFields["Content-Range"] == "bytes */100000")
-        #expect(past.body.isEmpty)
+            let past = try await get(session, origin.url, [("Range", "bytes=100000-")])
+            #expect(past.status == 416)
+            #expect(past.head.headerFields["Content-Range"] == "bytes */100000")
+            #expect(past.body.isEmpty)
 
-        let matching = try await get(session, origin.url, [("Range", "bytes=0-0"), ("If-Range", origin.etag)])
-        #expect(matching.status == 206)
-        let mismatch = try await get(session, origin.url, [("Range", "bytes=0-0"), ("If-Range", "\"other\"")])
-        #expect(mismatch.status == 200)
-        #expect(mismatch.body == Self.body)
-        #expect(origin.requestCount == 1)
+            let matching = try await get(session, origin.url, [("Range", "bytes=0-0"), ("If-Range", origin.etag)])
+            #expect(matching.status == 206)
+            let mismatch = try await get(session, origin.url, [("Range", "bytes=0-0"), ("If-Range", "\"other\"")])
+            #expect(mismatch.status == 200)
+            #expect(mismatch.body == Self.body)
+            #expect(origin.requestCount == 1)
+        }
     }
 
     @Test("A 206 from the origin is kept and serves the ranges it covers; pieces that make the whole are combined")
     func piecesStoredServedAndCombined() async throws {
-        let origin = try await RangeOrigin.start(body: Self.body)
-        defer { origin.stop() }
-        let cache = try CacheFixture()
-        let session = cache.session()
-        defer { session.finishTasksAndInvalidate() }
-        let key = CacheKey(url: origin.url)
+        try await withCachedSession { origin, cache, session in
+            let key = CacheKey(url: origin.url)
 
-        let first = try await get(session, origin.url, [("Range", "bytes=0-39999")])
-        #expect(first.status == 206)
-        #expect(first.body == Array(Self.body[0..<40_000]))
-        try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<40_000] }
+            let first = try await get(session, origin.url, [("Range", "bytes=0-39999")])
+            #expect(first.status == 206)
+            #expect(first.body == Array(Self.body[0..<40_000]))
+            try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<40_000] }
 
-        let inside = try await get(session, origin.url, [("Range", "bytes=100-199")])
-        #expect(inside.status == 206)
-        #expect(inside.body == Array(Self.body[100..<200]))
-        #expect(origin.requestCount == 1)
+            let inside = try await get(session, origin.url, [("Range", "bytes=100-199")])
+            #expect(inside.status == 206)
+            #expect(inside.body == Array(Self.body[100..<200]))
+            #expect(origin.requestCount == 1)
 
-        let beyond = try await get(session, origin.url, [("Range", "bytes=30000-")])
-        #expect(beyond.body == Array(Self.body[30_000...]))
-        #expect(origin.requestCount == 2)
-        try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
-        #expect(cache.cache.store.partialContent(for: key) == nil)
+            let beyond = try await get(session, origin.url, [("Range", "bytes=30000-")])
+            #expect(beyond.body == Array(Self.body[30_000...]))
+            #expect(origin.requestCount == 2)
+            try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
+            #expect(cache.cache.store.partialContent(for: key) == nil)
 
-        let whole = try await get(session, origin.url)
-        #expect(whole.status == 200)
-        #expect(whole.body == Self.body)
-        #expect(origin.requestCount == 2)
+            let whole = try await get(session, origin.url)
+            #expect(whole.status == 200)
+            #expect(whole.body == Self.body)
+            #expect(origin.requestCount == 2)
+        }
     }
 
     @Test("A data task cut short leaves its prefix; a Range for the rest completes the entry")
     func cutDataTaskThenRange() async throws {
-        let origin = try await RangeOrigin.start(body: Self.body)
-        defer { origin.stop() }
-        let cache = try CacheFixture()
-        let session = cache.session()
-        defer { session.finishTasksAndInvalidate() }
-        origin.cutNext(after: 60_000)
-        await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
-        let key = CacheKey(url: origin.url)
-        try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<60_000] }
-        let rest = try await get(session, origin.url, [("Range", "bytes=60000-"), ("If-Range", origin.etag)])
-        #expect(rest.status == 206)
-        try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
-        let whole = try await get(session, origin.url)
-        #expect(whole.body == Self.body)
-        #expect(origin.requestCount == 2)
+        try await withCachedSession { origin, cache, session in
+            origin.cutNext(after: 60_000)
+            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            let key = CacheKey(url: origin.url)
+            try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<60_000] }
+            let rest = try await get(session, origin.url, [("Range", "bytes=60000-"), ("If-Range", origin.etag)])
+            #expect(rest.status == 206)
+            try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
+            let whole = try await get(session, origin.url)
+            #expect(whole.body == Self.body)
+            #expect(origin.requestCount == 2)
+        }
     }
 
     @Test("With range-offset-limit none a Range miss is fetched whole and cut; the whole response is stored")
@@ -131,15 +135,12 @@ struct SessionRangeCacheTests {
 
     @Test("Several ranges go to the origin as they are")
     func severalRangesForwarded() async throws {
-        let origin = try await RangeOrigin.start(body: Self.body)
-        defer { origin.stop() }
-        let cache = try CacheFixture()
-        let session = cache.session()
-        defer { session.finishTasksAndInvalidate() }
-        _ = try await get(session, origin.url)
-        _ = try await get(session, origin.url, [("Range", "bytes=0-1,5-6")])
-        #expect(origin.rangesAsked.last == "bytes=0-1,5-6")
-        #expect(origin.requestCount == 2)
+        try await withCachedSession { origin, cache, session in
+            _ = try await get(session, origin.url)
+            _ = try await get(session, origin.url, [("Range", "bytes=0-1,5-6")])
+            #expect(origin.rangesAsked.last == "bytes=0-1,5-6")
+            #expect(origin.requestCount == 2)
+        }
     }
 
     @Test("A delegate that answers doNotStore keeps no piece: neither a 206 nor a cut 200")
@@ -149,15 +150,12 @@ struct SessionRangeCacheTests {
                 completionHandler(.doNotStore)
             }
         }
-        let origin = try await RangeOrigin.start(body: Self.body)
-        defer { origin.stop() }
-        let cache = try CacheFixture()
-        let session = cache.session(delegate: Refuser())
-        defer { session.finishTasksAndInvalidate() }
-        _ = try await get(session, origin.url, [("Range", "bytes=0-999")])
-        origin.cutNext(after: 5_000)
-        await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(cache.cache.store.partialContent(for: CacheKey(url: origin.url)) == nil)
+        try await withCachedSession(delegate: Refuser()) { origin, cache, session in
+            _ = try await get(session, origin.url, [("Range", "bytes=0-999")])
+            origin.cutNext(after: 5_000)
+            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            try await Task.sleep(for: .milliseconds(200))
+            #expect(cache.cache.store.partialContent(for: CacheKey(url: origin.url)) == nil)
+        }
     }
 }

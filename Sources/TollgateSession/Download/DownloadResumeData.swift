@@ -75,6 +75,16 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         return decoded
     }
 
+    /// The partial file that Tollgate resume data names (nil for other bytes); no check that it exists.
+    static func partialFile(in data: Data) -> String? {
+        struct Envelope: Decodable {
+            var format: String?
+            var partialFile: String?
+        }
+        guard let envelope = try? JSONDecoder().decode(Envelope.self, from: data), envelope.format == format else { return nil }
+        return envelope.partialFile
+    }
+
     /// The request that asks for the rest: the current request with `Range: bytes=N-` and `If-Range`.
     func resumingRequest() -> Request? {
         guard var head = currentRequest.head else { return nil }

@@ -36,6 +36,13 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
         }
     }
 
+    /// Removes the partial file that `resumeData` keeps, for resume data that will not be used
+    /// (nothing happens for bytes that are not Tollgate resume data).
+    public static func discard(resumeData: Data) {
+        guard let path = DownloadResumeData.partialFile(in: resumeData) else { return }
+        try? FileManager.default.removeItem(atPath: path)
+    }
+
     /// ``cancel(byProducingResumeData:)`` for async code.
     public func cancelByProducingResumeData() async -> Data? {
         await withCheckedContinuation { continuation in

@@ -413,12 +413,12 @@ extension SessionTask {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
             return
         }
+        let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         if head.status == 206 {
-            beginStoringPiece(head, request: request, key: key, cache: cache, policy: policy)
+            beginStoringPiece(head, request: request, key: key, cache: cache, context: context)
             return
         }
         defer { if engine.cacheWriter == nil, request.method == .get { notStoring(key, cache: cache) } }
-        let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         let stored = request.head.withoutConditionalFields
         switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
         case .store(let notes):
@@ -478,59 +478,67 @@ extension SessionTask {
             finishStoringPiece(then: then)
             return
         }
-        guard let cache = session.configuration.responseCache, let writer = engine.cacheWriter, let request = engine.request,
-            let head = response
-        else {
+        guard let cache = session.configuration.responseCache, let writer = engine.cacheWriter else {
             then()
             return
         }
         engine.cacheWriter = nil
         stopIdleTimer()
-        let storedRequest = request.head.withoutConditionalFields
-        let proposed = CachedResponse(
-            request: storedRequest, response: head, bodyLength: writer.bytesWritten,
-            requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
-        )
-        askWillCache(proposed) { [self] decision in
+        askToStore(bodyLength: writer.bytesWritten, replaceFields: writer.replaceHeaderFields) { [self] store in
             guard !isDone else {
                 writer.abort()
                 return
             }
-            switch decision {
-            case .doNotStore:
+            guard store else {
                 writer.abort()
                 engine.cacheOutcome?.stored = false
                 engine.cacheOutcome?.detail = "policy"
                 then()
                 return
-            case .store(let chosen):
-                if chosen.response.headerFields != head.headerFields { writer.replaceHeaderFields(chosen.response.headerFields) }
-            case .unanswered, .none:
-                break
             }
             commit(writer, cache: cache, then: then)
         }
     }
 
-    /// Asks the task's delegates whether to store `proposed` (`willCacheResponse`: the data task
-    /// question, or the download task one); `then` gets the answer on the loop (nil: store as is).
-    /// Asked even after the task ended (a cut body kept as partial content).
-    func askWillCache(_ proposed: CachedResponse, then: @escaping (CacheDecision.Base?) -> Void) {
+    /// Asks the task's delegates whether to store its response with a body of `bodyLength`
+    /// bytes (`willCacheResponse`: the data task question, or the download task one). An answer
+    /// that changed the header fields hands them to `replaceFields`; `then` gets, on the loop,
+    /// whether to store. Asked even after the task ended (a cut body kept as partial content).
+    func askToStore(bodyLength: Int64, replaceFields: @escaping (HeaderFields) -> Void, then: @escaping (Bool) -> Void) {
+        guard let head = response, let request = engine.request else {
+            then(true)
+            return
+        }
+        let proposed = CachedResponse(
+            request: request.head.withoutConditionalFields, response: head, bodyLength: bodyLength,
+            requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
+        )
         let isUnanswered: (CacheDecision) -> Bool = { if case .unanswered = $0.base { true } else { false } }
+        let settle: (CacheDecision?) -> Void = { decision in
+            switch decision?.base {
+            case .doNotStore:
+                then(false)
+            case .store(let chosen):
+                if chosen.response.headerFields != head.headerFields { replaceFields(chosen.response.headerFields) }
+                then(true)
+            case .unanswered, .none:
+                then(true)
+            }
+        }
         if let dataTask = self as? DataTask {
             ask(
                 dataDelegates,
                 { delegate, answer in delegate.dataTask(dataTask, willCacheResponse: proposed, completionHandler: answer) },
-                isUnanswered: isUnanswered
-            ) { then($0?.base) }
+                isUnanswered: isUnanswered, then: settle
+            )
         } else if let downloadTask = self as? DownloadTask {
             ask(
                 delegates(as: (any DownloadTaskDelegate).self),
                 { delegate, answer in delegate.downloadTask(downloadTask, willCacheResponse: proposed, completionHandler: answer) },
-                isUnanswered: isUnanswered
-            ) { then($0?.base) }
+                isUnanswered: isUnanswered, then: settle
+            )
         } else {
-            then(nil)
+            then(true)
         }
     }
 

@@ -58,7 +58,7 @@ extension SessionTask {
     }
 
     /// Starts keeping a network 206 as a piece, when the response would be storable as a 200.
-    func beginStoringPiece(_ head: HTTPResponseHead, request: Request, key: CacheKey, cache: ResponseCache, policy: RequestCachePolicy) {
+    func beginStoringPiece(_ head: HTTPResponseHead, request: Request, key: CacheKey, cache: ResponseCache, context: StorabilityContext) {
         guard request.method == .get, let contentRange = head.headerFields[CacheRules.contentRangeField].flatMap(ContentRange.init),
             let length = contentRange.completeLength
         else { return }
@@ -66,7 +66,6 @@ extension SessionTask {
         whole.status = 200
         whole.headerFields.remove(CacheRules.contentRangeField)
         whole.headerFields.replaceOrAdd(name: .contentLength, value: String(length))
-        let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         let storedRequest = request.head.withoutConditionalFields
         guard case .store = cache.rules.storability(request: storedRequest, response: whole, bodyLength: length, context: context) else {
             return
@@ -93,8 +92,9 @@ extension SessionTask {
         engine.pieceWriter = nil
         stopIdleTimer()
         let settled = UncheckedBox(then)
-        decideOnKeeping(piece: piece) { [self] keep in
+        askToStore(bodyLength: piece.bytesWritten, replaceFields: piece.replaceHeaderFields) { [self] keep in
             guard keep else {
+                piece.abort()
                 engine.cacheOutcome?.detail = "policy"
                 settled.value()
                 return
@@ -113,57 +113,28 @@ extension SessionTask {
     /// a strong validator as partial content, off the loop, so a Range request can finish it —
     /// when `willCacheResponse` allows (asked though the task is ending).
     func keepWhatArrived() {
-        guard let cache = session.configuration.responseCache, let head = response, let request = engine.request else { return }
+        guard let cache = session.configuration.responseCache else { return }
         if let writer = engine.cacheWriter {
             engine.cacheWriter = nil
             engine.cacheOutcome?.stored = false
-            askWillCache(proposal(head, request: request, length: writer.bytesWritten)) { [eventLoop] decision in
-                switch decision {
-                case .doNotStore:
+            askToStore(bodyLength: writer.bytesWritten, replaceFields: writer.replaceHeaderFields) { [eventLoop] keep in
+                guard keep else {
                     writer.abort()
                     return
-                case .store(let chosen):
-                    if chosen.response.headerFields != head.headerFields { writer.replaceHeaderFields(chosen.response.headerFields) }
-                case .unanswered, .none:
-                    break
                 }
                 _ = cache.offLoop(on: eventLoop) { _ = writer.salvageAsPiece() }
             }
         }
         if let piece = engine.pieceWriter {
             engine.pieceWriter = nil
-            decideOnKeeping(piece: piece) { [eventLoop] keep in
-                if keep { _ = cache.offLoop(on: eventLoop) { _ = try piece.finish() } }
+            askToStore(bodyLength: piece.bytesWritten, replaceFields: piece.replaceHeaderFields) { [eventLoop] keep in
+                guard keep else {
+                    piece.abort()
+                    return
+                }
+                _ = cache.offLoop(on: eventLoop) { _ = try piece.finish() }
             }
         }
-    }
-
-    /// Asks `willCacheResponse` about a piece (as the whole response it is part of); `then` gets
-    /// whether to keep it (its header fields replaced by the answer's).
-    private func decideOnKeeping(piece: PartialPieceWriter, then: @escaping (Bool) -> Void) {
-        guard let head = response, let request = engine.request else {
-            then(true)
-            return
-        }
-        askWillCache(proposal(head, request: request, length: piece.bytesWritten)) { decision in
-            switch decision {
-            case .doNotStore:
-                piece.abort()
-                then(false)
-            case .store(let chosen):
-                if chosen.response.headerFields != head.headerFields { piece.replaceHeaderFields(chosen.response.headerFields) }
-                then(true)
-            case .unanswered, .none:
-                then(true)
-            }
-        }
-    }
-
-    private func proposal(_ head: HTTPResponseHead, request: Request, length: Int64) -> CachedResponse {
-        CachedResponse(
-            request: request.head.withoutConditionalFields, response: head, bodyLength: length,
-            requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
-        )
     }
 
     /// A Range request fetched whole: the head the task receives instead of the 200 (a 206 or a
