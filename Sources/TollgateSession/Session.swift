@@ -36,6 +36,8 @@ public final class Session: @unchecked Sendable {
         var tasks: [Int: SessionTask] = [:]
         var nextIdentifier = 0
         var invalidation: Invalidation = .valid
+        /// ``detachBackgroundTasks(completion:)`` is under way: tasks that end keep their records.
+        var detaching = false
     }
 
     private enum Invalidation {
@@ -52,6 +54,12 @@ public final class Session: @unchecked Sendable {
     /// How many upstream connections the session has started to make (lookup included).
     package var connectionsStarted: Int { pool.connectionsStarted }
     let fileIO: NonBlockingFileIO
+    /// A background session's task store (nil for other kinds, or when it could not be attached).
+    let background: BackgroundTaskStore?
+    /// Why a background session could not attach its task store — another live session has
+    /// the identifier (`backgroundSessionInUse`), or the directory cannot be written. Every task
+    /// creation then throws it. Nil for other kinds of session.
+    public let backgroundError: SessionError?
 
     /// Creates a session.
     /// - Parameters:
@@ -87,7 +95,25 @@ public final class Session: @unchecked Sendable {
             threadPool: .singleton
         )
         self.fileIO = NonBlockingFileIO(threadPool: .singleton)
+        if let identifier = configuration.kind.backgroundIdentifier {
+            do throws(SessionError) {
+                background = try BackgroundTaskStore(
+                    root: configuration.backgroundDirectory ?? BackgroundTaskStore.defaultRoot(), identifier: identifier
+                )
+                backgroundError = nil
+            } catch {
+                background = nil
+                backgroundError = error
+            }
+        } else {
+            background = nil
+            backgroundError = nil
+        }
+        reattachBackgroundTasks()
     }
+
+    /// Whether this is a background session (its tasks outlive the process: see docs/session.md).
+    public var isBackground: Bool { configuration.kind.backgroundIdentifier != nil }
 
     /// The session's delegate (nil after invalidation).
     public var delegate: (any SessionDelegate)? { state.withLock { $0.delegate } }
@@ -221,7 +247,11 @@ public final class Session: @unchecked Sendable {
     var identity: String { String(UInt(bitPattern: ObjectIdentifier(self).hashValue), radix: 36) }
 
     private func makeUpload(_ request: Request, _ eventLoop: (any EventLoop)?) throws(SessionError) -> UploadTask {
-        try makeTask(request: request, eventLoop: eventLoop) { UploadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil) }
+        try checkBackgroundAllows(UploadTask.self, request: request)
+        let request = try backgroundCopyOfUpload(request)
+        return try makeTask(request: request, eventLoop: eventLoop) {
+            UploadTask(session: self, identifier: $0, request: request, eventLoop: $1, delegate: nil)
+        }
     }
 
     func makeTask<T: SessionTask>(
@@ -229,6 +259,7 @@ public final class Session: @unchecked Sendable {
         eventLoop: (any EventLoop)?,
         _ make: (Int, any EventLoop) -> T
     ) throws(SessionError) -> T {
+        try checkBackgroundAllows(T.self, request: request)
         let loop = eventLoop ?? eventLoopGroup.next()
         let task: T? = state.withLock { state in
             guard case .valid = state.invalidation else { return nil }
@@ -240,6 +271,7 @@ public final class Session: @unchecked Sendable {
         guard let task else {
             throw SessionError(.sessionInvalidated, request.url, "the session was invalidated; no task can be created")
         }
+        recordBackgroundTask(task)
         if task.eventLoop.inEventLoop {
             // Told before the task is returned: nobody else can have set its delegate yet, so
             // the loop's copies (which its later messages use too) are the current ones.
@@ -297,15 +329,25 @@ public final class Session: @unchecked Sendable {
     }
 
     func taskDidComplete(_ task: SessionTask) {
-        let invalidateNow = state.withLock { state -> Bool in
+        let (invalidateNow, detaching, empty) = state.withLock { state -> (Bool, Bool, Bool) in
             state.tasks[task.taskIdentifier] = nil
-            if case .finishing = state.invalidation, state.tasks.isEmpty { return true }
-            return false
+            if case .finishing = state.invalidation, state.tasks.isEmpty { return (true, state.detaching, true) }
+            return (false, state.detaching, state.tasks.isEmpty)
         }
-        if invalidateNow { becomeInvalid(error: nil) }
+        // A detached task goes on in the next session with this identifier: its record stays.
+        if !detaching { background?.remove(task.taskIdentifier) }
+        let finishedEvents = background != nil && empty && !detaching
+        if invalidateNow {
+            becomeInvalid(error: nil, finishedEvents: finishedEvents)
+        } else if finishedEvents, let delegate {
+            task.eventLoop.execute { delegate.sessionDidFinishEvents(forBackgroundSession: self) }
+        }
     }
 
-    private func becomeInvalid(error: (any Error)?) {
+    /// Invalidates the session: the pool closes, a background session's store is written out
+    /// and its identifier released (off the event loops: it waits for the last commit), then the
+    /// delegate hears `didFinishEvents` (when `finishedEvents`) and `didBecomeInvalidWithError`.
+    func becomeInvalid(error: (any Error)?, finishedEvents: Bool = false) {
         let delegate = state.withLock { state -> (any SessionDelegate)? in
             guard case .finishing = state.invalidation else { return nil }
             state.invalidation = .invalidated
@@ -316,8 +358,37 @@ public final class Session: @unchecked Sendable {
             return state.delegate
         }
         pool.shutdown()
-        if let delegate {
-            eventLoopGroup.next().execute { delegate.session(self, didBecomeInvalidWithError: error) }
+        let background = self.background
+        let loop = eventLoopGroup.next()
+        DispatchQueue.global().async {
+            background?.close()
+            guard let delegate else { return }
+            loop.execute {
+                if finishedEvents { delegate.sessionDidFinishEvents(forBackgroundSession: self) }
+                delegate.session(self, didBecomeInvalidWithError: error)
+            }
         }
     }
+
+    /// Starts detaching: no new tasks, and tasks that end from now on keep their background
+    /// records. Returns the tasks to stop, nil when the session is already invalid.
+    func beginDetaching() -> [SessionTask]? {
+        state.withLock { state -> [SessionTask]? in
+            if case .invalidated = state.invalidation { return nil }
+            state.invalidation = .finishing
+            state.detaching = true
+            return Array(state.tasks.values)
+        }
+    }
+
+    /// Registers a task re-created from a background record, under its recorded identifier.
+    func registerReattached(_ task: SessionTask) {
+        state.withLock { state in
+            state.nextIdentifier = max(state.nextIdentifier, task.taskIdentifier)
+            state.tasks[task.taskIdentifier] = task
+        }
+    }
+
+    /// Whether no task is left (detaching waits for this).
+    var hasNoTasks: Bool { state.withLock { $0.tasks.isEmpty } }
 }

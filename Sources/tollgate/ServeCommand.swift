@@ -99,6 +99,10 @@ struct ServeCommand: AsyncParsableCommand {
             prepareSession: cookieCredentialStores.preparation(then: { name, settings, configuration in
                 cacheStores?(name, settings, &configuration)
                 configuration.connectionAddressCheck = addressCheck.sessionCheck
+                // Every proxied exchange is a data task, which a background session refuses (the
+                // seeds): `configuration: background` means something to `warm` only; serve runs
+                // such a session as a default one (same stores).
+                if configuration.kind.backgroundIdentifier != nil { configuration.kind = .default }
             })
         )
         addressCheck.readRules(from: runtime)

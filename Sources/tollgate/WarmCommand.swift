@@ -4,8 +4,9 @@ import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
-/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] [--resume-attempts N] FILE|-`:
-/// fetches every URL listed into the cache, so that a build can later run offline against it.
+/// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] [--resume-attempts N]
+/// [--background-id ID] [--progress auto|always|never] [--json FILE] FILE|-`: fetches every URL listed
+/// into the cache, so that a build can later run offline against it.
 struct WarmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "warm",
@@ -17,7 +18,12 @@ struct WarmCommand: AsyncParsableCommand {
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \
             (connection lost, timeout) goes on from where it was with its resume data, up to \
-            --resume-attempts times; the summary counts the URLs resumed. Exit 0 when every URL is \
+            --resume-attempts times; the summary counts the URLs resumed. The tasks run on background \
+            sessions (identifier from --background-id, else derived from the configuration file and --session), \
+            recorded under the data directory: a warm that was killed (SIGKILL, a lost CI runner) and run again \
+            goes on where it stopped — finished URLs are fresh hits, the transfer it was in continues from its \
+            offset. On a terminal a live display shows progress on standard error (--progress); --json FILE \
+            writes a report per URL. Exit 0 when every URL is \
             in the cache afterwards; 1 when a line is not a URL, a URL failed, or a response was not stored. \
             --manifest FILE writes (merging into FILE when it exists) the lockfile of what the cache holds \
             for each URL in the cache afterwards: key, Vary'd request fields, status, size, SHA-256, \
@@ -45,12 +51,28 @@ struct WarmCommand: AsyncParsableCommand {
     @Option(help: "How many times a transfer that is cut is resumed from where it was (0 to 20).")
     var resumeAttempts = 3
 
+    @Option(
+        help: ArgumentHelp(
+            "The background session identifier (default: derived from the configuration file and --session).", valueName: "id"
+        )
+    )
+    var backgroundID: String?
+
+    @Option(help: ArgumentHelp("The live display on standard error: auto (on a terminal), always or never.", valueName: "when"))
+    var progress: WarmProgressDisplay.Mode = .auto
+
+    @Option(help: ArgumentHelp("Write a JSON report (per URL: outcome, status, cache status, bytes, duration, resumed-from, error).", valueName: "file"))
+    var json: String?
+
     @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
     var file: String
 
     func validate() throws {
         guard (1...64).contains(concurrency) else { throw ValidationError("--concurrency must be 1 to 64") }
         guard (0...20).contains(resumeAttempts) else { throw ValidationError("--resume-attempts must be 0 to 20") }
+        if let backgroundID, backgroundID.isEmpty || backgroundID.utf8.count > 200 {
+            throw ValidationError("--background-id must be 1 to 200 bytes")
+        }
     }
 
     func run() async throws {
@@ -60,14 +82,30 @@ struct WarmCommand: AsyncParsableCommand {
         for problem in list.problems { standardError(problem) }
         let stores = try SessionStores(configuration: configuration)
         let cookieCredentialStores = ServeCommand.openCookieCredentialStores()
+        let tracker = WarmTracker()
+        let identifier = backgroundIdentifier()
+        let prepareStores = cookieCredentialStores.preparation(then: stores.prepareSession)
         let runtime = PolicyRuntime(
             configuration: configuration,
             sourceFile: config,
-            prepareSession: cookieCredentialStores.preparation(then: stores.prepareSession)
+            taskObserver: tracker,
+            prepareSession: { name, settings, sessionConfiguration in
+                prepareStores(name, settings, &sessionConfiguration)
+                // Every session that keeps a cache runs in the background: its tasks outlive this run.
+                if !sessionConfiguration.kind.isEphemeral { sessionConfiguration.kind = .background(identifier + "." + name) }
+            }
         )
+        let sessions = Array(runtime.sessions.values)
         defer {
+            // Every task has ended: the stores are written out and the identifiers released.
+            for session in sessions { session.detachBackgroundTasksAndWait() }
             runtime.shutdown()
             cookieCredentialStores.flush()
+        }
+        if let refused = sessions.compactMap(\.backgroundError).first {
+            throw CommandFailure.user(
+                "\(refused.detail) — another tollgate warm with this list and configuration is running; wait for it, or give this one --background-id"
+            )
         }
         if let session {
             guard let chosen = runtime.sessions[session] else {
@@ -78,10 +116,22 @@ struct WarmCommand: AsyncParsableCommand {
                 throw CommandFailure.user("--session: \(session) is ephemeral and keeps no cache")
             }
         }
-        var warmer = URLWarmer(runtime: runtime, sessionName: session)
+        let pickedUp = PickedUpTasks(sessions: sessions)
+        let listed = Set(list.urls.map(\.absoluteString))
+        let unclaimed = pickedUp.cancel { !listed.contains($0) }
+        if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
+        var warmer = URLWarmer(runtime: runtime, sessionName: session, tracker: tracker, pickedUp: pickedUp)
         warmer.resumeAttempts = resumeAttempts
-        let outcomes = await warmer.warm(list.urls, concurrency: concurrency)
+        let finished = ManagedAtomicCounter()
+        let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
+            ? WarmProgressDisplay(tracker: tracker, urlCount: list.urls.count, done: { finished.value }) : nil
+        display?.start()
+        let outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.increment() }
+        display?.stop()
         for outcome in outcomes { print(outcome.line) }
+        if let json {
+            try WarmReport(urls: list.urls, outcomes: outcomes, skippedLines: list.problems.count).write(to: json)
+        }
         if let manifest {
             try writeManifest(manifest, outcomes: outcomes, urls: list.urls, store: stores.cache.store)
         }

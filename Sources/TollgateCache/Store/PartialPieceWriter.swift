@@ -36,7 +36,8 @@ public final class PartialPieceWriter: Sendable {
     }
 
     private let store: CacheStore
-    private let key: CacheKey
+    /// The response's cache key.
+    public let key: CacheKey
     private let fileName: String
     /// Where the piece starts in the whole body.
     public let start: Int64
@@ -60,6 +61,9 @@ public final class PartialPieceWriter: Sendable {
     public func replaceHeaderFields(_ fields: HeaderFields) {
         state.withLock { $0.replacement = fields }
     }
+
+    /// The fields given to ``replaceHeaderFields(_:)``, if any.
+    public var replacementFields: HeaderFields? { state.withLock { $0.replacement } }
 
     /// Bytes written so far.
     public var bytesWritten: Int64 { state.withLock { $0.written } }

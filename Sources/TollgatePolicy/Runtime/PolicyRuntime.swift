@@ -47,6 +47,8 @@ public final class PolicyRuntime: Sendable {
     public let trustEnvironment: TrustEnvironment
 
     private let prepare: SessionPreparation
+    /// Told of every task's progress and end, when the task's own delegate is not (`warm`).
+    private let taskObserver: (any DownloadTaskDelegate & SessionDelegate)?
     private let current: NIOLockedValueBox<Snapshot>
     /// Bumped after each apply stores its snapshot (``generation``).
     private let applied = Atomic<Int>(0)
@@ -111,14 +113,19 @@ public final class PolicyRuntime: Sendable {
     ///     `tollgate.trust` unless given.
     ///   - prepareSession: called for every session created, now and on each apply that creates
     ///     one, after ``SessionSettings/makeSessionConfiguration(name:)``.
+    ///   - taskObserver: told of the completion, download progress and resumption of every
+    ///     task that has no delegate of its own answering them, and of background sessions'
+    ///     `didFinishEvents` (see ``PolicySessionDelegate/init(sessionName:decisions:trustEnvironment:observer:onInvalidate:)``).
     public init(
         configuration: PolicyConfiguration,
         sourceFile: String?,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton,
         loader: PolicyLoader = PolicyLoader(),
         trustEnvironment: TrustEnvironment = TrustEnvironment(),
+        taskObserver: (any DownloadTaskDelegate & SessionDelegate)? = nil,
         prepareSession: @escaping SessionPreparation
     ) {
+        self.taskObserver = taskObserver
         self.sourceFile = sourceFile
         self.eventLoopGroup = eventLoopGroup
         self.loader = loader
@@ -132,7 +139,8 @@ public final class PolicyRuntime: Sendable {
             prepare: prepareSession,
             eventLoopGroup: eventLoopGroup,
             retiring: retiring,
-            trust: trustEnvironment
+            trust: trustEnvironment,
+            observer: taskObserver
         )
         self.current = NIOLockedValueBox(snapshot)
     }
@@ -229,7 +237,8 @@ public final class PolicyRuntime: Sendable {
             prepare: prepare,
             eventLoopGroup: eventLoopGroup,
             retiring: retiring,
-            trust: trustEnvironment
+            trust: trustEnvironment,
+            observer: taskObserver
         )
         current.withLockedValue { $0 = next }
         applied.add(1, ordering: .releasing)
@@ -268,7 +277,8 @@ public final class PolicyRuntime: Sendable {
         prepare: SessionPreparation,
         eventLoopGroup: any EventLoopGroup,
         retiring: NIOLockedValueBox<[ObjectIdentifier: Session]>,
-        trust: TrustEnvironment
+        trust: TrustEnvironment,
+        observer: (any DownloadTaskDelegate & SessionDelegate)?
     ) -> (snapshot: Snapshot, retired: [Session]) {
         let decisions = PolicyDecisions(configuration: configuration)
         var sessions: [String: Session] = [:]
@@ -286,7 +296,7 @@ public final class PolicyRuntime: Sendable {
                 continue
             }
             // A retired session leaves `retiringSessions` once its last task has finished.
-            let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions, trustEnvironment: trust) {
+            let delegate = PolicySessionDelegate(sessionName: name, decisions: decisions, trustEnvironment: trust, observer: observer) {
                 session in
                 retiring.withLockedValue { $0[ObjectIdentifier(session)] = nil }
             }
@@ -299,6 +309,11 @@ public final class PolicyRuntime: Sendable {
             // A rule's `cache.key` normalization, under the rules in force when the task looks up.
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
             prepare(name, settings, &sessionConfiguration)
+            if sessionConfiguration.kind.backgroundIdentifier != nil {
+                // A background session never asks its delegate about redirects: the rules'
+                // answer (never to a denied host; the session's `redirects` mode) holds through this.
+                sessionConfiguration.redirectFilter = { from, to in delegate.redirectAction(from: from, to: to) == .follow }
+            }
             let session = Session(
                 configuration: sessionConfiguration,
                 delegate: delegate,

@@ -34,6 +34,8 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
     public let sessionName: String
     private let rules: NIOLockedValueBox<PolicyDecisions>
     private let onInvalidate: (@Sendable (Session) -> Void)?
+    /// Told of task progress and ends (see the initializer).
+    private let observer: (any DownloadTaskDelegate & SessionDelegate)?
     /// The trust logger, failure counter and trust files (shared by a runtime's sessions).
     public let trustEnvironment: TrustEnvironment
 
@@ -43,13 +45,19 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
     ///   - sessionName: the session's name, for logs.
     ///   - decisions: the rules.
     ///   - trustEnvironment: where trust events are logged and counted, and trust files kept.
+    ///   - observer: told of each task's completion, download progress, resumption and finished
+    ///     file when the task's own delegate does not answer them, and of a background session's
+    ///   `didFinishEvents` (a session created again picks up its tasks before anyone could give
+    ///     them a delegate of their own: this is how a caller follows them).
     ///   - onInvalidate: called when the session became invalid (`didBecomeInvalidWithError`).
     public init(
         sessionName: String,
         decisions: PolicyDecisions,
         trustEnvironment: TrustEnvironment = TrustEnvironment(),
+        observer: (any DownloadTaskDelegate & SessionDelegate)? = nil,
         onInvalidate: (@Sendable (Session) -> Void)? = nil
     ) {
+        self.observer = observer
         self.sessionName = sessionName
         self.rules = NIOLockedValueBox(decisions)
         self.trustEnvironment = trustEnvironment
@@ -100,7 +108,15 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
         onInvalidate?(session)
     }
 
+    public func sessionDidFinishEvents(forBackgroundSession session: Session) {
+        observer?.sessionDidFinishEvents(forBackgroundSession: session)
+    }
+
     // MARK: TaskDelegate
+
+    public func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        observer?.task(task, didCompleteWithError: error)
+    }
 
     public func task(
         _ task: SessionTask,
@@ -129,6 +145,20 @@ public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTas
     }
 
     // MARK: DownloadTaskDelegate
+
+    public func downloadTask(
+        _ task: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64
+    ) {
+        observer?.downloadTask(task, didWriteData: bytesWritten, totalBytesWritten: totalBytesWritten, totalBytesExpectedToWrite: totalBytesExpectedToWrite)
+    }
+
+    public func downloadTask(_ task: DownloadTask, didResumeAtOffset fileOffset: Int64, expectedTotalBytes: Int64) {
+        observer?.downloadTask(task, didResumeAtOffset: fileOffset, expectedTotalBytes: expectedTotalBytes)
+    }
+
+    public func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String) {
+        observer?.downloadTask(task, didFinishDownloadingTo: location)
+    }
 
     /// The same answer for a download (Tollgate caches downloads, so the rules cover them).
     public func downloadTask(

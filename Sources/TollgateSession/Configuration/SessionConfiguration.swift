@@ -97,6 +97,16 @@ public struct SessionConfiguration: Sendable {
     public var maximumRedirects: Int = 16
     /// The `User-Agent` sent when the request has none. Default: `tollgate`.
     public var userAgent: String? = "tollgate"
+    /// Whether a redirect from the first URL to the second may be followed at all, asked before
+    /// the delegate — and in a background session, whose delegate is never asked about redirects
+    /// (they are followed, as the seeds say), the only say there is: false delivers the redirect
+    /// as the task's response. A Tollgate addition, so that rules such as a denied host hold in
+    /// background sessions too. Default: nil, every redirect may be followed.
+    public var redirectFilter: (@Sendable (_ from: HTTPURL, _ to: HTTPURL) -> Bool)?
+    /// Where background sessions keep their tasks: `DIRECTORY/IDENTIFIER/` (records in LMDB, partial
+    /// downloads, copies of uploads). Default: nil, `$XDG_DATA_HOME/tollgate/background`, else
+    /// `~/.local/share/tollgate/background`. Ignored by other kinds of session.
+    public var backgroundDirectory: String?
 
     /// Creates a configuration of the given kind with every other field at its default.
     public init(kind: Kind) { self.kind = kind }

@@ -19,6 +19,12 @@ public protocol SessionDelegate: AnyObject, Sendable {
         didReceive challenge: AuthenticationChallenge,
         completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
     )
+
+    /// A background session delivered every event of its tasks and has none left
+    /// (`URLSessionDidFinishEventsForBackgroundURLSession`): sent each time the last task of a
+    /// background session completes — after the tasks a re-created session picked up, and after
+    /// any later batch — before `didBecomeInvalidWithError` when the session is finishing.
+    func sessionDidFinishEvents(forBackgroundSession session: Session)
 }
 
 extension SessionDelegate {
@@ -33,4 +39,6 @@ extension SessionDelegate {
     ) {
         completionHandler(.unanswered)
     }
+
+    public func sessionDidFinishEvents(forBackgroundSession session: Session) {}
 }

@@ -41,8 +41,7 @@ extension SessionTask {
             continueDownloadFile(resume)
             return
         }
-        let path = FileManager.default.temporaryDirectory
-            .appendingPathComponent("tollgate-download-\(session.identity)-\(taskIdentifier)-\(UUID().uuidString).tmp").path
+        let path = newDownloadFilePath()
         do {
             let handle = try NIOFileHandle(
                 _deprecatedPath: path, mode: .write, flags: .posix(flags: O_CREAT | O_TRUNC | O_WRONLY, mode: 0o600)
@@ -50,6 +49,7 @@ extension SessionTask {
             let file = DownloadFile(path: path, handle: handle, eventLoop: eventLoop)
             file.expectedTotal = countOfBytesExpectedToReceive
             engine.download = file
+            if let response { recordDownloadFile(file, response: response) }
         } catch {
             fail(SessionError(.cannotWriteToFile, engine.request?.url, "cannot create \(path): \(error)"))
         }
@@ -70,6 +70,7 @@ extension SessionTask {
             if file.queuedWrites == DownloadFile.pauseAt - 2, !engine.isSuspended, !isDone { setReadDemand(true) }
             guard !isDone, let downloadTask = self as? DownloadTask else { return }
             file.written += count
+            recordDownloadProgress(file)
             let expected = file.expectedTotal
             let receivers = delegates(as: (any DownloadTaskDelegate).self)
             DelegateDispatch.notify(receivers) {
@@ -152,6 +153,8 @@ extension SessionTask {
         file.written = resumes ? resume.bytesReceived : 0
         file.expectedTotal = resumes ? (contentRange?.completeLength ?? -1) : (head.contentLength ?? -1)
         engine.download = file
+        engine.resumedFile = resumes ? (file.path, resume.bytesReceived) : nil
+        recordDownloadFile(file, response: head)
         guard let downloadTask = self as? DownloadTask else { return }
         let receivers = delegates(as: (any DownloadTaskDelegate).self)
         let offset = file.written

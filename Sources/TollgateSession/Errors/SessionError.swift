@@ -31,6 +31,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case notConnectedToInternet
             case cannotResumeDownload
             case dataLengthExceedsMaximum
+            case backgroundSessionInUse
+            case backgroundTaskNotSupported
         }
 
         private let base: Base
@@ -80,6 +82,11 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let cannotResumeDownload = Code(.cannotResumeDownload)
         /// A WebSocket message was larger than the task's `maximumMessageSize` (closed with 1009).
         public static let dataLengthExceedsMaximum = Code(.dataLengthExceedsMaximum)
+        /// Another live session (in this process or another) has the background identifier
+        /// (`URLError.backgroundSessionInUseByAnotherProcess`).
+        public static let backgroundSessionInUse = Code(.backgroundSessionInUse)
+        /// A background session only runs upload tasks from a file and download tasks.
+        public static let backgroundTaskNotSupported = Code(.backgroundTaskNotSupported)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }

@@ -208,7 +208,8 @@ extension SessionTask {
         var error = error
         error.failingURL = engine.request?.url
         let retriable = error.code == .cannotConnectToHost || error.code == .cannotFindHost
-        guard session.configuration.waitsForConnectivity, retriable, let request = engine.request else {
+        // Background sessions ignore waitsForConnectivity (seed 001): they fail and may be resumed.
+        guard session.configuration.waitsForConnectivity, !session.isBackground, retriable, let request = engine.request else {
             fail(error)
             return
         }

@@ -21,7 +21,8 @@ extension SessionTask {
     ) -> Bool {
         if serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
         // The Range goes upstream: the 206 is kept as a piece; no collapsing with whole fetches.
-        guard cache.rules.fetchesWhole(rangeStart: range.knownStart) else { return false }
+        // A download going on from resume data holds the first bytes itself: only the rest is fetched.
+        guard engine.resume == nil, cache.rules.fetchesWhole(rangeStart: range.knownStart) else { return false }
         // A task waiting for another's fetch looks again with its Range, and is served from the result.
         if collapseIfAnotherTaskFetches(request, key: key, cache: cache) { return true }
         var whole = request
@@ -99,13 +100,34 @@ extension SessionTask {
                 settled.value()
                 return
             }
-            cache.offLoop(on: eventLoop) { try piece.finish() }.whenComplete { [self] result in
+            let leading = leadingPieceFromDownload(cache: cache, key: piece.key)
+            cache.offLoop(on: eventLoop) {
+                let outcome = try piece.finish()
+                guard case .kept = outcome, let leading else { return outcome }
+                return (try? leading(piece.replacementFields)) ?? outcome
+            }.whenComplete { [self] result in
                 if case .success(.combined) = result {
                     engine.cacheOutcome?.stored = true
                     engine.cacheOutcome?.detail = "combined"
                 }
                 settled.value()
             }
+        }
+    }
+
+    /// For a download that went on from resume data with a 206: keeps the bytes before the offset,
+    /// from its own file, as the first piece (run off the loop when the 206's piece did not make
+    /// the response whole) — the cache may not hold them (another process stored them and was
+    /// killed, or they were evicted). Nil for any other task.
+    private func leadingPieceFromDownload(cache: ResponseCache, key: CacheKey) -> (@Sendable (HeaderFields?) throws -> PartialPieceWriter.Outcome?)? {
+        guard let resumed = engine.resumedFile, resumed.offset > 0, let head = response, let request = currentRequest else { return nil }
+        let storedRequest = request.head.withoutConditionalFields
+        let times = (engine.requestDate ?? TickClock.date, engine.responseDate ?? TickClock.date)
+        return { replacement in
+            try cache.store.keepLeadingPiece(
+                key: key, request: storedRequest, response: head, replacementFields: replacement,
+                fromFile: resumed.path, length: resumed.offset, requestTime: times.0, responseTime: times.1
+            )
         }
     }
 

@@ -146,13 +146,18 @@ extension SessionTask {
         // The redirect's body is held (small) or dropped; read no more of it until the delegate answers.
         setReadDemand(false)
         let generation = engine.generation
+        // The configuration's filter first (it holds in background sessions too); a background
+        // session then follows without asking the delegate, as the seeds say.
+        let filtered = engine.request.map { from in session.configuration.redirectFilter?(from.url, newRequest.url) == false } ?? false
+        let receivers = filtered || session.isBackground ? DelegatePair<any TaskDelegate>(nil, nil) : taskDelegates
         ask(
-            taskDelegates,
+            receivers,
             { delegate, answer in
                 delegate.task(self, willPerformHTTPRedirection: head, newRequest: newRequest, completionHandler: answer)
             },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
-        ) { [self] decision in
+        ) { [self] answer in
+            let decision = filtered ? RedirectDecision.deliverRedirectResponse : answer
             guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
             setReadDemand(true)
             switch decision?.base {
@@ -219,7 +224,8 @@ extension SessionTask {
             webSocket.handshakeAnswered(head)
             return
         }
-        guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        // A background session's upload tasks are not asked about their response (seed 001).
+        guard engine.completionHandler == nil, !session.isBackground, let dataTask = self as? DataTask else { return }
         if let decider = immediateResponseDecider {
             // Decided during the call: nothing arrived meanwhile, so an allowed response's
             // reads go on; any other answer continues with reads paused, as after a question.

@@ -126,7 +126,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// A description of the task for the application's own use.
     public var taskDescription: String? {
         get { observed.withLock { $0.taskDescription } }
-        set { observed.withLock { $0.taskDescription = newValue } }
+        set {
+            observed.withLock { $0.taskDescription = newValue }
+            recordDescriptionAndBeginDate()
+        }
     }
 
     /// 0 (lowest) … 1 (highest); orders this task among those waiting for a connection to the same host.
@@ -138,7 +141,10 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// The task does not start loading before this date (set before `resume()`).
     public var earliestBeginDate: Date? {
         get { observed.withLock { $0.earliestBeginDate } }
-        set { observed.withLock { $0.earliestBeginDate = newValue } }
+        set {
+            observed.withLock { $0.earliestBeginDate = newValue }
+            recordDescriptionAndBeginDate()
+        }
     }
 
     /// The task's own delegate; it receives the task's messages before the session delegate.
@@ -161,12 +167,14 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     /// Starts or continues the task.
     public func resume() {
         let action = observed.withLock { $0.lifecycle.resume() }
+        recordRunState(action)
         runOnLoop(action)
     }
 
     /// Pauses the task: nothing more is read from the network, and its timeouts stop.
     public func suspend() {
         let action = observed.withLock { $0.lifecycle.suspend() }
+        recordRunState(action)
         runOnLoop(action)
     }
 

@@ -99,6 +99,9 @@ struct TaskEngine {
     var download: DownloadFile?
     /// A download task made from resume data, until its response says whether it resumes.
     var resume: DownloadResumeData?
+    /// A download that went on from resume data with a 206: its file, and the offset the 206
+    /// began at (the file's first bytes complete the cache's partial content when it lacks them).
+    var resumedFile: (path: String, offset: Int64)?
     /// The completion handler of a download task made with one (file path, response, error).
     var downloadCompletion: (@Sendable (String?, HTTPResponseHead?, SessionError?) -> Void)?
     /// Credentials that failed per protection space (`previousFailureCount`).
