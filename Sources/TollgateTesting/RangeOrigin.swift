@@ -20,6 +20,8 @@ public final class RangeOrigin: Sendable {
         var stalls = false
         var ranges: [String?] = []
         var acceptsRanges = true
+        /// Every response's body goes out this many bytes at a time, with this pause between.
+        var pace: (chunk: Int, pause: TimeAmount)?
     }
 
     private let state: NIOLockedValueBox<State>
@@ -69,11 +71,25 @@ public final class RangeOrigin: Sendable {
 
     public func stop() { origin.stop() }
 
+    /// Sends every body `chunk` bytes at a time, `pause` apart (a slow origin), until called with nil.
+    public func pace(_ chunk: Int?, every pause: TimeAmount = .milliseconds(10)) {
+        state.withLockedValue { $0.pace = chunk.map { ($0, pause) } }
+    }
+
+    /// Writes `bytes` from `offset` on, a chunk at a time, a pause apart.
+    private static func dribble(_ bytes: [UInt8], from offset: Int, _ pace: (chunk: Int, pause: TimeAmount), _ respond: OriginResponder) {
+        guard offset < bytes.count else { return }
+        let end = min(bytes.count, offset + pace.chunk)
+        respond.writeWithFuture(Array(bytes[offset..<end])).whenSuccess {
+            respond.after(pace.pause) { dribble(bytes, from: end, pace, respond) }
+        }
+    }
+
     private static func answer(_ request: RecordedRequest, _ respond: OriginResponder, _ state: NIOLockedValueBox<State>) {
-        let (body, version, cut, stalls, acceptsRanges) = state.withLockedValue { state -> ([UInt8], Int, Int?, Bool, Bool) in
+        let (body, version, cut, stalls, acceptsRanges, pace) = state.withLockedValue { state in
             state.ranges.append(request.headerFields["Range"])
             defer { state.cutAfter = nil }
-            return (state.body, state.version, state.cutAfter, state.stalls, state.acceptsRanges)
+            return (state.body, state.version, state.cutAfter, state.stalls, state.acceptsRanges, state.pace)
         }
         let etag = "\"v\(version)\""
         let lastModified = HTTPDate.format(Date(timeIntervalSince1970: 1_600_000_000 + Double(version) * 86_400))
@@ -96,6 +112,12 @@ public final class RangeOrigin: Sendable {
             status = 206
             slice = body[Int(range.lowerBound)..<Int(range.upperBound)]
             fields.add(name: "Content-Range", value: ContentRange(range: range, completeLength: Int64(body.count)).description)
+        }
+        if let pace {
+            fields.add(name: .contentLength, value: String(slice.count))
+            respond.sendHead(status: status, headers: fields)
+            dribble(Array(slice), from: 0, pace, respond)
+            return
         }
         guard let cut, cut < slice.count else {
             respond.send(status: status, headers: fields, bytes: Array(slice))

@@ -37,6 +37,12 @@ struct StorabilityTests {
             status: 206,
             expected: .doNotStore(.partial)
         ),
+        Case(
+            name: "a 416 with explicit freshness is not stored (it answers a range; under the URL's key it would answer every request)",
+            response: ["Cache-Control: max-age=3600", "Content-Range: bytes */10"],
+            status: 416,
+            expected: .doNotStore(.partial)
+        ),
         Case(name: "a 304 is not stored", status: 304, expected: .doNotStore(.status)),
         Case(name: "a 201 without explicit freshness is not stored", status: 201, expected: .doNotStore(.status)),
         Case(name: "a 500 without explicit freshness is not stored", status: 500, expected: .doNotStore(.status)),

@@ -124,6 +124,50 @@ struct WarmBackgroundTests {
         #expect(silent.stdout.contains("warmed 1 of 1 URLs: 0 stored, 1 already fresh"))
     }
 
+    @Test("Killed at arbitrary moments while bytes and records are being written, three times over, a warm still ends byte-exact, each run going on from where the last one's file ended")
+    func killedAtArbitraryMoments() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = (0..<3_000_000).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 1) }
+        let origin = try await RangeOrigin.start(body: body)
+        defer { origin.stop() }
+        origin.pace(16_384, every: .milliseconds(5))
+        let config = try writeForwardCacheConfiguration(in: directory)
+        let list = directory.appendingPathComponent("urls.txt")
+        try "\(origin.url)\n".write(to: list, atomically: true, encoding: .utf8)
+        let binary = try #require(tollgateBinary)
+        let data = directory.appendingPathComponent("data").path
+        let environment = ["XDG_DATA_HOME": data]
+        let manifest = directory.appendingPathComponent("manifest.json")
+        let arguments = ["warm", "--config", config.path, "--background-id", "ci", "--manifest", manifest.path, list.path]
+        let files = data + "/tollgate/background/ci.default/files"
+        var kills = 0
+        for delay in [130, 210, 170] {
+            let requestsBefore = origin.requestCount
+            let run = try ChildProcess(binary, arguments, environment: environment)
+            defer { run.kill() }
+            // Once this run's request reached the origin, bytes flow: kill it a moment later, mid-write.
+            try await eventually("the run's request arrives", timeout: .seconds(20)) { origin.requestCount > requestsBefore }
+            try await Task.sleep(for: .milliseconds(delay))
+            guard run.isRunning else { break }
+            run.send(SIGKILL)
+            _ = try await run.waitForExit()
+            kills += 1
+            let sizes = ((try? FileManager.default.contentsOfDirectory(atPath: files)) ?? []).map { Self.size(files + "/" + $0) }
+            #expect(sizes.count <= 1, "one partial file at most: \(sizes)")
+        }
+        #expect(kills >= 2, "the transfer was too quick to be killed")
+        let last = try await ChildProcess.run(binary, arguments, environment: environment)
+        #expect(last.status == 0, "\(last.stdout) \(last.stderr)")
+        #expect(last.stdout.contains("1 stored") && last.stdout.contains("1 resumed"), "\(last.stdout)")
+        let text = try String(contentsOf: manifest, encoding: .utf8)
+        #expect(text.contains(SHA256.hex(SHA256.hash(body))), "\(text)")
+        // Each run after the first asked for the rest, from further on each time.
+        let offsets = origin.rangesAsked.dropFirst().compactMap { $0.flatMap { Int($0.dropFirst(6).dropLast()) } }
+        #expect(offsets.count == origin.rangesAsked.count - 1, "\(origin.rangesAsked)")
+        #expect(offsets == offsets.sorted() && offsets.allSatisfy { $0 > 0 }, "\(origin.rangesAsked)")
+    }
+
     static func size(_ path: String) -> Int {
         ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.intValue ?? -1
     }

@@ -125,6 +125,39 @@ struct BackgroundSessionTests {
         #expect(again.background?.record(identifier) == nil)
     }
 
+    @Test("A picked-up download whose file already holds the whole body asks again for its last byte (not a range past the end), and the file stays byte-exact")
+    func wholeFileAsksForTheLastByte() async throws {
+        let place = Place()
+        defer { place.remove() }
+        let origin = try await RangeOrigin.start(body: Self.body)
+        defer { origin.stop() }
+        // What a process killed after the last byte, before the end was delivered, leaves behind.
+        let store = try BackgroundTaskStore(root: place.directory, identifier: place.identifier)
+        let partial = store.newFilePath("download", task: 3)
+        try Data(Self.body).write(to: URL(fileURLWithPath: partial))
+        let request = HTTPRequestHead(method: .get, url: origin.url)
+        var record = BackgroundTaskRecord(identifier: 3, kind: .download, request: request)
+        record.state = .running
+        record.partialFile = partial
+        record.expectedTotalBytes = Int64(Self.body.count)
+        record.response = .init(
+            status: 200, fields: [["ETag", origin.etag]], request: DownloadResumeData.RequestRecord(request),
+            validator: origin.etag, acceptsRanges: true
+        )
+        store.put(record)
+        store.close()
+
+        let recorder = BackgroundRecorder()
+        let session = place.session(recorder)
+        defer { session.finishTasksAndInvalidate() }
+        try await eventually("it completes") { recorder.seen.withLockedValue { $0.completed[3] != nil } }
+        let seen = recorder.seen.withLockedValue { $0 }
+        #expect(seen.completed[3] == .some(nil))
+        #expect(origin.rangesAsked == ["bytes=\(Self.body.count - 1)-"])
+        #expect(seen.resumedAt == [Int64(Self.body.count - 1)])
+        #expect(seen.files[3] == Self.body)
+    }
+
     @Test("A task created but never resumed is picked up suspended; a new task's identifier follows the picked-up ones")
     func suspendedStaysSuspended() async throws {
         let place = Place()

@@ -69,7 +69,9 @@ extension CacheRules {
     public static let storabilityChecks: [StorabilityCheck] = [
         StorabilityCheck(reason: .scheme) { $0.request.url.scheme == "http" || $0.request.url.scheme == "https" },
         StorabilityCheck(reason: .method) { $0.request.method == .get },
-        StorabilityCheck(reason: .partial) { $0.response.status != 206 },
+        // A 206 is kept as partial content, never whole; a 416 answers a range, not the resource,
+        // and stored under the URL's key it would answer requests without one.
+        StorabilityCheck(reason: .partial) { $0.response.status != 206 && $0.response.status != 416 },
         StorabilityCheck(reason: .status) { isStorableStatus($0) },
         StorabilityCheck(reason: .notFromNetwork) { $0.context.fromNetwork },
         StorabilityCheck(reason: .policy) { $0.context.policy.allowsStoring && $0.context.sessionAllowsStoring },

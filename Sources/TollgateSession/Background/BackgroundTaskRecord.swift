@@ -74,18 +74,24 @@ struct BackgroundTaskRecord: Codable, Sendable, Equatable {
     }
 
     /// Resume data for the download as it stands on disk: the bytes in the partial file (every
-    /// byte written is a byte of the body, in order, so the file's length is where to go on) —
+    /// byte written is a byte of the body, in order, so the file's length is where to go on; at
+    /// most the whole length less one) —
     /// nil when the response cannot be resumed (no validator, no ranges, not a GET, no bytes).
     func resumeData(fileLength: Int64) -> DownloadResumeData? {
         guard kind == .download, let response, let partialFile, let validator = response.validator, response.acceptsRanges,
             response.request.method == HTTPMethod.get.rawValue, fileLength > 0
         else { return nil }
+        // A file that holds the whole body (killed after the last byte, before the end was
+        // delivered) asks again for its last byte: a range past the end would be a 416, and the
+        // 206 of one byte confirms the validator and lets the cache combine the entry.
+        var offset = fileLength
+        if expectedTotalBytes > 0, offset >= expectedTotalBytes { offset = expectedTotalBytes - 1 }
         return DownloadResumeData(
             url: response.request.url,
             originalRequest: request,
             currentRequest: response.request,
             validator: validator,
-            bytesReceived: fileLength,
+            bytesReceived: offset,
             expectedTotalBytes: expectedTotalBytes,
             partialFile: partialFile
         )

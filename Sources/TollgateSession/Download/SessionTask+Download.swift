@@ -140,7 +140,17 @@ extension SessionTask {
             ))
             return
         }
+        if head.status == 416 {
+            fail(SessionError(.cannotResumeDownload, url, "the server has no bytes from \(resume.bytesReceived) on (416)"))
+            return
+        }
         let resumes = head.status == 206
+        // The rest is appended after the bytes the resume data counts: a file that holds more
+        // (written after they were counted) is cut back to them first.
+        if resumes, truncate(resume.partialFile, off_t(resume.bytesReceived)) != 0 {
+            fail(SessionError(.cannotResumeDownload, url, "the partial file \(resume.partialFile) is gone"))
+            return
+        }
         let flags = resumes ? O_WRONLY | O_APPEND : O_WRONLY | O_TRUNC
         let handle: NIOFileHandle
         do {
