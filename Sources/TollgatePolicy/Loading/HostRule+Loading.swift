@@ -78,10 +78,16 @@ extension HostRule.Trust {
         }
     }
 
+    /// The entries of `roots`: one scalar or `{ file: … }` mapping, or a list of them.
+    private static func rootsItems(_ node: ConfigNode) -> [ConfigNode]? {
+        if case Node.mapping = node.node { return [node] }
+        return node.scalarOrList("system, a PEM file, { file: PATH, optional: true }, or a list of these")
+    }
+
     init(node: ConfigNode) {
         self.init()
         guard let entry = node.mapping(keys: HostRule.Trust.keys) else { return }
-        if let rootsNode = entry["roots"], let items = rootsNode.scalarOrList("system, a PEM file, or a list of both") {
+        if let rootsNode = entry["roots"], let items = Self.rootsItems(rootsNode) {
             var roots = Roots(includesSystem: false)
             for item in items {
                 if case Node.mapping = item.node {

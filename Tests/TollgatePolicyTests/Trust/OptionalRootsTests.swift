@@ -31,6 +31,19 @@ struct OptionalRootsTests {
         #expect(plain.count == 1)
     }
 
+    @Test("A single mapping without a list is read as a one-entry list, as the reference says")
+    func singleMapping() throws {
+        let directory = try Fixture.temporaryDirectory()
+        defer { try? FileManager.default.removeItem(atPath: directory) }
+        let loader = PolicyLoader(checkFiles: true)
+        let configuration = try loader.load(yaml: yaml("{ file: \"ca.pem\", optional: true }"), file: "t.yaml", baseDirectory: directory)
+        let roots = try #require(configuration.hosts.first?.trust.roots)
+        #expect(roots.optionalBundles == [directory + "/ca.pem"])
+        #expect(!roots.includesSystem)
+        let required = loader.problems(inYAML: yaml("{ file: \"ca.pem\" }"), file: "t.yaml", baseDirectory: directory)
+        #expect(required.first?.description.contains("cannot read") == true, "\(required)")
+    }
+
     @Test("An optional file that exists is checked like any other, and kept apart from the required ones")
     func presentFile() throws {
         let directory = try Fixture.temporaryDirectory()
