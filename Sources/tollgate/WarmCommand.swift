@@ -126,6 +126,18 @@ struct WarmCommand: AsyncParsableCommand {
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
             ? WarmProgressDisplay(tracker: tracker, urlCount: list.urls.count, done: { finished.value }) : nil
         display?.start()
+        // SIGINT or SIGTERM: stop where it is, keeping every transfer for the next run.
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+        Task.detached {
+            guard let number = await signals.next() else { return }
+            display?.stop()
+            for session in sessions { session.detachBackgroundTasksAndWait() }
+            standardError(
+                "tollgate warm: interrupted after \(finished.value) of \(list.urls.count) URLs; "
+                    + "run the same command again to go on where it stopped"
+            )
+            Foundation.exit(128 + number)
+        }
         let outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.increment() }
         display?.stop()
         for outcome in outcomes { print(outcome.line) }

@@ -90,6 +90,38 @@ struct WarmBackgroundTests {
         #expect(leftovers.isEmpty, "\(leftovers)")
     }
 
+    @Test("SIGTERM stops a warm where it is (exit 143, a line saying how to go on); run again, it goes on from its offset")
+    func interruptedAndRunAgain() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await RangeOrigin.start(body: Self.big)
+        defer { origin.stop() }
+        origin.cutNext(after: 250_000, stall: true)
+        let config = try writeForwardCacheConfiguration(in: directory)
+        let list = directory.appendingPathComponent("urls.txt")
+        try "\(origin.url)\n".write(to: list, atomically: true, encoding: .utf8)
+        let binary = try #require(tollgateBinary)
+        let data = directory.appendingPathComponent("data").path
+        let environment = ["XDG_DATA_HOME": data]
+        let manifest = directory.appendingPathComponent("manifest.json")
+        let arguments = ["warm", "--config", config.path, "--background-id", "ci", "--manifest", manifest.path, list.path]
+        let first = try ChildProcess(binary, arguments, environment: environment)
+        defer { first.kill() }
+        let files = data + "/tollgate/background/ci.default/files"
+        try await eventually("the partial file holds what was sent", timeout: .seconds(20)) {
+            ((try? FileManager.default.contentsOfDirectory(atPath: files)) ?? []).contains { Self.size(files + "/" + $0) == 250_000 }
+        }
+        first.terminate()
+        #expect(try await first.waitForExit() == 143)
+        #expect(first.standardError.contains("interrupted after 0 of 1 URLs; run the same command again"), "\(first.standardError)")
+
+        let again = try await ChildProcess.run(binary, arguments, environment: environment)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(origin.rangesAsked == [nil, "bytes=250000-"])
+        #expect(again.stdout.contains("1 stored, 0 already fresh, 0 not stored, 0 failed, 1 resumed"), "\(again.stdout)")
+        #expect(try String(contentsOf: manifest, encoding: .utf8).contains(SHA256.hex(SHA256.hash(Self.big))))
+    }
+
     @Test("On a terminal (a pseudo-terminal here) a live display on standard error shows the URLs, bytes and each active transfer; --progress never turns it off")
     func progressOnATerminal() async throws {
         let directory = try temporaryDirectory()
