@@ -158,4 +158,26 @@ struct SessionRangeCacheTests {
             #expect(cache.cache.store.partialContent(for: CacheKey(url: origin.url)) == nil)
         }
     }
+
+    @Test("A Range request arriving while another task fetches the whole response waits for it and is cut from the stored copy")
+    func rangeWaitsForWholeFetch() async throws {
+        // The whole response's body arrives in two halves 300 ms apart: the Range request starts in between.
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(status: 200, headers: ["Cache-Control": "max-age=3600", "Content-Length": "10"])
+            respond.write("01234")
+            respond.after(.milliseconds(300)) { respond.write("56789") }
+        }
+        defer { origin.stop() }
+        let cache = try CacheFixture()
+        let session = cache.session()
+        defer { session.finishTasksAndInvalidate() }
+        let url = origin.url("/whole")
+        async let whole = get(session, url)
+        try await eventually { origin.requestCount == 1 }
+        let range = try await get(session, url, [("Range", "bytes=6-8")])
+        #expect(range.status == 206)
+        #expect(range.body == Array("678".utf8))
+        #expect(try await whole.body == Array("0123456789".utf8))
+        #expect(origin.requestCount == 1)
+    }
 }

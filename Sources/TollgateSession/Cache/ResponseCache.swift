@@ -155,14 +155,16 @@ public final class ResponseCache: Sendable {
     // MARK: collapsing
 
     /// Makes the caller the leader for `key`, makes it wait for the current leader, or lets it
-    /// pass when the key's latest response was not storable.
-    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop) -> MissRole {
+    /// pass when the key's latest response was not storable. With `mayLead` false the caller
+    /// only waits for a leader there is (a Range request, which fetches no whole response).
+    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop, mayLead: Bool = true) -> MissRole {
         collapsing.withLockedValue { state -> MissRole in
             if state.leaders[key] != nil {
                 let promise = eventLoop.makePromise(of: Void.self)
                 state.leaders[key]!.waiters.append(promise)
                 return .wait(promise.futureResult)
             }
+            guard mayLead else { return .pass }
             if let until = state.uncacheable[key] {
                 if until > TickClock.now { return .pass }
                 state.uncacheable[key] = nil

@@ -112,12 +112,12 @@ extension SessionTask {
     }
 
     /// When another task is already fetching this key, waits for it (at most the request timeout)
-    /// and then looks again; otherwise this task leads the fetch.
-    func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
+    /// and then looks again; otherwise this task leads the fetch (unless `mayLead` is false).
+    func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache, mayLead: Bool = true) -> Bool {
         // A task already leading (its retry after a 401 asks again) must not wait for itself.
         guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
         let wait: EventLoopFuture<Void>
-        switch cache.joinOrLead(key, on: eventLoop) {
+        switch cache.joinOrLead(key, on: eventLoop, mayLead: mayLead) {
         case .lead:
             engine.leadsFetch = true
             return false
