@@ -6,6 +6,14 @@ import TollgateHTTP
 
 /// Receiving a response: redirects, the response decision, the body, the end.
 extension SessionTask {
+    /// An interim response (102, 103 Early Hints …): told to the delegates as it is. It is no part
+    /// of the final response, so nothing of it reaches the cache or the final head.
+    func interimResponseReceived(_ head: HTTPResponseHead) {
+        restartIdleTimer()
+        guard !engine.responseDelivered, !isDone else { return }
+        DelegateDispatch.notify(taskDelegates) { $0.task(self, didReceiveInformationalResponse: head) }
+    }
+
     func responseHeadReceived(_ head: HTTPResponseHead) {
         restartIdleTimer()
         let now = TickClock.date
