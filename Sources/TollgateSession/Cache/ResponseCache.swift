@@ -99,19 +99,23 @@ public final class ResponseCache: Sendable {
     /// for them up to `time` as absent (``isInvalidated(_:storedAt:)``), and their entries are
     /// removed from storage off the loop. Called before the unsafe response is delivered, so every
     /// request that starts after the response was sent sees the invalidation in force.
-    func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) {
+    /// Returns when the entries are removed from storage.
+    @discardableResult
+    func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
         invalidated.withLockedValue { marks in
             for key in keys { marks[key] = max(time, marks[key] ?? time) }
             hasInvalidations.store(true, ordering: .releasing)
         }
         let store = self.store
-        offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }.whenComplete { [self] _ in
+        let removed = offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }
+        removed.whenComplete { [self] _ in
             // Entries stored up to `time` are gone now; a later invalidation keeps its own mark.
             invalidated.withLockedValue { marks in
                 for key in keys where marks[key] == time { marks[key] = nil }
                 if marks.isEmpty { hasInvalidations.store(false, ordering: .releasing) }
             }
         }
+        return removed.map { _ in }.recover { _ in }
     }
 
     /// Whether what was stored for `key` at `storedAt` was invalidated since and is not yet
