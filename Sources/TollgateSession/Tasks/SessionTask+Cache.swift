@@ -422,6 +422,11 @@ extension SessionTask {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
             return
         }
+        if request.method == .head {
+            engine.cacheOutcome?.detail = StorabilityReason.method.rawValue  // a HEAD's answer has no body to store
+            updateStoredFromHEAD(head, key: key, cache: cache)
+            return
+        }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
         if head.status == 206 {
             beginStoringPiece(head, request: request, key: key, cache: cache, context: context)
