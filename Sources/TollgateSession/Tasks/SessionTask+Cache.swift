@@ -81,7 +81,8 @@ extension SessionTask {
             if let range = ranges?.single {
                 return missWithRange(request, range, key: key, cache: cache, policy: policy, now: now)
             }
-            return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
+            if collapseIfAnotherTaskFetches(request, key: key, cache: cache) { return true }
+            return completePieces(request, key: key, cache: cache)
         case .unavailable(let reason):
             if ranges?.single != nil, serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
             engine.cacheOutcome = CacheOutcome(result: .hit, detail: "not-stored")
@@ -520,7 +521,8 @@ extension SessionTask {
     /// that changed the header fields hands them to `replaceFields`; `then` gets, on the loop,
     /// whether to store. Asked even after the task ended (a cut body kept as partial content).
     func askToStore(bodyLength: Int64, replaceFields: @escaping (HeaderFields) -> Void, then: @escaping (Bool) -> Void) {
-        guard let head = response, let request = engine.request else {
+        // A 206 completing pieces is not the task's response (it gets the combined one): asked about all the same.
+        guard let head = response ?? engine.transaction.response, let request = engine.request else {
             then(true)
             return
         }

@@ -24,6 +24,7 @@ extension SessionTask {
         storeCookies(from: head)
         noteAuthenticationResult(head)
         if cacheHandlesNetworkHead(head) { return }
+        if engine.completingPieces != nil, completionTakesHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)
         {
@@ -40,6 +41,10 @@ extension SessionTask {
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
         if engine.notModified != nil || engine.serveStaleAfterExchange {
             return  // the body of a 304 or of a 5xx the cache answers for is not the task's
+        }
+        if engine.completingPieces != nil {
+            storeBodyPiece(buffer)  // the missing bytes: to the pieces, not to the task
+            return
         }
         if var redirect = engine.redirect {
             redirect.bodyBytes += buffer.readableBytes
@@ -82,6 +87,10 @@ extension SessionTask {
         engine.generation += 1
         if engine.notModified != nil || engine.serveStaleAfterExchange {
             finishCacheAnsweredExchange()
+            return
+        }
+        if engine.completingPieces != nil {
+            finishCompletingPieces()
             return
         }
         if var redirect = engine.redirect {
