@@ -44,6 +44,7 @@ extension HeaderName {
     public static let cacheStatus = HeaderName("Cache-Status")
     public static let connection = HeaderName("Connection")
     public static let contentLength = HeaderName("Content-Length")
+    public static let contentLocation = HeaderName("Content-Location")
     public static let cookie = HeaderName("Cookie")
     public static let date = HeaderName("Date")
     public static let eTag = HeaderName("ETag")

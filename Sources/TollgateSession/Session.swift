@@ -36,8 +36,11 @@ public final class Session: @unchecked Sendable {
         var tasks: [Int: SessionTask] = [:]
         var nextIdentifier = 0
         var invalidation: Invalidation = .valid
-        /// ``detachBackgroundTasks(completion:)`` is under way: tasks that end keep their records.
+        /// ``detachBackgroundTasks(completion:)`` is under way: no didFinishEvents.
         var detaching = false
+        /// Tasks stopped by detaching: they keep their background records. (A task that completed
+        /// meanwhile — its delegate was told — loses its record as usual.)
+        var detached: Set<Int> = []
     }
 
     private enum Invalidation {
@@ -329,13 +332,14 @@ public final class Session: @unchecked Sendable {
     }
 
     func taskDidComplete(_ task: SessionTask) {
-        let (invalidateNow, detaching, empty) = state.withLock { state -> (Bool, Bool, Bool) in
+        let (invalidateNow, detaching, empty, detached) = state.withLock { state -> (Bool, Bool, Bool, Bool) in
             state.tasks[task.taskIdentifier] = nil
-            if case .finishing = state.invalidation, state.tasks.isEmpty { return (true, state.detaching, true) }
-            return (false, state.detaching, state.tasks.isEmpty)
+            let detached = state.detached.remove(task.taskIdentifier) != nil
+            if case .finishing = state.invalidation, state.tasks.isEmpty { return (true, state.detaching, true, detached) }
+            return (false, state.detaching, state.tasks.isEmpty, detached)
         }
         // A detached task goes on in the next session with this identifier: its record stays.
-        if !detaching { background?.remove(task.taskIdentifier) }
+        if !detached { background?.remove(task.taskIdentifier) }
         let finishedEvents = background != nil && empty && !detaching
         if invalidateNow {
             becomeInvalid(error: nil, finishedEvents: finishedEvents)
@@ -379,6 +383,11 @@ public final class Session: @unchecked Sendable {
             state.detaching = true
             return Array(state.tasks.values)
         }
+    }
+
+    /// Notes that `task` is stopped by detaching (it keeps its record when it leaves).
+    func markDetached(_ task: SessionTask) {
+        _ = state.withLock { $0.detached.insert(task.taskIdentifier) }
     }
 
     /// Registers a task re-created from a background record, under its recorded identifier.

@@ -30,6 +30,55 @@ struct StorabilityTests {
             method: .post,
             expected: .doNotStore(.method)
         ),
+        Case(
+            name: "a POST response with explicit freshness and its own URI as Content-Location is stored (RFC 9110 §9.3.3)",
+            response: ["Cache-Control: max-age=60", "Content-Location: /a"],
+            method: .post,
+            expected: .store(notes: [])
+        ),
+        Case(
+            name: "a POST response naming its URI absolutely, fresh by Expires, is stored",
+            response: ["Expires: Thu, 01 Jan 2099 00:00:00 GMT", "Content-Location: https://example.com/a"],
+            method: .post,
+            expected: .store(notes: [])
+        ),
+        Case(
+            name: "a POST response whose Content-Location is another URI is not stored",
+            response: ["Cache-Control: max-age=60", "Content-Location: /b"],
+            method: .post,
+            expected: .doNotStore(.method)
+        ),
+        Case(
+            name: "a POST response with its Content-Location but no explicit freshness is not stored",
+            response: ["Content-Location: /a", "Last-Modified: Thu, 01 Jan 2015 00:00:00 GMT"],
+            method: .post,
+            expected: .doNotStore(.method)
+        ),
+        Case(
+            name: "a POST response with two Content-Location lines is not stored",
+            response: ["Cache-Control: max-age=60", "Content-Location: /a", "Content-Location: /b"],
+            method: .post,
+            expected: .doNotStore(.method)
+        ),
+        Case(
+            name: "a 201 to a POST with its Content-Location is not stored",
+            response: ["Cache-Control: max-age=60", "Content-Location: /a"],
+            status: 201,
+            method: .post,
+            expected: .doNotStore(.method)
+        ),
+        Case(
+            name: "a POST response with its Content-Location and no-store is not stored",
+            response: ["Cache-Control: max-age=60, no-store", "Content-Location: /a"],
+            method: .post,
+            expected: .doNotStore(.noStore)
+        ),
+        Case(
+            name: "a PUT response with its Content-Location is not stored",
+            response: ["Cache-Control: max-age=60", "Content-Location: /a"],
+            method: .put,
+            expected: .doNotStore(.method)
+        ),
         Case(name: "a HEAD response is not stored", method: .head, expected: .doNotStore(.method)),
         Case(
             name: "a 206 is never stored as the whole resource",

@@ -90,6 +90,44 @@ struct ValidationTests {
     }
 
     @Test(
+        "A HEAD's 200 updates the stored GET response only when it identifies it (§4.3.5)",
+        arguments: [
+            (["ETag: \"v1\""], ["ETag: \"v1\""], true),
+            (["ETag: \"v1\""], ["ETag: \"v2\""], false),
+            (["ETag: \"v1\""], ["ETag: \"v1\"", "Content-Length: 5"], true),
+            (["ETag: \"v1\""], ["ETag: \"v1\"", "Content-Length: 6"], false),
+            (["Last-Modified: @-100"], ["Last-Modified: @-100"], true),
+            (["Last-Modified: @-100"], ["Last-Modified: @-50"], false),
+            (["ETag: \"v1\"", "Last-Modified: @-100"], ["ETag: \"v1\"", "Last-Modified: @-50"], false),
+            (["Last-Modified: @-100"], ["ETag: \"v1\"", "Last-Modified: @-100"], false),
+            // No validator in the HEAD's answer: it might describe another representation.
+            (["ETag: \"v1\""], ["Content-Length: 5"], false),
+            ([String](), [String](), false),
+        ]
+    )
+    func headSelection(_ storedLines: [String], _ headLines: [String], _ used: Bool) {
+        var original = stored(storedLines)
+        original.bodyLength = 5
+        let merged = rules.mergeHEAD(stored: original, head: response(headLines), requestTime: now, responseTime: now)
+        #expect((merged != nil) == used)
+    }
+
+    @Test("A HEAD's 200 updates fields and freshness as a 304 does; another status updates nothing")
+    func headMerge() throws {
+        var original = stored(["Cache-Control: max-age=60", "ETag: \"v1\"", "Content-Length: 5", "X-Old: kept", "X-Version: 1"], received: -1000)
+        original.bodyLength = 5
+        let head = response(["Cache-Control: max-age=600", "ETag: \"v1\"", "Content-Length: 5", "X-Version: 2", "Set-Cookie: s=1", "Date: @0"])
+        let merged = try #require(rules.mergeHEAD(stored: original, head: head, requestTime: now, responseTime: now))
+        #expect(merged.headerFields.values(for: "Cache-Control") == ["max-age=600"])
+        #expect(merged.headerFields["X-Version"] == "2")
+        #expect(merged.headerFields["X-Old"] == "kept")
+        #expect(merged.headerFields["Set-Cookie"] == nil)
+        #expect(merged.bodyDigest == original.bodyDigest)
+        #expect(Freshness(merged, now: now).isFresh)
+        #expect(rules.mergeHEAD(stored: original, head: response(["ETag: \"v1\""], status: 410), requestTime: now, responseTime: now) == nil)
+    }
+
+    @Test(
         "A client's conditional request against a stored response",
         arguments: [
             (["If-None-Match: \"v1\""], true),

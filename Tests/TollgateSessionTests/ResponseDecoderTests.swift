@@ -9,6 +9,7 @@ struct ResponseDecoderTests {
     /// What a decoder made of some bytes, in a form easy to compare.
     struct Outcome: Equatable {
         var heads: [String] = []
+        var interims: [String] = []
         var body = ""
         var ends: [Bool] = []
         var failure: String?
@@ -26,6 +27,9 @@ struct ResponseDecoderTests {
             case .head(let head):
                 let fields = head.headerFields.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
                 outcome.heads.append("\(head.version) \(head.status) \(head.reason) [\(fields)]")
+            case .interim(let head):
+                let fields = head.headerFields.map { "\($0.name)=\($0.value)" }.joined(separator: ",")
+                outcome.interims.append("\(head.status) [\(fields)]")
             case .body(let buffer): outcome.body += String(buffer: buffer)
             case .end(let reusable): outcome.ends.append(reusable)
             }
@@ -95,12 +99,13 @@ struct ResponseDecoderTests {
         }
     }
 
-    @Test("Interim responses are dropped; the final one is delivered")
+    @Test("Interim responses are handed on apart, in order; the final head carries none of their fields")
     func interim() {
         let outcome = Self.decodeBothWays(
             "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </a>\r\n\r\n"
-                + "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
+                + "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok"
         )
+        #expect(outcome.interims == ["100 []", "103 [Link=</a>]", "102 []"])
         #expect(outcome.heads == ["HTTP/1.1 200 OK [Content-Length=2]"])
         #expect(outcome.body == "ok")
     }

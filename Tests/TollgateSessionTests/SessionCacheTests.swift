@@ -257,6 +257,24 @@ struct SessionCacheTests {
         #expect(origin.requestCount == 2)
     }
 
+    @Test("Vary on Accept-Language: another order, case or spacing of the same preferences is a hit; other weights are not")
+    func varyNormalized() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let language = request.headerFields["Accept-Language"] ?? "none"
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], body: language)
+        }
+        defer { origin.stop() }
+        let fixture = try CacheFixture()
+        let session = fixture.session()
+        let asked = ["en, de", "De,EN", "  de ,en;q=1.0", "en;q=0.5, de", "de, en;q=0.50"]
+        var bodies: [String] = []
+        for language in asked {
+            bodies.append(try await load(session, Request(url: origin.url("/v"), headerFields: ["Accept-Language": language])).1)
+        }
+        #expect(bodies == ["en, de", "en, de", "en, de", "en;q=0.5, de", "en;q=0.5, de"])
+        #expect(origin.requestCount == 2)
+    }
+
     @Test("willCacheResponse may refuse storing, and may change what is stored")
     func delegateDecides() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in

@@ -62,4 +62,38 @@ struct SessionInvalidationTests {
         try await held.get()
         try await storage.shutdownGracefully()
     }
+
+    @Test("A POST answered with explicit freshness and its own URI as Content-Location replaces the stored GET response and answers later GETs")
+    func postAnswerStoredForGETs() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in
+            switch (request.method, request.path) {
+            case ("POST", "/item"):
+                let fields: HeaderFields = ["Cache-Control": "max-age=600", "Content-Location": "/item"]
+                respond.send(status: 200, headers: fields, body: "posted \(String(decoding: request.body, as: UTF8.self))")
+            case ("POST", _):
+                // Names another resource: what this POST got is not /other's representation.
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=600", "Content-Location": "/item"], body: "elsewhere")
+            default:
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "got \(request.path)")
+            }
+        }
+        defer { origin.stop() }
+        let fixture = try CacheFixture()
+        let session = fixture.session()
+        let url = origin.url("/item")
+        _ = try await load(session, Request(url: url))
+
+        let (posted, postedBody) = try await load(session, Request(method: .post, url: url, body: .bytes(ByteBuffer(string: "x"))))
+        #expect(postedBody == "posted x")
+        #expect(posted.cacheOutcome?.stored == true)
+        let (hit, body) = try await load(session, Request(url: url))
+        #expect(body == "posted x")
+        #expect(hit.cacheOutcome?.cacheStatus() == "tollgate; hit")
+
+        let other = origin.url("/other")
+        _ = try await load(session, Request(method: .post, url: other, body: .bytes(ByteBuffer(string: "y"))))
+        let (_, otherBody) = try await load(session, Request(url: other))
+        #expect(otherBody == "got /other")
+        #expect(origin.requests.filter { $0.method == "GET" }.count == 2)
+    }
 }

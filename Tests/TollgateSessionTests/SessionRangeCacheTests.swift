@@ -158,4 +158,68 @@ struct SessionRangeCacheTests {
             #expect(cache.cache.store.partialContent(for: CacheKey(url: origin.url)) == nil)
         }
     }
+
+    @Test("A Range request arriving while another task fetches the whole response waits for it and is cut from the stored copy")
+    func rangeWaitsForWholeFetch() async throws {
+        // The whole response's body arrives in two halves 300 ms apart: the Range request starts in between.
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.sendHead(status: 200, headers: ["Cache-Control": "max-age=3600", "Content-Length": "10"])
+            respond.write("01234")
+            respond.after(.milliseconds(300)) { respond.write("56789") }
+        }
+        defer { origin.stop() }
+        let cache = try CacheFixture()
+        let session = cache.session()
+        defer { session.finishTasksAndInvalidate() }
+        let url = origin.url("/whole")
+        async let whole = get(session, url)
+        try await eventually { origin.requestCount == 1 }
+        let range = try await get(session, url, [("Range", "bytes=6-8")])
+        #expect(range.status == 206)
+        #expect(range.body == Array("678".utf8))
+        #expect(try await whole.body == Array("0123456789".utf8))
+        #expect(origin.requestCount == 1)
+    }
+
+    @Test("A plain GET for what is held in pieces asks the origin for the missing bytes alone and is served the combined entry")
+    func completesPieces() async throws {
+        try await withCachedSession { origin, cache, session in
+            origin.cutNext(after: 60_000)
+            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            let key = CacheKey(url: origin.url)
+            try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<60_000] }
+
+            let whole = try await get(session, origin.url)
+            #expect(whole.status == 200)
+            #expect(whole.body == Self.body)
+            #expect(whole.head.headerFields["Content-Length"] == "100000")
+            #expect(whole.head.headerFields["Content-Range"] == nil)
+            #expect(origin.rangesAsked == [nil, "bytes=60000-99999"])
+            #expect(origin.origin.requests.last?.headerFields["If-Range"] == origin.etag)
+
+            let hit = try await get(session, origin.url)
+            #expect(hit.body == Self.body)
+            #expect(origin.requestCount == 2)
+        }
+    }
+
+    @Test("When the resource changed since the pieces, the origin's 200 is the answer and is stored")
+    func completionFindsAChange() async throws {
+        try await withCachedSession { origin, cache, session in
+            origin.cutNext(after: 60_000)
+            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            let key = CacheKey(url: origin.url)
+            try await eventually { cache.cache.store.partialContent(for: key) != nil }
+            let changed = Array(Self.body.reversed())
+            origin.change(to: changed)
+
+            let whole = try await get(session, origin.url)
+            #expect(whole.status == 200)
+            #expect(whole.body == changed)
+            try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
+            let hit = try await get(session, origin.url)
+            #expect(hit.body == changed)
+            #expect(origin.requestCount == 2)
+        }
+    }
 }

@@ -5,7 +5,10 @@ public import TollgateHTTP
 ///
 /// Values are compared after normalization §4.1 allows: the field's lines combined with
 /// commas, whitespace around list elements removed. Comparison is then exact (case matters:
-/// the cache does not know each field's semantics). `Vary: *` never matches.
+/// the cache does not know most fields' semantics), except for the content negotiation fields
+/// whose semantics it knows (`Accept`, `Accept-Encoding`, `Accept-Language`): those also match
+/// when their canonical forms (``PreferenceListNormalizer``) are equal, so `en, de` selects what
+/// `De, en` got. `Vary: *` never matches.
 public enum VaryMatching {
     /// The request fields `vary` names, with the request's normalized values.
     public static func varyingFields(of vary: Vary, in request: HeaderFields) -> [VaryingField] {
@@ -23,9 +26,20 @@ public enum VaryMatching {
             let values = request.values(for: name)
             let current = values.isEmpty ? nil : normalizedValue(values)
             let original = recorded.first { $0.name == name }?.value
-            if current != original { return false }
+            if !sameValue(name: name, current, original) { return false }
         }
         return true
+    }
+
+    /// Whether two normalized values (``normalizedValue(_:)``, nil: absent) of the field `name`
+    /// select the same variant. Recorded values are kept as stored and canonicalized when
+    /// compared, so entries stored before a field was normalized still match.
+    public static func sameValue(name: String, _ one: String?, _ other: String?) -> Bool {
+        if one == other { return true }
+        guard let one, let other,
+            let canonical = PreferenceListNormalizer.canonical(name: name.lowercased(), value: one)
+        else { return false }
+        return canonical == PreferenceListNormalizer.canonical(name: name.lowercased(), value: other)
     }
 
     /// Whether `request` selects `stored` (§4.1).

@@ -46,7 +46,7 @@ extension CacheManifest.Entry {
         for (name, recorded) in vary {
             let values = fields.values(for: name)
             let current = values.isEmpty ? nil : VaryMatching.normalizedValue(values)
-            if current != recorded { return false }
+            if !VaryMatching.sameValue(name: name, current, recorded) { return false }
         }
         return true
     }

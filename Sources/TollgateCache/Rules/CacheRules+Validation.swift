@@ -59,6 +59,44 @@ extension CacheRules {
                 HTTPDate.parse(lastModified) == HTTPDate.parse(storedLastModified), HTTPDate.parse(lastModified) != nil
             else { return nil }
         }
+        return updated(stored, with: incoming, requestTime: requestTime, responseTime: responseTime)
+    }
+
+    /// The stored GET response updated by a `200` answering a HEAD request that could have
+    /// selected it (RFC 9111 §4.3.5), or nil when the HEAD response does not identify it: then
+    /// the stored response is to be invalidated.
+    ///
+    /// It identifies it when it carries at least one validator and each it carries matches the
+    /// stored one (an ETag as for a 304, a Last-Modified as the same date), and its
+    /// Content-Length, if any, is the stored body's length. The RFC's "matching values for any
+    /// received validator fields" is read strictly: a HEAD response without validators could
+    /// describe another representation of the same length, and updating would give the stored
+    /// body that one's fields. The fields are updated as a 304's are.
+    public func mergeHEAD(
+        stored: StoredResponse,
+        head: HTTPResponseHead,
+        requestTime: Date,
+        responseTime: Date
+    ) -> StoredResponse? {
+        guard head.status == 200 else { return nil }
+        let incoming = head.headerFields
+        guard incoming.contains(.eTag) || incoming.contains(.lastModified) else { return nil }
+        if let etagText = incoming[.eTag] {
+            guard let etag = EntityTag(etagText), let storedETag = stored.headerFields[.eTag].flatMap(EntityTag.init),
+                etag.matches(storedETag, using: etag.isWeak ? .weak : .strong)
+            else { return nil }
+        }
+        if let lastModified = incoming[.lastModified] {
+            guard let date = HTTPDate.parse(lastModified), stored.headerFields[.lastModified].flatMap({ HTTPDate.parse($0) }) == date
+            else { return nil }
+        }
+        if let length = head.contentLength, length != stored.bodyLength { return nil }
+        return updated(stored, with: incoming, requestTime: requestTime, responseTime: responseTime)
+    }
+
+    /// `stored` with the fields of a response about it (a 304, a HEAD's 200): each replaces the
+    /// stored lines of its name, except those the stored body depends on and those never stored.
+    private func updated(_ stored: StoredResponse, with incoming: HeaderFields, requestTime: Date, responseTime: Date) -> StoredResponse {
         let (update, _) = StoredHeaders.filter(incoming, shared: isShared, keepsCookies: storesSetCookie)
         var merged = stored.headerFields
         var replaced: Set<String> = []

@@ -68,7 +68,10 @@ extension CacheRules {
     /// §3.5 for a shared cache); the first check that fails gives the reason.
     public static let storabilityChecks: [StorabilityCheck] = [
         StorabilityCheck(reason: .scheme) { $0.request.url.scheme == "http" || $0.request.url.scheme == "https" },
-        StorabilityCheck(reason: .method) { $0.request.method == .get },
+        StorabilityCheck(reason: .method) { candidate in
+            candidate.request.method == .get
+                || candidate.rules.postResponseAnswersGET(request: candidate.request, response: candidate.response)
+        },
         // A 206 is kept as partial content, never whole; a 416 answers a range, not the resource,
         // and stored under the URL's key it would answer requests without one.
         StorabilityCheck(reason: .partial) { $0.response.status != 206 && $0.response.status != 416 },

@@ -223,9 +223,39 @@ extension CacheStore {
         requestTime: Date,
         responseTime: Date
     ) throws -> StoredResponse? {
+        let rules = options.rules
+        return try rewriteHeaders(of: id) { old in
+            rules.merge304(stored: old, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
+        }
+    }
+
+    /// Updates a stored GET variant from a 200 answering a HEAD request that selected it (RFC 9111
+    /// §4.3.5, ``CacheRules/mergeHEAD(stored:head:requestTime:responseTime:)``), or removes the
+    /// variant when the HEAD response does not identify it. Returns the updated metadata, or nil
+    /// (removed or gone). Blocking.
+    @discardableResult
+    public func updateHeaders(
+        of id: CacheEntryID,
+        headResponse: HTTPResponseHead,
+        requestTime: Date,
+        responseTime: Date
+    ) throws -> StoredResponse? {
+        let rules = options.rules
+        var identified = true
+        let updated = try rewriteHeaders(of: id) { old in
+            let merged = rules.mergeHEAD(stored: old, head: headResponse, requestTime: requestTime, responseTime: responseTime)
+            identified = merged != nil
+            return merged
+        }
+        if !identified { try remove(id: id) }
+        return updated
+    }
+
+    /// Replaces a variant's metadata with `merge`'s answer for it (nil: left as it is, and nil
+    /// returned), in one write transaction, keeping an inline body and the last access time.
+    private func rewriteHeaders(of id: CacheEntryID, _ merge: (StoredResponse) -> StoredResponse?) throws -> StoredResponse? {
         try checkOpen()
         let db = self.db
-        let rules = options.rules
         return try environment.write { txn -> StoredResponse? in
             guard
                 let (old, body, oldCount) = try txn.withValue(
@@ -237,12 +267,7 @@ extension CacheStore {
                         }
                     }
                 ) ?? nil,
-                var merged = rules.merge304(
-                    stored: old,
-                    notModified: notModified,
-                    requestTime: requestTime,
-                    responseTime: responseTime
-                )
+                var merged = merge(old)
             else { return nil }
             merged.lastAccess = old.lastAccess
             let record =

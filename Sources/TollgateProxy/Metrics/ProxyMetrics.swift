@@ -168,7 +168,7 @@ public final class ProxyMetrics: Sendable {
         switch outcome.result {
         case .hit: return 0
         case .stale: return outcome.forwardStatus == 304 ? 2 : 1
-        case .uriMiss, .varyMiss, .request: return 1
+        case .uriMiss, .varyMiss, .request, .partial: return 1
         case .method, .bypass: return 4
         }
     }

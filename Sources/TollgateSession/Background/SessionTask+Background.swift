@@ -69,6 +69,7 @@ extension SessionTask {
                 then()
                 return
             }
+            session.markDetached(self)
             abandonExchange()
             keepWhatArrived()
             engine.held = []

@@ -16,6 +16,8 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         case method
         /// The cache was not used for this request (no cache, or not a cacheable URL).
         case bypass
+        /// Part of the response was stored; the cache asked the origin for the rest (RFC 9211 `fwd=partial`).
+        case partial
     }
 
     /// The result.

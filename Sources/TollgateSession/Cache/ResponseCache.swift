@@ -99,19 +99,23 @@ public final class ResponseCache: Sendable {
     /// for them up to `time` as absent (``isInvalidated(_:storedAt:)``), and their entries are
     /// removed from storage off the loop. Called before the unsafe response is delivered, so every
     /// request that starts after the response was sent sees the invalidation in force.
-    func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) {
+    /// Returns when the entries are removed from storage.
+    @discardableResult
+    func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
         invalidated.withLockedValue { marks in
             for key in keys { marks[key] = max(time, marks[key] ?? time) }
             hasInvalidations.store(true, ordering: .releasing)
         }
         let store = self.store
-        offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }.whenComplete { [self] _ in
+        let removed = offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }
+        removed.whenComplete { [self] _ in
             // Entries stored up to `time` are gone now; a later invalidation keeps its own mark.
             invalidated.withLockedValue { marks in
                 for key in keys where marks[key] == time { marks[key] = nil }
                 if marks.isEmpty { hasInvalidations.store(false, ordering: .releasing) }
             }
         }
+        return removed.map { _ in }.recover { _ in }
     }
 
     /// Whether what was stored for `key` at `storedAt` was invalidated since and is not yet
@@ -155,14 +159,16 @@ public final class ResponseCache: Sendable {
     // MARK: collapsing
 
     /// Makes the caller the leader for `key`, makes it wait for the current leader, or lets it
-    /// pass when the key's latest response was not storable.
-    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop) -> MissRole {
+    /// pass when the key's latest response was not storable. With `mayLead` false the caller
+    /// only waits for a leader there is (a Range request, which fetches no whole response).
+    func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop, mayLead: Bool = true) -> MissRole {
         collapsing.withLockedValue { state -> MissRole in
             if state.leaders[key] != nil {
                 let promise = eventLoop.makePromise(of: Void.self)
                 state.leaders[key]!.waiters.append(promise)
                 return .wait(promise.futureResult)
             }
+            guard mayLead else { return .pass }
             if let until = state.uncacheable[key] {
                 if until > TickClock.now { return .pass }
                 state.uncacheable[key] = nil

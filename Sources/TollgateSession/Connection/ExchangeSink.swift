@@ -9,6 +9,8 @@ protocol ExchangeSink: AnyObject, Sendable {
     func exchangeDidWriteRequestHead(bytes: Int)
     func exchangeDidWriteBody(bytes: Int)
     func exchangeDidFinishRequest()
+    /// An interim (1xx) response arrived; the final head is still to come.
+    func exchangeDidReceiveInterim(_ head: HTTPResponseHead)
     func exchangeDidReceiveHead(_ head: HTTPResponseHead)
     func exchangeDidReceiveBody(_ buffer: ByteBuffer)
     /// The response ended; `reusable` says whether the connection may carry another request.

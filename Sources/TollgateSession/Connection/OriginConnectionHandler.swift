@@ -323,6 +323,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             exchange.responseStatus = head.status
             state = .exchanging(exchange)
             exchange.sink.exchangeDidReceiveHead(head)
+        case .interim(let head):
+            exchange.sink.exchangeDidReceiveInterim(head)
         case .body(let buffer):
             exchange.sink.exchangeDidReceiveBody(buffer)
         case .end(let framedForReuse):

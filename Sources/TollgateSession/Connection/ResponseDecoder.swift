@@ -11,7 +11,7 @@ import TollgateHTTP
 /// Framing follows RFC 9112 §6.3: no body after a HEAD request or for 1xx, 204 and 304; then
 /// `Transfer-Encoding` (chunked last: chunked; otherwise the body runs to the close), then
 /// `Content-Length` (a list of equal values is one value; anything else is an error), else the
-/// body runs to the close. Interim responses (100, 103 …) are read and dropped; after a 101 the
+/// body runs to the close. Interim responses (100, 103 …) are handed on as such (``Event/interim(_:)``); after a 101 the
 /// decoder stops and keeps what follows for the new protocol (``takeRemainingBytes()``).
 ///
 /// Lenient where RFC 9112 lets a recipient be: a bare LF ends a line (§2.2), obs-fold becomes a
@@ -23,6 +23,8 @@ struct ResponseDecoder {
     /// What the next bytes made.
     enum Event {
         case head(HTTPResponseHead)
+        /// An interim (1xx other than 101) response; the final head follows.
+        case interim(HTTPResponseHead)
         case body(ByteBuffer)
         /// The message ended; `reusable`: its framing and `Connection` allow another on the
         /// connection (a response that ran to the close, or says `close`, does not).
@@ -149,7 +151,7 @@ struct ResponseDecoder {
             state = .head(scanned: 0, lineStart: 0)
             guard let head = try Self.parseHead(bytes) else { continue }  // empty lines before a head
             if (100..<200).contains(head.status) && head.status != 101 {
-                continue  // an interim response: the final one follows
+                return .interim(head)  // the final one follows: the state stays at a head
             }
             try begin(head)
             return .head(head)

@@ -54,6 +54,11 @@ public protocol TaskDelegate: AnyObject, Sendable {
     /// Body bytes were written to the connection.
     func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64)
 
+    /// An interim (1xx) response arrived before the final one: 100 Continue, 102 Processing,
+    /// 103 Early Hints (`URLSessionTaskDelegate`'s `didReceiveInformationalResponse`). Called in
+    /// order, before the final response; never for 101 (the data task's response decision is).
+    func task(_ task: SessionTask, didReceiveInformationalResponse response: HTTPResponseHead)
+
     /// The task's metrics are complete (called before `didCompleteWithError`).
     func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics)
 
@@ -95,6 +100,10 @@ extension TaskDelegate {
     ) { completionHandler(.unanswered) }
 
     public func task(_ task: SessionTask, didSendBodyData bytesSent: Int64, totalBytesSent: Int64, totalBytesExpectedToSend: Int64) {
+        DelegateDispatch.markUnanswered()
+    }
+
+    public func task(_ task: SessionTask, didReceiveInformationalResponse response: HTTPResponseHead) {
         DelegateDispatch.markUnanswered()
     }
 

@@ -33,8 +33,7 @@ extension SessionTask {
     /// sent a conditional request, is waiting for another task's fetch, or failed it as offline).
     /// `now`: the time of the lookup, also the time a stored response is served at.
     func consultCache(_ request: Request, policy: RequestCachePolicy, cache: ResponseCache, now: Date) -> Bool {
-        let keyURL = session.configuration.cacheKeyURL.map { rewrite in rewrite(request.url) } ?? request.url
-        guard let key = cache.key(method: request.method, url: keyURL) else {
+        guard let key = cache.key(method: request.method, url: cacheKeyURL(of: request)) else {
             engine.cacheOutcome = CacheOutcome(result: request.method.isSafe ? .bypass : .method)
             engine.invalidatesOnSuccess = !request.method.isSafe
             return false
@@ -82,7 +81,8 @@ extension SessionTask {
             if let range = ranges?.single {
                 return missWithRange(request, range, key: key, cache: cache, policy: policy, now: now)
             }
-            return collapseIfAnotherTaskFetches(request, key: key, cache: cache)
+            if collapseIfAnotherTaskFetches(request, key: key, cache: cache) { return true }
+            return completePieces(request, key: key, cache: cache)
         case .unavailable(let reason):
             if ranges?.single != nil, serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
             engine.cacheOutcome = CacheOutcome(result: .hit, detail: "not-stored")
@@ -93,6 +93,11 @@ extension SessionTask {
             fail(SessionError(.resourceUnavailable, request.url, why))
             return true
         }
+    }
+
+    /// The URL `request` is stored and looked up under (the session's rewrite, if any).
+    private func cacheKeyURL(of request: Request) -> HTTPURL {
+        session.configuration.cacheKeyURL.map { rewrite in rewrite(request.url) } ?? request.url
     }
 
     /// The stored body is gone (evicted since the lookup) or was changed on disk: a miss, as if
@@ -112,12 +117,12 @@ extension SessionTask {
     }
 
     /// When another task is already fetching this key, waits for it (at most the request timeout)
-    /// and then looks again; otherwise this task leads the fetch.
-    func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
+    /// and then looks again; otherwise this task leads the fetch (unless `mayLead` is false).
+    func collapseIfAnotherTaskFetches(_ request: Request, key: CacheKey, cache: ResponseCache, mayLead: Bool = true) -> Bool {
         // A task already leading (its retry after a 401 asks again) must not wait for itself.
         guard request.method == .get, !engine.collapsed, !engine.leadsFetch else { return false }
         let wait: EventLoopFuture<Void>
-        switch cache.joinOrLead(key, on: eventLoop) {
+        switch cache.joinOrLead(key, on: eventLoop, mayLead: mayLead) {
         case .lead:
             engine.leadsFetch = true
             return false
@@ -338,7 +343,7 @@ extension SessionTask {
         guard let cache = session.configuration.responseCache else { return false }
         if engine.invalidatesOnSuccess, head.status < 400, let request = engine.request {
             let keys = cache.rules.invalidations(for: request.head, response: head, normalizer: cache.store.options.keyNormalizer)
-            if !keys.isEmpty { cache.invalidate(keys, at: Date(), on: eventLoop) }
+            if !keys.isEmpty { engine.invalidationRemoval = cache.invalidate(keys, at: Date(), on: eventLoop) }
         }
         guard let (_, revalidation) = engine.revalidation else { return false }
         if head.status == 304 {
@@ -405,12 +410,22 @@ extension SessionTask {
 
     /// Starts streaming a network response into storage when the rules allow storing it.
     func beginStoringIfAllowed(_ head: HTTPResponseHead) {
-        guard let cache = session.configuration.responseCache, let key = engine.cacheKey, let request = engine.request,
+        guard let cache = session.configuration.responseCache, let request = engine.request,
             engine.transactions.last?.resourceFetchType == .networkLoad, engine.cacheWriter == nil
         else { return }
+        // A POST response the origin marks as the resource's representation is stored for GETs.
+        let answersGET = engine.cacheKey == nil && cache.rules.postResponseAnswersGET(request: request.head, response: head)
+        guard let key = engine.cacheKey ?? (answersGET ? cache.key(method: .get, url: cacheKeyURL(of: request)) : nil) else {
+            return
+        }
         let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
         if sessionAuthorizationForbidsStoring(head) {
             engine.cacheOutcome?.detail = StorabilityReason.authorization.rawValue
+            return
+        }
+        if request.method == .head {
+            engine.cacheOutcome?.detail = StorabilityReason.method.rawValue  // a HEAD's answer has no body to store
+            updateStoredFromHEAD(head, key: key, cache: cache)
             return
         }
         let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
@@ -419,9 +434,10 @@ extension SessionTask {
             return
         }
         defer { if engine.cacheWriter == nil, request.method == .get { notStoring(key, cache: cache) } }
-        let stored = request.head.withoutConditionalFields
+        var stored = request.head.withoutConditionalFields
         switch cache.rules.storability(request: stored, response: head, bodyLength: head.contentLength, context: context) {
         case .store(let notes):
+            if answersGET { stored.method = .get }  // what a later GET finds: a GET's answer
             do {
                 engine.cacheWriter = try cache.store.beginStore(
                     key: key, request: stored, response: head,
@@ -505,7 +521,8 @@ extension SessionTask {
     /// that changed the header fields hands them to `replaceFields`; `then` gets, on the loop,
     /// whether to store. Asked even after the task ended (a cut body kept as partial content).
     func askToStore(bodyLength: Int64, replaceFields: @escaping (HeaderFields) -> Void, then: @escaping (Bool) -> Void) {
-        guard let head = response, let request = engine.request else {
+        // A 206 completing pieces is not the task's response (it gets the combined one): asked about all the same.
+        guard let head = response ?? engine.transaction.response, let request = engine.request else {
             then(true)
             return
         }
@@ -546,7 +563,10 @@ extension SessionTask {
     /// the entry committed.
     private func commit(_ writer: CacheEntryWriter, cache: ResponseCache, then: @escaping () -> Void) {
         let settled = UncheckedBox(then)
-        cache.offLoop(on: eventLoop) { try writer.commit() }.whenComplete { [self] result in
+        // After the removal this task's own unsafe request set off (a POST's answer stored for
+        // GETs), which would otherwise remove the new entry too if it ran later.
+        let removal = engine.invalidationRemoval ?? eventLoop.makeSucceededVoidFuture()
+        removal.flatMap { [eventLoop] in cache.offLoop(on: eventLoop) { try writer.commit() } }.whenComplete { [self] result in
             if case .failure = result {
                 engine.cacheOutcome?.stored = false
                 engine.cacheOutcome?.detail = "truncated"

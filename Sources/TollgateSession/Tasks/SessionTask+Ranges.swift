@@ -20,9 +20,12 @@ extension SessionTask {
         _ request: Request, _ range: ByteRangeSpec, key: CacheKey, cache: ResponseCache, policy: RequestCachePolicy, now: Date
     ) -> Bool {
         if serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
-        // The Range goes upstream: the 206 is kept as a piece; no collapsing with whole fetches.
         // A download going on from resume data holds the first bytes itself: only the rest is fetched.
-        guard engine.resume == nil, cache.rules.fetchesWhole(rangeStart: range.knownStart) else { return false }
+        guard engine.resume == nil, cache.rules.fetchesWhole(rangeStart: range.knownStart) else {
+            // The Range goes upstream (the 206 kept as a piece), but not while another task is
+            // fetching the whole response: the range is cut from that once it is stored.
+            return collapseIfAnotherTaskFetches(request, key: key, cache: cache, mayLead: false)
+        }
         // A task waiting for another's fetch looks again with its Range, and is served from the result.
         if collapseIfAnotherTaskFetches(request, key: key, cache: cache) { return true }
         var whole = request

@@ -6,6 +6,14 @@ import TollgateHTTP
 
 /// Receiving a response: redirects, the response decision, the body, the end.
 extension SessionTask {
+    /// An interim response (102, 103 Early Hints …): told to the delegates as it is. It is no part
+    /// of the final response, so nothing of it reaches the cache or the final head.
+    func interimResponseReceived(_ head: HTTPResponseHead) {
+        restartIdleTimer()
+        guard !engine.responseDelivered, !isDone else { return }
+        DelegateDispatch.notify(taskDelegates) { $0.task(self, didReceiveInformationalResponse: head) }
+    }
+
     func responseHeadReceived(_ head: HTTPResponseHead) {
         restartIdleTimer()
         let now = TickClock.date
@@ -16,6 +24,7 @@ extension SessionTask {
         storeCookies(from: head)
         noteAuthenticationResult(head)
         if cacheHandlesNetworkHead(head) { return }
+        if engine.completingPieces != nil, completionTakesHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)
         {
@@ -32,6 +41,10 @@ extension SessionTask {
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
         if engine.notModified != nil || engine.serveStaleAfterExchange {
             return  // the body of a 304 or of a 5xx the cache answers for is not the task's
+        }
+        if engine.completingPieces != nil {
+            storeBodyPiece(buffer)  // the missing bytes: to the pieces, not to the task
+            return
         }
         if var redirect = engine.redirect {
             redirect.bodyBytes += buffer.readableBytes
@@ -74,6 +87,10 @@ extension SessionTask {
         engine.generation += 1
         if engine.notModified != nil || engine.serveStaleAfterExchange {
             finishCacheAnsweredExchange()
+            return
+        }
+        if engine.completingPieces != nil {
+            finishCompletingPieces()
             return
         }
         if var redirect = engine.redirect {

@@ -45,6 +45,12 @@ struct TaskEngine {
 
     var redirect: PendingRedirect?
     var awaitingResponseDecision = false
+    /// The client's whole GET while only the bytes missing from what is held in pieces are asked
+    /// of the origin (``SessionTask/completePieces(_:key:cache:)``); nil otherwise.
+    var completingPieces: Request?
+    /// The removal from storage of what this task's unsafe request invalidated (a storing of the
+    /// task's own response waits for it).
+    var invalidationRemoval: EventLoopFuture<Void>?
     var responseDelivered = false
     /// Body pieces received but not yet delivered (suspended, or awaiting a decision).
     var held: [ByteBuffer] = []

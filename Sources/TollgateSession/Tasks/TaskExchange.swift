@@ -53,6 +53,7 @@ final class TaskExchange: ExchangeSink, @unchecked Sendable {
     func exchangeDidWriteRequestHead(bytes: Int) { forward(bytes) { $0.requestHeadWritten(bytes: $1) } }
     func exchangeDidWriteBody(bytes: Int) { forward(bytes) { $0.requestBodyWritten(bytes: $1) } }
     func exchangeDidFinishRequest() { forward(()) { task, _ in task.requestFinished() } }
+    func exchangeDidReceiveInterim(_ head: HTTPResponseHead) { forward(head) { $0.interimResponseReceived($1) } }
     func exchangeDidReceiveHead(_ head: HTTPResponseHead) { forward(head) { $0.responseHeadReceived($1) } }
     func exchangeDidReceiveBody(_ buffer: ByteBuffer) { forward(buffer) { $0.responseBodyReceived($1) } }
     func exchangeDidReceiveEnd(reusable: Bool) { forward(reusable) { $0.responseEnded(reusable: $1) } }
