@@ -52,6 +52,8 @@ public final class Session: @unchecked Sendable {
     /// How many upstream connections the session has started to make (lookup included).
     package var connectionsStarted: Int { pool.connectionsStarted }
     let fileIO: NonBlockingFileIO
+    /// Answers the upstream proxy's 407 (``SessionConfiguration/upstreamProxyCredential``).
+    let upstreamProxyAuthentication: UpstreamProxyAuthentication?
 
     /// Creates a session.
     /// - Parameters:
@@ -67,6 +69,8 @@ public final class Session: @unchecked Sendable {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.state = Mutex(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))
+        let proxyAuthentication = configuration.upstreamProxyCredential.map(UpstreamProxyAuthentication.init)
+        self.upstreamProxyAuthentication = proxyAuthentication
         let contexts = TLSContextCache()
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
@@ -82,7 +86,8 @@ public final class Session: @unchecked Sendable {
                     chosen.deferTrustDecision = true
                     return try contexts.context(for: chosen)
                 },
-                connectionAddressCheck: configuration.connectionAddressCheck
+                connectionAddressCheck: configuration.connectionAddressCheck,
+                proxyAuthentication: proxyAuthentication
             ),
             threadPool: .singleton
         )

@@ -79,11 +79,16 @@ extension StreamTask {
 
     /// Connects to the first address that answers; with `tunnel`, the addresses are an upstream
     /// proxy's, and the channel is handed over once the proxy answered `CONNECT` with a 2xx.
-    private func connect(to addresses: [SocketAddress], tunnel: (host: String, port: Int)?) -> EventLoopFuture<any Channel> {
+    private func connect(
+        to addresses: [SocketAddress],
+        tunnel: (host: String, port: Int)?,
+        retried: Bool = false
+    ) -> EventLoopFuture<any Channel> {
         guard let first = addresses.first else {
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address"))
         }
         let connectBox = NIOLockedValueBox<UpstreamConnectHandler?>(nil)
+        let authentication = session.upstreamProxyAuthentication
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -93,7 +98,8 @@ extension StreamTask {
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
                         let connect = UpstreamConnectHandler(
-                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true
+                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true,
+                            authentication: authentication
                         )
                         try channel.pipeline.syncOperations.addHandler(connect)
                         connectBox.withLockedValue { $0 = connect }
@@ -113,6 +119,11 @@ extension StreamTask {
                 }
             }
             .flatMapError { [self] error in
+                if error is UpstreamConnectHandler.RetryWithCredential {
+                    return retried
+                        ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
+                        : connect(to: addresses, tunnel: tunnel, retried: true)
+                }
                 // The proxy answered, and refused: another of its addresses would say the same.
                 if error is SessionError { return eventLoop.makeFailedFuture(error) }
                 let rest = Array(addresses.dropFirst())

@@ -248,7 +248,7 @@ extension SessionTask {
         engine.transaction.resourceFetchType = .networkLoad
         engine.requestDate = TickClock.date
         let head = RequestHeadEncoder(
-            head: request.head,
+            head: headForProxy(request.head, viaProxy: connection.key.viaProxy),
             bodyLength: body.knownLength,
             hasBody: request.body != nil,
             viaProxy: connection.key.viaProxy,

@@ -22,7 +22,7 @@ extension SessionTask {
             beginRedirect(head: head, to: redirectRequest(from: request, to: target, status: head.status))
             return
         }
-        if handleAuthenticationRequired(head) { return }
+        if handleAuthenticationRequired(head) || handleProxyAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
         deliverResponse(engine.rangeCut == nil ? head : applyRangeCut(to: head))
     }

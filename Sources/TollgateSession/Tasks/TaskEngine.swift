@@ -105,6 +105,8 @@ struct TaskEngine {
     var authenticationFailures: [ProtectionSpace: Int] = [:]
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
     var authentication = TaskAuthentication()
+    /// The request on the wire went to the upstream proxy with `Proxy-Authorization`.
+    var sentProxyAuthorization = false
 
     /// The current transaction's metrics, changed in place (no copy of the whole record per field).
     var transaction: TransactionMetrics {
