@@ -56,17 +56,19 @@ extension StreamTask {
                 finishIfBothClosed()
             }
         }
-        let inactive: @Sendable () -> Void = { [self] in
+        let inactive: @Sendable ((any Error)?) -> Void = { [self] failure in
             onLoop { [self] in
+                if let failure, streamError == nil { streamError = Self.streamFailure(failure) }
                 reportReadClosed()
                 engine.transactions.last.map { _ in engine.transaction.responseEndDate = Date() }
-                complete(with: nil)
+                // A stream that broke completes with what broke it; one closed in order, without.
+                complete(with: streamError)
             }
         }
         onChannelLoop {
             handler?.onInputClosed = inputClosed
             handler?.onInactive = inactive
-            if !channel.isActive { inactive() }
+            if !channel.isActive { inactive(handler?.failure) }
         }
         drainWaiters()
     }
