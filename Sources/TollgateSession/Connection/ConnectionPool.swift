@@ -218,6 +218,12 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
+    /// The TLS context the session's https connections to `host:port` use (its per-host trust
+    /// settings), for TLS a stream task starts itself.
+    func tlsContext(host: String, port: Int) throws -> TLSContext? {
+        try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
+    }
+
     /// How many connections the pool has started to make (for tests of offline mode).
     var connectionsStarted: Int { started.withLockedValue { $0 } }
     private let started = NIOLockedValueBox(0)

@@ -31,6 +31,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case notConnectedToInternet
             case cannotResumeDownload
             case dataLengthExceedsMaximum
+            case unsupportedOperation
         }
 
         private let base: Base
@@ -80,6 +81,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let cannotResumeDownload = Code(.cannotResumeDownload)
         /// A WebSocket message was larger than the task's `maximumMessageSize` (closed with 1009).
         public static let dataLengthExceedsMaximum = Code(.dataLengthExceedsMaximum)
+        /// A call this implementation does not support (``StreamTask/stopSecureConnection()``).
+        public static let unsupportedOperation = Code(.unsupportedOperation)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }

@@ -1,4 +1,5 @@
 import NIOCore
+import TollgateTLS
 
 /// The byte pipe under a stream task: buffers what arrives, hands it out to reads as asked,
 /// and reads from the socket only while a read is waiting for more (back-pressure).
@@ -25,6 +26,10 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     private(set) var failure: (any Error)?
     /// Called when the peer closed its side (EOF): `readClosed`.
     var onInputClosed: (@Sendable () -> Void)?
+    /// Called when a TLS handshake the stream task started completed (its trust to be decided).
+    var onTLSHandshake: (@Sendable (TLSPeerEvaluation) -> Void)?
+    /// The TLS handler the stream task added (kept here: it lives on this channel's loop).
+    var tlsHandler: TLSHandler?
     /// Called once when the connection is gone, with the error it failed with (nil: closed).
     var onInactive: (@Sendable ((any Error)?) -> Void)?
 
@@ -67,6 +72,10 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted {
+            onTLSHandshake?(completed.evaluation)
+            onTLSHandshake = nil
+        }
         if case ChannelEvent.inputClosed = event {
             inputClosed = true
             serveReads()

@@ -25,6 +25,8 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     /// What broke the stream (the connection's failure, a write that timed out): every later read
     /// and write fails with it.
     var streamError: SessionError?
+    /// ``startSecureConnection()`` was called.
+    var secureConnectionStarted = false
 
     init(session: Session, identifier: Int, host: String?, port: Int?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
         self.hostName = host
@@ -96,11 +98,14 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
                     channel.close(promise: nil)
                 }
                 : nil
+            let handler = streamHandler
             channel.writeAndFlush(data).whenComplete { result in
                 timer?.cancel()
                 switch result {
                 case .success: answer(nil)
-                case .failure(let error): answer(Self.streamFailure(error))
+                // On the channel's loop: what broke the stream (a refused trust) explains a
+                // write that failed because the connection then closed.
+                case .failure(let error): answer(Self.streamFailure(handler?.failure ?? error))
                 }
             }
         }
@@ -166,7 +171,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         error as? SessionError ?? SessionError(.networkConnectionLost, nil, "\(error)")
     }
 
-    private func whenConnected(_ body: @escaping @Sendable () -> Void) {
+    func whenConnected(_ body: @escaping @Sendable () -> Void) {
         onLoop { [self] in
             if channel != nil || isDone { body() } else { waitingForChannel.append(body) }
         }
