@@ -215,7 +215,7 @@ public final class Session: @unchecked Sendable {
             state.nextIdentifier += 1
             let stream = StreamTask(
                 session: self, identifier: state.nextIdentifier, host: nil, port: nil,
-                eventLoop: task.eventLoop, delegate: task.delegate
+                request: task.originalRequest, eventLoop: task.eventLoop, delegate: task.delegate
             )
             state.tasks[stream.taskIdentifier] = stream
             return stream

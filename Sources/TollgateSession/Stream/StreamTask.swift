@@ -28,10 +28,19 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     /// ``startSecureConnection()`` was called.
     var secureConnectionStarted = false
 
-    init(session: Session, identifier: Int, host: String?, port: Int?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
+    /// `request`: the original request of the data task an upgraded stream task comes from.
+    init(
+        session: Session,
+        identifier: Int,
+        host: String?,
+        port: Int?,
+        request: Request? = nil,
+        eventLoop: any EventLoop,
+        delegate: (any TaskDelegate)?
+    ) {
         self.hostName = host
         self.port = port
-        super.init(session: session, identifier: identifier, request: nil, eventLoop: eventLoop, delegate: delegate)
+        super.init(session: session, identifier: identifier, request: request, eventLoop: eventLoop, delegate: delegate)
     }
 
     /// Reads at least `minLength` and at most `maxLength` bytes. The handler gets the bytes (nil
