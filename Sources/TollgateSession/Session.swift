@@ -36,6 +36,8 @@ public final class Session: @unchecked Sendable {
         var tasks: [Int: SessionTask] = [:]
         var nextIdentifier = 0
         var invalidation: Invalidation = .valid
+        /// What invalidates the session, when an error does (`didBecomeInvalidWithError`).
+        var invalidationError: SessionError?
     }
 
     private enum Invalidation {
@@ -268,6 +270,7 @@ public final class Session: @unchecked Sendable {
     /// Lets running tasks finish, refuses new ones, and invalidates the session when the last
     /// task completes (`didBecomeInvalidWithError(nil)`).
     public func finishTasksAndInvalidate() {
+        guard !isShared else { return }
         let invalidateNow = state.withLock { state -> Bool in
             guard case .valid = state.invalidation else { return false }
             state.invalidation = .finishing
@@ -278,9 +281,17 @@ public final class Session: @unchecked Sendable {
 
     /// Cancels every task, refuses new ones, and invalidates the session.
     public func invalidateAndCancel() {
+        guard !isShared else { return }
+        invalidateAndCancel(dueTo: nil)
+    }
+
+    /// ``invalidateAndCancel()`` because of `error`, which `didBecomeInvalidWithError` carries
+    /// (for the session's owner: a background session whose identifier is taken, a store gone).
+    package func invalidateAndCancel(dueTo error: SessionError?) {
         let tasks = state.withLock { state -> [SessionTask]? in
             if case .invalidated = state.invalidation { return nil }
             state.invalidation = .finishing
+            if state.invalidationError == nil { state.invalidationError = error }
             return Array(state.tasks.values)
         }
         guard let tasks else { return }
@@ -294,10 +305,12 @@ public final class Session: @unchecked Sendable {
         pool.retireConnections()
     }
 
-    /// Empties the cache and cookie stores and makes later requests use new connections.
+    /// Empties the cache, cookie and credential stores and makes later requests use new
+    /// connections.
     public func reset() {
         configuration.responseCache?.removeAll()
         configuration.cookieStorage?.removeAll()
+        configuration.credentialStorage?.removeAll()
         pool.retireConnections()
     }
 
@@ -311,18 +324,18 @@ public final class Session: @unchecked Sendable {
     }
 
     private func becomeInvalid(error: (any Error)?) {
-        let delegate = state.withLock { state -> (any SessionDelegate)? in
-            guard case .finishing = state.invalidation else { return nil }
+        let (delegate, cause) = state.withLock { state -> ((any SessionDelegate)?, (any Error)?) in
+            guard case .finishing = state.invalidation else { return (nil, nil) }
             state.invalidation = .invalidated
             defer {
                 state.delegate = nil
                 state.taskDelegate = nil
             }
-            return state.delegate
+            return (state.delegate, error ?? state.invalidationError)
         }
         pool.shutdown()
         if let delegate {
-            eventLoopGroup.next().execute { delegate.session(self, didBecomeInvalidWithError: error) }
+            eventLoopGroup.next().execute { delegate.session(self, didBecomeInvalidWithError: cause) }
         }
     }
 }
