@@ -56,6 +56,8 @@ public final class Session: @unchecked Sendable {
     let fileIO: NonBlockingFileIO
     /// Answers the upstream proxy's 407 (``SessionConfiguration/upstreamProxyCredential``).
     let upstreamProxyAuthentication: UpstreamProxyAuthentication?
+    /// Identities the delegate gave in answer to client-certificate challenges.
+    let clientIdentities = ClientIdentityChoices()
 
     /// Creates a session.
     /// - Parameters:
@@ -76,6 +78,7 @@ public final class Session: @unchecked Sendable {
         let contexts = TLSContextCache()
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
+        let identities = clientIdentities
         self.pool = ConnectionPool(
             configuration: .init(
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
@@ -84,6 +87,7 @@ public final class Session: @unchecked Sendable {
                     var defaults = TLSConfiguration.makeClientConfiguration()
                     defaults.minimumVersion = minimumVersion
                     var chosen = perHost?(key.host, key.port, defaults) ?? defaults
+                    if chosen.identity == nil { chosen.identity = identities.identity(host: key.host, port: key.port) }
                     // The session decides trust itself, through the server-trust challenge.
                     chosen.deferTrustDecision = true
                     return try contexts.context(for: chosen)

@@ -186,7 +186,11 @@ extension SessionTask {
     /// the exchange.
     private func connectionLeased(_ connection: OriginConnection, request: Request, body: BodySource) {
         if connection.needsTrustDecision {
-            decideServerTrust(on: connection) { [self] in startExchange(on: connection, request: request, body: body) }
+            decideServerTrust(on: connection) { [self] in
+                decideClientCertificate(on: connection, request: request, body: body) { [self] in
+                    startExchange(on: connection, request: request, body: body)
+                }
+            }
         } else {
             startExchange(on: connection, request: request, body: body)
         }

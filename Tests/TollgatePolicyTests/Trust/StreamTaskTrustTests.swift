@@ -55,3 +55,34 @@ struct StreamTaskTrustTests {
         #expect(runtime.trustFailures == ["127.0.0.1": 1])
     }
 }
+
+/// The client-certificate challenge, answered from the host rule's `client-identity`.
+@Suite("The policy answers the client-certificate challenge")
+struct PolicyClientCertificateTests {
+    @Test func aRuleWithAnIdentityAnswersWithItsFilesAndOneWithoutLeavesItToTheTask() async throws {
+        let f = try TrustFixture()
+        let identity = try f.writeClientIdentity()
+        let runtime = try f.runtime(
+            hosts: """
+                  - match: "mtls.test"
+                    client-identity: { certificate: "\(identity.certificate)", key: "\(identity.key)" }
+                """
+        )
+        defer { runtime.shutdown() }
+        let session = runtime.route(host: "mtls.test", port: 443).session
+        let delegate = try #require(session.delegate)
+        func answer(_ host: String) async -> ChallengeDisposition {
+            await withCheckedContinuation { continuation in
+                let space = ProtectionSpace(host: host, port: 443, protocol: "https", authenticationMethod: .clientCertificate)
+                delegate.session(session, didReceive: AuthenticationChallenge(protectionSpace: space)) { continuation.resume(returning: $0) }
+            }
+        }
+        let policy = try #require(delegate as? PolicySessionDelegate)
+        #expect(policy.clientCertificateAnswer(host: "mtls.test", port: 443) != nil)
+        #expect(policy.clientCertificateAnswer(host: "other.test", port: 443) == nil)
+        let given = await answer("mtls.test")
+        #expect("\(given)".contains(identity.certificate), "\(given)")
+        let other = await answer("other.test")
+        #expect(!"\(other)".contains(identity.certificate))
+    }
+}
