@@ -33,6 +33,8 @@ extension SessionSettings {
             credentials.password.readPassword().map { Credential(user: credentials.user, password: $0, persistence: .forSession) }
         }
         configuration.userAgent = nil
+        // The proxy relays a server-push body whole; its client splits the parts.
+        configuration.deliversMultipartReplaceParts = false
         return configuration
     }
 }

@@ -101,6 +101,10 @@ public struct SessionConfiguration: Sendable {
     /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a
     /// delegate approves each). Default: 16.
     public var maximumRedirects: Int = 16
+    /// Whether a data task's `multipart/x-mixed-replace` response is delivered part by part (a
+    /// `didReceive` response for each part, then its bytes), as URLSession does. A proxy, which
+    /// relays the body as it is for its client to split, turns it off. Default: true.
+    public var deliversMultipartReplaceParts: Bool = true
     /// The `User-Agent` sent when the request has none. Default: `tollgate`.
     public var userAgent: String? = "tollgate"
 

@@ -220,6 +220,7 @@ extension SessionTask {
             return
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        beginMultipartIfReplacing(head)
         if let decider = immediateResponseDecider {
             // Decided during the call: nothing arrived meanwhile, so an allowed response's
             // reads go on; any other answer continues with reads paused, as after a question.
@@ -293,6 +294,10 @@ extension SessionTask {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        if engine.multipart != nil {
+            deliverMultipart(buffer)
+            return
+        }
         let receivers = dataDelegates
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didReceive: buffer) }
     }

@@ -105,6 +105,8 @@ struct TaskEngine {
     var authenticationFailures: [ProtectionSpace: Int] = [:]
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
     var authentication = TaskAuthentication()
+    /// A `multipart/x-mixed-replace` response being split into parts (SessionTask+Multipart).
+    var multipart: MultipartDelivery?
     /// The request on the wire went to the upstream proxy with `Proxy-Authorization`.
     var sentProxyAuthorization = false
 

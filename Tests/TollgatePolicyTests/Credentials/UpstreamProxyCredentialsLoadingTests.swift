@@ -27,6 +27,8 @@ struct UpstreamProxyCredentialsLoadingTests {
         #expect(session.upstreamProxyCredential?.user == "ci")
         #expect(session.upstreamProxyCredential?.password == "s3cret")
         #expect(!"\(session.upstreamProxyCredential!)".contains("s3cret"))
+        // A proxy's sessions relay server-push bodies whole (their clients split the parts).
+        #expect(!session.deliversMultipartReplaceParts)
     }
 
     @Test("A password file readable by others is a problem that says how to fix it; 0600 is fine")
