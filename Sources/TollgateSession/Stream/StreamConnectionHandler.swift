@@ -41,6 +41,12 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
         buffer.writeBuffer(&bytes)
     }
 
+    /// No more bytes will come (a stream of held bytes only): reads get the buffer, then EOF.
+    func endInput() {
+        inputClosed = true
+        serveReads()
+    }
+
     /// Withdraws a read that has not been served (its timeout fired); its promise fails with `error`.
     func cancelRead(_ promise: EventLoopPromise<(ByteBuffer?, Bool)>, error: any Error) {
         guard let index = reads.firstIndex(where: { $0.promise.futureResult === promise.futureResult }) else { return }

@@ -73,6 +73,22 @@ extension StreamTask {
         drainWaiters()
     }
 
+    /// A stream without a connection (a response whose server closed after its body became a
+    /// stream): reads get `bytes`, then EOF; it cannot write (`writeClosed` at once, as the seeds
+    /// say of a stream that may only read), and it has completed.
+    func adoptBytes(_ bytes: ByteBuffer) {
+        let handler = StreamConnectionHandler()
+        handler.prepend(bytes)
+        handler.endInput()
+        streamHandler = handler
+        writeClosed = true
+        let receivers = delegates(as: (any StreamTaskDelegate).self)
+        DelegateDispatch.notify(receivers) { $0.streamTask(self, writeClosedFor: ()) }
+        reportReadClosed()
+        complete(with: nil)
+        drainWaiters()
+    }
+
     private func drainWaiters() {
         let waiting = waitingForChannel
         waitingForChannel = []

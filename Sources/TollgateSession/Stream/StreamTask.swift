@@ -182,7 +182,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
 
     func whenConnected(_ body: @escaping @Sendable () -> Void) {
         onLoop { [self] in
-            if channel != nil || isDone { body() } else { waitingForChannel.append(body) }
+            if channel != nil || streamHandler != nil || isDone { body() } else { waitingForChannel.append(body) }
         }
     }
 }

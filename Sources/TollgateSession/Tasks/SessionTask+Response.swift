@@ -67,6 +67,15 @@ extension SessionTask {
             }
             return
         }
+        if engine.awaitingResponseDecision, engine.redirect == nil, engine.notModified == nil,
+            !engine.serveStaleAfterExchange
+        {
+            // The delegate may still answer becomeStream: the connection stays the task's until
+            // it answers (releaseHeld lets it go).
+            engine.endHeld = true
+            engine.endReusable = reusable
+            return
+        }
         if case .exchanging(let connection) = engine.phase {
             session.pool.release(connection, reusable: reusable)
             engine.phase = .idle
@@ -274,6 +283,12 @@ extension SessionTask {
             fail(failure)
         } else if engine.endHeld {
             engine.endHeld = false
+            if case .exchanging(let connection) = engine.phase {
+                // Kept while the delegate decided (see responseEnded).
+                session.pool.release(connection, reusable: engine.endReusable)
+                engine.phase = .idle
+                engine.generation += 1
+            }
             finishSuccessfully()
         }
     }

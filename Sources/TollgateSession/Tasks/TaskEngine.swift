@@ -93,6 +93,9 @@ struct TaskEngine {
     var exchange: TaskExchange?
     /// A 101's end arrived: the connection can now be handed to a stream task.
     var upgradeEnded = false
+    /// A response ended while the delegate decided on it: whether its connection may be reused
+    /// (it stays the task's until the answer, which may be becomeStream).
+    var endReusable = false
     /// The delegate answered becomeStream before the 101's end arrived.
     var becomeStreamPending = false
     /// Where a download task writes the body.
