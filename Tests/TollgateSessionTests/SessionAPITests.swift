@@ -122,6 +122,27 @@ struct SessionAPITests {
         #expect(!recorder.events.contains { $0.hasPrefix("response") || $0.hasPrefix("complete") })
     }
 
+    @Test("downloadTask(with:completionHandler:) hands over a file that exists during the call and is removed after it; the delegate hears of neither the file nor the completion")
+    func downloadWithCompletionHandler() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "file body") }
+        defer { origin.stop() }
+        let recorder = EventRecorder()
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        defer { session.invalidateAndCancel() }
+        let seen = NIOLockedValueBox<(path: String, text: String, status: Int)?>(nil)
+        try session.downloadTask(with: Request(url: origin.url("/file"))) { path, response, _ in
+            let text = path.flatMap { FileManager.default.contents(atPath: $0) }.map { String(decoding: $0, as: UTF8.self) } ?? ""
+            seen.withLockedValue { $0 = (path ?? "", text, response?.status ?? 0) }
+        }.resume()
+        try await eventually("the handler") { seen.withLockedValue { $0 } != nil }
+        let result = try #require(seen.withLockedValue { $0 })
+        #expect(result.text == "file body")
+        #expect(result.status == 200)
+        try await eventually("the file is removed") { !FileManager.default.fileExists(atPath: result.path) }
+        try await Task.sleep(for: .milliseconds(50))
+        #expect(!recorder.events.contains { $0.hasPrefix("complete") })
+    }
+
     @Test("progress counts bytes sent and received against what is expected; the client's size hints default to unknown")
     func progress() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: String(repeating: "x", count: 1000)) }

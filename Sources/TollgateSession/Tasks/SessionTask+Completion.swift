@@ -87,7 +87,7 @@ extension SessionTask {
         DelegateDispatch.notify(receivers) { $0.task(self, didFinishCollecting: metrics) }
         // The seeds: a task made with a completion handler tells that handler, not the delegate,
         // that it completed (the delegate still gets challenges, redirects and metrics).
-        let toldByHandler = engine.completionHandler != nil || engine.downloadCompletion != nil
+        let toldByHandler = engine.completionHandler != nil || engine.downloadCompletion != nil || engine.toldByCompletionHandler
         if let handler = engine.completionHandler {
             engine.completionHandler = nil
             handler(error == nil ? engine.wholeBody ?? ByteBuffer() : nil, response, error)

@@ -108,6 +108,8 @@ struct TaskEngine {
     var authenticationFailures: [ProtectionSpace: Int] = [:]
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
     var authentication = TaskAuthentication()
+    /// A completion handler was told the result already (a download's, with its file).
+    var toldByCompletionHandler = false
     /// A `multipart/x-mixed-replace` response being split into parts (SessionTask+Multipart).
     var multipart: MultipartDelivery?
     /// The request on the wire went to the upstream proxy with `Proxy-Authorization`.
