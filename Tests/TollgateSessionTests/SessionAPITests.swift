@@ -143,6 +143,34 @@ struct SessionAPITests {
         #expect(!recorder.events.contains { $0.hasPrefix("complete") })
     }
 
+    @Test("willBeginDelayedRequest: useNewRequest loads the new request, cancel completes the task with cancelled")
+    func delayedRequestDispositions() async throws {
+        let origin = try await LoopbackOrigin.start { request, respond in respond.send(status: 200, body: request.path) }
+        defer { origin.stop() }
+        let recorder = EventRecorder()
+        let replacement = Request(url: origin.url("/new"))
+        recorder.onDelayed = { request in request.url.path == "/old" ? .useNewRequest(replacement) : .cancel }
+        let session = Session(configuration: .ephemeral, delegate: recorder)
+        defer { session.invalidateAndCancel() }
+        let replaced = try session.dataTask(with: Request(url: origin.url("/old")))
+        replaced.earliestBeginDate = Date().addingTimeInterval(0.1)
+        replaced.resume()
+        try await eventually("complete") { recorder.completed }
+        #expect(recorder.body == "/new")
+        #expect(origin.requests.map(\.path) == ["/new"])
+
+        let cancelling = EventRecorder()
+        cancelling.onDelayed = { _ in .cancel }
+        let second = Session(configuration: .ephemeral, delegate: cancelling)
+        defer { second.invalidateAndCancel() }
+        let cancelled = try second.dataTask(with: Request(url: origin.url("/never")))
+        cancelled.earliestBeginDate = Date().addingTimeInterval(0.1)
+        cancelled.resume()
+        try await eventually("complete") { cancelling.completed }
+        #expect(cancelling.error?.code == .cancelled)
+        #expect(origin.requestCount == 1)
+    }
+
     @Test("progress counts bytes sent and received against what is expected; the client's size hints default to unknown")
     func progress() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: String(repeating: "x", count: 1000)) }
