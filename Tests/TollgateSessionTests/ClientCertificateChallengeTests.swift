@@ -107,3 +107,28 @@ struct ClientCertificateChallengeTests {
         #expect(!recorder.events.contains { $0.contains("client-certificate") })
     }
 }
+
+/// The session's lowest TLS version, against a real server that speaks no later one.
+@Suite("The session's minimum TLS version", .timeLimit(.minutes(1)))
+struct SessionTLSVersionTests {
+    @Test("tlsMinimumSupportedProtocolVersion: a TLS 1.2-only server is refused by a session asking for 1.3, served by the default")
+    func minimumVersion() async throws {
+        let pki = try TestPKI()
+        var server = pki.serverConfiguration
+        server.maximumVersion = .tlsv1_2
+        let origin = try await LoopbackOrigin.start(tls: server) { _, respond in respond.send(status: 200, body: "1.2") }
+        defer { origin.stop() }
+        var strict = SessionConfiguration.ephemeral
+        strict.tlsConfiguration = pki.sessionTLSConfiguration
+        strict.tlsMinimumSupportedProtocolVersion = .tlsv1_3
+        let strictSession = Session(configuration: strict)
+        defer { strictSession.invalidateAndCancel() }
+        await #expect(throws: SessionError(.secureConnectionFailed)) { _ = try await strictSession.data(for: Request(url: origin.url("/"))) }
+        var lenient = strict
+        lenient.tlsMinimumSupportedProtocolVersion = .tlsv1_2
+        let lenientSession = Session(configuration: lenient)
+        defer { lenientSession.invalidateAndCancel() }
+        let (body, _) = try await lenientSession.data(for: Request(url: origin.url("/")))
+        #expect(String(buffer: body) == "1.2")
+    }
+}
