@@ -41,6 +41,8 @@ public final class Session: @unchecked Sendable {
         /// Tasks stopped by detaching: they keep their background records. (A task that completed
         /// meanwhile — its delegate was told — loses its record as usual.)
         var detached: Set<Int> = []
+        /// What invalidates the session, when an error does (`didBecomeInvalidWithError`).
+        var invalidationError: SessionError?
     }
 
     private enum Invalidation {
@@ -63,6 +65,10 @@ public final class Session: @unchecked Sendable {
     /// the identifier (`backgroundSessionInUse`), or the directory cannot be written. Every task
     /// creation then throws it. Nil for other kinds of session.
     public let backgroundError: SessionError?
+    /// Answers the upstream proxy's 407 (``SessionConfiguration/upstreamProxyCredential``).
+    let upstreamProxyAuthentication: UpstreamProxyAuthentication?
+    /// Identities the delegate gave in answer to client-certificate challenges.
+    let clientIdentities = ClientIdentityChoices()
 
     /// Creates a session.
     /// - Parameters:
@@ -78,9 +84,12 @@ public final class Session: @unchecked Sendable {
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.state = Mutex(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))
+        let proxyAuthentication = configuration.upstreamProxyCredential.map(UpstreamProxyAuthentication.init)
+        self.upstreamProxyAuthentication = proxyAuthentication
         let contexts = TLSContextCache()
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
+        let identities = clientIdentities
         self.pool = ConnectionPool(
             configuration: .init(
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
@@ -89,11 +98,13 @@ public final class Session: @unchecked Sendable {
                     var defaults = TLSConfiguration.makeClientConfiguration()
                     defaults.minimumVersion = minimumVersion
                     var chosen = perHost?(key.host, key.port, defaults) ?? defaults
+                    if chosen.identity == nil { chosen.identity = identities.identity(host: key.host, port: key.port) }
                     // The session decides trust itself, through the server-trust challenge.
                     chosen.deferTrustDecision = true
                     return try contexts.context(for: chosen)
                 },
-                connectionAddressCheck: configuration.connectionAddressCheck
+                connectionAddressCheck: configuration.connectionAddressCheck,
+                proxyAuthentication: proxyAuthentication
             ),
             threadPool: .singleton
         )
@@ -239,7 +250,7 @@ public final class Session: @unchecked Sendable {
             state.nextIdentifier += 1
             let stream = StreamTask(
                 session: self, identifier: state.nextIdentifier, host: nil, port: nil,
-                eventLoop: task.eventLoop, delegate: task.delegate
+                request: task.originalRequest, eventLoop: task.eventLoop, delegate: task.delegate
             )
             state.tasks[stream.taskIdentifier] = stream
             return stream
@@ -298,6 +309,7 @@ public final class Session: @unchecked Sendable {
     /// Lets running tasks finish, refuses new ones, and invalidates the session when the last
     /// task completes (`didBecomeInvalidWithError(nil)`).
     public func finishTasksAndInvalidate() {
+        guard !isShared else { return }
         let invalidateNow = state.withLock { state -> Bool in
             guard case .valid = state.invalidation else { return false }
             state.invalidation = .finishing
@@ -308,9 +320,17 @@ public final class Session: @unchecked Sendable {
 
     /// Cancels every task, refuses new ones, and invalidates the session.
     public func invalidateAndCancel() {
+        guard !isShared else { return }
+        invalidateAndCancel(dueTo: nil)
+    }
+
+    /// ``invalidateAndCancel()`` because of `error`, which `didBecomeInvalidWithError` carries
+    /// (for the session's owner: a background session whose identifier is taken, a store gone).
+    package func invalidateAndCancel(dueTo error: SessionError?) {
         let tasks = state.withLock { state -> [SessionTask]? in
             if case .invalidated = state.invalidation { return nil }
             state.invalidation = .finishing
+            if state.invalidationError == nil { state.invalidationError = error }
             return Array(state.tasks.values)
         }
         guard let tasks else { return }
@@ -324,10 +344,12 @@ public final class Session: @unchecked Sendable {
         pool.retireConnections()
     }
 
-    /// Empties the cache and cookie stores and makes later requests use new connections.
+    /// Empties the cache, cookie and credential stores and makes later requests use new
+    /// connections.
     public func reset() {
         configuration.responseCache?.removeAll()
         configuration.cookieStorage?.removeAll()
+        configuration.credentialStorage?.removeAll()
         pool.retireConnections()
     }
 
@@ -352,14 +374,14 @@ public final class Session: @unchecked Sendable {
     /// and its identifier released (off the event loops: it waits for the last commit), then the
     /// delegate hears `didFinishEvents` (when `finishedEvents`) and `didBecomeInvalidWithError`.
     func becomeInvalid(error: (any Error)?, finishedEvents: Bool = false) {
-        let delegate = state.withLock { state -> (any SessionDelegate)? in
-            guard case .finishing = state.invalidation else { return nil }
+        let (delegate, cause) = state.withLock { state -> ((any SessionDelegate)?, (any Error)?) in
+            guard case .finishing = state.invalidation else { return (nil, nil) }
             state.invalidation = .invalidated
             defer {
                 state.delegate = nil
                 state.taskDelegate = nil
             }
-            return state.delegate
+            return (state.delegate, error ?? state.invalidationError)
         }
         pool.shutdown()
         let background = self.background
@@ -369,7 +391,7 @@ public final class Session: @unchecked Sendable {
             guard let delegate else { return }
             loop.execute {
                 if finishedEvents { delegate.sessionDidFinishEvents(forBackgroundSession: self) }
-                delegate.session(self, didBecomeInvalidWithError: error)
+                delegate.session(self, didBecomeInvalidWithError: cause)
             }
         }
     }

@@ -11,18 +11,26 @@ private struct Chain {
     let origin: LoopbackOrigin
     let parent: Served
 
-    static func start() async throws -> Chain {
+    /// With `parentPassword`, the parent asks for user `ci` with that password (a file, 0600).
+    static func start(parentPassword: String? = nil) async throws -> Chain {
         let directory = try temporaryDirectory()
         let pki = try TestPKI(commonName: "Chained Origin CA", host: "localhost")
         let origin = try await LoopbackOrigin.start(tls: pki.serverConfiguration) { request, respond in
             respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "origin says \(request.target)")
         }
         let parentConfig = directory.appendingPathComponent("parent.yaml")
+        var users = ""
+        if let parentPassword {
+            let file = directory.appendingPathComponent("parent-ci.pass")
+            try Data((parentPassword + "\n").utf8).write(to: file)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: file.path)
+            users = "\n  users: [{ name: ci, password-file: \"\(file.path)\" }]"
+        }
         try """
         listen:
           - address: "127.0.0.1:0"
         access:
-          connect-ports: [\(origin.port)]
+          connect-ports: [\(origin.port)]\(users)
         cache:
           path: "\(directory.appendingPathComponent("parent-cache").path)"
         """.write(to: parentConfig, atomically: true, encoding: .utf8)
@@ -31,7 +39,8 @@ private struct Chain {
     }
 
     /// Starts the child with `hosts` (YAML lines under `hosts:`) and `more` (top-level YAML).
-    func child(hosts: String = "[]", more: String = "", extraPorts: [Int] = []) async throws -> Served {
+    /// `session` is YAML lines added under `sessions.default` (indented by four spaces).
+    func child(hosts: String = "[]", more: String = "", session: String = "", extraPorts: [Int] = []) async throws -> Served {
         let config = directory.appendingPathComponent("child-\(UUID().uuidString).yaml")
         try """
         listen:
@@ -43,6 +52,7 @@ private struct Chain {
         sessions:
           default:
             upstream-proxy: "http://127.0.0.1:\(try parent.port("forward"))"
+        \(session)
         hosts: \(hosts)
         \(more)
         """.write(to: config, atomically: true, encoding: .utf8)
@@ -141,5 +151,57 @@ struct ChainedTunnelTests {
         try await eventually("the parent logs the child's CONNECT") {
             chain.parent.child.standardError.contains("\"CONNECT localhost:\(chain.origin.port) HTTP/1.1\" 200")
         }
+    }
+
+    @Test("A parent that asks for credentials gets the child's upstream-proxy-credentials: CONNECT, intercepted and plain requests pass")
+    func parentAsksForCredentials() async throws {
+        let chain = try await Chain.start(parentPassword: "s3cret")
+        defer { chain.stop() }
+        let caDirectory = chain.directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(try #require(tollgateBinary), ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "ca init: \(created.stderr)")
+        let passwordFile = chain.directory.appendingPathComponent("child-parent.pass")
+        try Data("s3cret\n".utf8).write(to: passwordFile)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
+        let plain = try await LoopbackOrigin.start { request, respond in respond.send(status: 200, body: "plain \(request.target)") }
+        defer { plain.stop() }
+        let child = try await chain.child(
+            hosts: """
+
+                  - match: "localhost"
+                    intercept: true
+                    trust:
+                      roots: ["\(chain.pki.caFile)"]
+                """,
+            more: "interception:\n  ca-dir: \"\(caDirectory)\"",
+            session: "    upstream-proxy-credentials: { user: ci, password-file: \"\(passwordFile.path)\" }"
+        )
+        defer { child.child.kill() }
+        let proxy = try child.port("forward")
+        // A tunnel the child does not intercept: its CONNECT goes through the parent, with the
+        // credential. (The origin's certificate names localhost only: curl is told not to check it.)
+        let tunnelled = try await ChildProcess.run(
+            "/usr/bin/curl", ["-sS", "-i", "-k", "--max-time", "20", "-x", "http://127.0.0.1:\(proxy)", "https://127.0.0.1:\(chain.origin.port)/tunnel"]
+        )
+        #expect(tunnelled.status == 0, "curl: \(tunnelled.stderr)")
+        #expect(tunnelled.stdout.contains("origin says /tunnel"), "\(tunnelled.stdout)")
+        // A plain request: absolute form to the parent, with the credential.
+        let fetched = try await curl("http://127.0.0.1:\(plain.port)/plain", proxy: proxy, cacert: chain.pki.caFile)
+        #expect(fetched.stdout.contains("plain /plain"), "\(fetched.stdout)")
+        #expect(plain.requests.first?.headerFields["Proxy-Authorization"] == nil)
+        // An intercepted host: the child's own session opens its CONNECT through the parent.
+        let intercepted = try await curl("https://localhost:\(chain.origin.port)/intercepted", proxy: proxy, cacert: caDirectory + "/ca.pem")
+        #expect(intercepted.status == 0, "curl: \(intercepted.stderr)")
+        #expect(intercepted.stdout.contains("origin says /intercepted"), "\(intercepted.stdout)")
+        child.child.send(SIGTERM)
+        _ = try await child.child.waitForExit()
+        try await eventually("the parent logs the authenticated CONNECTs") {
+            chain.parent.child.standardError.contains("\"CONNECT localhost:\(chain.origin.port) HTTP/1.1\" 200")
+                && chain.parent.child.standardError.contains("\"CONNECT 127.0.0.1:\(chain.origin.port) HTTP/1.1\" 200")
+        }
+        #expect(chain.parent.child.standardError.contains("\"GET http://127.0.0.1:\(plain.port)/plain HTTP/1.1\" 200"))
+        // The secret is in neither proxy's output.
+        #expect(!chain.parent.child.standardError.contains("s3cret") && !chain.parent.child.standardError.contains("czNjcmV0"))
+        #expect(!child.child.standardError.contains("s3cret") && !child.child.standardError.contains("czNjcmV0"))
     }
 }

@@ -124,6 +124,8 @@ struct SessionUpgradeTests {
         try await eventually("stream") { recorder.stream.withLockedValue { $0 } != nil }
         let stream = try #require(recorder.stream.withLockedValue { $0 })
         #expect(stream.response?.status == 101)
+        #expect(stream.originalRequest?.url.pathAndQuery == "/ws")
+        #expect(stream.currentRequest?.url.pathAndQuery == "/ws")
         // Bytes the server sent right behind the 101 are not lost, and a read issued at once gets them.
         try await eventually("first read") { recorder.firstRead.withLockedValue { $0 } != nil }
         #expect(recorder.firstRead.withLockedValue { $0 } == "early")

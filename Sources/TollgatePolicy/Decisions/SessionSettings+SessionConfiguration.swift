@@ -5,7 +5,8 @@ extension SessionSettings {
     ///
     /// Set here: the kind (`background` uses `name` as its identifier), request cache policy,
     /// request and resource timeouts, connections per host, additional headers, cookie accept
-    /// policy and whether to set cookies (`jar`), and the upstream proxy. Left to the caller: the
+    /// policy and whether to set cookies (`jar`), and the upstream proxy and its credential (the
+    /// password read now). Left to the caller: the
     /// stores (``SessionConfiguration/responseCache``, ``SessionConfiguration/cookieStorage``),
     /// which the proxy attaches from `cache` and the cookie store. The User-Agent is nil so that a
     /// client's own passes through, as `ProxyServer.defaultSessionConfiguration` does.
@@ -26,7 +27,14 @@ extension SessionSettings {
         configuration.httpShouldSetCookies = cookies == .jar
         configuration.httpCookieAcceptPolicy = cookieAccept
         configuration.upstreamProxy = upstreamProxy
+        // Read now, as a session is made (at start and on reload); an unset variable or an
+        // unreadable file leaves the session without one, and the parent's 407 reaches the client.
+        configuration.upstreamProxyCredential = upstreamProxyCredentials.flatMap { credentials in
+            credentials.password.readPassword().map { Credential(user: credentials.user, password: $0, persistence: .forSession) }
+        }
         configuration.userAgent = nil
+        // The proxy relays a server-push body whole; its client splits the parts.
+        configuration.deliversMultipartReplaceParts = false
         return configuration
     }
 }

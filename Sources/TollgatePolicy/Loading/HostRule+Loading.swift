@@ -184,31 +184,41 @@ extension HostRule.Credential {
         guard let entry = node.mapping(keys: keys) else { return nil }
         let realm = entry["realm"]?.string()
         let user = entry.required("user")?.nonEmptyString()
-        var password: PasswordSource?
-        switch (entry["password-env"], entry["password-file"]) {
-        case (let envNode?, nil):
-            if let name = envNode.nonEmptyString("an environment variable name") {
-                let valid =
-                    name.utf8.first.map { !($0 >= 48 && $0 <= 57) } == true
-                    && name.utf8.allSatisfy {
-                        ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95
-                    }
-                if valid {
-                    password = .environment(name)
-                } else {
-                    envNode.report("\"\(name)\" is not an environment variable name")
-                }
-            }
-        case (nil, let fileNode?):
-            if let path = fileNode.readableFile() { password = .file(path) }
-        case (_?, let fileNode?):
-            fileNode.report("give either password-env or password-file, not both")
-        case (nil, nil):
-            node.report("missing key \"password-env\" or \"password-file\"")
-        }
+        let password = PasswordSource(entry: entry, node: node)
         let persistence = entry["persistence"].map { $0.choice(Persistence.self) } ?? .forSession
         guard let user, let password, let persistence else { return nil }
         self.init(realm: realm, user: user, password: password, persistence: persistence)
+    }
+}
+
+extension HostRule.Credential.PasswordSource {
+    /// Reads the `password-env` or `password-file` of a credential entry (exactly one). With
+    /// `ownerOnly`, a file readable by group or others is a problem (a secret's file is 0600).
+    init?(entry: ConfigMapping, node: ConfigNode, ownerOnly: Bool = false) {
+        switch (entry["password-env"], entry["password-file"]) {
+        case (let envNode?, nil):
+            guard let name = envNode.nonEmptyString("an environment variable name") else { return nil }
+            let valid =
+                name.utf8.first.map { !($0 >= 48 && $0 <= 57) } == true
+                && name.utf8.allSatisfy {
+                    ($0 >= 48 && $0 <= 57) || ($0 >= 65 && $0 <= 90) || ($0 >= 97 && $0 <= 122) || $0 == 95
+                }
+            guard valid else {
+                envNode.report("\"\(name)\" is not an environment variable name")
+                return nil
+            }
+            self = .environment(name)
+        case (nil, let fileNode?):
+            guard let path = fileNode.readableFile() else { return nil }
+            if ownerOnly, fileNode.context.loader.checkFiles, let problem = PathResolution.problemWithSecretFileMode(path) { fileNode.report(problem) }
+            self = .file(path)
+        case (_?, let fileNode?):
+            fileNode.report("give either password-env or password-file, not both")
+            return nil
+        case (nil, nil):
+            node.report("missing key \"password-env\" or \"password-file\"")
+            return nil
+        }
     }
 }
 

@@ -47,6 +47,14 @@ enum PathResolution {
         return nil
     }
 
+    /// Nil when the file at `path` is readable by its owner alone (or cannot be looked at: the
+    /// readability check says so), else the problem and the fix.
+    static func problemWithSecretFileMode(_ path: String) -> String? {
+        var info = stat()
+        guard stat(path, &info) == 0, info.st_mode & 0o077 != 0 else { return nil }
+        return "\"\(path)\" is readable by others (mode \(String(info.st_mode & 0o777, radix: 8))): chmod 600 \(path)"
+    }
+
     /// The file's bytes, or why they cannot be read.
     static func readFile(_ path: String) -> Result<[UInt8], ReadError> {
         if let problem = problemReadingFile(path) { return .failure(ReadError(description: problem)) }

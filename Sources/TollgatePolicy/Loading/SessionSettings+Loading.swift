@@ -5,7 +5,8 @@ import TollgateSession
 extension SessionSettings {
     static let keys = [
         "configuration", "cache-policy", "timeout-request", "timeout-resource", "max-connections-per-host",
-        "cookies", "cookie-accept", "redirects", "upstream-proxy", "headers",
+        "cookies", "cookie-accept", "redirects", "upstream-proxy", "upstream-proxy-credentials",
+        "headers",
     ]
 
     /// Header fields the proxy sets itself; a session may not add them.
@@ -48,6 +49,7 @@ extension SessionSettings {
     /// | `cookie-accept` | `always` \| `never` \| `main-document-domain` | `main-document-domain` |
     /// | `redirects` | `pass` \| `follow` \| `follow-same-host` | `pass` |
     /// | `upstream-proxy` | `http://HOST:PORT` | none |
+    /// | `upstream-proxy-credentials` | `{ user, password-env \| password-file }` (file mode 0600) | none |
     /// | `headers` | mapping of field name to value | none |
     init(node: ConfigNode) {
         self.init()
@@ -71,6 +73,12 @@ extension SessionSettings {
                 proxyNode.report("bad upstream proxy \"\(text)\": only http:// parent proxies are supported")
             } else {
                 proxyNode.report("bad upstream proxy \"\(text)\"; expected http://HOST:PORT")
+            }
+        }
+        if let node = entry["upstream-proxy-credentials"] {
+            upstreamProxyCredentials = UpstreamProxyCredentials(node: node)
+            if upstreamProxyCredentials != nil, entry["upstream-proxy"] == nil {
+                node.report("upstream-proxy-credentials needs an upstream-proxy to answer")
             }
         }
         if let headersNode = entry["headers"], let fields = headersNode.mapping(keys: nil) {
@@ -97,5 +105,23 @@ extension SessionSettings {
     private static func isTokenByte(_ byte: UInt8) -> Bool {
         (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
             || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}
+
+extension UpstreamProxyCredentials {
+    /// Reads a session's `upstream-proxy-credentials`.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `user` | string | required |
+    /// | `password-env` | environment variable name | one of `password-env`, `password-file` is required |
+    /// | `password-file` | file path, readable by its owner alone (0600) | |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["user", "password-env", "password-file"]) else { return nil }
+        let user = entry.required("user")?.nonEmptyString()
+        let password = HostRule.Credential.PasswordSource(entry: entry, node: node, ownerOnly: true)
+        guard let user, let password else { return nil }
+        self.init(user: user, password: password)
     }
 }

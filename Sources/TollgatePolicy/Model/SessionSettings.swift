@@ -70,11 +70,31 @@ public struct SessionSettings: Hashable, Sendable {
     public var redirects: Redirects = .pass
     /// A parent HTTP proxy for every request (`upstream-proxy`, `http://HOST:PORT`). Default: nil, direct.
     public var upstreamProxy: UpstreamProxy?
+    /// The credential answering the upstream proxy's 407 (`upstream-proxy-credentials`: `user`
+    /// and `password-env` or `password-file`). Default: nil, a 407 is not answered.
+    public var upstreamProxyCredentials: UpstreamProxyCredentials?
     /// Header fields added to every upstream request that does not set them (`headers`). Default: none.
     public var headers: HeaderFields = [:]
 
     /// Settings with every field at its default.
     public init() {}
+}
+
+/// The user and where the password comes from for an upstream proxy (never the password itself,
+/// so the model can be printed).
+public struct UpstreamProxyCredentials: Hashable, Sendable, CustomStringConvertible {
+    /// The user name (`user`).
+    public var user: String
+    /// Where the password is read from (`password-env` or `password-file`).
+    public var password: HostRule.Credential.PasswordSource
+
+    /// Creates the setting.
+    public init(user: String, password: HostRule.Credential.PasswordSource) {
+        self.user = user
+        self.password = password
+    }
+
+    public var description: String { "user \(user), password from \(password)" }
 }
 
 extension CookieAcceptPolicy {

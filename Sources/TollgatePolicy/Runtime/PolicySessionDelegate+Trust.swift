@@ -26,15 +26,24 @@ public import TollgateTLS
 extension PolicySessionDelegate {
     // MARK: SessionDelegate
 
-    /// Answers the server-trust challenge from the host rules (see the extension's description).
-    /// Other session-level challenges (client certificate, NTLM, Negotiate) are not answered here:
-    /// they go on to the task's own delegate.
+    /// Answers the server-trust challenge from the host rules (see the extension's description),
+    /// and the client-certificate challenge with the rule's `client-identity`
+    /// (``clientCertificateAnswer(host:port:)``). Other session-level challenges (NTLM, Negotiate),
+    /// and a client-certificate challenge for a host whose rule has no identity, are not answered
+    /// here: they go on to the task's own delegate.
     public func session(
         _ session: Session,
         didReceive challenge: AuthenticationChallenge,
         completionHandler: @escaping @Sendable (ChallengeDisposition) -> Void
     ) {
-        guard challenge.protectionSpace.authenticationMethod == .serverTrust, let evaluation = challenge.serverTrust
+        let space = challenge.protectionSpace
+        if space.authenticationMethod == .clientCertificate,
+            let answer = clientCertificateAnswer(host: space.host, port: space.port)
+        {
+            completionHandler(answer)
+            return
+        }
+        guard space.authenticationMethod == .serverTrust, let evaluation = challenge.serverTrust
         else {
             // The protocol's default answer, "not implemented", routes the challenge to the task level.
             NoSessionLevelChallengeHandler.shared.session(
@@ -54,6 +63,15 @@ extension PolicySessionDelegate {
     }
 
     // MARK: decisions as values
+
+    /// The answer to a client-certificate challenge from `host:port`: the rule's `client-identity`
+    /// (its certificate and key files), or nil when the rule has none. (A rule's identity is
+    /// normally presented from the start, through ``tlsConfiguration(host:port:defaults:)``; the
+    /// challenge comes when it was not, e.g. a stream task's or an identity added by a reload.)
+    public func clientCertificateAnswer(host: String, port: Int) -> ChallengeDisposition? {
+        guard let setting = decisions.decide(host: host, port: port, now: Date()).clientIdentity else { return nil }
+        return .useCredential(Credential(clientCertificatePath: setting.certificate, keyPath: setting.key))
+    }
 
     /// What the rules say about a connection to `host:port` that presented `evaluation`; nothing is
     /// logged or counted (the challenge handler does that with the verdict's event).

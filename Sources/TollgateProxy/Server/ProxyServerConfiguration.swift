@@ -42,11 +42,12 @@ extension ProxyServer {
     /// The configuration of the session a server makes when it is given no policy: `.default`,
     /// without a User-Agent of its own so that the client's passes through untouched, and the
     /// proxy's connection limit per origin (`SessionSettings.defaultMaxConnectionsPerHost`, not
-    /// URLSession's 6: the session serves many clients).
+    /// URLSession's 6: the session serves many clients), and server-push bodies relayed whole.
     public static var defaultSessionConfiguration: SessionConfiguration {
         var configuration = SessionConfiguration.default
         configuration.userAgent = nil
         configuration.httpMaximumConnectionsPerHost = SessionSettings.defaultMaxConnectionsPerHost
+        configuration.deliversMultipartReplaceParts = false  // relayed whole; the client splits
         return configuration
     }
 }

@@ -76,6 +76,12 @@ public struct SessionConfiguration: Sendable {
     public var waitsForConnectivity: Bool = false
     /// An HTTP proxy every request goes through. Default: none (direct).
     public var upstreamProxy: UpstreamProxy?
+    /// The credential answering the upstream proxy's `407 Proxy Authentication Required` (Basic):
+    /// sent as `Proxy-Authorization` with plain requests to the proxy and with the CONNECTs of
+    /// https tasks and stream tasks, once the proxy asked for it (the request or CONNECT that got
+    /// the 407 is sent once more with it). A secret: it is never logged and never appears in a
+    /// task's request. Default: none (a 407 is the task's response, or fails its CONNECT).
+    public var upstreamProxyCredential: Credential?
     /// The lowest TLS version accepted from https servers. Default: TLS 1.2.
     public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv1_2
     /// The TLS settings of https connections to a host (trust roots, client identity), given the
@@ -95,6 +101,10 @@ public struct SessionConfiguration: Sendable {
     /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a
     /// delegate approves each). Default: 16.
     public var maximumRedirects: Int = 16
+    /// Whether a data task's `multipart/x-mixed-replace` response is delivered part by part (a
+    /// `didReceive` response for each part, then its bytes), as URLSession does. A proxy, which
+    /// relays the body as it is for its client to split, turns it off. Default: true.
+    public var deliversMultipartReplaceParts: Bool = true
     /// The `User-Agent` sent when the request has none. Default: `tollgate`.
     public var userAgent: String? = "tollgate"
     /// Whether a redirect from the first URL to the second may be followed at all, asked before

@@ -17,6 +17,8 @@ final class ConnectionPool: @unchecked Sendable {
         var tlsContext: @Sendable (ConnectionKey) throws -> TLSContext? = { _ in nil }
         /// ``SessionConfiguration/connectionAddressCheck``.
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
+        /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
+        var proxyAuthentication: UpstreamProxyAuthentication? = nil
     }
 
     /// A class, not a struct: reading `entries[key]?.connections[id]` or the state through the
@@ -216,6 +218,12 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
+    /// The TLS context the session's https connections to `host:port` use (its per-host trust
+    /// settings), for TLS a stream task starts itself.
+    func tlsContext(host: String, port: Int) throws -> TLSContext? {
+        try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
+    }
+
     /// How many connections the pool has started to make (for tests of offline mode).
     var connectionsStarted: Int { started.withLockedValue { $0 } }
     private let started = NIOLockedValueBox(0)
@@ -252,7 +260,8 @@ final class ConnectionPool: @unchecked Sendable {
             }
             return Self.connectToFirst(
                 addresses, tls: tls, serverHostname: key.host,
-                tunnel: key.tunnelVia.map { _ in (key.host, key.port) }, on: eventLoop
+                tunnel: key.tunnelVia.map { _ in (key.host, key.port) },
+                authentication: self.configuration.proxyAuthentication, on: eventLoop
             )
                 .flatMap { channel, handler in
                     guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
@@ -351,6 +360,8 @@ final class ConnectionPool: @unchecked Sendable {
         tls: TLSContext?,
         serverHostname: String,
         tunnel: (host: String, port: Int)? = nil,
+        authentication: UpstreamProxyAuthentication? = nil,
+        retried: Bool = false,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
         guard let first = addresses.first else {
@@ -365,7 +376,9 @@ final class ConnectionPool: @unchecked Sendable {
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
-                        let connect = UpstreamConnectHandler(host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop)
+                        let connect = UpstreamConnectHandler(
+                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, authentication: authentication
+                        )
                         try channel.pipeline.syncOperations.addHandler(connect)
                         connectBox.withLockedValue { $0 = connect }
                     } else {
@@ -391,6 +404,14 @@ final class ConnectionPool: @unchecked Sendable {
             }
             return eventLoop.makeSucceededFuture((channel, handler))
         }.flatMapError { error in
+            if error is UpstreamConnectHandler.RetryWithCredential {
+                return retried
+                    ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
+                    : connectToFirst(
+                        addresses, tls: tls, serverHostname: serverHostname, tunnel: tunnel,
+                        authentication: authentication, retried: true, on: eventLoop
+                    )
+            }
             if error is SessionError { return eventLoop.makeFailedFuture(error) }
             let rest = Array(addresses.dropFirst())
             if rest.isEmpty {
@@ -398,7 +419,9 @@ final class ConnectionPool: @unchecked Sendable {
                     SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(ConnectionPool.reason(error))")
                 )
             }
-            return connectToFirst(rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, on: eventLoop)
+            return connectToFirst(
+                rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, authentication: authentication, on: eventLoop
+            )
         }
     }
 

@@ -104,17 +104,25 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     /// After a 101: replaces this handler by a byte-stream handler, which also receives the bytes
-    /// the server sent right after the 101.
-    func convertToStream(context: ChannelHandlerContext) throws -> StreamConnectionHandler {
+    /// the server sent right after the 101. With `midResponse` (becomeStream of another response,
+    /// whose body is not chunked), also during or after a response: `first` (the body bytes the
+    /// task holds) comes first, then what the decoder had not parsed, then the socket's bytes.
+    func convertToStream(
+        context: ChannelHandlerContext,
+        midResponse: Bool = false,
+        first: ByteBuffer = ByteBuffer()
+    ) throws -> StreamConnectionHandler {
         let stream = StreamConnectionHandler()
-        try leavePipeline(context: context, for: [stream], halfClosure: true) { stream.prepend($0) }
+        stream.prepend(first)
+        try leavePipeline(context: context, for: [stream], halfClosure: true, midResponse: midResponse) { stream.prepend($0) }
         return stream
     }
 
-    /// ``convertToStream(context:)`` from outside the pipeline (on the channel's event loop).
-    func convertToStream() throws -> StreamConnectionHandler {
+    /// ``convertToStream(context:midResponse:first:)`` from outside the pipeline (on the channel's
+    /// event loop).
+    func convertToStream(midResponse: Bool = false, first: ByteBuffer = ByteBuffer()) throws -> StreamConnectionHandler {
         guard let context else { throw SessionError(.networkConnectionLost, nil, "the connection is gone") }
-        return try convertToStream(context: context)
+        return try convertToStream(context: context, midResponse: midResponse, first: first)
     }
 
     /// After a 101 to a WebSocket handshake: NIOWebSocket's frame decoder and encoder and a
@@ -138,10 +146,13 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         context: ChannelHandlerContext,
         for handlers: [any ChannelHandler],
         halfClosure: Bool,
+        midResponse: Bool = false,
         leftover: (ByteBuffer) -> Void
     ) throws {
-        guard case .upgraded = state else {
-            throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
+        switch state {
+        case .upgraded: break
+        case .exchanging, .idle where midResponse: break
+        default: throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
         }
         state = .closed
         onClose = nil

@@ -141,6 +141,13 @@ public final class CredentialStorage: Sendable {
         memory.withLockedValue { $0 = Memory() }
     }
 
+    /// Forgets every credential: in memory, in the store, and every preemptive scope
+    /// (``Session/reset()``).
+    public func removeAll() {
+        memory.withLockedValue { $0 = Memory() }
+        store?.removeAll()
+    }
+
     /// Waits until permanent credentials set so far are on disk (not from an event loop).
     public func flush() { store?.flush() }
 

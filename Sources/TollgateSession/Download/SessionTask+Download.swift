@@ -112,6 +112,7 @@ extension SessionTask {
                 }
                 if let handler = engine.downloadCompletion {
                     engine.downloadCompletion = nil
+                    engine.toldByCompletionHandler = true
                     handler(file.path, response, nil)
                 } else if let downloadTask = self as? DownloadTask {
                     let receivers = delegates(as: (any DownloadTaskDelegate).self)

@@ -33,6 +33,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
             case dataLengthExceedsMaximum
             case backgroundSessionInUse
             case backgroundTaskNotSupported
+            case unsupportedOperation
         }
 
         private let base: Base
@@ -87,6 +88,8 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
         public static let backgroundSessionInUse = Code(.backgroundSessionInUse)
         /// A background session only runs upload tasks from a file and download tasks.
         public static let backgroundTaskNotSupported = Code(.backgroundTaskNotSupported)
+        /// A call this implementation does not support (``StreamTask/stopSecureConnection()``).
+        public static let unsupportedOperation = Code(.unsupportedOperation)
 
         /// A stable short name, suitable for a metric label.
         public var description: String { base.rawValue }

@@ -1,7 +1,12 @@
 import NIOCore
+import TollgateTLS
 
 /// The byte pipe under a stream task: buffers what arrives, hands it out to reads as asked,
 /// and reads from the socket only while a read is waiting for more (back-pressure).
+///
+/// A connection that fails (a reset, a TLS alert) is not an end of stream: the waiting reads and
+/// every later one fail with the error, so the owner can tell a peer that finished from one that
+/// broke off.
 final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -17,10 +22,16 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     private var inputClosed = false
     private var context: ChannelHandlerContext?
     private var readInFlight = false
+    /// The error the connection failed with; reads fail with it from then on.
+    private(set) var failure: (any Error)?
     /// Called when the peer closed its side (EOF): `readClosed`.
     var onInputClosed: (@Sendable () -> Void)?
-    /// Called once when the connection is gone.
-    var onInactive: (@Sendable () -> Void)?
+    /// Called when a TLS handshake the stream task started completed (its trust to be decided).
+    var onTLSHandshake: (@Sendable (TLSPeerEvaluation) -> Void)?
+    /// The TLS handler the stream task added (kept here: it lives on this channel's loop).
+    var tlsHandler: TLSHandler?
+    /// Called once when the connection is gone, with the error it failed with (nil: closed).
+    var onInactive: (@Sendable ((any Error)?) -> Void)?
 
     func handlerAdded(context: ChannelHandlerContext) { self.context = context }
 
@@ -28,6 +39,12 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     func prepend(_ bytes: ByteBuffer) {
         var bytes = bytes
         buffer.writeBuffer(&bytes)
+    }
+
+    /// No more bytes will come (a stream of held bytes only): reads get the buffer, then EOF.
+    func endInput() {
+        inputClosed = true
+        serveReads()
     }
 
     /// Withdraws a read that has not been served (its timeout fired); its promise fails with `error`.
@@ -39,6 +56,10 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
 
     /// Reads between `minLength` and `maxLength` bytes; fewer only at EOF (`atEOF` true).
     func read(minLength: Int, maxLength: Int, promise: EventLoopPromise<(ByteBuffer?, Bool)>) {
+        if let failure {
+            promise.fail(failure)
+            return
+        }
         reads.append(PendingRead(minLength: max(0, minLength), maxLength: max(1, maxLength), promise: promise))
         serveReads()
     }
@@ -57,6 +78,10 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted {
+            onTLSHandshake?(completed.evaluation)
+            onTLSHandshake = nil
+        }
         if case ChannelEvent.inputClosed = event {
             inputClosed = true
             serveReads()
@@ -68,16 +93,22 @@ final class StreamConnectionHandler: ChannelInboundHandler, @unchecked Sendable 
     func channelInactive(context: ChannelHandlerContext) {
         inputClosed = true
         serveReads()
-        onInactive?()
+        onInactive?(failure)
         onInactive = nil
         context.fireChannelInactive()
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        fail(error)
+        context.close(promise: nil)
+    }
+
+    /// Fails the waiting reads and every later one with `error` (the first error counts).
+    func fail(_ error: any Error) {
+        if failure == nil { failure = error }
         let pending = reads
         reads = []
-        for read in pending { read.promise.fail(error) }
-        context.close(promise: nil)
+        for read in pending { read.promise.fail(failure ?? error) }
     }
 
     private func serveReads() {

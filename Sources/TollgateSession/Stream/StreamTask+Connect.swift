@@ -56,18 +56,36 @@ extension StreamTask {
                 finishIfBothClosed()
             }
         }
-        let inactive: @Sendable () -> Void = { [self] in
+        let inactive: @Sendable ((any Error)?) -> Void = { [self] failure in
             onLoop { [self] in
+                if let failure, streamError == nil { streamError = Self.streamFailure(failure) }
                 reportReadClosed()
                 engine.transactions.last.map { _ in engine.transaction.responseEndDate = Date() }
-                complete(with: nil)
+                // A stream that broke completes with what broke it; one closed in order, without.
+                complete(with: streamError)
             }
         }
         onChannelLoop {
             handler?.onInputClosed = inputClosed
             handler?.onInactive = inactive
-            if !channel.isActive { inactive() }
+            if !channel.isActive { inactive(handler?.failure) }
         }
+        drainWaiters()
+    }
+
+    /// A stream without a connection (a response whose server closed after its body became a
+    /// stream): reads get `bytes`, then EOF; it cannot write (`writeClosed` at once, as the seeds
+    /// say of a stream that may only read), and it has completed.
+    func adoptBytes(_ bytes: ByteBuffer) {
+        let handler = StreamConnectionHandler()
+        handler.prepend(bytes)
+        handler.endInput()
+        streamHandler = handler
+        writeClosed = true
+        let receivers = delegates(as: (any StreamTaskDelegate).self)
+        DelegateDispatch.notify(receivers) { $0.streamTask(self, writeClosedFor: ()) }
+        reportReadClosed()
+        complete(with: nil)
         drainWaiters()
     }
 
@@ -79,11 +97,16 @@ extension StreamTask {
 
     /// Connects to the first address that answers; with `tunnel`, the addresses are an upstream
     /// proxy's, and the channel is handed over once the proxy answered `CONNECT` with a 2xx.
-    private func connect(to addresses: [SocketAddress], tunnel: (host: String, port: Int)?) -> EventLoopFuture<any Channel> {
+    private func connect(
+        to addresses: [SocketAddress],
+        tunnel: (host: String, port: Int)?,
+        retried: Bool = false
+    ) -> EventLoopFuture<any Channel> {
         guard let first = addresses.first else {
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address"))
         }
         let connectBox = NIOLockedValueBox<UpstreamConnectHandler?>(nil)
+        let authentication = session.upstreamProxyAuthentication
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -93,7 +116,8 @@ extension StreamTask {
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
                         let connect = UpstreamConnectHandler(
-                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true
+                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true,
+                            authentication: authentication
                         )
                         try channel.pipeline.syncOperations.addHandler(connect)
                         connectBox.withLockedValue { $0 = connect }
@@ -113,6 +137,11 @@ extension StreamTask {
                 }
             }
             .flatMapError { [self] error in
+                if error is UpstreamConnectHandler.RetryWithCredential {
+                    return retried
+                        ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
+                        : connect(to: addresses, tunnel: tunnel, retried: true)
+                }
                 // The proxy answered, and refused: another of its addresses would say the same.
                 if error is SessionError { return eventLoop.makeFailedFuture(error) }
                 let rest = Array(addresses.dropFirst())

@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
 
@@ -19,11 +20,27 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     var waitingForChannel: [@Sendable () -> Void] = []
     var readClosedReported = false
     var writeClosed = false
+    /// ``closeRead()`` was called: reads fail from then on.
+    var readClosedByCaller = false
+    /// What broke the stream (the connection's failure, a write that timed out): every later read
+    /// and write fails with it.
+    var streamError: SessionError?
+    /// ``startSecureConnection()`` was called.
+    var secureConnectionStarted = false
 
-    init(session: Session, identifier: Int, host: String?, port: Int?, eventLoop: any EventLoop, delegate: (any TaskDelegate)?) {
+    /// `request`: the original request of the data task an upgraded stream task comes from.
+    init(
+        session: Session,
+        identifier: Int,
+        host: String?,
+        port: Int?,
+        request: Request? = nil,
+        eventLoop: any EventLoop,
+        delegate: (any TaskDelegate)?
+    ) {
         self.hostName = host
         self.port = port
-        super.init(session: session, identifier: identifier, request: nil, eventLoop: eventLoop, delegate: delegate)
+        super.init(session: session, identifier: identifier, request: request, eventLoop: eventLoop, delegate: delegate)
     }
 
     /// Reads at least `minLength` and at most `maxLength` bytes. The handler gets the bytes (nil
@@ -36,8 +53,12 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         completionHandler: @escaping @Sendable (ByteBuffer?, Bool, SessionError?) -> Void
     ) {
         whenConnected { [self] in
+            if let refusal = refusalToRead() {
+                completionHandler(nil, false, refusal)
+                return
+            }
             guard let handler = streamHandler else {
-                completionHandler(nil, true, error ?? SessionError(.networkConnectionLost, nil, "the stream is closed"))
+                completionHandler(nil, true, SessionError(.networkConnectionLost, nil, "the stream is closed"))
                 return
             }
             let promise = eventLoop.makePromise(of: (ByteBuffer?, Bool).self)
@@ -53,8 +74,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
                 timer?.cancel()
                 switch result {
                 case .success(let (bytes, eof)): completionHandler(bytes, eof, nil)
-                case .failure(let error):
-                    completionHandler(nil, false, error as? SessionError ?? SessionError(.networkConnectionLost, nil, "\(error)"))
+                case .failure(let error): completionHandler(nil, false, Self.streamFailure(error))
                 }
             }
         }
@@ -63,18 +83,38 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     /// Writes `data`; the handler runs once the bytes were handed to the kernel (or failed).
     public func write(_ data: ByteBuffer, timeout: Duration, completionHandler: @escaping @Sendable (SessionError?) -> Void) {
         whenConnected { [self] in
-            guard let channel, !writeClosed else {
-                completionHandler(SessionError(.networkConnectionLost, nil, "the stream's write side is closed"))
+            if let streamError {
+                completionHandler(streamError)
                 return
             }
+            guard let channel, !writeClosed else {
+                completionHandler(SessionError(.networkConnectionLost, nil, "the stream's write side is closed (closeWrite)"))
+                return
+            }
+            // Whichever comes first answers the write: its completion, or its timeout. A write
+            // that timed out may have sent part of its bytes, so the stream cannot go on: it
+            // closes, and later calls fail with the timeout.
+            let answered = NIOLockedValueBox(false)
+            let answer: @Sendable (SessionError?) -> Void = { error in
+                guard answered.withLockedValue({ let first = !$0; $0 = true; return first }) else { return }
+                completionHandler(error)
+            }
             let timer: Scheduled<Void>? = timeout > .zero
-                ? eventLoop.scheduleTask(in: TimeAmount(timeout)) { channel.close(promise: nil) }
+                ? eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in
+                    let timedOut = SessionError(.timedOut, nil, "the write was not taken within \(timeout)")
+                    if streamError == nil { streamError = timedOut }
+                    answer(timedOut)
+                    channel.close(promise: nil)
+                }
                 : nil
+            let handler = streamHandler
             channel.writeAndFlush(data).whenComplete { result in
                 timer?.cancel()
                 switch result {
-                case .success: completionHandler(nil)
-                case .failure(let error): completionHandler(SessionError(.networkConnectionLost, nil, "\(error)"))
+                case .success: answer(nil)
+                // On the channel's loop: what broke the stream (a refused trust) explains a
+                // write that failed because the connection then closed.
+                case .failure(let error): answer(Self.streamFailure(handler?.failure ?? error))
                 }
             }
         }
@@ -83,6 +123,7 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     /// Stops reading: the peer's further bytes are discarded (shutdown of the socket's read side).
     public func closeRead() {
         whenConnected { [self] in
+            readClosedByCaller = true
             channel?.close(mode: .input, promise: nil)
             reportReadClosed()
             finishIfBothClosed()
@@ -125,9 +166,23 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
         loop.execute(body)
     }
 
-    private func whenConnected(_ body: @escaping @Sendable () -> Void) {
+    /// Why a read cannot be made now (nil: it can): the stream broke, or its read side was closed.
+    private func refusalToRead() -> SessionError? {
+        if let streamError { return streamError }
+        if readClosedByCaller {
+            return SessionError(.networkConnectionLost, nil, "the stream's read side is closed (closeRead)")
+        }
+        return nil
+    }
+
+    /// A connection's error as the stream's (`networkConnectionLost`, unless it is one already).
+    static func streamFailure(_ error: any Error) -> SessionError {
+        error as? SessionError ?? SessionError(.networkConnectionLost, nil, "\(error)")
+    }
+
+    func whenConnected(_ body: @escaping @Sendable () -> Void) {
         onLoop { [self] in
-            if channel != nil || isDone { body() } else { waitingForChannel.append(body) }
+            if channel != nil || streamHandler != nil || isDone { body() } else { waitingForChannel.append(body) }
         }
     }
 }

@@ -284,50 +284,11 @@ extension SessionTask {
             proceed()
             return
         }
-        let key = connection.key
-        let space = ProtectionSpace(
-            host: key.host,
-            port: key.port,
-            protocol: "https",
-            authenticationMethod: .serverTrust
-        )
-        let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: evaluation)
         let generation = engine.generation
-        raise(challenge) { [self] disposition in
+        evaluateServerTrust(evaluation, host: connection.key.host, port: connection.key.port) { [self] failure in
             guard engine.generation == generation, !isDone else {
                 session.pool.release(connection, reusable: false)
                 return
-            }
-            let untrusted: SessionError? = {
-                switch evaluation.trustResult {
-                case .trusted: return nil
-                case .untrusted(let verification):
-                    return SessionError(
-                        .serverCertificateUntrusted,
-                        engine.request?.url,
-                        "\(key.host): \(verification)"
-                    )
-                case .noCertificate:
-                    return SessionError(
-                        .serverCertificateUntrusted,
-                        engine.request?.url,
-                        "\(key.host) presented no certificate"
-                    )
-                }
-            }()
-            let failure: SessionError?
-            switch disposition?.base {
-            case .useCredential(let credential?) where credential.trustsServer:
-                failure = nil
-            case .cancelAuthenticationChallenge(let reason):
-                failure =
-                    reason ?? SessionError(.cancelled, engine.request?.url, "the server-trust challenge was cancelled")
-            case .rejectProtectionSpace:
-                failure =
-                    untrusted
-                    ?? SessionError(.serverCertificateUntrusted, engine.request?.url, "\(key.host): trust rejected")
-            default:
-                failure = untrusted
             }
             if let failure {
                 engine.phase = .idle
@@ -338,6 +299,43 @@ extension SessionTask {
             connection.trustApproved = true
             connection.onLoop { connection.handler.approvePeer() }
             proceed()
+        }
+    }
+
+    /// Raises the server-trust challenge for a finished handshake with `host:port` (session level
+    /// first) and turns the answer into the failure it means, nil when the server is trusted:
+    /// a credential that trusts the server accepts it; cancel and reject refuse it; default
+    /// handling (or no answer) keeps the chain's own verdict. Used by the pool's connections and
+    /// by a stream task's ``StreamTask/startSecureConnection()``.
+    func evaluateServerTrust(
+        _ evaluation: TLSPeerEvaluation,
+        host: String,
+        port: Int,
+        then decided: @escaping (SessionError?) -> Void
+    ) {
+        let space = ProtectionSpace(host: host, port: port, protocol: "https", authenticationMethod: .serverTrust)
+        let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: evaluation)
+        raise(challenge) { [self] disposition in
+            let url = engine.request?.url
+            let untrusted: SessionError? = {
+                switch evaluation.trustResult {
+                case .trusted: return nil
+                case .untrusted(let verification):
+                    return SessionError(.serverCertificateUntrusted, url, "\(host): \(verification)")
+                case .noCertificate:
+                    return SessionError(.serverCertificateUntrusted, url, "\(host) presented no certificate")
+                }
+            }()
+            switch disposition?.base {
+            case .useCredential(let credential?) where credential.trustsServer:
+                decided(nil)
+            case .cancelAuthenticationChallenge(let reason):
+                decided(reason ?? SessionError(.cancelled, url, "the server-trust challenge was cancelled"))
+            case .rejectProtectionSpace:
+                decided(untrusted ?? SessionError(.serverCertificateUntrusted, url, "\(host): trust rejected"))
+            default:
+                decided(untrusted)
+            }
         }
     }
 }

@@ -85,6 +85,9 @@ extension SessionTask {
         )
         let receivers = taskDelegates
         DelegateDispatch.notify(receivers) { $0.task(self, didFinishCollecting: metrics) }
+        // The seeds: a task made with a completion handler tells that handler, not the delegate,
+        // that it completed (the delegate still gets challenges, redirects and metrics).
+        let toldByHandler = engine.completionHandler != nil || engine.downloadCompletion != nil || engine.toldByCompletionHandler
         if let handler = engine.completionHandler {
             engine.completionHandler = nil
             handler(error == nil ? engine.wholeBody ?? ByteBuffer() : nil, response, error)
@@ -93,7 +96,7 @@ extension SessionTask {
             engine.downloadCompletion = nil
             handler(nil, response, error)
         }
-        DelegateDispatch.notify(receivers) { $0.task(self, didCompleteWithError: error) }
+        if !toldByHandler { DelegateDispatch.notify(receivers) { $0.task(self, didCompleteWithError: error) } }
         engine.wholeBody = nil
         session.taskDidComplete(self)
     }

@@ -186,7 +186,11 @@ extension SessionTask {
     /// the exchange.
     private func connectionLeased(_ connection: OriginConnection, request: Request, body: BodySource) {
         if connection.needsTrustDecision {
-            decideServerTrust(on: connection) { [self] in startExchange(on: connection, request: request, body: body) }
+            decideServerTrust(on: connection) { [self] in
+                decideClientCertificate(on: connection, request: request, body: body) { [self] in
+                    startExchange(on: connection, request: request, body: body)
+                }
+            }
         } else {
             startExchange(on: connection, request: request, body: body)
         }
@@ -249,7 +253,7 @@ extension SessionTask {
         engine.transaction.resourceFetchType = .networkLoad
         engine.requestDate = TickClock.date
         let head = RequestHeadEncoder(
-            head: request.head,
+            head: headForProxy(request.head, viaProxy: connection.key.viaProxy),
             bodyLength: body.knownLength,
             hasBody: request.body != nil,
             viaProxy: connection.key.viaProxy,

@@ -31,7 +31,7 @@ extension SessionTask {
             beginRedirect(head: head, to: redirectRequest(from: request, to: target, status: head.status))
             return
         }
-        if handleAuthenticationRequired(head) { return }
+        if handleAuthenticationRequired(head) || handleProxyAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
         deliverResponse(engine.rangeCut == nil ? head : applyRangeCut(to: head))
     }
@@ -78,6 +78,15 @@ extension SessionTask {
             } else {
                 finishSuccessfully()
             }
+            return
+        }
+        if engine.awaitingResponseDecision, engine.redirect == nil, engine.notModified == nil,
+            !engine.serveStaleAfterExchange
+        {
+            // The delegate may still answer becomeStream: the connection stays the task's until
+            // it answers (releaseHeld lets it go).
+            engine.endHeld = true
+            engine.endReusable = reusable
             return
         }
         if case .exchanging(let connection) = engine.phase {
@@ -243,6 +252,7 @@ extension SessionTask {
         }
         // A background session's upload tasks are not asked about their response (seed 001).
         guard engine.completionHandler == nil, !session.isBackground, let dataTask = self as? DataTask else { return }
+        beginMultipartIfReplacing(head)
         if let decider = immediateResponseDecider {
             // Decided during the call: nothing arrived meanwhile, so an allowed response's
             // reads go on; any other answer continues with reads paused, as after a question.
@@ -296,6 +306,12 @@ extension SessionTask {
             fail(failure)
         } else if engine.endHeld {
             engine.endHeld = false
+            if case .exchanging(let connection) = engine.phase {
+                // Kept while the delegate decided (see responseEnded).
+                session.pool.release(connection, reusable: engine.endReusable)
+                engine.phase = .idle
+                engine.generation += 1
+            }
             finishSuccessfully()
         }
     }
@@ -316,6 +332,10 @@ extension SessionTask {
             engine.wholeBody!.writeImmutableBuffer(buffer)
         }
         guard engine.completionHandler == nil, let dataTask = self as? DataTask else { return }
+        if engine.multipart != nil {
+            deliverMultipart(buffer)
+            return
+        }
         let receivers = dataDelegates
         DelegateDispatch.notify(receivers) { $0.dataTask(dataTask, didReceive: buffer) }
     }

@@ -55,6 +55,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
         var countOfBytesExpectedToSend: Int64 = 0
         var countOfBytesReceived: Int64 = 0
         var countOfBytesExpectedToReceive: Int64 = -1
+        var countOfBytesClientExpectsToSend: Int64 = SessionTask.transferSizeUnknown
+        var countOfBytesClientExpectsToReceive: Int64 = SessionTask.transferSizeUnknown
         var cacheOutcome: CacheOutcome?
     }
 

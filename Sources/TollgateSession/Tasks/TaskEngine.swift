@@ -99,6 +99,9 @@ struct TaskEngine {
     var exchange: TaskExchange?
     /// A 101's end arrived: the connection can now be handed to a stream task.
     var upgradeEnded = false
+    /// A response ended while the delegate decided on it: whether its connection may be reused
+    /// (it stays the task's until the answer, which may be becomeStream).
+    var endReusable = false
     /// The delegate answered becomeStream before the 101's end arrived.
     var becomeStreamPending = false
     /// Where a download task writes the body.
@@ -114,6 +117,12 @@ struct TaskEngine {
     var authenticationFailures: [ProtectionSpace: Int] = [:]
     /// Credentials the session put on requests and what became of them (SessionTask+Challenge).
     var authentication = TaskAuthentication()
+    /// A completion handler was told the result already (a download's, with its file).
+    var toldByCompletionHandler = false
+    /// A `multipart/x-mixed-replace` response being split into parts (SessionTask+Multipart).
+    var multipart: MultipartDelivery?
+    /// The request on the wire went to the upstream proxy with `Proxy-Authorization`.
+    var sentProxyAuthorization = false
 
     /// The current transaction's metrics, changed in place (no copy of the whole record per field).
     var transaction: TransactionMetrics {

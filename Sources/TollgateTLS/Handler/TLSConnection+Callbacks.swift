@@ -48,6 +48,18 @@ func tlsSelectALPN(
     return connection.selectALPN(out, outLength, offered, offeredLength)
 }
 
+/// `client_cert_cb` (clients without an identity): the server sent a CertificateRequest. Noted, and
+/// answered with no certificate (0): the handshake goes on, and the session asks its delegate for
+/// an identity (the client-certificate challenge) before it uses the connection.
+func tlsClientCertificateRequested(
+    _ ssl: OpaquePointer?,
+    _ certificate: UnsafeMutablePointer<OpaquePointer?>?,
+    _ key: UnsafeMutablePointer<OpaquePointer?>?
+) -> Int32 {
+    if let ssl, let connection = TLSConnection.from(ssl: ssl) { connection.clientCertificateRequested = true }
+    return 0
+}
+
 extension TLSConnection {
     /// The ex-data slot of every `SSL` that points back to its connection.
     static let exDataIndex: Int32 = tg_SSL_get_ex_new_index(0, nil)

@@ -66,6 +66,8 @@ final class TLSConnection {
     var rejectedChain = false
     /// The last fatal alert the peer sent, as OpenSSL names it.
     var receivedAlert: String?
+    /// The server asked for a client certificate and the client had none (clients).
+    var clientCertificateRequested = false
     /// The SNI host name a client sent (servers).
     var receivedServerName: String?
     /// Why the server-name hook could not choose an identity, when it could not.
@@ -322,7 +324,8 @@ final class TLSConnection {
             serverName: serverName,
             presentedChain: presented,
             verifiedChain: verified,
-            trustResult: trust
+            trustResult: trust,
+            clientCertificateRequested: self.clientCertificateRequested
         )
     }
 

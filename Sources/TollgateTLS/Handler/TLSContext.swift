@@ -151,6 +151,7 @@ public final class TLSContext: @unchecked Sendable {
             }
             tg_SSL_CTX_set_alpn_select_cb(ctx, tlsSelectALPN, nil)
         }
+        if configuration.identity == nil { SSL_CTX_set_client_cert_cb(ctx, tlsClientCertificateRequested) }
         _ = tg_SSL_CTX_set_tlsext_servername_callback(ctx, tlsServerName)
         SSL_CTX_set_info_callback(ctx, tlsInfo)
     }

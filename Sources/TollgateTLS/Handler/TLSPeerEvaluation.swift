@@ -39,6 +39,11 @@ public struct TLSPeerEvaluation: Hashable, Sendable {
     /// OpenSSL's verdict on ``presentedChain``.
     public let trustResult: TrustResult
 
+    /// For a client without an identity: the server asked for a client certificate (a
+    /// CertificateRequest), and none was sent. The server may then refuse the connection; a session
+    /// raises the client-certificate challenge. False for servers and for clients with an identity.
+    public var clientCertificateRequested: Bool = false
+
     /// The peer's leaf certificate, when it sent one.
     public var peerCertificate: Certificate? { self.presentedChain.first }
 

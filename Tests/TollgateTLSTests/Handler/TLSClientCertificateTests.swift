@@ -29,6 +29,7 @@ struct TLSClientCertificateTests {
         )
         try await client.send("with certificate")
         try await waitUntil("the echo arrives") { log.receivedText == "with certificate" }
+        #expect(log.handshake?.evaluation.clientCertificateRequested == false)  // it had one to give
         let serverSide = try #require(server.log.handshake?.evaluation)
         #expect(serverSide.trustResult == .trusted)
         #expect(serverSide.presentedChain == [agent.certificate])
@@ -53,6 +54,8 @@ struct TLSClientCertificateTests {
         try await waitUntil("the server gives up") { server.log.isInactive }
         // TLS 1.3: the client's side of the handshake completes before the server checks its certificate,
         // so the alert arrives afterwards.
+        // The server's CertificateRequest was noted: the session raises its challenge on this.
+        #expect(log.handshake?.evaluation.clientCertificateRequested == true)
         let error = try #require(log.tlsErrors.first)
         #expect(error == .alertReceived)
         #expect(error.alert == "certificate required")
