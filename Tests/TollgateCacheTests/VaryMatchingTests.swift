@@ -10,7 +10,9 @@ struct VaryMatchingTests {
         var request: String
         var matches: Bool
 
-        var testDescription: String { "\(field): \"\(stored)\" \(matches ? "selects" : "does not select") \"\(request)\"" }
+        var testDescription: String {
+            "\(field): \"\(stored)\" \(matches ? "selects" : "does not select") \"\(request)\""
+        }
     }
 
     static let cases: [Case] = [
@@ -33,7 +35,12 @@ struct VaryMatchingTests {
         Case(field: "Accept-Encoding", stored: "gzip", request: "gzip, br", matches: false),
         Case(field: "Accept-Encoding", stored: "gzip;q=0", request: "gzip", matches: false),
         // Accept: type case, parameter order and quoting, charset case; other values keep their case.
-        Case(field: "Accept", stored: "text/html;level=1, application/json", request: "Application/JSON, text/html; level=1", matches: true),
+        Case(
+            field: "Accept",
+            stored: "text/html;level=1, application/json",
+            request: "Application/JSON, text/html; level=1",
+            matches: true
+        ),
         Case(field: "Accept", stored: "text/html;a=1;b=2", request: "text/html;B=2;a=\"1\"", matches: true),
         Case(field: "Accept", stored: "text/html;charset=UTF-8", request: "text/html;charset=\"utf-8\"", matches: true),
         Case(field: "Accept", stored: "text/html;a=B", request: "text/html;a=b", matches: false),
@@ -61,7 +68,9 @@ struct VaryMatchingTests {
         let vary = Vary(fieldValues: ["Accept-Language"])
         let without = VaryMatching.varyingFields(of: vary, in: HeaderFields())
         #expect(VaryMatching.matches(vary: vary, recorded: without, request: HeaderFields()))
-        #expect(!VaryMatching.matches(vary: vary, recorded: without, request: HeaderFields([("Accept-Language", "en")])))
+        #expect(
+            !VaryMatching.matches(vary: vary, recorded: without, request: HeaderFields([("Accept-Language", "en")]))
+        )
         let with = VaryMatching.varyingFields(of: vary, in: HeaderFields([("Accept-Language", "en")]))
         #expect(!VaryMatching.matches(vary: vary, recorded: with, request: HeaderFields()))
     }

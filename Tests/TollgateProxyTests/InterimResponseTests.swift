@@ -23,39 +23,9 @@ struct InterimResponseTests {
         }
     }
 
-    @Test("An HTTP/1.1 client gets the 102 and the 103 (less hop-by-hop fields), then the 200; the hit that follows sends none")
-    func relayedNotStored() async throws {
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
-        let origin = try await hintingOrigin()
-        defer { origin.stop() }
-        let config = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
-        defer { served.child.kill() }
-        let port = try served.port("reverse")
-
-        let client = try await RawClient.connect(port: port)
-        defer { client.close() }
-        try await client.send("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")
-        let first = try await client.waitForResponses(3)
-        #expect(first.map(\.status) == [102, 103, 200])
-        #expect(first[1].header("Link") == "</style.css>; rel=preload")
-        #expect(first[1].header("X-Secret") == nil && first[1].header("Connection") == nil)
-        #expect(first[2].header("Link") == nil)
-        #expect(first[2].header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
-        #expect(first[2].bodyText == "final")
-
-        // The stored response is the final one alone: no interim response and none of its fields.
-        try await client.send("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")
-        let all = try await client.waitForResponses(4)
-        #expect(all[3].status == 200)
-        #expect(all[3].header("Cache-Status") == "tollgate; hit")
-        #expect(all[3].header("Link") == nil)
-        #expect(origin.requestCount == 1)
-    }
-
-    @Test("An HTTP/1.0 client is sent no 1xx at all")
-    func noneForHTTP10() async throws {
+    /// Runs `body` with a client connected to `tollgate serve` (a caching reverse listener in front
+    /// of ``hintingOrigin()``), all stopped and removed afterwards.
+    private func withClient(_ body: (RawClient, LoopbackOrigin) async throws -> Void) async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let origin = try await hintingOrigin()
@@ -65,9 +35,40 @@ struct InterimResponseTests {
         defer { served.child.kill() }
         let client = try await RawClient.connect(port: try served.port("reverse"))
         defer { client.close() }
-        try await client.send("GET /old HTTP/1.0\r\nHost: x\r\n\r\n")
-        try await client.waitForClose()
-        #expect(client.responses.map(\.status) == [200])
-        #expect(client.responses.first?.bodyText == "final")
+        try await body(client, origin)
+    }
+
+    @Test(
+        "An HTTP/1.1 client gets the 102 and the 103 (less hop-by-hop fields), then the 200; the hit that follows sends none"
+    )
+    func relayedNotStored() async throws {
+        try await withClient { client, origin in
+            try await client.send("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")
+            let first = try await client.waitForResponses(3)
+            #expect(first.map(\.status) == [102, 103, 200])
+            #expect(first[1].header("Link") == "</style.css>; rel=preload")
+            #expect(first[1].header("X-Secret") == nil && first[1].header("Connection") == nil)
+            #expect(first[2].header("Link") == nil)
+            #expect(first[2].header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+            #expect(first[2].bodyText == "final")
+
+            // The stored response is the final one alone: no interim response and none of its fields.
+            try await client.send("GET /page HTTP/1.1\r\nHost: x\r\n\r\n")
+            let all = try await client.waitForResponses(4)
+            #expect(all[3].status == 200)
+            #expect(all[3].header("Cache-Status") == "tollgate; hit")
+            #expect(all[3].header("Link") == nil)
+            #expect(origin.requestCount == 1)
+        }
+    }
+
+    @Test("An HTTP/1.0 client is sent no 1xx at all")
+    func noneForHTTP10() async throws {
+        try await withClient { client, _ in
+            try await client.send("GET /old HTTP/1.0\r\nHost: x\r\n\r\n")
+            try await client.waitForClose()
+            #expect(client.responses.map(\.status) == [200])
+            #expect(client.responses.first?.bodyText == "final")
+        }
     }
 }

@@ -241,12 +241,17 @@ struct SessionCacheTests {
         #expect(origin.requestCount == 1)
     }
 
-    @Test("Variants: Vary selects the stored response by the request's field")
-    func vary() async throws {
-        let origin = try await LoopbackOrigin.start { request, respond in
+    /// An origin answering with the request's Accept-Language, `Vary: Accept-Language`.
+    private func languageOrigin() async throws -> LoopbackOrigin {
+        try await LoopbackOrigin.start { request, respond in
             let language = request.headerFields["Accept-Language"] ?? "none"
             respond.send(status: 200, headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], body: language)
         }
+    }
+
+    @Test("Variants: Vary selects the stored response by the request's field")
+    func vary() async throws {
+        let origin = try await languageOrigin()
         defer { origin.stop() }
         let fixture = try CacheFixture()
         let session = fixture.session()
@@ -259,10 +264,7 @@ struct SessionCacheTests {
 
     @Test("Vary on Accept-Language: another order, case or spacing of the same preferences is a hit; other weights are not")
     func varyNormalized() async throws {
-        let origin = try await LoopbackOrigin.start { request, respond in
-            let language = request.headerFields["Accept-Language"] ?? "none"
-            respond.send(status: 200, headers: ["Cache-Control": "max-age=60", "Vary": "Accept-Language"], body: language)
-        }
+        let origin = try await languageOrigin()
         defer { origin.stop() }
         let fixture = try CacheFixture()
         let session = fixture.session()

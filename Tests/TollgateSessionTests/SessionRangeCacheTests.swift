@@ -30,6 +30,14 @@ struct SessionRangeCacheTests {
         return (head.status, head, buffer.readBytes(length: buffer.readableBytes) ?? [])
     }
 
+    /// A data task for the whole body cut after `bytes`: what arrived is kept as a piece (waited for).
+    func cutDownload(_ origin: RangeOrigin, _ cache: CacheFixture, _ session: Session, after bytes: Int) async throws {
+        origin.cutNext(after: bytes)
+        await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+        let key = CacheKey(url: origin.url)
+        try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<Int64(bytes)] }
+    }
+
     @Test("A stored complete response answers ranges without the origin: one range, open-ended, suffix, 416, If-Range")
     func fromCompleteEntry() async throws {
         try await withCachedSession { origin, cache, session in
@@ -96,10 +104,8 @@ struct SessionRangeCacheTests {
     @Test("A data task cut short leaves its prefix; a Range for the rest completes the entry")
     func cutDataTaskThenRange() async throws {
         try await withCachedSession { origin, cache, session in
-            origin.cutNext(after: 60_000)
-            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            try await cutDownload(origin, cache, session, after: 60_000)
             let key = CacheKey(url: origin.url)
-            try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<60_000] }
             let rest = try await get(session, origin.url, [("Range", "bytes=60000-"), ("If-Range", origin.etag)])
             #expect(rest.status == 206)
             try await eventually { (try? cache.cache.store.lookup(key, requestHeaders: HeaderFields())) != nil }
@@ -184,10 +190,8 @@ struct SessionRangeCacheTests {
     @Test("A plain GET for what is held in pieces asks the origin for the missing bytes alone and is served the combined entry")
     func completesPieces() async throws {
         try await withCachedSession { origin, cache, session in
-            origin.cutNext(after: 60_000)
-            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            try await cutDownload(origin, cache, session, after: 60_000)
             let key = CacheKey(url: origin.url)
-            try await eventually { cache.cache.store.partialContent(for: key)?.covered == [0..<60_000] }
 
             let whole = try await get(session, origin.url)
             #expect(whole.status == 200)
@@ -206,10 +210,8 @@ struct SessionRangeCacheTests {
     @Test("When the resource changed since the pieces, the origin's 200 is the answer and is stored")
     func completionFindsAChange() async throws {
         try await withCachedSession { origin, cache, session in
-            origin.cutNext(after: 60_000)
-            await #expect(throws: SessionError.self) { _ = try await get(session, origin.url) }
+            try await cutDownload(origin, cache, session, after: 60_000)
             let key = CacheKey(url: origin.url)
-            try await eventually { cache.cache.store.partialContent(for: key) != nil }
             let changed = Array(Self.body.reversed())
             origin.change(to: changed)
 

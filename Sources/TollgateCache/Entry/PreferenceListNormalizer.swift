@@ -65,7 +65,8 @@ enum PreferenceListNormalizer {
             guard let equals = part.firstIndex(of: "=") else { return nil }
             let name = part[..<equals].lowercased()
             let raw = part[part.index(after: equals)...]
-            guard FieldList.isToken(name), name != "q", var value = FieldList.isToken(raw) ? String(raw) : FieldList.unquote(raw)
+            guard FieldList.isToken(name), name != "q",
+                var value = FieldList.isToken(raw) ? String(raw) : FieldList.unquote(raw)
             else { return nil }
             if name == "charset" { value = value.lowercased() }
             params.append((name, FieldList.quotedIfNeeded(value)))

@@ -15,7 +15,12 @@ extension SessionTask {
         let store = cache.store
         _ = cache.offLoop(on: eventLoop) {
             guard let entry = try store.lookup(key, requestHeaders: requestHeaders) else { return }
-            try store.updateHeaders(of: entry.id, headResponse: head, requestTime: requestTime, responseTime: responseTime)
+            try store.updateHeaders(
+                of: entry.id,
+                headResponse: head,
+                requestTime: requestTime,
+                responseTime: responseTime
+            )
         }
     }
 }

@@ -11,14 +11,18 @@ import TollgateHTTP
 extension SessionTask {
     /// On a GET miss this task leads. Returns true when a request for the missing bytes went out.
     func completePieces(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
-        guard request.method == .get, engine.completingPieces == nil, !request.headerFields.contains(CacheRules.rangeField),
+        guard request.method == .get, engine.completingPieces == nil,
+            !request.headerFields.contains(CacheRules.rangeField),
             !CacheRules.conditionalFieldNames.contains(where: { request.headerFields.contains($0) }),
             let partial = cache.store.partialContent(for: key),
             let ifRange = CacheRules.ifRangeValue(for: partial.response.headerFields),
             let missing = Self.onlyGap(in: partial.covered, length: partial.completeLength)
         else { return false }
         var rest = request
-        rest.headerFields.replaceOrAdd(name: CacheRules.rangeField, value: "bytes=\(missing.lowerBound)-\(missing.upperBound - 1)")
+        rest.headerFields.replaceOrAdd(
+            name: CacheRules.rangeField,
+            value: "bytes=\(missing.lowerBound)-\(missing.upperBound - 1)"
+        )
         rest.headerFields.replaceOrAdd(name: CacheRules.ifRangeField, value: ifRange)
         engine.completingPieces = request
         engine.cacheOutcome = CacheOutcome(result: .partial)
@@ -58,7 +62,8 @@ extension SessionTask {
     func finishCompletingPieces() {
         guard let original = engine.completingPieces else { return }
         engine.completingPieces = nil
-        guard let cache = session.configuration.responseCache, let key = engine.cacheKey, engine.pieceWriter != nil else {
+        guard let cache = session.configuration.responseCache, let key = engine.cacheKey, engine.pieceWriter != nil
+        else {
             askWhole(original)
             return
         }
@@ -66,12 +71,14 @@ extension SessionTask {
             guard !isDone else { return }
             let now = TickClock.date
             if let entry = try? cache.store.lookup(key, requestHeaders: original.headerFields) {
-                let hit = CacheHit(stored: entry.response, freshness: Freshness(
-                    headerFields: entry.response.headerFields, status: entry.response.status, requestTime: entry.response.requestTime,
-                    responseTime: entry.response.responseTime, now: now, rules: cache.rules
-                ))
+                let hit = CacheHit(
+                    stored: entry.response,
+                    freshness: Freshness(entry.response, now: now, rules: cache.rules)
+                )
                 let outcome = CacheOutcome(result: .partial, forwardStatus: 206, stored: true)
-                if serveStored(hit: hit, entry: entry, request: original, stale: false, outcome: outcome, now: now) { return }
+                if serveStored(hit: hit, entry: entry, request: original, stale: false, outcome: outcome, now: now) {
+                    return
+                }
             }
             askWhole(original)
         }
