@@ -27,16 +27,9 @@ public final class LoopbackEchoServer: Sendable {
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> LoopbackEchoServer {
         let received = NIOLockedValueBox<[UInt8]>([])
-        let channel = try await ServerBootstrap(group: group)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.addHandler(EchoHandler(farewell: farewell, received: received))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0)
-            .get()
+        let channel = try await LoopbackListener.bind(halfClosure: true, group: group) {
+            EchoHandler(farewell: farewell, received: received)
+        }
         return LoopbackEchoServer(channel: channel, received: received)
     }
 

@@ -1,6 +1,5 @@
 public import NIOConcurrencyHelpers
 public import NIOCore
-import NIOPosix
 import TollgateTLS
 
 /// A STARTTLS-style server on 127.0.0.1 for stream tasks' `startSecureConnection`: plain text
@@ -24,15 +23,7 @@ public final class StartTLSServer: Sendable {
     public static func start(pki: TestPKI) async throws -> StartTLSServer {
         let context = try TLSContext(configuration: pki.serverConfiguration)
         let received = NIOLockedValueBox("")
-        let channel = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-            .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.addHandler(StartTLSHandler(context: context, decrypted: received))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0)
-            .get()
+        let channel = try await LoopbackListener.bind { StartTLSHandler(context: context, decrypted: received) }
         return StartTLSServer(channel: channel, received: received)
     }
 

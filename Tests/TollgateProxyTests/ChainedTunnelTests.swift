@@ -59,6 +59,26 @@ private struct Chain {
         return try await Served.start(["--config", config.path], directory: directory, lines: 1)
     }
 
+    /// A child that intercepts `localhost` (trusting the origin's CA), with a local CA made by
+    /// `tollgate ca init`; `session` as in ``child(hosts:more:session:extraPorts:)``.
+    func interceptingChild(session: String = "") async throws -> (Served, caDirectory: String) {
+        let caDirectory = directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(try #require(tollgateBinary), ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "ca init: \(created.stderr)")
+        let served = try await child(
+            hosts: """
+
+                  - match: "localhost"
+                    intercept: true
+                    trust:
+                      roots: ["\(pki.caFile)"]
+                """,
+            more: "interception:\n  ca-dir: \"\(caDirectory)\"",
+            session: session
+        )
+        return (served, caDirectory)
+    }
+
     func stop() {
         parent.child.kill()
         origin.stop()
@@ -122,19 +142,7 @@ struct ChainedTunnelTests {
     func interceptedThroughTheParent() async throws {
         let chain = try await Chain.start()
         defer { chain.stop() }
-        let caDirectory = chain.directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(try #require(tollgateBinary), ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "ca init: \(created.stderr)")
-        let child = try await chain.child(
-            hosts: """
-
-                  - match: "localhost"
-                    intercept: true
-                    trust:
-                      roots: ["\(chain.pki.caFile)"]
-                """,
-            more: "interception:\n  ca-dir: \"\(caDirectory)\""
-        )
+        let (child, caDirectory) = try await chain.interceptingChild()
         defer { child.child.kill() }
         let url = "https://localhost:\(chain.origin.port)/intercepted"
         let first = try await curl(url, proxy: try child.port("forward"), cacert: caDirectory + "/ca.pem")
@@ -157,23 +165,12 @@ struct ChainedTunnelTests {
     func parentAsksForCredentials() async throws {
         let chain = try await Chain.start(parentPassword: "s3cret")
         defer { chain.stop() }
-        let caDirectory = chain.directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(try #require(tollgateBinary), ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "ca init: \(created.stderr)")
         let passwordFile = chain.directory.appendingPathComponent("child-parent.pass")
         try Data("s3cret\n".utf8).write(to: passwordFile)
         try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
         let plain = try await LoopbackOrigin.start { request, respond in respond.send(status: 200, body: "plain \(request.target)") }
         defer { plain.stop() }
-        let child = try await chain.child(
-            hosts: """
-
-                  - match: "localhost"
-                    intercept: true
-                    trust:
-                      roots: ["\(chain.pki.caFile)"]
-                """,
-            more: "interception:\n  ca-dir: \"\(caDirectory)\"",
+        let (child, caDirectory) = try await chain.interceptingChild(
             session: "    upstream-proxy-credentials: { user: ci, password-file: \"\(passwordFile.path)\" }"
         )
         defer { child.child.kill() }

@@ -37,15 +37,25 @@ private final class MisbehavingServer: ChannelInboundHandler, @unchecked Sendabl
 
 @Suite("Stream tasks: errors, half-closed sides and timeouts", .serialized, .timeLimit(.minutes(1)))
 struct StreamTaskErrorTests {
-    @Test("After a reset, the waiting read and every later one fail with the error (not EOF), and the task completes with it")
-    func resetFailsReads() async throws {
-        let server = try await MisbehavingServer.start(.resetOnFirstByte)
-        defer { server.close(promise: nil) }
+    /// A running stream task to a server that behaves so, its delegate recording the stream events.
+    private func stream(
+        to behaviour: MisbehavingServer.Behaviour
+    ) async throws -> (task: StreamTask, recorder: StreamRecorder, session: Session, server: any Channel) {
+        let server = try await MisbehavingServer.start(behaviour)
         let recorder = StreamRecorder()
         let session = Session(configuration: .ephemeral, delegate: recorder)
-        defer { session.invalidateAndCancel() }
         let task = try session.streamTask(withHostName: "127.0.0.1", port: server.localAddress!.port!)
         task.resume()
+        return (task, recorder, session, server)
+    }
+
+    @Test("After a reset, the waiting read and every later one fail with the error (not EOF), and the task completes with it")
+    func resetFailsReads() async throws {
+        let (task, recorder, session, server) = try await stream(to: .resetOnFirstByte)
+        defer {
+            session.invalidateAndCancel()
+            server.close(promise: nil)
+        }
         let waiting = Task { try await task.readData(ofMinLength: 1, maxLength: 100, timeout: .seconds(5)) }
         try await task.write(ByteBuffer(string: "x"), timeout: .seconds(5))
         await #expect(throws: SessionError(.networkConnectionLost)) { _ = try await waiting.value }
@@ -96,13 +106,11 @@ struct StreamTaskErrorTests {
 
     @Test("A write the peer does not take within its timeout fails with timedOut; the stream is then broken")
     func writeTimeout() async throws {
-        let server = try await MisbehavingServer.start(.neverRead)
-        defer { server.close(promise: nil) }
-        let recorder = StreamRecorder()
-        let session = Session(configuration: .ephemeral, delegate: recorder)
-        defer { session.invalidateAndCancel() }
-        let task = try session.streamTask(withHostName: "127.0.0.1", port: server.localAddress!.port!)
-        task.resume()
+        let (task, recorder, session, server) = try await stream(to: .neverRead)
+        defer {
+            session.invalidateAndCancel()
+            server.close(promise: nil)
+        }
         // Far more than both kernels' buffers hold while nobody reads.
         let big = ByteBuffer(repeating: 0x61, count: 64 << 20)
         let started = ContinuousClock.now

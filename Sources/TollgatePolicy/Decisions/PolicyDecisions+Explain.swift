@@ -64,7 +64,10 @@ extension PolicyDecisions {
             lines.append("client-identity: none")
         }
         lines.append("redirects: \(decision.redirects)")
-        lines.append("upstream-proxy: \(decision.upstreamProxy.map { "\($0.host):\($0.port)" } ?? "none (direct)")")
+        var proxyText = decision.upstreamProxy.map { "\($0.host):\($0.port)" } ?? "none (direct)"
+        // The source of the password, never the password.
+        if let credentials = session.upstreamProxyCredentials { proxyText += " (credentials: \(credentials))" }
+        lines.append("upstream-proxy: \(proxyText)")
         if decision.additionalHeaders.isEmpty {
             lines.append("headers: none added")
         } else {

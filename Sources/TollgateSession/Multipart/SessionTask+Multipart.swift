@@ -49,16 +49,8 @@ extension SessionTask {
 
     /// Asks the delegate about a part, as about a response: allow goes on, cancel cancels.
     private func askAboutPart(_ head: HTTPResponseHead, of dataTask: DataTask) {
-        engine.awaitingResponseDecision = true
-        setReadDemand(false)
-        ask(
-            dataDelegates,
-            { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
-            isUnanswered: { if case .unanswered = $0.base { true } else { false } }
-        ) { [self] disposition in
-            guard !isDone else { return }
-            engine.awaitingResponseDecision = false
-            switch disposition?.base ?? .unanswered {
+        askAboutResponse(head, of: dataTask) { [self] disposition in
+            switch disposition {
             case .cancel:
                 cancel()
             case .becomeDownload, .becomeStream:

@@ -58,7 +58,8 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
                 return
             }
             guard let handler = streamHandler else {
-                completionHandler(nil, true, SessionError(.networkConnectionLost, nil, "the stream is closed"))
+                // Never connected: the reason it did not (cannotConnectToHost, a refused CONNECT).
+                completionHandler(nil, true, error ?? SessionError(.networkConnectionLost, nil, "the stream is closed"))
                 return
             }
             let promise = eventLoop.makePromise(of: (ByteBuffer?, Bool).self)
@@ -87,7 +88,11 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
                 completionHandler(streamError)
                 return
             }
-            guard let channel, !writeClosed else {
+            guard let channel else {
+                completionHandler(error ?? SessionError(.networkConnectionLost, nil, "the stream is closed"))
+                return
+            }
+            guard !writeClosed else {
                 completionHandler(SessionError(.networkConnectionLost, nil, "the stream's write side is closed (closeWrite)"))
                 return
             }

@@ -265,6 +265,16 @@ extension SessionTask {
             apply(disposition, readsPaused: false)
             return
         }
+        askAboutResponse(head, of: dataTask) { [self] disposition in apply(disposition, readsPaused: true) }
+    }
+
+    /// Asks the data delegates about `head` (a response, or a part of a multipart one) with reads
+    /// paused; `decided` gets the answer unless the task completed meanwhile.
+    func askAboutResponse(
+        _ head: TollgateHTTP.HTTPResponseHead,
+        of dataTask: DataTask,
+        decided: @escaping (ResponseDisposition.Base) -> Void
+    ) {
         engine.awaitingResponseDecision = true
         setReadDemand(false)
         ask(
@@ -274,7 +284,7 @@ extension SessionTask {
         ) { [self] disposition in
             guard !isDone else { return }
             engine.awaitingResponseDecision = false
-            apply(disposition?.base ?? .unanswered, readsPaused: true)
+            decided(disposition?.base ?? .unanswered)
         }
     }
 

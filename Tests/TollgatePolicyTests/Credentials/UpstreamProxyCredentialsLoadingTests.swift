@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
@@ -19,8 +20,12 @@ struct UpstreamProxyCredentialsLoadingTests {
         )
         let settings = try #require(configuration.session(named: "default"))
         #expect(settings.upstreamProxyCredentials == UpstreamProxyCredentials(user: "ci", password: .environment("TOLLGATE_TEST_PARENT_PASS")))
-        // The model prints without the secret.
+        // The model prints without the secret, and explain names its source.
         #expect("\(settings)".contains("TOLLGATE_TEST_PARENT_PASS"))
+        let explained = PolicyDecisions(configuration: configuration).explain(try #require(HTTPURL(string: "http://example.test/")))
+        #expect(explained.contains(
+            "upstream-proxy: 127.0.0.1:3129 (credentials: user ci, password from environment variable TOLLGATE_TEST_PARENT_PASS)"
+        ), "\(explained)")
         setenv("TOLLGATE_TEST_PARENT_PASS", "s3cret", 1)
         defer { unsetenv("TOLLGATE_TEST_PARENT_PASS") }
         let session = settings.makeSessionConfiguration(name: "default")

@@ -24,32 +24,36 @@ struct StreamTaskTrustTests {
         return read.data.map { String(buffer: $0) } ?? ""
     }
 
-    @Test func theRulesRootsAndRightPinLetTheStreamThrough() async throws {
+    /// A STARTTLS server with the fixture's certificate and a runtime whose rule for 127.0.0.1
+    /// trusts the fixture's CA and pins `pin` (the leaf's when nil).
+    private func pinned(_ pin: String?) async throws -> (TrustFixture, StartTLSServer, PolicyRuntime) {
         let f = try TrustFixture()
         let server = try await StartTLSServer.start(pki: f.pki)
-        defer { server.stop() }
         let runtime = try f.runtime(
             hosts: """
                   - match: "127.0.0.1"
-                    trust: { roots: "\(f.pki.caFile)", pins: ["\(f.leafPin)"] }
+                    trust: { roots: "\(f.pki.caFile)", pins: ["\(pin ?? f.leafPin)"] }
                 """
         )
-        defer { runtime.shutdown() }
+        return (f, server, runtime)
+    }
+
+    @Test func theRulesRootsAndRightPinLetTheStreamThrough() async throws {
+        let (_, server, runtime) = try await pinned(nil)
+        defer {
+            server.stop()
+            runtime.shutdown()
+        }
         #expect(try await exchange("pinned", runtime: runtime, server: server) == "pinned")
         #expect(runtime.trustFailures.isEmpty)
     }
 
     @Test func aWrongPinFailsTheStreamAsPinMismatchAndNothingIsSent() async throws {
-        let f = try TrustFixture()
-        let server = try await StartTLSServer.start(pki: f.pki)
-        defer { server.stop() }
-        let runtime = try f.runtime(
-            hosts: """
-                  - match: "127.0.0.1"
-                    trust: { roots: "\(f.pki.caFile)", pins: ["\(try TrustFixture.unusedPin())"] }
-                """
-        )
-        defer { runtime.shutdown() }
+        let (_, server, runtime) = try await pinned(try TrustFixture.unusedPin())
+        defer {
+            server.stop()
+            runtime.shutdown()
+        }
         await #expect(throws: SessionError(.pinMismatch)) { _ = try await exchange("never", runtime: runtime, server: server) }
         #expect(server.decrypted.isEmpty)
         #expect(runtime.trustFailures == ["127.0.0.1": 1])
