@@ -97,20 +97,12 @@ struct WarmBackgroundTests {
         let origin = try await RangeOrigin.start(body: Self.big)
         defer { origin.stop() }
         origin.cutNext(after: 250_000, stall: true)
-        let config = try writeForwardCacheConfiguration(in: directory)
-        let list = directory.appendingPathComponent("urls.txt")
-        try "\(origin.url)\n".write(to: list, atomically: true, encoding: .utf8)
+        let setup = try WarmSetup(in: directory, urls: [origin.url.absoluteString])
+        let (arguments, environment, manifest) = (setup.arguments, setup.environment, setup.manifest)
         let binary = try #require(tollgateBinary)
-        let data = directory.appendingPathComponent("data").path
-        let environment = ["XDG_DATA_HOME": data]
-        let manifest = directory.appendingPathComponent("manifest.json")
-        let arguments = ["warm", "--config", config.path, "--background-id", "ci", "--manifest", manifest.path, list.path]
         let first = try ChildProcess(binary, arguments, environment: environment)
         defer { first.kill() }
-        let files = data + "/tollgate/background/ci.default/files"
-        try await eventually("the partial file holds what was sent", timeout: .seconds(20)) {
-            ((try? FileManager.default.contentsOfDirectory(atPath: files)) ?? []).contains { Self.size(files + "/" + $0) == 250_000 }
-        }
+        try await eventually("the partial file holds what was sent", timeout: .seconds(20)) { setup.holdsPartial(of: 250_000) }
         first.terminate()
         #expect(try await first.waitForExit() == 143)
         #expect(first.standardError.contains("interrupted after 0 of 1 URLs; run the same command again"), "\(first.standardError)")
@@ -164,15 +156,9 @@ struct WarmBackgroundTests {
         let origin = try await RangeOrigin.start(body: body)
         defer { origin.stop() }
         origin.pace(16_384, every: .milliseconds(5))
-        let config = try writeForwardCacheConfiguration(in: directory)
-        let list = directory.appendingPathComponent("urls.txt")
-        try "\(origin.url)\n".write(to: list, atomically: true, encoding: .utf8)
+        let setup = try WarmSetup(in: directory, urls: [origin.url.absoluteString])
+        let (arguments, environment, manifest, files) = (setup.arguments, setup.environment, setup.manifest, setup.files)
         let binary = try #require(tollgateBinary)
-        let data = directory.appendingPathComponent("data").path
-        let environment = ["XDG_DATA_HOME": data]
-        let manifest = directory.appendingPathComponent("manifest.json")
-        let arguments = ["warm", "--config", config.path, "--background-id", "ci", "--manifest", manifest.path, list.path]
-        let files = data + "/tollgate/background/ci.default/files"
         var kills = 0
         for delay in [130, 210, 170] {
             let requestsBefore = origin.requestCount
@@ -198,6 +184,34 @@ struct WarmBackgroundTests {
         let offsets = origin.rangesAsked.dropFirst().compactMap { $0.flatMap { Int($0.dropFirst(6).dropLast()) } }
         #expect(offsets.count == origin.rangesAsked.count - 1, "\(origin.rangesAsked)")
         #expect(offsets == offsets.sorted() && offsets.allSatisfy { $0 > 0 }, "\(origin.rangesAsked)")
+    }
+
+    /// A forward-cache configuration, a list of `urls`, a data directory and the arguments of
+    /// `tollgate warm` on background id `ci` with a manifest (`extra` before the list).
+    struct WarmSetup {
+        let directory: URL
+        let environment: [String: String]
+        let manifest: URL
+        let arguments: [String]
+        /// Where the `default` session's partial downloads are.
+        let files: String
+
+        init(in directory: URL, urls: [String], extra: [String] = []) throws {
+            self.directory = directory
+            let config = try writeForwardCacheConfiguration(in: directory)
+            let list = directory.appendingPathComponent("urls.txt")
+            try urls.map { $0 + "\n" }.joined().write(to: list, atomically: true, encoding: .utf8)
+            let data = directory.appendingPathComponent("data").path
+            environment = ["XDG_DATA_HOME": data]
+            manifest = directory.appendingPathComponent("manifest.json")
+            arguments = ["warm", "--config", config.path, "--background-id", "ci", "--manifest", manifest.path] + extra + [list.path]
+            files = data + "/tollgate/background/ci.default/files"
+        }
+
+        /// Whether a partial file of exactly `bytes` bytes is there.
+        func holdsPartial(of bytes: Int) -> Bool {
+            ((try? FileManager.default.contentsOfDirectory(atPath: files)) ?? []).contains { WarmBackgroundTests.size(files + "/" + $0) == bytes }
+        }
     }
 
     static func size(_ path: String) -> Int {
