@@ -79,7 +79,7 @@ extension Session {
         }
     }
 
-    /// Every unfinished task (``allTasks``), as the seeds' `getAllTasks` returns them.
+    /// The unfinished data, upload and download tasks, as ``getTasks(completionHandler:)`` hands them over.
     public var tasks: (data: [DataTask], uploads: [UploadTask], downloads: [DownloadTask]) {
         get async {
             await withCheckedContinuation { continuation in

@@ -384,20 +384,28 @@ public final class Session: @unchecked Sendable {
             return (state.delegate, error ?? state.invalidationError)
         }
         pool.shutdown()
-        let background = self.background
         let loop = eventLoopGroup.next()
-        DispatchQueue.global().async {
-            background?.close()
+        let tellDelegate = { @Sendable in
             guard let delegate else { return }
             loop.execute {
                 if finishedEvents { delegate.sessionDidFinishEvents(forBackgroundSession: self) }
                 delegate.session(self, didBecomeInvalidWithError: cause)
             }
         }
+        guard let background else {
+            tellDelegate()
+            return
+        }
+        // Closing waits for the store's last commit: not on an event loop.
+        DispatchQueue.global().async {
+            background.close()
+            tellDelegate()
+        }
     }
 
-    /// Starts detaching: no new tasks, and tasks that end from now on keep their background
-    /// records. Returns the tasks to stop, nil when the session is already invalid.
+    /// Starts detaching: no new tasks, and no didFinishEvents (the tasks the detach stops keep
+    /// their records: ``markDetached(_:)``). Returns the tasks to stop, nil when the session is
+    /// already invalid.
     func beginDetaching() -> [SessionTask]? {
         state.withLock { state -> [SessionTask]? in
             if case .invalidated = state.invalidation { return nil }

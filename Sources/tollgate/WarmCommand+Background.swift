@@ -1,6 +1,5 @@
 import ArgumentParser
 import Foundation
-import NIOConcurrencyHelpers
 import TollgateCache
 import TollgateSession
 
@@ -29,11 +28,4 @@ extension Session {
         detachBackgroundTasks { done.signal() }
         done.wait()
     }
-}
-
-/// A count shared by concurrent tasks.
-final class ManagedAtomicCounter: Sendable {
-    private let box = NIOLockedValueBox(0)
-    var value: Int { box.withLockedValue { $0 } }
-    func increment() { box.withLockedValue { $0 += 1 } }
 }

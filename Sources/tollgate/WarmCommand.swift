@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import NIOConcurrencyHelpers
 import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
@@ -122,9 +123,9 @@ struct WarmCommand: AsyncParsableCommand {
         if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
         var warmer = URLWarmer(runtime: runtime, sessionName: session, tracker: tracker, pickedUp: pickedUp)
         warmer.resumeAttempts = resumeAttempts
-        let finished = ManagedAtomicCounter()
+        let finished = NIOLockedValueBox(0)
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
-            ? WarmProgressDisplay(tracker: tracker, urlCount: list.urls.count, done: { finished.value }) : nil
+            ? WarmProgressDisplay(tracker: tracker, urlCount: list.urls.count, done: { finished.withLockedValue { $0 } }) : nil
         display?.start()
         // SIGINT or SIGTERM: stop where it is, keeping every transfer for the next run.
         let signals = SignalWaiter([SIGINT, SIGTERM])
@@ -133,12 +134,12 @@ struct WarmCommand: AsyncParsableCommand {
             display?.stop()
             for session in sessions { session.detachBackgroundTasksAndWait() }
             standardError(
-                "tollgate warm: interrupted after \(finished.value) of \(list.urls.count) URLs; "
+                "tollgate warm: interrupted after \(finished.withLockedValue { $0 }) of \(list.urls.count) URLs; "
                     + "run the same command again to go on where it stopped"
             )
             Foundation.exit(128 + number)
         }
-        let outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.increment() }
+        let outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
         display?.stop()
         for outcome in outcomes { print(outcome.line) }
         if let json {

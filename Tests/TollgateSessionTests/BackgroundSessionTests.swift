@@ -100,7 +100,7 @@ struct BackgroundSessionTests {
         let identifier = task.taskIdentifier
         // The origin stalls after 150 000 bytes: wait until they are in the session's partial file.
         try await eventually("the partial file holds the bytes sent") {
-            session.background?.record(identifier)?.partialFile.map { Session.fileLength($0) } == 150_000
+            session.background?.record(identifier)?.partialFile.flatMap(FileSize.of) == 150_000
         }
         await session.detachBackgroundTasks()
         #expect(first.seen.withLockedValue { $0.completed.isEmpty })

@@ -44,9 +44,7 @@ public final class CookieCredentialStores: Sendable {
 
     /// `$XDG_DATA_HOME/tollgate` when that is an absolute path, else `$HOME/.local/share/tollgate`.
     public static func defaultDirectory(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/tollgate" }
-        let home = environment["HOME"] ?? NSHomeDirectory()
-        return home + "/.local/share/tollgate"
+        DataDirectory.path(environment: environment)
     }
 
     /// Where permanent credentials live under a data directory.

@@ -43,11 +43,8 @@ final class BackgroundTaskStore: Sendable {
     /// Held while closing, so that every caller of ``close()`` returns only once it is closed.
     private let closing = Mutex(())
 
-    /// The default root: `$XDG_DATA_HOME/tollgate/background`, else `~/.local/share/tollgate/background`.
-    static func defaultRoot(environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
-        if let data = environment["XDG_DATA_HOME"], data.hasPrefix("/") { return data + "/tollgate/background" }
-        return (environment["HOME"] ?? NSHomeDirectory()) + "/.local/share/tollgate/background"
-    }
+    /// The default root: `background/` in the data directory.
+    static func defaultRoot() -> String { DataDirectory.path() + "/background" }
 
     /// A directory name for any identifier: letters, digits, `.`, `-` and `_` kept, every other
     /// byte as `%XX` (so distinct identifiers never share a directory).

@@ -75,7 +75,7 @@ extension Session {
             let task: SessionTask
             switch record.kind {
             case .download:
-                let length = record.partialFile.map(Self.fileLength) ?? 0
+                let length = record.partialFile.flatMap(FileSize.of) ?? 0
                 if let resume = record.resumeData(fileLength: length), let request = resume.resumingRequest() {
                     let download = DownloadTask(session: self, identifier: record.identifier, request: request, eventLoop: loop, delegate: nil)
                     download.engine.resume = resume
@@ -133,9 +133,5 @@ extension Session {
         await withCheckedContinuation { continuation in
             detachBackgroundTasks { continuation.resume() }
         }
-    }
-
-    static func fileLength(_ path: String) -> Int64 {
-        ((try? FileManager.default.attributesOfItem(atPath: path))?[.size] as? NSNumber)?.int64Value ?? 0
     }
 }

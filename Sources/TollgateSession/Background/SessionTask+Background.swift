@@ -44,7 +44,7 @@ extension SessionTask {
             fields: response.headerFields.map { [$0.name, $0.value] },
             request: DownloadResumeData.RequestRecord(request.head),
             validator: CacheRules.ifRangeValue(for: response.headerFields),
-            acceptsRanges: response.status == 206 || response.headerFields.listContains("Accept-Ranges", token: "bytes")
+            acceptsRanges: DownloadResumeData.acceptsRanges(response)
         )
         background.update(taskIdentifier) {
             $0.response = record

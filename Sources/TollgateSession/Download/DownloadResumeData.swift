@@ -85,6 +85,12 @@ struct DownloadResumeData: Codable, Sendable, Equatable {
         return envelope.partialFile
     }
 
+    /// Whether the server that sent `response` takes byte ranges: `Accept-Ranges: bytes`, or the
+    /// response is itself a 206 — one of the seeds' conditions for resume data.
+    static func acceptsRanges(_ response: HTTPResponseHead) -> Bool {
+        response.status == 206 || response.headerFields.listContains("Accept-Ranges", token: "bytes")
+    }
+
     /// The request that asks for the rest: the current request with `Range: bytes=N-` and `If-Range`.
     func resumingRequest() -> Request? {
         guard var head = currentRequest.head else { return nil }

@@ -180,7 +180,7 @@ extension SessionTask {
     func produceResumeData(then: @escaping (Data?) -> Void) {
         guard self is DownloadTask, let file = engine.download, let head = response, let request = currentRequest,
             request.method == .get, let validator = CacheRules.ifRangeValue(for: head.headerFields),
-            head.status == 206 || head.headerFields.listContains("Accept-Ranges", token: "bytes")
+            DownloadResumeData.acceptsRanges(head)
         else {
             then(nil)
             return
