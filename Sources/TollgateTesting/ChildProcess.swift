@@ -81,8 +81,8 @@ public final class ChildProcess: Sendable {
         }
         // The last output arrives through the readability handlers after the exit: wait for both
         // pipes' ends (a grandchild that keeps them open, like a daemon a script started, is given
-        // up on after two seconds).
-        let drained = ContinuousClock.now + .seconds(2)
+        // up on after five seconds).
+        let drained = ContinuousClock.now + .seconds(5)
         while !output.withLockedValue({ $0.stdoutEnded && $0.stderrEnded }) && ContinuousClock.now < drained {
             try await Task.sleep(for: .milliseconds(10))
         }
