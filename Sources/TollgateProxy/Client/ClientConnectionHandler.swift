@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateHTTP
 import Logging
+import TollgateLoop
 import TollgatePolicy
 import TollgateSession
 import TollgateTLS

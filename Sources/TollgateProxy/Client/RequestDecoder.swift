@@ -1,4 +1,5 @@
 import NIOCore
+import TollgateLoop
 import TollgateSession
 
 /// A strict HTTP/1.1 request parser for the client side of the proxy: bytes in, request heads,

@@ -1,5 +1,6 @@
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 import TollgateSession
 
 /// The response side of a ``ForwardExchange``: head, body, end, upgrades.

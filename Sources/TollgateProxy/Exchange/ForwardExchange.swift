@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 import TollgatePolicy
 import TollgateSession
 
