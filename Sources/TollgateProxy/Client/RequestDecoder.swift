@@ -1,5 +1,6 @@
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 import TollgateSession
 
 /// A strict HTTP/1.1 request parser for the client side of the proxy: bytes in, request heads,

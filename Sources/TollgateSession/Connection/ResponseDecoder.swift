@@ -1,5 +1,6 @@
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 
 /// The HTTP/1.1 response parser of an origin connection: bytes in, the response head (as
 /// Tollgate's ``HTTPResponseHead``), body pieces and the end out.

@@ -5,6 +5,7 @@ import Synchronization
 import NIOPosix
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// A stored body read from its file in pieces, paced by the task (suspend stops the reading).
 final class StoredFileReader: @unchecked Sendable {
