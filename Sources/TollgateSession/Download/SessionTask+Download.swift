@@ -164,7 +164,7 @@ extension SessionTask {
         file.written = resumes ? resume.bytesReceived : 0
         file.expectedTotal = resumes ? (contentRange?.completeLength ?? -1) : (head.contentLength ?? -1)
         engine.download = file
-        engine.resumedFile = resumes ? (file.path, resume.bytesReceived) : nil
+        engine.cache.resumedFile = resumes ? (file.path, resume.bytesReceived) : nil
         recordDownloadFile(file, response: head)
         guard let downloadTask = self as? DownloadTask else { return }
         let receivers = delegates(as: (any DownloadTaskDelegate).self)

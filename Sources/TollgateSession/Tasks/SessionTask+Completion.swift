@@ -64,7 +64,7 @@ extension SessionTask {
         (self as? WebSocketTask)?.taskCompleting(with: error)
         let action = observed.withLock { state -> TaskLifecycle.Action in
             state.error = error
-            if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }
+            if let outcome = engine.cache.outcome { state.cacheOutcome = outcome }
             return state.lifecycle.finished()
         }
         guard action == .complete else { return }

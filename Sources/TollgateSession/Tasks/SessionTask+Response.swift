@@ -24,7 +24,7 @@ extension SessionTask {
         storeCookies(from: head)
         noteAuthenticationResult(head)
         if cacheHandlesNetworkHead(head) { return }
-        if engine.completingPieces != nil, completionTakesHead(head) { return }
+        if engine.cache.completingPieces != nil, completionTakesHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)
         {
@@ -33,18 +33,20 @@ extension SessionTask {
         }
         if handleAuthenticationRequired(head) || handleProxyAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
-        deliverResponse(engine.rangeCut == nil ? head : applyRangeCut(to: head))
+        deliverResponse(engine.cache.rangeCut == nil ? head : applyRangeCut(to: head))
     }
 
     func responseBodyReceived(_ buffer: ByteBuffer) {
         restartIdleTimer()
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
-        if engine.notModified != nil || engine.serveStaleAfterExchange {
+        switch engine.cache.networkRoute {
+        case .cacheAnswers:
             return  // the body of a 304 or of a 5xx the cache answers for is not the task's
-        }
-        if engine.completingPieces != nil {
+        case .pieces:
             storeBodyPiece(buffer)  // the missing bytes: to the pieces, not to the task
             return
+        case .task:
+            break
         }
         if var redirect = engine.redirect {
             redirect.bodyBytes += buffer.readableBytes
@@ -80,9 +82,8 @@ extension SessionTask {
             }
             return
         }
-        if engine.awaitingResponseDecision, engine.redirect == nil, engine.notModified == nil,
-            !engine.serveStaleAfterExchange
-        {
+        let route = engine.cache.networkRoute
+        if engine.awaitingResponseDecision, engine.redirect == nil, route != .cacheAnswers {
             // The delegate may still answer becomeStream: the connection stays the task's until
             // it answers (releaseHeld lets it go).
             engine.endHeld = true
@@ -94,13 +95,15 @@ extension SessionTask {
             engine.phase = .idle
         }
         engine.generation += 1
-        if engine.notModified != nil || engine.serveStaleAfterExchange {
+        switch route {
+        case .cacheAnswers:
             finishCacheAnsweredExchange()
             return
-        }
-        if engine.completingPieces != nil {
+        case .pieces:
             finishCompletingPieces()
             return
+        case .task:
+            break
         }
         if var redirect = engine.redirect {
             redirect.ended = true
@@ -231,7 +234,7 @@ extension SessionTask {
 
     /// Hands the response head to the delegate and waits for its disposition before delivering body.
     func deliverResponse(_ head: TollgateHTTP.HTTPResponseHead) {
-        let outcome = engine.cacheOutcome
+        let outcome = engine.cache.outcome
         let expected = head.contentLength ?? -1
         observed.withLock {
             $0.response = head
@@ -329,9 +332,9 @@ extension SessionTask {
     func deliverBody(_ buffer: ByteBuffer) {
         storeBodyPiece(buffer)
         var buffer = buffer
-        if engine.rangeCut != nil {
+        if engine.cache.rangeCut != nil {
             // A Range fetched whole: the cache took every byte, the task gets its range.
-            guard let part = engine.rangeCut!.cut(buffer) else { return }
+            guard let part = engine.cache.rangeCut!.cut(buffer) else { return }
             buffer = part
         }
         if engine.download != nil {

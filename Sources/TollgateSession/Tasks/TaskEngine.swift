@@ -45,12 +45,6 @@ struct TaskEngine {
 
     var redirect: PendingRedirect?
     var awaitingResponseDecision = false
-    /// The client's whole GET while only the bytes missing from what is held in pieces are asked
-    /// of the origin (``SessionTask/completePieces(_:key:cache:)``); nil otherwise.
-    var completingPieces: Request?
-    /// The removal from storage of what this task's unsafe request invalidated (a storing of the
-    /// task's own response waits for it).
-    var invalidationRemoval: EventLoopFuture<Void>?
     var responseDelivered = false
     /// Body pieces received but not yet delivered (suspended, or awaiting a decision).
     var held: [ByteBuffer] = []
@@ -77,23 +71,8 @@ struct TaskEngine {
     var requestDate: Date?
     var responseDate: Date?
 
-    // The cache's part (see SessionTask+Cache.swift).
-    var cacheOutcome: CacheOutcome?
-    var cacheKey: CacheKey?
-    var invalidatesOnSuccess = false
-    var revalidation: (CacheEntry, Revalidation)?
-    /// The client's own request while the cache sends its conditional version.
-    var clientRequest: Request?
-    var notModified: HTTPResponseHead?
-    var serveStaleAfterExchange = false
-    var cacheWriter: CacheEntryWriter?
-    /// Keeps a 206 (or a 200 that may be cut) as a piece of partial content.
-    var pieceWriter: PartialPieceWriter?
-    /// A Range request fetched whole: the range to cut from the 200 for the task.
-    var rangeCut: RangeCut?
-    var leadsFetch = false
-    var collapsed = false
-    var storedFile: StoredFileReader?
+    /// The cache's part of the task (see Cache/).
+    var cache = TaskCache()
     var isSuspended = false
     /// The running exchange's event forwarder.
     var exchange: TaskExchange?
@@ -108,9 +87,6 @@ struct TaskEngine {
     var download: DownloadFile?
     /// A download task made from resume data, until its response says whether it resumes.
     var resume: DownloadResumeData?
-    /// A download that went on from resume data with a 206: its file, and the offset the 206
-    /// began at (the file's first bytes complete the cache's partial content when it lacks them).
-    var resumedFile: (path: String, offset: Int64)?
     /// The completion handler of a download task made with one (file path, response, error).
     var downloadCompletion: (@Sendable (String?, HTTPResponseHead?, SessionError?) -> Void)?
     /// Credentials that failed per protection space (`previousFailureCount`).
