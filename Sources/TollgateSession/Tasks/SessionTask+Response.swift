@@ -61,11 +61,7 @@ extension SessionTask {
     /// suspended or waiting for the delegate.
     func acceptBody(_ buffer: ByteBuffer) {
         observed.withLock { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
-        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-            engine.held.append(buffer)
-            return
-        }
-        deliverBody(buffer)
+        if let piece = engine.machine.bodyReceived(buffer) { deliverBody(piece) }
     }
 
     func responseEnded(reusable: Bool) {
@@ -75,26 +71,22 @@ extension SessionTask {
             engine.upgradeEnded = true
             if engine.becomeStreamPending {
                 if let webSocket = self as? WebSocketTask { webSocket.takeUpgradedConnection() } else { becomeStream() }
-            } else if engine.awaitingResponseDecision || engine.isSuspended {
-                engine.endHeld = true
-            } else {
+            } else if engine.machine.endReceived() {
+                // (Held otherwise: the connection stays the task's, released with the end.)
                 finishSuccessfully()
             }
             return
         }
         let route = engine.cache.networkRoute
-        if engine.awaitingResponseDecision, engine.redirect == nil, route != .cacheAnswers {
+        if engine.machine.awaitingDecision, engine.redirect == nil, route != .cacheAnswers {
             // The delegate may still answer becomeStream: the connection stays the task's until
             // it answers (releaseHeld lets it go).
-            engine.endHeld = true
-            engine.endReusable = reusable
+            engine.machine.endReceivedKeepingConnection(reusable: reusable)
             return
         }
-        if case .exchanging(let connection) = engine.phase {
+        if let connection = engine.machine.exchangeEnded() {
             session.pool.release(connection, reusable: reusable)
-            engine.phase = .idle
         }
-        engine.generation += 1
         switch route {
         case .cacheAnswers:
             finishCacheAnsweredExchange()
@@ -111,20 +103,14 @@ extension SessionTask {
             if let next = redirect.follow { followRedirect(to: next) }
             return
         }
-        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-            engine.endHeld = true
-            return
-        }
-        finishSuccessfully()
+        if engine.machine.endReceived() { finishSuccessfully() }
     }
 
     func exchangeFailed(_ error: SessionError, responseStarted: Bool) {
         var error = error
         error.failingURL = engine.request?.url
-        guard case .exchanging(let connection) = engine.phase else { return }
+        guard let connection = engine.machine.exchangeFailed() else { return }
         session.pool.release(connection, reusable: false)
-        engine.phase = .idle
-        engine.generation += 1
         // A kept-alive connection the server closed before answering: send once more on a new one.
         if !responseStarted, connection.exchangeCount > 1, !engine.retriedCurrentRequest,
             error.code == .networkConnectionLost, let request = engine.request, request.method.isIdempotent
@@ -134,11 +120,7 @@ extension SessionTask {
             sendToNetwork(request)
             return
         }
-        if engine.isSuspended {
-            engine.heldFailure = error
-            return
-        }
-        fail(error)
+        if let failure = engine.machine.failureReceived(error) { fail(failure) }
     }
 
     // MARK: redirects
@@ -174,7 +156,7 @@ extension SessionTask {
         engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest, countsAsRedirect: true)
         // The redirect's body is held (small) or dropped; read no more of it until the delegate answers.
         setReadDemand(false)
-        let generation = engine.generation
+        let exchange = engine.machine.exchange
         // The configuration's filter first (it holds in background sessions too); a background
         // session then follows without asking the delegate, as the seeds say.
         let filtered = engine.request.map { from in session.configuration.redirectFilter?(from.url, newRequest.url) == false } ?? false
@@ -187,7 +169,9 @@ extension SessionTask {
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] answer in
             let decision = filtered ? RedirectDecision.deliverRedirectResponse : answer
-            guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
+            // The redirect's own exchange may have ended meanwhile (a later number); an earlier
+            // one's redirect is not this one.
+            guard !isDone, var redirect = engine.redirect, engine.machine.exchange >= exchange else { return }
             setReadDemand(true)
             switch decision?.base {
             case .deliverRedirectResponse:
@@ -221,13 +205,7 @@ extension SessionTask {
         beginStoringIfAllowed(pending.head)
         deliverResponse(pending.head)
         for piece in pending.body { acceptBody(piece) }
-        if pending.ended {
-            if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-                engine.endHeld = true
-            } else {
-                finishSuccessfully()
-            }
-        }
+        if pending.ended, engine.machine.endReceived() { finishSuccessfully() }
     }
 
     // MARK: delivery
@@ -278,15 +256,14 @@ extension SessionTask {
         of dataTask: DataTask,
         decided: @escaping (ResponseDisposition.Base) -> Void
     ) {
-        engine.awaitingResponseDecision = true
+        engine.machine.askedForDecision()
         setReadDemand(false)
         ask(
             dataDelegates,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
-            guard !isDone else { return }
-            engine.awaitingResponseDecision = false
+            guard engine.machine.decisionArrived() else { return }
             decided(disposition?.base ?? .unanswered)
         }
     }
@@ -304,28 +281,27 @@ extension SessionTask {
         case .allow, .unanswered:
             releaseHeld()
             pumpStoredFile()
-            if readsPaused, !engine.isSuspended { setReadDemand(true) }
+            if readsPaused, !engine.machine.isSuspended { setReadDemand(true) }
         }
     }
 
     /// Delivers pieces held back while suspended or while waiting for a decision, then the end.
     func releaseHeld() {
-        while !engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone {
-            deliverBody(engine.held.removeFirst())
-        }
-        guard engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone else { return }
-        if let failure = engine.heldFailure {
-            engine.heldFailure = nil
-            fail(failure)
-        } else if engine.endHeld {
-            engine.endHeld = false
-            if case .exchanging(let connection) = engine.phase {
-                // Kept while the delegate decided (see responseEnded).
-                session.pool.release(connection, reusable: engine.endReusable)
-                engine.phase = .idle
-                engine.generation += 1
+        while true {
+            switch engine.machine.nextHeld() {
+            case .deliver(let piece):
+                deliverBody(piece)
+            case .fail(let failure):
+                fail(failure)
+                return
+            case .finish(let connection, let reusable):
+                // A connection kept while the delegate decided (see responseEnded).
+                if let connection { session.pool.release(connection, reusable: reusable) }
+                finishSuccessfully()
+                return
+            case .none:
+                return
             }
-            finishSuccessfully()
         }
     }
 
@@ -354,7 +330,7 @@ extension SessionTask {
     }
 
     func setReadDemand(_ demand: Bool) {
-        guard case .exchanging(let connection) = engine.phase else { return }
+        guard let connection = engine.machine.connection else { return }
         // Twice per response (held while the delegate decides): no closure when on the loop.
         if connection.eventLoop.inEventLoop {
             connection.handler.setReadDemand(demand)
@@ -367,20 +343,17 @@ extension SessionTask {
     func abandonExchange() {
         (self as? StreamTask)?.closeStream()
         (self as? WebSocketTask)?.closeChannel()
-        switch engine.phase {
-        case .exchanging(let connection):
-            engine.generation += 1
+        switch engine.machine.abandon() {
+        case .closeConnection(let connection):
             connection.onLoop { connection.handler.close() }
             session.pool.release(connection, reusable: false)
-        case .leasing(let id):
-            engine.generation += 1
+        case .cancelLease(let id):
             session.pool.cancelLease(id)
-        case .delayed(let scheduled), .waitingForConnectivity(let scheduled):
+        case .cancelTimer(let scheduled):
             scheduled.cancel()
-        case .idle, .done:
+        case .nothing:
             break
         }
-        engine.phase = .idle
     }
 
     private func storeCookies(from head: TollgateHTTP.HTTPResponseHead) {

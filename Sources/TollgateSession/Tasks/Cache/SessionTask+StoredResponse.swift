@@ -75,12 +75,9 @@ extension SessionTask {
         }
         if engine.cache.storedFile == nil {
             engine.transaction.responseEndDate = now
-            if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-                engine.endHeld = true
-            } else {
-                finishSuccessfully()
-            }
+            if engine.machine.endReceived() { finishSuccessfully() }
         } else {
+            engine.machine.servingStoredBody()
             pumpStoredFile()
         }
         return true
@@ -88,13 +85,12 @@ extension SessionTask {
 
     /// Reads the next piece of a stored body file, unless the task is paused.
     func pumpStoredFile() {
-        guard let reader = engine.cache.storedFile, !reader.reading, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone
-        else { return }
+        guard let reader = engine.cache.storedFile, !reader.reading, engine.machine.isFlowing else { return }
         if reader.remaining == 0 {
             try? reader.handle.close()
             engine.cache.storedFile = nil
             engine.transaction.responseEndDate = TickClock.date
-            engine.endHeld = true
+            engine.machine.storedBodyEnded()
             releaseHeld()
             return
         }
@@ -128,7 +124,7 @@ extension SessionTask {
     /// one (``StoredFileReceiving``); returns false when the body is to be read as usual.
     private func offerFileRegion(_ reader: StoredFileReader) -> Bool {
         guard let dataTask = self as? DataTask, engine.completionHandler == nil, engine.wholeBody == nil,
-            engine.download == nil, engine.cache.writer == nil, engine.held.isEmpty,
+            engine.download == nil, engine.cache.writer == nil, !engine.machine.holdsPieces,
             let receiver = delegate as? any StoredFileReceiving,
             reader.remaining > 0, reader.remaining <= Int64(Int.max),
             Self.fileSize(reader.handle, restoring: reader.offset).map({ $0 >= reader.offset + reader.remaining }) == true,
