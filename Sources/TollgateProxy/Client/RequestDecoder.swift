@@ -23,6 +23,10 @@ import TollgateSession
 /// `maxHeaders` field lines (431 past either, found as soon as the bytes arrive rather than at
 /// the end of the head); the same bounds apply to chunked trailers, which are checked and dropped.
 ///
+/// Line ends, head limits, chunked bodies and trailers are read by TollgateHTTP's framing core
+/// (``HeadScanner``, ``ChunkedBodyDecoder``) under ``FramingRules/strict(maximumHeadBytes:maximumHeadFields:)``;
+/// its ``FramingError``s become answers here (``ClientRequestError/init(_:limits:)``).
+///
 /// After a CONNECT head, or the end of a request that asks to upgrade, the decoder stops: what
 /// follows belongs to the tunnel or the new protocol (``takeRawBytes()``), or, if the proxy
 /// refuses, to nobody.
