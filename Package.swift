@@ -63,8 +63,15 @@ let package = Package(
         .target(name: "COpenSSLProcess", dependencies: ["COpenSSL"]),
         .target(name: "TollgateTLS", dependencies: ["COpenSSL", "COpenSSLProcess"] + nio, swiftSettings: swiftSettings),
         .target(name: "TollgateHTTP", swiftSettings: requestPathSettings),
-        // The thread-local state of TickClock (TollgateSession): Swift has no thread-local variables.
-        .target(name: "CTickClock"),
+        // The thread-local state of TollgateLoop: Swift has no thread-local variables.
+        .target(name: "CTollgateLoop"),
+        // Event-loop plumbing below the session and the proxy: the per-event clock, loop deadlines,
+        // received-bytes buffers.
+        .target(
+            name: "TollgateLoop",
+            dependencies: ["CTollgateLoop", .product(name: "NIOCore", package: "swift-nio")],
+            swiftSettings: requestPathSettings
+        ),
         .target(
             name: "TollgateCache",
             dependencies: [
@@ -76,7 +83,7 @@ let package = Package(
         .target(
             name: "TollgateSession",
             dependencies: [
-                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "CTickClock",
+                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "TollgateLoop",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
             ]
@@ -94,7 +101,7 @@ let package = Package(
         .target(
             name: "TollgateProxy",
             dependencies: [
-                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "CMalloc",
+                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateLoop", "CMalloc",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
@@ -120,6 +127,11 @@ let package = Package(
         .testTarget(
             name: "TollgateTLSTests",
             dependencies: ["TollgateTLS", .product(name: "NIOEmbedded", package: "swift-nio")] + nio,
+            swiftSettings: swiftSettings
+        ),
+        .testTarget(
+            name: "TollgateLoopTests",
+            dependencies: ["TollgateLoop"] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "TollgateHTTPTests", dependencies: ["TollgateHTTP"], swiftSettings: swiftSettings),

@@ -4,7 +4,15 @@ import NIOConcurrencyHelpers
 /// A process run for a test, its standard output and error collected as they arrive.
 public final class ChildProcess: Sendable {
     private let process: Process
-    private let output = NIOLockedValueBox<(stdout: [UInt8], stderr: [UInt8])>(([], []))
+    private let output = NIOLockedValueBox(Output())
+
+    /// What the process wrote, and which of its two pipes reached their end.
+    private struct Output {
+        var stdout: [UInt8] = []
+        var stderr: [UInt8] = []
+        var stdoutEnded = false
+        var stderrEnded = false
+    }
 
     /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
     /// `environment` is added to it.
@@ -30,12 +38,18 @@ public final class ChildProcess: Sendable {
         stdout.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil }  // EOF
-            output.withLockedValue { $0.stdout += data }
+            output.withLockedValue {
+                $0.stdout += data
+                if data.isEmpty { $0.stdoutEnded = true }
+            }
         }
         stderr.fileHandleForReading.readabilityHandler = { handle in
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil }  // EOF
-            output.withLockedValue { $0.stderr += data }
+            output.withLockedValue {
+                $0.stderr += data
+                if data.isEmpty { $0.stderrEnded = true }
+            }
         }
         try process.run()
     }
@@ -65,8 +79,13 @@ public final class ChildProcess: Sendable {
             guard ContinuousClock.now < deadline else { throw ChildProcessTimeout(timeout: timeout) }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // Let the last output arrive through the readability handlers.
-        try await Task.sleep(for: .milliseconds(50))
+        // The last output arrives through the readability handlers after the exit: wait for both
+        // pipes' ends (a grandchild that keeps them open, like a daemon a script started, is given
+        // up on after five seconds).
+        let drained = ContinuousClock.now + .seconds(5)
+        while !output.withLockedValue({ $0.stdoutEnded && $0.stderrEnded }) && ContinuousClock.now < drained {
+            try await Task.sleep(for: .milliseconds(10))
+        }
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
     }
 

@@ -125,7 +125,8 @@ struct LimitTests {
     func idleTimeout() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
         defer { origin.stop() }
-        let configuration = limits { $0.clientIdleTimeout = .seconds(1) }
+        // Two seconds: long enough that a busy machine sends the request in time.
+        let configuration = limits { $0.clientIdleTimeout = .seconds(2) }
         try await withProxy(configuration: configuration) { proxy in
             let started = ContinuousClock.now
             let silent = try await RawClient.connect(port: proxy.port)
@@ -134,10 +135,10 @@ struct LimitTests {
             defer { kept.close() }
             try await kept.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n")
             #expect(try await kept.waitForResponses(1).first?.status == 200)
-            if ContinuousClock.now - started < .milliseconds(700) { #expect(!silent.isClosed) }
-            try await silent.waitForClose(timeout: .seconds(5))
-            #expect(ContinuousClock.now - started >= .milliseconds(900))
-            try await kept.waitForClose(timeout: .seconds(5))
+            if ContinuousClock.now - started < .milliseconds(1700) { #expect(!silent.isClosed) }
+            try await silent.waitForClose(timeout: .seconds(6))
+            #expect(ContinuousClock.now - started >= .milliseconds(1900))
+            try await kept.waitForClose(timeout: .seconds(6))
             #expect(silent.received.isEmpty)
         }
     }
@@ -146,7 +147,9 @@ struct LimitTests {
     func stalledBody() async throws {
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
         defer { origin.stop() }
-        let configuration = limits { $0.clientIdleTimeout = .milliseconds(400) }
+        // Long enough that a busy machine still sends the head before the connection's idle
+        // timeout (which runs from the connect) closes it.
+        let configuration = limits { $0.clientIdleTimeout = .milliseconds(1500) }
         try await withProxy(configuration: configuration) { proxy in
             let client = try await RawClient.connect(port: proxy.port)
             defer { client.close() }

@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TollgateHTTP
@@ -104,18 +105,23 @@ struct SessionTimeoutTests {
 
     @Test("A task with an earliestBeginDate waits, then asks willBeginDelayedRequest")
     func delayedStart() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        // When the request reached the origin: the test's own sleeps may run late on a busy machine.
+        let arrived = NIOLockedValueBox<ContinuousClock.Instant?>(nil)
+        let origin = try await LoopbackOrigin.start { _, respond in
+            arrived.withLockedValue { $0 = $0 ?? .now }
+            respond.send(status: 200, body: "ok")
+        }
         defer { origin.stop() }
         let recorder = EventRecorder()
         let session = Session(configuration: .ephemeral, delegate: recorder)
         let task = try session.dataTask(with: Request(url: origin.url()))
-        task.earliestBeginDate = Date().addingTimeInterval(1.5)
         let started = ContinuousClock.now
+        task.earliestBeginDate = Date().addingTimeInterval(1.5)
         task.resume()
-        try await Task.sleep(for: .milliseconds(300))
-        #expect(origin.requestCount == 0)
         try await eventually("done") { recorder.completed }
-        #expect(ContinuousClock.now - started >= .milliseconds(1450))
+        let reached = try #require(arrived.withLockedValue { $0 })
+        #expect(reached - started >= .milliseconds(1450))
+        #expect(origin.requestCount == 1)
         #expect(recorder.events.first == "delayed")
     }
 }

@@ -1,6 +1,7 @@
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TollgateLoop
 import TollgateSession
 
 #if canImport(Glibc)

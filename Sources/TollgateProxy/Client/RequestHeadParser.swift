@@ -7,20 +7,17 @@ import TollgateHTTP
 enum RequestHeadParser {
     /// Parses `bytes`, which end with CRLF CRLF.
     ///
-    /// One pass over the bytes in place: lines are found by their LF (the decoder has checked that
-    /// each is preceded by CR), and only the method, the target, and each field's name and value
-    /// become strings.
+    /// One pass over the bytes in place (``HeadLines``: the decoder's ``HeadScanner`` has checked
+    /// every line end), and only the method, the target, and each field's name and value become
+    /// strings.
     static func parse(_ bytes: ByteBuffer) -> Result<ClientRequestHead, ClientRequestError> {
         let byteCount = bytes.readableBytes
         let parsed = bytes.withUnsafeReadableBytes {
             raw -> Result<(method: String, target: String, minorVersion: Int, fields: HeaderFields), ClientRequestError> in
             var requestLine: (String, String, Int)?
             var fields = HeaderFields(capacityForHead: raw)
-            var lineStart = 0
             var ended = false
-            for index in 0..<raw.count where raw[index] == 0x0A {
-                let line = UnsafeRawBufferPointer(rebasing: raw[lineStart..<max(lineStart, index - 1)])
-                lineStart = index + 1
+            for line in HeadLines(raw) {
                 if requestLine == nil {
                     switch parseRequestLine(line) {
                     case .failure(let error): return .failure(error)

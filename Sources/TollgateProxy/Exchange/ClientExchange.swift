@@ -1,6 +1,7 @@
 import Foundation
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 import TollgateSession
 
 /// What a client connection tells the exchange serving its current request. Called on the

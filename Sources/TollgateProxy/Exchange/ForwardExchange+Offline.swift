@@ -93,7 +93,7 @@ extension ForwardExchange {
 
     /// A body piece offline with a manifest: hashed, and sent once the next piece (or the end)
     /// shows it is not the last.
-    func passChecked(_ data: ByteBuffer, to connection: ClientConnectionHandler) {
+    func passChecked(_ data: ByteBuffer, to connection: any ClientResponder) {
         if let ready = manifestCheck?.pass(data) { connection.sendBody(ready) }
     }
 

@@ -1,5 +1,6 @@
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 import TollgateSession
 
 /// The response side of a ``ForwardExchange``: head, body, end, upgrades.
@@ -73,7 +74,7 @@ extension ForwardExchange {
         added.add(name: .via, value: via)
         if var outcome = task?.cacheOutcome {
             if rules.offline { outcome.detail = outcome.detail.map { "offline," + $0 } ?? "offline" }
-            added.add(name: .cacheStatus, value: connection.cacheStatus(for: outcome))
+            added.add(name: .cacheStatus, value: memo.cacheStatus(for: outcome))
         }
         var bodyLength: Int64?
         let framing = ResponseFraming.decide(
@@ -110,13 +111,13 @@ extension ForwardExchange {
     // MARK: a stored body as a file region (StoredFileReceiving)
 
     /// A stored body goes to the client with `sendfile` when the client connection takes it
-    /// (``ClientConnectionHandler/acceptsFileRegion``: length-framed, plain TCP) and it is not a
+    /// (``ClientResponder/acceptsFileRegion``: length-framed, plain TCP) and it is not a
     /// large body for a loopback client (``StoredBodyTransfer``).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
         // A body checked against the manifest is hashed as it goes: it is read, not sent by sendfile.
         guard !isFinished, responseStarted, manifestCheck == nil, let connection else { return false }
         return connection.acceptsFileRegion
-            && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: connection.clientIsLoopback)
+            && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: memo.clientIsLoopback)
     }
 
     func dataTask(_ task: DataTask, didReceive region: FileRegion, done: @escaping @Sendable ((any Error)?) -> Void) {
@@ -135,7 +136,8 @@ extension ForwardExchange {
     }
 
     func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {
-        guard !isFinished, let connection, let response = streamTask.response else {
+        // Only an HTTP/1.1 connection can become a relay.
+        guard !isFinished, let connection = connection as? any ClientTunnelHost, let response = streamTask.response else {
             streamTask.cancel()
             return
         }

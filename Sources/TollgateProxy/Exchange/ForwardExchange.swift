@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 import TollgatePolicy
 import TollgateSession
 
@@ -28,8 +29,11 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     /// The rules in force when the exchange started (timeout, destinations).
     let rules: ExchangeRules
 
-    /// The client connection; nil once the exchange is finished.
-    var connection: ClientConnectionHandler?
+    /// The connection's memo (routes, hosts, forwarding lines, the client's address).
+    let memo: ConnectionMemo
+
+    /// What the response goes out through; nil once the exchange is finished.
+    var connection: (any ClientResponder)?
     var record: ExchangeRecord
     var task: DataTask?
     var bodyStream: BodyStream?
@@ -63,14 +67,15 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     var manifestEntry: CacheManifest.Entry?
     var manifestCheck: ManifestBodyCheck?
 
-    init(head: ClientRequestHead, url: HTTPURL, connection: ClientConnectionHandler) {
+    init(head: ClientRequestHead, url: HTTPURL, responder: any ClientResponder, context: ExchangeContext) {
         self.head = head
         self.url = url
-        self.connection = connection
-        self.environment = connection.environment
-        self.eventLoop = connection.context!.eventLoop
-        self.rules = connection.exchangeRules()
-        self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
+        self.connection = responder
+        self.environment = context.environment
+        self.eventLoop = context.eventLoop
+        self.rules = context.rules
+        self.memo = context.memo
+        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
         // The decoder stops after an upgrade request: no request can follow one that is refused.
         self.closeAfterResponse = head.isUpgrade
     }
@@ -94,7 +99,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             )
             return
         }
-        let route = connection?.route(for: url) ?? environment.policy.proxyRoute(for: url)
+        let route = memo.route(for: url, policy: environment.policy)
         record.route = route
         if route.isDenied {
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
@@ -123,8 +128,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     /// The URL's host in canonical form; nil when it is not a valid host (answered 400).
     func canonicalHost() -> CanonicalHost? {
         do throws(CanonicalHost.Invalid) {
-            if let connection { return try connection.canonicalHost(url.host) }
-            return try CanonicalHost.parse(url.host)
+            return try memo.canonicalHost(url.host)
         } catch {
             respond(OwnResponse(.badRequest, error.description))
             return nil
@@ -216,7 +220,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             for value in upgrades { fields.add(name: .upgrade, value: value) }
         }
         let reverse = if case .reverse = environment.mode { true } else { false }
-        if fields.containsAny(of: Self.forwardingFields), connection?.clientTrustedForwarder != true {
+        if fields.containsAny(of: Self.forwardingFields), !memo.clientTrustedForwarder {
             // A client's own claims about the request's way here (its host, scheme, port) reach an
             // origin that may build URLs from them into a response this cache stores for everyone:
             // only a trusted forwarder's are kept (`access.trusted-forwarders`). A forward proxy
@@ -227,15 +231,15 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         // Usually the client sent none of the X-Forwarded-* fields (the key mask says so without
         // a walk): the proxy's lines are then the same as for the connection's last request.
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {
-            let client = connection?.clientAddress ?? "-"
+            let client = memo.clientAddress
             let minorVersion = head.minorVersion
             let host = reverse ? originalHost : nil
             let make = { Self.addedLines(minorVersion: minorVersion, client: client, originalHost: host, reverse: reverse) }
-            fields.append(contentsOf: connection?.forwardingLines(minorVersion: minorVersion, originalHost: host, make: make) ?? make())
+            fields.append(contentsOf: memo.forwardingLines(minorVersion: minorVersion, originalHost: host, make: make))
             return fields
         }
         fields.add(name: .via, value: Self.via(minorVersion: head.minorVersion))
-        let client = connection?.clientAddress ?? "-"
+        let client = memo.clientAddress
         if let earlier = fields[.xForwardedFor] {
             fields[.xForwardedFor] = earlier + ", " + client
         } else {
@@ -431,7 +435,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     /// Marks the exchange finished and logs it, before its last write: writing the end may at
     /// once start the client's next request. Returns the connection for that last write.
     @discardableResult
-    func finish() -> ClientConnectionHandler? {
+    func finish() -> (any ClientResponder)? {
         guard !isFinished else { return nil }
         isFinished = true
         if deadlineSlot.isWatched { LoopDeadlines.of(eventLoop).unwatch(self) }

@@ -37,7 +37,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
 
     private let stream: StreamTask
     private let eventLoop: any EventLoop
-    private var connection: ClientConnectionHandler?
+    private var connection: (any RelayClientSide)?
     private let onEnd: (Totals, SessionError?) -> Void
     private var totals = Totals()
     private var writesInFlight = 0
@@ -70,7 +70,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     ///   - webSocket: the limits of a WebSocket upgrade, whose frames are read (nil: opaque bytes).
     init(
         stream: StreamTask,
-        connection: ClientConnectionHandler,
+        connection: any RelayClientSide,
         eventLoop: any EventLoop,
         upgraded: Bool = false,
         webSocket: WebSocketRelayLimits? = nil,

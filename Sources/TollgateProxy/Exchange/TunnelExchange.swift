@@ -16,7 +16,7 @@ import TollgateTLS
 /// ``StreamRelay`` carries bytes both ways until both sides have closed.
 ///
 /// When the host's rule says `intercept: true` the tunnel is not opened: the client gets `200` at
-/// once and its connection continues as an intercepted one (``ClientConnectionHandler/beginInterception(of:context:)``),
+/// once and its connection continues as an intercepted one (``ClientTunnelHost/beginInterception(of:context:)``),
 /// unless a client refused the host's minted certificate before (``Interceptor/tunnelsUntouched(_:)``).
 final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Sendable {
     let head: ClientRequestHead
@@ -27,7 +27,8 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     /// The rules in force when the tunnel was asked for (connect ports, destinations, timeout).
     let rules: ExchangeRules
 
-    private var connection: ClientConnectionHandler?
+    /// The client connection, which the tunnel takes over; nil once the exchange is finished.
+    private var connection: (any ClientTunnelHost)?
     private var record: ExchangeRecord
     private var task: StreamTask?
     private var ownAnswer: OwnResponse?
@@ -35,15 +36,15 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     private var isFinished = false
     private var established = false
 
-    init(head: ClientRequestHead, host: CanonicalHost, port: Int, connection: ClientConnectionHandler) {
+    init(head: ClientRequestHead, host: CanonicalHost, port: Int, connection: any ClientTunnelHost, context: ExchangeContext) {
         self.head = head
         self.host = host
         self.port = port
         self.connection = connection
-        self.environment = connection.environment
-        self.eventLoop = connection.context!.eventLoop
-        self.rules = connection.exchangeRules()
-        self.record = ExchangeRecord(head: head, clientAddress: connection.clientAddress)
+        self.environment = context.environment
+        self.eventLoop = context.eventLoop
+        self.rules = context.rules
+        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
     }
 
     func start() {
@@ -260,7 +261,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     }
 
     @discardableResult
-    private func finish() -> ClientConnectionHandler? {
+    private func finish() -> (any ClientTunnelHost)? {
         guard !isFinished else { return nil }
         isFinished = true
         connectTimer?.cancel()

@@ -6,6 +6,7 @@ import NIOCore
 public import NIOPosix
 public import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// The session's response cache (URLCache's role): RFC 9111 rules from ``TollgateCache`` over
 /// an LMDB ``CacheStore``.

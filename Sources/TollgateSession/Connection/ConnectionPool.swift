@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TollgateLoop
 import TollgateTLS
 
 /// The session's keep-alive connections, per origin: leases them to tasks, makes new ones up to

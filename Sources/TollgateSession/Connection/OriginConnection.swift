@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TollgateLoop
 import TollgateTLS
 
 /// One keep-alive connection to an origin (or to the upstream proxy), owned by the pool and

@@ -2,6 +2,7 @@ import NIOCore
 import NIOPosix
 import NIOWebSocket
 import TollgateHTTP
+import TollgateLoop
 import TollgateTLS
 
 /// Runs one request/response exchange at a time on an origin connection.

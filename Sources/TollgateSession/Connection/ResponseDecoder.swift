@@ -1,5 +1,6 @@
 import NIOCore
 import TollgateHTTP
+import TollgateLoop
 
 /// The HTTP/1.1 response parser of an origin connection: bytes in, the response head (as
 /// Tollgate's ``HTTPResponseHead``), body pieces and the end out.
@@ -14,6 +15,8 @@ import TollgateHTTP
 /// body runs to the close. Interim responses (100, 103 …) are handed on as such (``Event/interim(_:)``); after a 101 the
 /// decoder stops and keeps what follows for the new protocol (``takeRemainingBytes()``).
 ///
+/// Line ends, chunked bodies and trailers are read by the framing core of TollgateHTTP
+/// (``HeadScanner``, ``ChunkedBodyDecoder``) with its lenient rules (``FramingRules/lenient(maximumHeadBytes:)``).
 /// Lenient where RFC 9112 lets a recipient be: a bare LF ends a line (§2.2), obs-fold becomes a
 /// space (§5.2), whitespace before a field's colon is removed, bytes that are not UTF-8 in a
 /// value are replaced (the session's header values are strings). Refused: a NUL or a bare CR, a
@@ -39,16 +42,14 @@ struct ResponseDecoder {
     /// The status line and field lines of a head (and of a trailer section) together.
     static let maximumHeadBytes = 128 * 1024
     static let maximumFields = 1000
-    static let maximumChunkLineBytes = 4096
+    /// The lenient reading of the framing core.
+    private static let rules = FramingRules.lenient(maximumHeadBytes: maximumHeadBytes)
 
     private enum State {
-        /// Waiting for a head: `scanned` bytes are known to hold no empty line.
-        case head(scanned: Int, lineStart: Int)
+        /// Waiting for a head.
+        case head(HeadScanner)
         case lengthBody(remaining: Int64)
-        case chunkSize
-        case chunkData(remaining: Int64)
-        case chunkDataEnd
-        case trailers(bytes: Int)
+        case chunked(ChunkedBodyDecoder)
         case untilClose
         /// After a 101: the bytes belong to the new protocol.
         case upgraded
@@ -56,7 +57,7 @@ struct ResponseDecoder {
     }
 
     private var input = ReceivedBytes()
-    private var state = State.head(scanned: 0, lineStart: 0)
+    private var state = State.head(HeadScanner(rules: rules))
     /// The end of the current message is the next event.
     private var pendingEnd = false
     /// Whether the current message leaves the connection usable.
@@ -98,12 +99,12 @@ struct ResponseDecoder {
     mutating func next() throws(Failure) -> Event? {
         if pendingEnd {
             pendingEnd = false
-            if case .upgraded = state {} else { state = .head(scanned: 0, lineStart: 0) }
+            if case .upgraded = state {} else { state = .head(HeadScanner(rules: Self.rules)) }
             return .end(reusable: reusable)
         }
         switch state {
-        case .head(let scanned, let lineStart):
-            return try nextHead(scanned: scanned, lineStart: lineStart)
+        case .head(let scanner):
+            return try nextHead(scanner)
         case .lengthBody(let remaining):
             guard let piece = input.readPiece(upTo: remaining) else { return nil }
             state = .lengthBody(remaining: remaining - Int64(piece.readableBytes))
@@ -112,28 +113,8 @@ struct ResponseDecoder {
         case .untilClose:
             guard let piece = input.readPiece(upTo: Int64.max) else { return nil }
             return .body(piece)
-        case .chunkSize:
-            return try nextChunkSize()
-        case .chunkData(let remaining):
-            guard let piece = input.readPiece(upTo: remaining) else { return nil }
-            let count = Int64(piece.readableBytes)
-            state = remaining == count ? .chunkDataEnd : .chunkData(remaining: remaining - count)
-            return .body(piece)
-        case .chunkDataEnd:
-            // CRLF (or a bare LF) and nothing else.
-            guard let first = input.buffer.getInteger(at: input.buffer.readerIndex, as: UInt8.self) else { return nil }
-            if first == 0x0D {
-                guard let second = input.buffer.getInteger(at: input.buffer.readerIndex + 1, as: UInt8.self) else { return nil }
-                guard second == 0x0A else { throw fail("chunk data is not followed by a line end") }
-                input.buffer.moveReaderIndex(forwardBy: 2)
-            } else {
-                guard first == 0x0A else { throw fail("chunk data is not followed by a line end") }
-                input.buffer.moveReaderIndex(forwardBy: 1)
-            }
-            state = .chunkSize
-            return try nextChunkSize()
-        case .trailers(let bytes):
-            return try nextTrailer(bytes: bytes)
+        case .chunked(let decoder):
+            return try nextChunked(decoder)
         case .upgraded, .failed:
             return nil
         }
@@ -141,60 +122,31 @@ struct ResponseDecoder {
 
     // MARK: heads
 
-    private mutating func nextHead(scanned: Int, lineStart: Int) throws(Failure) -> Event? {
-        var (scanned, lineStart) = (scanned, lineStart)
+    private mutating func nextHead(_ scanner: HeadScanner) throws(Failure) -> Event? {
+        var scanner = scanner
         while true {
-            guard let length = try scanHead(from: scanned, lineStart: lineStart) else { return nil }
-            (scanned, lineStart) = (0, 0)
-            let bytes = input.buffer.readSlice(length: length)!
-            input.compact()
-            state = .head(scanned: 0, lineStart: 0)
-            guard let head = try Self.parseHead(bytes) else { continue }  // empty lines before a head
-            if (100..<200).contains(head.status) && head.status != 101 {
-                return .interim(head)  // the final one follows: the state stays at a head
-            }
-            try begin(head)
-            return .head(head)
-        }
-    }
-
-    /// The length of the head at the front of the buffer (through its empty line), or nil when
-    /// it has not fully arrived (the scan position is kept).
-    private mutating func scanHead(from scanned: Int, lineStart: Int) throws(Failure) -> Int? {
-        let result = input.buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, Int, String?) in
-            var index = scanned
-            var lineStart = lineStart
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x0A:
-                    let lineLength = index - lineStart
-                    if lineLength == 0 || (lineLength == 1 && bytes[lineStart] == 0x0D) {
-                        return (index + 1, 0, 0, nil)
-                    }
-                    lineStart = index + 1
-                case 0x0D:
-                    // Checked with the byte after it: a CR that ends the bytes so far is looked
-                    // at again when more arrive.
-                    guard index + 1 < bytes.count else { return (nil, index, lineStart, nil) }
-                    if bytes[index + 1] != 0x0A {
-                        return (nil, 0, 0, "a bare CR in the response head")
-                    }
-                case 0:
-                    return (nil, 0, 0, "a NUL byte in the response head")
-                default:
-                    break
+            switch input.buffer.withUnsafeReadableBytes({ scanner.scan($0) }) {
+            case .incomplete:
+                state = .head(scanner)
+                return nil
+            case .failure(let error):
+                throw fail(Failure(error))
+            case .emptyLine(let length):
+                // An empty line before a status line (RFC 9112 §2.2): dropped.
+                input.buffer.moveReaderIndex(forwardBy: length)
+                input.compact()
+            case .complete(let length):
+                state = .head(HeadScanner(rules: Self.rules))
+                let bytes = input.buffer.readSlice(length: length)!
+                input.compact()
+                guard let head = try Self.parseHead(bytes) else { continue }
+                if (100..<200).contains(head.status) && head.status != 101 {
+                    return .interim(head)  // the final one follows: the state stays at a head
                 }
-                index += 1
-                if index > Self.maximumHeadBytes {
-                    return (nil, 0, 0, "the response head is larger than \(Self.maximumHeadBytes) bytes")
-                }
+                try begin(head)
+                return .head(head)
             }
-            return (nil, index, lineStart, nil)
         }
-        if let message = result.3 { throw fail(message) }
-        if let length = result.0 { return length }
-        state = .head(scanned: result.1, lineStart: result.2)
-        return nil
     }
 
     /// Parses one head (its lines end with LF or CRLF; the last line is empty). Nil when the
@@ -206,17 +158,12 @@ struct ResponseDecoder {
             // The last field line read: added once the next line shows it is not continued.
             var pending: (name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer)?
             var folded: [UInt8]?  // the pending value with its obs-fold continuations
-            var lineStart = 0
             var fieldCount = 0
-            for index in 0..<raw.count where raw[index] == 0x0A {
-                var end = index
-                if end > lineStart, raw[end - 1] == 0x0D { end -= 1 }
-                let line = UnsafeRawBufferPointer(rebasing: raw[lineStart..<end])
-                lineStart = index + 1
+            for line in HeadLines(raw) {
                 if line.isEmpty { break }
                 guard statusLine != nil else {
                     guard let parsed = parseStatusLine(line) else {
-                        return .failure(Failure(message: "invalid status line \"\(printable(line))\""))
+                        return .failure(Failure(message: "invalid status line \"\(FramingError.printable(line))\""))
                     }
                     statusLine = parsed
                     continue
@@ -233,13 +180,13 @@ struct ResponseDecoder {
                     continue
                 }
                 guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-                    return .failure(Failure(message: "a field line without a colon: \"\(printable(line))\""))
+                    return .failure(Failure(message: "a field line without a colon: \"\(FramingError.printable(line))\""))
                 }
                 var nameEnd = colon
                 while nameEnd > 0, line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09 { nameEnd -= 1 }
                 let name = UnsafeRawBufferPointer(rebasing: line[0..<nameEnd])
                 guard !name.isEmpty, name.allSatisfy(FieldList.isTokenByte) else {
-                    return .failure(Failure(message: "invalid field name \"\(printable(name))\""))
+                    return .failure(Failure(message: "invalid field name \"\(FramingError.printable(name))\""))
                 }
                 fieldCount += 1
                 guard fieldCount <= maximumFields else {
@@ -309,7 +256,7 @@ struct ResponseDecoder {
                 // With Content-Length beside it the message may be read differently downstream:
                 // this connection carries nothing more (RFC 9112 §6.1).
                 reusable = keepAlive && !fields.contains(.contentLength)
-                state = .chunkSize
+                state = .chunked(ChunkedBodyDecoder(rules: Self.rules))
             } else {
                 reusable = false
                 state = .untilClose
@@ -354,95 +301,47 @@ struct ResponseDecoder {
 
     // MARK: chunked bodies
 
-    private mutating func nextChunkSize() throws(Failure) -> Event? {
-        guard let line = try readLine(limit: Self.maximumChunkLineBytes, what: "chunk size line") else { return nil }
-        var size: Int64 = 0
-        var digits = 0
-        var index = line.startIndex
-        while index < line.endIndex, let digit = Self.hexValue(line[index]) {
-            digits += 1
-            guard digits <= 15 else { throw fail("chunk size too large") }
-            size = size * 16 + Int64(digit)
-            index += 1
-        }
-        var rest = line[index...]
-        while let first = rest.first, first == 0x20 || first == 0x09 { rest = rest.dropFirst() }
-        guard digits > 0, rest.isEmpty || rest.first == UInt8(ascii: ";") else {
-            throw fail("invalid chunk size \"\(Self.printable(line))\"")
-        }
-        if size == 0 {
-            state = .trailers(bytes: 0)
-            return try nextTrailer(bytes: 0)
-        }
-        state = .chunkData(remaining: size)
-        return try next()
-    }
-
-    private static func hexValue(_ byte: UInt8) -> UInt8? {
-        switch byte {
-        case 0x30...0x39: byte - 0x30
-        case 0x41...0x46: byte - 0x41 + 10
-        case 0x61...0x66: byte - 0x61 + 10
-        default: nil
-        }
-    }
-
-    /// Trailer fields after the last chunk are read and dropped (the session has no use for them
-    /// and the proxy's client framing carries none), within the head's size limit.
-    private mutating func nextTrailer(bytes: Int) throws(Failure) -> Event? {
-        var bytes = bytes
+    /// The next piece of a chunked body, or its end once its trailers are read and dropped (the
+    /// session has no use for them and the proxy's client framing carries none).
+    private mutating func nextChunked(_ decoder: ChunkedBodyDecoder) throws(Failure) -> Event? {
+        var decoder = decoder
         while true {
-            let budget = Self.maximumHeadBytes - bytes
-            guard budget > 0 else { throw fail("the trailer section is too large") }
-            guard let line = try readLine(limit: budget, what: "trailer section") else {
-                state = .trailers(bytes: bytes)
+            let step = input.buffer.withUnsafeReadableBytes { decoder.next($0) }
+            switch step {
+            case .needMoreBytes(let skip):
+                input.buffer.moveReaderIndex(forwardBy: skip)
+                input.compact()
+                state = .chunked(decoder)
                 return nil
-            }
-            bytes += line.count + 2
-            if line.isEmpty {
-                state = .head(scanned: 0, lineStart: 0)
+            case .body(let skip, let length):
+                input.buffer.moveReaderIndex(forwardBy: skip)
+                let piece = input.buffer.readSlice(length: length)!
+                input.compact()
+                state = .chunked(decoder)
+                return .body(piece)
+            case .trailerField(_, let skip):
+                input.buffer.moveReaderIndex(forwardBy: skip)
+            case .end(let skip):
+                input.buffer.moveReaderIndex(forwardBy: skip)
+                input.compact()
+                state = .head(HeadScanner(rules: Self.rules))
                 return .end(reusable: reusable)
+            case .failure(let error):
+                throw fail(Failure(error))
             }
         }
-    }
-
-    /// One line without its line end (LF or CRLF); nil when it has not fully arrived.
-    private mutating func readLine(limit: Int, what: String) throws(Failure) -> [UInt8]? {
-        let found = input.buffer.withUnsafeReadableBytes { bytes -> (Int?, Int, String?) in
-            var index = 0
-            while index < bytes.count {
-                switch bytes[index] {
-                case 0x0A:
-                    let end = index > 0 && bytes[index - 1] == 0x0D ? index - 1 : index
-                    return (end, index + 1, nil)
-                case 0x0D:
-                    // A CR that ends the bytes so far is looked at again when more arrive.
-                    guard index + 1 < bytes.count else { return (nil, 0, nil) }
-                    if bytes[index + 1] != 0x0A { return (nil, 0, "a bare CR in the \(what)") }
-                case 0:
-                    return (nil, 0, "a NUL byte in the \(what)")
-                default:
-                    break
-                }
-                index += 1
-                if index > limit + 1 { return (nil, 0, "the \(what) is too long") }
-            }
-            return (nil, 0, nil)
-        }
-        if let message = found.2 { throw fail(message) }
-        guard let length = found.0 else { return nil }
-        let line = input.buffer.readBytes(length: length)!
-        input.buffer.moveReaderIndex(forwardBy: found.1 - length)
-        input.compact()
-        return line
     }
 
     // MARK: helpers
 
     private mutating func fail(_ message: String) -> Failure {
+        fail(Failure(message: message))
+    }
+
+    private mutating func fail(_ failure: Failure) -> Failure {
         state = .failed
         input = ReceivedBytes()
-        return Failure(message: message)
+        return failure
     }
 
     /// Adds a field line read by ``parseHead(_:)``, with its folded value when it had one.
@@ -465,10 +364,5 @@ struct ResponseDecoder {
         while start < end, bytes[start] == 0x20 || bytes[start] == 0x09 { start += 1 }
         while end > start, bytes[end - 1] == 0x20 || bytes[end - 1] == 0x09 { end -= 1 }
         return UnsafeRawBufferPointer(rebasing: bytes[start..<end])
-    }
-
-    /// At most 80 bytes of `bytes` for an error message, control bytes shown as `?`.
-    private static func printable<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> String {
-        String(decoding: bytes.prefix(80).map { $0 < 0x20 || $0 == 0x7F ? UInt8(ascii: "?") : $0 }, as: UTF8.self)
     }
 }

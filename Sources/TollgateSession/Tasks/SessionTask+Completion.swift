@@ -4,6 +4,7 @@ import NIOCore
 import Synchronization
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// Ending a task: caching the response, metrics, and the completion messages.
 extension SessionTask {

@@ -4,6 +4,7 @@ import NIOCore
 import Synchronization
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 import TollgateTLS
 
 /// Starting a task: the delay, the cache, the body, the connection, the request.

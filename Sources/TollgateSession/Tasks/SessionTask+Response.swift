@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import Synchronization
 import TollgateHTTP
+import TollgateLoop
 
 /// Receiving a response: redirects, the response decision, the body, the end.
 extension SessionTask {

@@ -2,6 +2,7 @@ public import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 import Synchronization
+import TollgateLoop
 public import TollgateHTTP
 
 /// One request carried out by a ``Session``, in the model of `URLSessionTask`.

@@ -2,6 +2,7 @@ import NIOCore
 import NIOWebSocket
 import Synchronization
 import TollgateHTTP
+import TollgateLoop
 
 /// The runner of a WebSocket task's ``WebSocketMachine``: the handshake's answer, the upgraded
 /// connection, and the machine's actions. Everything here runs on the task's event loop.

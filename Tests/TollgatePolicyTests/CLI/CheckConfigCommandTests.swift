@@ -35,10 +35,10 @@ struct CheckConfigCommandTests {
         return directory
     }
 
-    @Test func aBrokenFileGetsOneLinePerProblemAndExit1() throws {
+    @Test func aBrokenFileGetsOneLinePerProblemAndExit1() async throws {
         let directory = try Self.directory(with: ["broken.yaml": Self.broken])
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try CommandLineRunner.run(["check-config", "broken.yaml"], in: directory)
+        let result = try await CommandLineRunner.run(["check-config", "broken.yaml"], in: directory)
         #expect(result.status == 1, "\(result)")
         #expect(
             result.stdout == """
@@ -55,10 +55,10 @@ struct CheckConfigCommandTests {
         #expect(result.stderr == "")
     }
 
-    @Test func aYAMLSyntaxErrorIsOneProblemLine() throws {
+    @Test func aYAMLSyntaxErrorIsOneProblemLine() async throws {
         let directory = try Self.directory(with: ["syntax.yaml": "a: [1, 2\nb: 3\n"])
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let result = try CommandLineRunner.run(["check-config", "syntax.yaml"], in: directory)
+        let result = try await CommandLineRunner.run(["check-config", "syntax.yaml"], in: directory)
         #expect(result.status == 1)
         #expect(
             result.stdout
@@ -67,26 +67,26 @@ struct CheckConfigCommandTests {
         #expect(result.stderr == "")
     }
 
-    @Test func anUnreadableFileIsAProblemLineNotACrash() throws {
+    @Test func anUnreadableFileIsAProblemLineNotACrash() async throws {
         let directory = try Self.directory(with: [:])
         defer { try? FileManager.default.removeItem(atPath: directory) }
-        let missing = try CommandLineRunner.run(["check-config", "missing.yaml"], in: directory)
+        let missing = try await CommandLineRunner.run(["check-config", "missing.yaml"], in: directory)
         #expect(missing.status == 1)
         #expect(missing.stdout == "missing.yaml:1: (file): cannot read the file: no such file\n")
         #expect(missing.stderr == "")
 
-        let aDirectory = try CommandLineRunner.run(["check-config", directory])
+        let aDirectory = try await CommandLineRunner.run(["check-config", directory])
         #expect(aDirectory.status == 1)
         #expect(aDirectory.stdout == "\(directory):1: (file): cannot read the file: is a directory\n")
 
-        let binary = try CommandLineRunner.run(["check-config", try #require(CommandLineRunner.binary)])
+        let binary = try await CommandLineRunner.run(["check-config", try #require(CommandLineRunner.binary)])
         #expect(binary.status == 1)
         #expect(binary.stdout.split(separator: "\n").count == 1, "\(binary)")
         #expect(binary.stdout.contains(":1: (file): "), "\(binary)")
     }
 
     @Test(arguments: 0..<ConfFilesTests.files.count)
-    func everyShippedFileIsOKWithItsReferencedFilesInPlace(index: Int) throws {
+    func everyShippedFileIsOKWithItsReferencedFilesInPlace(index: Int) async throws {
         let (name, referenced) = ConfFilesTests.files[index]
         let directory = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
@@ -102,7 +102,7 @@ struct CheckConfigCommandTests {
             )
             #expect(FileManager.default.createFile(atPath: target, contents: Data("placeholder\n".utf8)))
         }
-        let result = try CommandLineRunner.run(
+        let result = try await CommandLineRunner.run(
             ["check-config", "etc/" + name],
             in: directory,
             environment: ["HOME": home]
@@ -112,14 +112,14 @@ struct CheckConfigCommandTests {
         #expect(result.stderr == "")
     }
 
-    @Test func theShippedDefaultIsOKAsItIs() throws {
-        let result = try CommandLineRunner.run(["check-config", ConfFilesTests.path("default.yaml")])
+    @Test func theShippedDefaultIsOKAsItIs() async throws {
+        let result = try await CommandLineRunner.run(["check-config", ConfFilesTests.path("default.yaml")])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout == "ok\n")
     }
 
-    @Test func withoutAFileItIsAUsageErrorWithExit1() throws {
-        let result = try CommandLineRunner.run(["check-config"])
+    @Test func withoutAFileItIsAUsageErrorWithExit1() async throws {
+        let result = try await CommandLineRunner.run(["check-config"])
         #expect(result.status == 1)
         #expect(result.stdout == "")
         #expect(result.stderr.contains("Usage: tollgate check-config <file>"))

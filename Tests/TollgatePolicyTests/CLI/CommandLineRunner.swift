@@ -27,7 +27,7 @@ enum CommandLineRunner {
         in directory: String? = nil,
         environment changes: [String: String] = [:],
         timeout: TimeInterval = 30
-    ) throws -> Result {
+    ) async throws -> Result {
         guard let binary else { throw RunnerError(message: notFound) }
         let outputDirectory = NSTemporaryDirectory() + "tollgate-cli-\(UUID().uuidString)"
         try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
@@ -61,7 +61,9 @@ enum CommandLineRunner {
                 process.terminate()
                 throw RunnerError(message: "tollgate \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
             }
-            Thread.sleep(forTimeInterval: 0.01)
+            // Waits without holding a thread: the suite runs tests in parallel on a pool as wide as
+            // the machine's cores, and a test blocking one of them starves the others' timers.
+            try await Task.sleep(for: .milliseconds(10))
         }
         let status = process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
         return Result(

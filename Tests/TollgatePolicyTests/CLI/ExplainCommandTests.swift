@@ -8,8 +8,8 @@ import Testing
     .timeLimit(.minutes(1))
 )
 struct ExplainCommandTests {
-    @Test func aPackageRegistryURLUnderConfDevYAML() throws {
-        let result = try CommandLineRunner.run(
+    @Test func aPackageRegistryURLUnderConfDevYAML() async throws {
+        let result = try await CommandLineRunner.run(
             [
                 "explain", "https://registry.npmjs.org/react/-/react-18.2.0.tgz", "--config",
                 ConfFilesTests.path("dev.yaml"),
@@ -37,9 +37,9 @@ struct ExplainCommandTests {
         #expect(result.stderr == "")
     }
 
-    @Test func aLocalDevServerUnderConfDevYAMLIsNeverStored() throws {
+    @Test func aLocalDevServerUnderConfDevYAMLIsNeverStored() async throws {
         // The rule's roots name a file under ~ that need not exist: explain does not open it.
-        let result = try CommandLineRunner.run(
+        let result = try await CommandLineRunner.run(
             ["explain", "http://localhost:8080/app", "--config", ConfFilesTests.path("dev.yaml")],
             environment: ["HOME": "/nonexistent-home"]
         )
@@ -50,8 +50,8 @@ struct ExplainCommandTests {
         #expect(lines.contains("session: default (configuration default, cache-policy protocol, cookies passthrough)"))
     }
 
-    @Test func withoutConfigTheEmbeddedDefaultDecides() throws {
-        let result = try CommandLineRunner.run(["explain", "http://example.com/"])
+    @Test func withoutConfigTheEmbeddedDefaultDecides() async throws {
+        let result = try await CommandLineRunner.run(["explain", "http://example.com/"])
         #expect(result.status == 0, "\(result)")
         #expect(result.stdout.hasPrefix("url: http://example.com/\nrule: hosts[0] \"**\""), "\(result)")
         #expect(result.stdout.contains("\nsession: default "))
@@ -61,18 +61,18 @@ struct ExplainCommandTests {
         ("notaurl", "tollgate: notaurl: not an absolute URL; give an absolute URL such as https://example.com/path\n"),
         ("ftp://example.com/", "tollgate: ftp://example.com/: only http and https URLs can be explained\n"),
     ])
-    func aBadURLExits1WithAMessage(url: String, message: String) throws {
-        let result = try CommandLineRunner.run(["explain", url])
+    func aBadURLExits1WithAMessage(url: String, message: String) async throws {
+        let result = try await CommandLineRunner.run(["explain", url])
         #expect(result.status == 1)
         #expect(result.stdout == "")
         #expect(result.stderr == message)
     }
 
-    @Test func aConfigWithProblemsExits1AndPrintsThem() throws {
+    @Test func aConfigWithProblemsExits1AndPrintsThem() async throws {
         let directory = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         try "hosts:\n  - match: \"\"\n".write(toFile: directory + "/bad.yaml", atomically: true, encoding: .utf8)
-        let result = try CommandLineRunner.run(["explain", "http://a.test/", "--config", "bad.yaml"], in: directory)
+        let result = try await CommandLineRunner.run(["explain", "http://a.test/", "--config", "bad.yaml"], in: directory)
         #expect(result.status == 1)
         #expect(result.stdout == "")
         #expect(result.stderr.hasPrefix("bad.yaml:2: hosts[0].match"), "\(result)")

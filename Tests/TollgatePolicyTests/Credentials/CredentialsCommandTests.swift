@@ -4,19 +4,22 @@ import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
-@Suite("tollgate credentials and tollgate cookies", .timeLimit(.minutes(1)))
+@Suite(
+    "tollgate credentials and tollgate cookies",
+    .enabled(if: CommandLineRunner.binary != nil, Comment(rawValue: CommandLineRunner.notFound)),
+    .timeLimit(.minutes(1))
+)
 struct CredentialsCommandTests {
     static func mode(_ path: String) -> Int? {
         (try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? Int
     }
 
     @Test("credentials set, list (masked), remove; the store under XDG_DATA_HOME with modes 0700/0600")
-    func credentials() throws {
-        guard CommandLineRunner.binary != nil else { return }
+    func credentials() async throws {
         let home = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }
         let environment = ["XDG_DATA_HOME": home, "TG_TEST_PASSWORD": "pa55-from-env"]
-        let set = try CommandLineRunner.run(
+        let set = try await CommandLineRunner.run(
             [
                 "credentials", "set", "https://API.example.com", "--realm", "Restricted", "--user", "alice",
                 "--password-env", "TG_TEST_PASSWORD",
@@ -26,7 +29,7 @@ struct CredentialsCommandTests {
         #expect(set.status == 0, "\(set)")
         let passwordFile = home + "/pw"
         try "pa55-from-file\nignored\n".write(toFile: passwordFile, atomically: true, encoding: .utf8)
-        let second = try CommandLineRunner.run(
+        let second = try await CommandLineRunner.run(
             [
                 "credentials", "set", "http://intranet:8080", "--method", "digest", "--user", "bob", "--password-file",
                 passwordFile,
@@ -39,7 +42,7 @@ struct CredentialsCommandTests {
         #expect(Self.mode(directory + "/data.mdb") == 0o600)
         #expect(Self.mode(directory + "/lock.mdb") == 0o600)
 
-        let list = try CommandLineRunner.run(["credentials", "list"], environment: environment)
+        let list = try await CommandLineRunner.run(["credentials", "list"], environment: environment)
         #expect(list.status == 0, "\(list)")
         #expect(
             list.stdout == """
@@ -63,24 +66,23 @@ struct CredentialsCommandTests {
         #expect(store.defaultCredential(for: space)?.password == "pa55-from-env")
         store.close()
 
-        let removed = try CommandLineRunner.run(
+        let removed = try await CommandLineRunner.run(
             ["credentials", "remove", "https://api.example.com", "--user", "alice"],
             environment: environment
         )
         #expect(removed.status == 0, "\(removed)")
-        let again = try CommandLineRunner.run(
+        let again = try await CommandLineRunner.run(
             ["credentials", "remove", "https://api.example.com"],
             environment: environment
         )
         #expect(again.status == 1)
         #expect(again.stderr.contains("no credential matched"))
-        let after = try CommandLineRunner.run(["credentials", "list", "--data-dir", home + "/tollgate"])
+        let after = try await CommandLineRunner.run(["credentials", "list", "--data-dir", home + "/tollgate"])
         #expect(after.stdout == "http://intranet:8080  digest  realm=*  bob  ****  default\n")
     }
 
     @Test("credentials set refuses a missing password source, two sources, a bad URL or method")
-    func badArguments() throws {
-        guard CommandLineRunner.binary != nil else { return }
+    func badArguments() async throws {
         let home = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }
         let environment = ["XDG_DATA_HOME": home]
@@ -92,15 +94,14 @@ struct CredentialsCommandTests {
             ["credentials", "set", "https://a.example", "--user", "u", "--method", "ntlm", "--password-stdin"],
         ]
         for arguments in cases {
-            let result = try CommandLineRunner.run(arguments, environment: environment)
+            let result = try await CommandLineRunner.run(arguments, environment: environment)
             #expect(result.status == 1, "\(arguments): \(result)")
         }
         #expect(!FileManager.default.fileExists(atPath: home + "/tollgate/credentials/data.mdb"))
     }
 
     @Test("cookies list masks values (unless --show-values) and clear empties the jar, or one domain")
-    func cookies() throws {
-        guard CommandLineRunner.binary != nil else { return }
+    func cookies() async throws {
         let home = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: home) }
         let directory = CookieCredentialStores.cookiesDirectory(in: home)
@@ -121,7 +122,7 @@ struct CredentialsCommandTests {
             )
             storage.close()
         }
-        let list = try CommandLineRunner.run(["cookies", "list", "--data-dir", home])
+        let list = try await CommandLineRunner.run(["cookies", "list", "--data-dir", home])
         #expect(list.status == 0, "\(list)")
         let lines = list.stdout.split(separator: "\n").map(String.init)
         #expect(lines.count == 3)
@@ -133,15 +134,15 @@ struct CredentialsCommandTests {
         )
         #expect(lines.contains { $0.hasPrefix(".example.com  /  pref=****") })
         #expect(!list.stdout.contains("tops3cret"))
-        let shown = try CommandLineRunner.run([
+        let shown = try await CommandLineRunner.run([
             "cookies", "list", "--data-dir", home, "--show-values", "--domain", "www.example.com",
         ])
         #expect(shown.stdout.contains("sid=tops3cret"))
         #expect(!shown.stdout.contains("other"))
-        let clearOne = try CommandLineRunner.run(["cookies", "clear", "--data-dir", home, "--domain", "other.org"])
+        let clearOne = try await CommandLineRunner.run(["cookies", "clear", "--data-dir", home, "--domain", "other.org"])
         #expect(clearOne.stdout == "removed 1 cookie\n")
-        let clearAll = try CommandLineRunner.run(["cookies", "clear", "--data-dir", home])
+        let clearAll = try await CommandLineRunner.run(["cookies", "clear", "--data-dir", home])
         #expect(clearAll.stdout == "removed 2 cookies\n")
-        #expect(try CommandLineRunner.run(["cookies", "list", "--data-dir", home]).stdout == "")
+        #expect(try await CommandLineRunner.run(["cookies", "list", "--data-dir", home]).stdout == "")
     }
 }

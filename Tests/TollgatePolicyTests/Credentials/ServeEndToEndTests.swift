@@ -82,9 +82,11 @@ struct ServeEndToEndTests {
         return (Int(text[newline...].dropFirst()) ?? 0, String(text[..<newline]))
     }
 
-    @Test("jar adds and keeps cookies, passthrough leaves them alone, and the rule's password answers Basic for the client")
+    @Test(
+        "jar adds and keeps cookies, passthrough leaves them alone, and the rule's password answers Basic for the client",
+        .enabled(if: CommandLineRunner.binary != nil && Self.curl != nil, "needs the tollgate executable and curl")
+    )
     func endToEnd() async throws {
-        guard CommandLineRunner.binary != nil, Self.curl != nil else { return }
         let directory = try Fixture.temporaryDirectory()
         defer { try? FileManager.default.removeItem(atPath: directory) }
         let origin = try await LoopbackOrigin.start { request, respond in
@@ -151,9 +153,9 @@ struct ServeEndToEndTests {
         stopped = true
         #expect(!serve.text.contains("s3cret"))
         // What the proxy kept, seen by the commands: the permanent credential and the jar's cookie.
-        let credentials = try CommandLineRunner.run(["credentials", "list"], environment: environment)
+        let credentials = try await CommandLineRunner.run(["credentials", "list"], environment: environment)
         #expect(credentials.stdout == "http://localhost:\(origin.port)  basic  realm=\"Restricted\"  alice  ****  default\n", "\(credentials)")
-        let cookies = try CommandLineRunner.run(["cookies", "list"], environment: environment)
+        let cookies = try await CommandLineRunner.run(["cookies", "list"], environment: environment)
         #expect(cookies.stdout.hasPrefix("localhost  /  sid=****  expires "), "\(cookies)")
         #expect(cookies.stdout.split(separator: "\n").count == 1)
     }

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// Storing a network response as it streams: the storability rules at the head, the writer fed
 /// each body piece, `willCacheResponse` and the commit at the end, and what a task leaves of

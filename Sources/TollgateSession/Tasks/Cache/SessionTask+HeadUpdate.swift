@@ -1,6 +1,7 @@
 import Foundation
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// RFC 9111 §4.3.5: a `200` answering a HEAD request updates the stored GET response that request
 /// could have selected — its fields and freshness, as a 304 would — or, when the HEAD response does

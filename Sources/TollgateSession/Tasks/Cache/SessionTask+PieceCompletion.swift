@@ -1,6 +1,7 @@
 import Foundation
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// RFC 9111 §3.3: a GET for a response the cache holds only in pieces asks the origin for the
 /// missing bytes alone — one `Range`, with `If-Range` naming the pieces' strong validator — when

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// The cache's part in Range requests (RFC 9110 §14, RFC 9111 §3.3–3.4): ranges served from
 /// complete entries and from partial content, 206s and cut 200s kept as pieces, and misses

@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// The network's answer to a conditional request the cache sent (RFC 9111 §4.3): a 304 updates
 /// and serves the stored response, a 5xx or a failure serves it stale when stale-if-error allows,

@@ -5,6 +5,7 @@ import NIOPosix
 import Synchronization
 import TollgateCache
 import TollgateHTTP
+import TollgateLoop
 
 /// Sending a stored response: every stored body a task receives — a hit, a revalidated or stale
 /// copy, a range of partial content, combined pieces — is sent from ``serveStored(hit:entry:request:stale:outcome:now:)``:

@@ -2,7 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
-@testable import TollgateSession
+@testable import TollgateLoop
 
 @Suite("One timer per loop for all the deadlines on it", .timeLimit(.minutes(1)))
 struct LoopDeadlinesTests {
@@ -18,9 +18,22 @@ struct LoopDeadlinesTests {
             self.told = told
         }
 
+        /// When it was last told (the loop's time then).
+        var toldAt: NIODeadline?
+
         func deadlinePassed() {
+            toldAt = .now()
             told.withLockedValue { $0.append(name) }
             onTold?()
+        }
+    }
+
+    /// Waits until `condition` holds, polling; fails the test after five seconds.
+    private static func eventually(_ what: String, _ condition: () -> Bool) async throws {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while !condition() {
+            try #require(ContinuousClock.now < deadline, "timed out waiting until \(what)")
+            try await Task.sleep(for: .milliseconds(10))
         }
     }
 
@@ -34,7 +47,7 @@ struct LoopDeadlinesTests {
         let loop = group.next()
         let told = NIOLockedValueBox<[String]>([])
         let (late, early, gone) = (Watcher("late", told), Watcher("early", told), Watcher("gone", told))
-        try await Self.onLoop(loop) {
+        let registered = try await Self.onLoop(loop) { () -> NIODeadline in
             let deadlines = LoopDeadlines.of(loop)
             let now = NIODeadline.now()
             deadlines.watch(late, until: now + .milliseconds(300))
@@ -44,12 +57,16 @@ struct LoopDeadlinesTests {
             deadlines.unwatch(gone)
             #expect(deadlines.count == 2)
             #expect(!gone.deadlineSlot.isWatched)
+            return now
         }
-        try await Task.sleep(for: .milliseconds(200))
-        #expect(told.withLockedValue { $0 } == ["early"])
-        try await Task.sleep(for: .milliseconds(250))
+        // Judged by when each was told, not by what a sleep of the test saw: on a busy machine a
+        // sleep may end long after both deadlines.
+        try await Self.eventually("both told") { told.withLockedValue { $0.count } >= 2 }
+        try await Task.sleep(for: .milliseconds(100))
         #expect(told.withLockedValue { $0 } == ["early", "late"])
-        let left = try await Self.onLoop(loop) { LoopDeadlines.of(loop).count }
+        let (earlyAt, lateAt, left) = try await Self.onLoop(loop) { (early.toldAt, late.toldAt, LoopDeadlines.of(loop).count) }
+        #expect(try #require(earlyAt) >= registered + .milliseconds(150))
+        #expect(try #require(lateAt) >= registered + .milliseconds(300))
         #expect(left == 0)
         try await group.shutdownGracefully()
     }
@@ -61,7 +78,8 @@ struct LoopDeadlinesTests {
         let told = NIOLockedValueBox<[String]>([])
         let watcher = Watcher("w", told)
         let started = NIODeadline.now()
-        let realDeadline = NIOLockedValueBox(started + .milliseconds(100))
+        // Far enough from the first that a busy loop tells it first before the real one is due.
+        let realDeadline = NIOLockedValueBox(started + .milliseconds(600))
         watcher.onTold = {
             // Like a task whose request timeout was restarted: the real deadline is later.
             let real = realDeadline.withLockedValue { $0 }
@@ -70,16 +88,18 @@ struct LoopDeadlinesTests {
         try await Self.onLoop(loop) {
             LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(100))
             // Later than registered: no change.
-            LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(250))
+            LoopDeadlines.of(loop).watch(watcher, until: started + .milliseconds(600))
             #expect(LoopDeadlines.of(loop).deadline(of: watcher) == started + .milliseconds(100))
         }
-        realDeadline.withLockedValue { $0 = started + .milliseconds(250) }
-        try await Task.sleep(for: .milliseconds(180))
-        // Told once at 100 ms, registered again for 250 ms.
-        #expect(told.withLockedValue { $0 } == ["w"])
-        #expect(try await Self.onLoop(loop) { watcher.deadlineSlot.isWatched })
-        try await Task.sleep(for: .milliseconds(200))
+        // Told once at 100 ms, when it registers again for 600 ms, then told again.
+        try await Self.eventually("told once") { told.withLockedValue { $0.count } >= 1 }
+        let firstAt = try #require(try await Self.onLoop(loop) { watcher.toldAt })
+        #expect(firstAt >= started + .milliseconds(100))
+        try await Self.eventually("told again") { told.withLockedValue { $0.count } >= 2 }
+        try await Task.sleep(for: .milliseconds(100))
         #expect(told.withLockedValue { $0 } == ["w", "w"])
+        let secondAt = try #require(try await Self.onLoop(loop) { watcher.toldAt })
+        #expect(secondAt >= started + .milliseconds(600))
         #expect(try await Self.onLoop(loop) { !watcher.deadlineSlot.isWatched })
         try await group.shutdownGracefully()
     }
@@ -142,19 +162,17 @@ struct LoopDeadlinesTests {
         let watchers = (0..<300).map { Watcher("\($0)", told) }
         // Deadlines in whole milliseconds from a common start, so the expected order is exact.
         let initialDues = (0..<300).map { _ in Int.random(in: 50...250, using: &generator) }
-        let start = NIODeadline.now() + .milliseconds(20)
         let plan: [(Int, Int?)] = (0..<600).map { _ in
             (Int.random(in: 0..<300), Bool.random(using: &generator) ? Int.random(in: 30...250, using: &generator) : nil)
         }
-        try await Self.onLoop(loop) {
+        // Joining and the plan in one turn of the loop, so no deadline can pass in between
+        // however busy the machine is: a number moves a deadline (earlier only counts), nil leaves.
+        let outcome = try await Self.onLoop(loop) { [plan] () -> ([Int], Set<Int>) in
             let deadlines = LoopDeadlines.of(loop)
+            let start = NIODeadline.now() + .milliseconds(20)
             for (index, watcher) in watchers.enumerated() {
                 deadlines.watch(watcher, until: start + .milliseconds(Int64(initialDues[index])))
             }
-        }
-        // Apply the plan on the loop: a number moves a deadline (earlier only counts), nil leaves.
-        let outcome = try await Self.onLoop(loop) { [plan] () -> ([Int], Set<Int>) in
-            let deadlines = LoopDeadlines.of(loop)
             var dues = initialDues
             var left = Set(0..<300)
             for (index, move) in plan {
@@ -170,7 +188,8 @@ struct LoopDeadlinesTests {
             return (dues, left)
         }
         let (dues, left) = outcome
-        try await Task.sleep(for: .milliseconds(400))
+        try await Self.eventually("all told") { told.withLockedValue { $0.count } >= left.count }
+        try await Task.sleep(for: .milliseconds(100))
         let order = told.withLockedValue { $0 }.map { Int($0)! }
         #expect(Set(order) == left)
         #expect(order.count == left.count)

@@ -2,7 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import Testing
-@testable import TollgateSession
+@testable import TollgateLoop
 
 #if canImport(Glibc)
 import Glibc

@@ -1,5 +1,5 @@
+import CTollgateLoop
 import NIOCore
-import NIOPosix
 
 /// An object whose deadline ``LoopDeadlines`` watches.
 package protocol DeadlineWatcher: AnyObject {
@@ -32,8 +32,9 @@ package struct DeadlineSlot {
 /// later (a request timeout restarted by each event) is not re-registered: the watcher is told at
 /// the old deadline, finds its real one later, and registers that.
 ///
-/// Confined to its loop: every method runs on it.
-package final class LoopDeadlines: @unchecked Sendable {
+/// Confined to its loop: every method runs on it, and it is not `Sendable` (its timer callback is
+/// scheduled through `assumeIsolated()`, which checks that).
+package final class LoopDeadlines {
     private let loop: any EventLoop
     /// A min-heap by `due`; each watcher's `deadlineSlot.index` is its place.
     private var heap: [Entry] = []
@@ -51,14 +52,21 @@ package final class LoopDeadlines: @unchecked Sendable {
         self.loop = loop
     }
 
-    private static let perThread = ThreadSpecificVariable<LoopDeadlines>()
-
-    /// The deadlines of `loop`, which must be the current thread's loop.
+    /// The deadlines of `loop`, which must be the current thread's loop. Kept in the thread's
+    /// state (a C thread-local, retained there and released when the thread exits).
     package static func of(_ loop: any EventLoop) -> LoopDeadlines {
         precondition(loop.inEventLoop, "LoopDeadlines are used on their loop only")
-        if let current = perThread.currentValue, current.loop === loop { return current }
+        let state = tollgate_loop_thread()
+        if let pointer = state.pointee.deadlines {
+            let current = Unmanaged<LoopDeadlines>.fromOpaque(pointer).takeUnretainedValue()
+            if current.loop === loop { return current }
+            // The thread serves a new loop (an old one on it was shut down): forget the old one.
+            state.pointee.deadlines = nil
+            Unmanaged<LoopDeadlines>.fromOpaque(pointer).release()
+        }
         let made = LoopDeadlines(loop: loop)
-        perThread.currentValue = made
+        state.pointee.deadlines = Unmanaged.passRetained(made).toOpaque()
+        tollgate_loop_thread_release_at_exit { Unmanaged<LoopDeadlines>.fromOpaque($0).release() }
         return made
     }
 
@@ -108,7 +116,7 @@ package final class LoopDeadlines: @unchecked Sendable {
     private func schedule(at due: NIODeadline) {
         timer?.cancel()
         timerDue = due
-        timer = loop.scheduleTask(deadline: due) { [self] in
+        timer = loop.assumeIsolated().scheduleTask(deadline: due) { [self] in
             timer = nil
             timerDue = nil
             fire()

@@ -1,4 +1,4 @@
-import CTickClock
+import CTollgateLoop
 import Foundation
 import NIOCore
 
@@ -18,13 +18,13 @@ package enum TickClock {
     /// Marks the start of an event on this thread; events may nest (they then share a reading).
     @inline(__always)
     package static func begin() {
-        tollgate_tick_state_of_thread().pointee.depth += 1
+        tollgate_loop_thread().pointee.depth += 1
     }
 
     /// Marks the end of the event begun last; the readings are forgotten when the outermost ends.
     @inline(__always)
     package static func end() {
-        let state = tollgate_tick_state_of_thread()
+        let state = tollgate_loop_thread()
         state.pointee.depth -= 1
         if state.pointee.depth <= 0 {
             state.pointee.depth = 0
@@ -35,7 +35,7 @@ package enum TickClock {
 
     /// The monotonic time of the current event (`NIODeadline.now()` when there is none).
     package static var now: NIODeadline {
-        let state = tollgate_tick_state_of_thread()
+        let state = tollgate_loop_thread()
         guard state.pointee.depth > 0 else { return .now() }
         if state.pointee.has_monotonic == 0 {
             state.pointee.monotonic = NIODeadline.now().uptimeNanoseconds
@@ -46,7 +46,7 @@ package enum TickClock {
 
     /// The wall-clock time of the current event (`Date()` when there is none).
     package static var date: Date {
-        let state = tollgate_tick_state_of_thread()
+        let state = tollgate_loop_thread()
         guard state.pointee.depth > 0 else { return Date() }
         if state.pointee.has_wall == 0 {
             state.pointee.wall = Date().timeIntervalSinceReferenceDate
@@ -56,5 +56,5 @@ package enum TickClock {
     }
 
     /// Whether this thread is inside an event (for tests).
-    package static var isInEvent: Bool { tollgate_tick_state_of_thread().pointee.depth > 0 }
+    package static var isInEvent: Bool { tollgate_loop_thread().pointee.depth > 0 }
 }

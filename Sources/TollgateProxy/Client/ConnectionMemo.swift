@@ -1,0 +1,84 @@
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+
+/// What one client connection remembers from request to request, because a kept-alive client
+/// mostly asks the same things again: the exchange rules, the last route, the last host parsed,
+/// the proxy's forwarding lines, the last `Cache-Status` text — and the facts about the client,
+/// fixed for the connection.
+///
+/// One per connection, shared by reference with each exchange it starts (``ExchangeContext``).
+/// Used on the connection's event loop only.
+final class ConnectionMemo {
+    /// The client's address as text ("-" when unknown).
+    let clientAddress: String
+    /// The client connects over loopback (``StoredBodyTransfer``).
+    let clientIsLoopback: Bool
+    /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
+    let clientTrustedForwarder: Bool
+
+    /// The rules the connection's exchanges go by, until the policy changes (``exchangeRules(_:)``).
+    private var rules: ExchangeRules?
+    /// The last request's route, for the next to the same host and port (``route(for:policy:)``).
+    private var keptRoute: KeptRoute?
+    /// The last host parsed for this connection's requests.
+    private var canonicalHostAnswer = LastAnswer<String, CanonicalHost>()
+    /// The lines the proxy last added to a forwarded request.
+    private var forwardingLinesAnswer = LastAnswer<ForwardingLinesKey, HeaderFields>()
+    /// The last `Cache-Status` value written and the outcome it describes.
+    private var cacheStatusAnswer = LastAnswer<CacheOutcome, String>()
+
+    /// What the forwarding lines depend on besides the client's address, which is fixed.
+    private struct ForwardingLinesKey: Equatable {
+        let minorVersion: Int
+        let originalHost: String?
+    }
+
+    init(clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool) {
+        self.clientAddress = clientAddress
+        self.clientIsLoopback = clientIsLoopback
+        self.clientTrustedForwarder = clientTrustedForwarder
+    }
+
+    /// The rules in force for an exchange starting now: kept from the last exchange unless a
+    /// reload changed the policy since.
+    func exchangeRules(_ environment: ListenerEnvironment) -> ExchangeRules {
+        if let rules, rules.generation == environment.policy.generation { return rules }
+        let fresh = ExchangeRules(environment)
+        rules = fresh
+        return fresh
+    }
+
+
+    /// The policy's route for a request to `url`: the last request's when it was to the same
+    /// host and port and still holds (``KeptRoute``).
+    func route(for url: HTTPURL, policy: any ProxyPolicy) -> ProxyRoute {
+        let generation = policy.generation
+        let port = url.effectivePort
+        if let keptRoute, keptRoute.answers(host: url.host, port: port, generation: generation) {
+            return keptRoute.route
+        }
+        let route = policy.proxyRoute(for: url)
+        keptRoute = route.holds == nil ? nil : KeptRoute(generation: generation, host: url.host, port: port, route: route)
+        return route
+    }
+
+    /// `CanonicalHost.parse(text)`, remembered for the next request of this connection.
+    func canonicalHost(_ text: String) throws(CanonicalHost.Invalid) -> CanonicalHost {
+        try canonicalHostAnswer.value(for: text) { () throws(CanonicalHost.Invalid) in try CanonicalHost.parse(text) }
+    }
+
+    /// The lines the proxy adds to a request it forwards (Via, and X-Forwarded-* on a reverse
+    /// listener): `make`'s, remembered for the connection's next request, since they depend only
+    /// on the client's address (fixed), the HTTP version and the Host the client sent (the same
+    /// on a kept-alive connection, as a rule).
+    func forwardingLines(minorVersion: Int, originalHost: String?, make: () -> HeaderFields) -> HeaderFields {
+        forwardingLinesAnswer.value(for: ForwardingLinesKey(minorVersion: minorVersion, originalHost: originalHost), make: make)
+    }
+
+    /// The `Cache-Status` value for `outcome`: the last response's again when its outcome was the
+    /// same (a connection's responses mostly are; the text was built per response).
+    func cacheStatus(for outcome: CacheOutcome) -> String {
+        cacheStatusAnswer.value(for: outcome) { outcome.cacheStatus() }
+    }
+}
