@@ -27,65 +27,59 @@ struct TaskCacheTests {
     @Test("A fresh or acceptably stale hit is served; stale-while-revalidate also revalidates after")
     func hitsAreServed() {
         var cache = TaskCache()
-        let step1 = cache.lookedUp(.fresh(Self.hit), stored: true, singleRange: nil, policy: .protocol)
-        #expect(step1
-            == .serve(Self.hit, stale: false, revalidateAfter: false))
-        let step2 = cache.lookedUp(.staleAcceptable(Self.hit), stored: true, singleRange: nil, policy: .protocol)
-        #expect(step2
-            == .serve(Self.hit, stale: true, revalidateAfter: false))
+        let lookedUp = cache.lookedUp(.fresh(Self.hit), stored: true, singleRange: nil, policy: .protocol)
+        #expect(lookedUp == .serve(Self.hit, stale: false, revalidateAfter: false))
+        let lookedUp2 = cache.lookedUp(.staleAcceptable(Self.hit), stored: true, singleRange: nil, policy: .protocol)
+        #expect(lookedUp2 == .serve(Self.hit, stale: true, revalidateAfter: false))
         let swr = CacheLookupDecision.staleWhileRevalidate(Self.hit, Self.revalidation(staleIfError: false))
-        let step3 = cache.lookedUp(swr, stored: true, singleRange: nil, policy: .protocol)
-        #expect(step3
-            == .serve(Self.hit, stale: true, revalidateAfter: true))
+        let lookedUp3 = cache.lookedUp(swr, stored: true, singleRange: nil, policy: .protocol)
+        #expect(lookedUp3 == .serve(Self.hit, stale: true, revalidateAfter: true))
         #expect(cache.outcome == nil)  // serving sets it, with the body it sends
     }
 
     @Test("A decision that serves what the lookup did not return goes to the network")
     func servingWithoutAnEntryGoesToTheNetwork() {
         var cache = TaskCache()
-        let step4 = cache.lookedUp(.fresh(Self.hit), stored: false, singleRange: nil, policy: .protocol)
-        #expect(step4 == .network)
-        let step5 = cache.lookedUp(.revalidate(Self.revalidation(staleIfError: false)), stored: false, singleRange: nil, policy: .protocol)
-        #expect(step5 == .network)
+        let lookedUp = cache.lookedUp(.fresh(Self.hit), stored: false, singleRange: nil, policy: .protocol)
+        #expect(lookedUp == .network)
+        let lookedUp2 = cache.lookedUp(.revalidate(Self.revalidation(staleIfError: false)), stored: false, singleRange: nil, policy: .protocol)
+        #expect(lookedUp2 == .network)
     }
 
     @Test("A stale entry is revalidated, reported stale")
     func staleIsRevalidated() {
         var cache = TaskCache()
         let revalidation = Self.revalidation(staleIfError: false)
-        let step6 = cache.lookedUp(.revalidate(revalidation), stored: true, singleRange: nil, policy: .protocol)
-        #expect(step6
-            == .revalidate(revalidation))
+        let lookedUp = cache.lookedUp(.revalidate(revalidation), stored: true, singleRange: nil, policy: .protocol)
+        #expect(lookedUp == .revalidate(revalidation))
         #expect(cache.outcome == CacheOutcome(result: .stale))
     }
 
     @Test("A miss reports why, a reload as the request's; a single range goes to the range rules")
     func missesSayWhy() {
         var cache = TaskCache()
-        let step7 = cache.lookedUp(.miss(.notStored), stored: false, singleRange: nil, policy: .protocol)
-        #expect(step7 == .miss(range: nil))
+        let lookedUp = cache.lookedUp(.miss(.notStored), stored: false, singleRange: nil, policy: .protocol)
+        #expect(lookedUp == .miss(range: nil))
         #expect(cache.outcome == CacheOutcome(result: .uriMiss))
-        let step8 = cache.lookedUp(.miss(.varyMismatch), stored: false, singleRange: nil, policy: .protocol)
-        #expect(step8 == .miss(range: nil))
+        let lookedUp2 = cache.lookedUp(.miss(.varyMismatch), stored: false, singleRange: nil, policy: .protocol)
+        #expect(lookedUp2 == .miss(range: nil))
         #expect(cache.outcome == CacheOutcome(result: .varyMiss))
-        let step9 = cache.lookedUp(.miss(.notStored), stored: false, singleRange: nil, policy: .reload)
-        #expect(step9 == .miss(range: nil))
+        let lookedUp3 = cache.lookedUp(.miss(.notStored), stored: false, singleRange: nil, policy: .reload)
+        #expect(lookedUp3 == .miss(range: nil))
         #expect(cache.outcome == CacheOutcome(result: .request))
         let range = ByteRangeSpec.from(0, through: 9)
-        let step10 = cache.lookedUp(.miss(.method), stored: false, singleRange: range, policy: .protocol)
-        #expect(step10 == .miss(range: range))
+        let lookedUp4 = cache.lookedUp(.miss(.method), stored: false, singleRange: range, policy: .protocol)
+        #expect(lookedUp4 == .miss(range: range))
         #expect(cache.outcome == CacheOutcome(result: .method))
     }
 
     @Test("Nothing usable offline fails with the reason; a single range may still be served from pieces")
     func unavailableFails() {
         var cache = TaskCache()
-        let step11 = cache.lookedUp(.unavailable(.onlyIfCached), stored: false, singleRange: nil, policy: .protocol)
-        #expect(step11
-            == .unavailable(why: "only-if-cached, and nothing usable is stored", tryPartial: false))
-        let step12 = cache.lookedUp(.unavailable(.offline), stored: false, singleRange: .from(0, through: 1), policy: .returnCacheDontLoad)
-        #expect(step12
-            == .unavailable(why: "not in the cache, and the cache policy forbids the network", tryPartial: true))
+        let lookedUp = cache.lookedUp(.unavailable(.onlyIfCached), stored: false, singleRange: nil, policy: .protocol)
+        #expect(lookedUp == .unavailable(why: "only-if-cached, and nothing usable is stored", tryPartial: false))
+        let lookedUp2 = cache.lookedUp(.unavailable(.offline), stored: false, singleRange: .from(0, through: 1), policy: .returnCacheDontLoad)
+        #expect(lookedUp2 == .unavailable(why: "not in the cache, and the cache policy forbids the network", tryPartial: true))
     }
 
     @Test("Only a GET waits for a leader, once, and never the leader itself")
@@ -105,11 +99,11 @@ struct TaskCacheTests {
         var cache = TaskCache()
         cache.outcome = CacheOutcome(result: .stale)
         #expect(cache.networkRoute == .task)
-        let step13 = cache.networkHead(status: 304, head: HTTPResponseHead(status: 304))
-        #expect(!step13)  // not revalidating: the task's
+        let networkHead = cache.networkHead(status: 304, head: HTTPResponseHead(status: 304))
+        #expect(!networkHead)  // not revalidating: the task's
         cache.revalidation = (CacheEntry(id: CacheEntryID(rawValue: 1), response: Self.stored(), body: .inline(ByteBuffer())), Self.revalidation(staleIfError: false))
-        let step14 = cache.networkHead(status: 304, head: HTTPResponseHead(status: 304))
-        #expect(step14)
+        let networkHead2 = cache.networkHead(status: 304, head: HTTPResponseHead(status: 304))
+        #expect(networkHead2)
         #expect(cache.networkRoute == .cacheAnswers)
         #expect(cache.outcome?.forwardStatus == nil)
     }
@@ -120,21 +114,21 @@ struct TaskCacheTests {
         var strict = TaskCache()
         strict.outcome = CacheOutcome(result: .stale)
         strict.revalidation = (entry, Self.revalidation(staleIfError: false))
-        let step15 = strict.networkHead(status: 503, head: HTTPResponseHead(status: 503))
-        #expect(!step15)
+        let networkHead = strict.networkHead(status: 503, head: HTTPResponseHead(status: 503))
+        #expect(!networkHead)
         #expect(strict.networkRoute == .task)
         #expect(strict.outcome?.forwardStatus == 503)
         var lenient = TaskCache()
         lenient.outcome = CacheOutcome(result: .stale)
         lenient.revalidation = (entry, Self.revalidation(staleIfError: true))
-        let step16 = lenient.networkHead(status: 503, head: HTTPResponseHead(status: 503))
-        #expect(step16)
+        let networkHead2 = lenient.networkHead(status: 503, head: HTTPResponseHead(status: 503))
+        #expect(networkHead2)
         #expect(lenient.networkRoute == .cacheAnswers)
         #expect(lenient.outcome?.forwardStatus == 503)
         var replaced = TaskCache()
         replaced.revalidation = (entry, Self.revalidation(staleIfError: true))
-        let step17 = replaced.networkHead(status: 200, head: HTTPResponseHead(status: 200))
-        #expect(!step17)
+        let networkHead3 = replaced.networkHead(status: 200, head: HTTPResponseHead(status: 200))
+        #expect(!networkHead3)
     }
 
     @Test("Completing pieces: a 206 is kept, a 200 becomes the task's own response, anything else is ignored")
@@ -143,10 +137,10 @@ struct TaskCacheTests {
         let original = Request(url: Self.url)
         cache.completingPieces = original
         #expect(cache.networkRoute == .pieces)
-        let step18 = cache.piecesHead(status: 206)
-        #expect(step18.isKeepPiece)
-        let step19 = cache.piecesHead(status: 412)
-        #expect(step19.isIgnore)
+        let piecesHead = cache.piecesHead(status: 206)
+        #expect(piecesHead.isKeepPiece)
+        let piecesHead2 = cache.piecesHead(status: 412)
+        #expect(piecesHead2.isIgnore)
         #expect(cache.networkRoute == .pieces)
         guard case .toTask(let request) = cache.piecesHead(status: 200) else {
             Issue.record("a 200 is the task's response")
@@ -190,10 +184,10 @@ struct TaskCacheTests {
         var cache = TaskCache()
         cache.key = CacheKey(url: Self.url)
         cache.leadsFetch = true
-        let step20 = cache.release()
-        #expect(step20.ledKey == CacheKey(url: Self.url))
-        let step21 = cache.release()
-        #expect(step21.ledKey == nil)
+        let release = cache.release()
+        #expect(release.ledKey == CacheKey(url: Self.url))
+        let release2 = cache.release()
+        #expect(release2.ledKey == nil)
         #expect(!cache.leadsFetch)
     }
 }

@@ -203,6 +203,8 @@ struct WebSocketMachineTests {
         #expect(machine.handshakeFailed(SessionError(.badServerResponse)) == [.failAllWaiting(SessionError(.badServerResponse))])
         #expect(machine.closure?.code == .invalid)
         #expect(machine.handshakeCompleted() == [])
+        let later = machine.send(.string("b"))
+        #expect(later == [.failSend(SessionError(.badServerResponse))])
     }
 }
 

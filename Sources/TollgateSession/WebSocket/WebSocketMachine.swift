@@ -182,6 +182,9 @@ struct WebSocketMachine {
     mutating func handshakeFailed(_ error: SessionError) -> [Action] {
         guard case .connecting = state else { return [] }
         state = .closed(Closure(code: .invalid, reason: nil))
+        // A call made after the handshake failed gets that failure too (not "never opened"):
+        // a send queued a moment after resume() must not depend on which came first.
+        failure = error
         return [.failAllWaiting(error)] + resetWaiting()
     }
 
