@@ -72,7 +72,7 @@ extension SessionTask {
             session.markDetached(self)
             abandonExchange()
             keepWhatArrived()
-            engine.held = []
+            engine.machine.dropHeldPieces()
             cancelWatchdog()
             let file = engine.download
             engine.download = nil

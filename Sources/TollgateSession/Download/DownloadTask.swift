@@ -25,7 +25,7 @@ public final class DownloadTask: SessionTask, @unchecked Sendable {
             }
             abandonExchange()
             keepWhatArrived()
-            engine.held = []
+            engine.machine.dropHeldPieces()
             cancelWatchdog()
             produceResumeData { [self] data in
                 completionHandler(data)

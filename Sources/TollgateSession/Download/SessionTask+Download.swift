@@ -67,7 +67,7 @@ extension SessionTask {
         }
         file.pending.whenSuccess { [self] in
             file.queuedWrites -= 1
-            if file.queuedWrites == DownloadFile.pauseAt - 2, !engine.isSuspended, !isDone { setReadDemand(true) }
+            if file.queuedWrites == DownloadFile.pauseAt - 2, !engine.machine.isSuspended, !isDone { setReadDemand(true) }
             guard !isDone, let downloadTask = self as? DownloadTask else { return }
             file.written += count
             recordDownloadProgress(file)
@@ -164,7 +164,7 @@ extension SessionTask {
         file.written = resumes ? resume.bytesReceived : 0
         file.expectedTotal = resumes ? (contentRange?.completeLength ?? -1) : (head.contentLength ?? -1)
         engine.download = file
-        engine.resumedFile = resumes ? (file.path, resume.bytesReceived) : nil
+        engine.cache.resumedFile = resumes ? (file.path, resume.bytesReceived) : nil
         recordDownloadFile(file, response: head)
         guard let downloadTask = self as? DownloadTask else { return }
         let receivers = delegates(as: (any DownloadTaskDelegate).self)
@@ -223,7 +223,7 @@ extension SessionTask {
     func retireAfterHandover() {
         cancelWatchdog()
         engine = TaskEngine()
-        engine.phase = .done
+        _ = engine.machine.complete()
         _ = observed.withLock { $0.lifecycle.finished() }
         session.taskDidComplete(self)
     }
@@ -234,7 +234,7 @@ extension SessionTask {
         let download = session.adoptDownload(from: self)
         download.engine = engine
         download.engine.completionHandler = nil
-        download.engine.awaitingResponseDecision = false
+        _ = download.engine.machine.decisionArrived()
         download.observed.withLock { state in
             let mine = observed.withLock { $0 }
             state.currentRequest = mine.currentRequest
@@ -258,6 +258,6 @@ extension SessionTask {
         download.restartIdleTimer()
         download.startDownloadFile()
         download.releaseHeld()
-        if !download.isDone, !download.engine.isSuspended { download.setReadDemand(true) }
+        if !download.isDone, !download.engine.machine.isSuspended { download.setReadDemand(true) }
     }
 }

@@ -34,7 +34,7 @@ extension SessionTask {
     /// Delivers the parts' events until one needs the delegate's decision.
     private func drainMultipart() {
         guard let dataTask = self as? DataTask else { return }
-        while var delivery = engine.multipart, !delivery.pending.isEmpty, !engine.awaitingResponseDecision, !isDone {
+        while var delivery = engine.multipart, !delivery.pending.isEmpty, !engine.machine.awaitingDecision, !isDone {
             let event = delivery.pending.removeFirst()
             engine.multipart = delivery
             switch event {
@@ -61,7 +61,7 @@ extension SessionTask {
             case .allow, .unanswered:
                 drainMultipart()
                 releaseHeld()
-                if !engine.isSuspended, !engine.awaitingResponseDecision { setReadDemand(true) }
+                if !engine.machine.isSuspended, !engine.machine.awaitingDecision { setReadDemand(true) }
             }
         }
     }

@@ -27,9 +27,8 @@ extension SessionTask {
             return
         }
         var held = ByteBuffer()
-        for piece in engine.held { held.writeImmutableBuffer(piece) }
-        engine.held = []
-        guard case .exchanging(let connection) = engine.phase else {
+        for piece in engine.machine.takeHeldPieces() { held.writeImmutableBuffer(piece) }
+        guard let connection = engine.machine.connection else {
             handOver(dataTask, connection: nil, held: held)
             return
         }
@@ -38,7 +37,7 @@ extension SessionTask {
 
     /// After a 101: the HTTP handlers can only leave the pipeline once the 101 has fully ended.
     private func becomeUpgradedStream(_ dataTask: DataTask) {
-        guard case .exchanging(let connection) = engine.phase else {
+        guard let connection = engine.machine.connection else {
             fail(SessionError(.badServerResponse, engine.request?.url, "the upgraded connection is gone"))
             return
         }

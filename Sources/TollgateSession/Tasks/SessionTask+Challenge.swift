@@ -284,14 +284,14 @@ extension SessionTask {
             proceed()
             return
         }
-        let generation = engine.generation
+        let exchange = engine.machine.exchange
         evaluateServerTrust(evaluation, host: connection.key.host, port: connection.key.port) { [self] failure in
-            guard engine.generation == generation, !isDone else {
+            guard engine.machine.accepts(exchange: exchange) else {
                 session.pool.release(connection, reusable: false)
                 return
             }
             if let failure {
-                engine.phase = .idle
+                engine.machine.leasedConnectionDropped()
                 session.pool.release(connection, reusable: false)
                 fail(failure)
                 return

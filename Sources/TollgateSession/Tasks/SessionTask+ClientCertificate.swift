@@ -20,9 +20,9 @@ extension SessionTask {
         }
         let key = connection.key
         let space = ProtectionSpace(host: key.host, port: key.port, protocol: "https", authenticationMethod: .clientCertificate)
-        let generation = engine.generation
+        let exchange = engine.machine.exchange
         raise(AuthenticationChallenge(protectionSpace: space)) { [self] disposition in
-            guard engine.generation == generation, !isDone else {
+            guard engine.machine.accepts(exchange: exchange) else {
                 session.pool.release(connection, reusable: false)
                 return
             }
@@ -30,7 +30,7 @@ extension SessionTask {
             case .useCredential(let credential?) where credential.clientIdentity != nil:
                 // The connection was made without it: a new one presents it.
                 session.pool.release(connection, reusable: false)
-                engine.phase = .idle
+                engine.machine.leasedConnectionDropped()
                 do throws(SessionError) {
                     try session.clientIdentities.choose(credential, host: key.host, port: key.port)
                 } catch {
@@ -40,7 +40,7 @@ extension SessionTask {
                 sendRequest(request, body: body)
             case .cancelAuthenticationChallenge(let reason):
                 session.pool.release(connection, reusable: false)
-                engine.phase = .idle
+                engine.machine.leasedConnectionDropped()
                 fail(reason ?? SessionError(.clientCertificateRequired, request.url, "\(key.host) asked for a client certificate; the challenge was cancelled"))
             default:
                 proceed()

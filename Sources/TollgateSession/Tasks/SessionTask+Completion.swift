@@ -44,15 +44,13 @@ extension SessionTask {
         if let webSocket = self as? WebSocketTask, webSocket.cancelOpenConnection() { return }
         abandonExchange()
         keepWhatArrived()
-        engine.held = []
+        engine.machine.dropHeldPieces()
         complete(with: SessionError(.cancelled, engine.request?.url ?? originalRequest?.url, "the task was cancelled"))
     }
 
     /// Completes the task: metrics, then `didCompleteWithError`, then the completion handler.
     func complete(with error: SessionError?) {
-        guard !isDone else { return }
-        engine.phase = .done
-        engine.generation += 1
+        guard engine.machine.complete() else { return }
         // The exchange's forwarder holds the task: dropping it breaks the cycle (task → forwarder
         // → task) that otherwise kept every completed task, and all it refers to, alive.
         engine.exchange = nil
@@ -65,7 +63,7 @@ extension SessionTask {
         (self as? WebSocketTask)?.taskCompleting(with: error)
         let action = observed.withLock { state -> TaskLifecycle.Action in
             state.error = error
-            if let outcome = engine.cacheOutcome { state.cacheOutcome = outcome }
+            if let outcome = engine.cache.outcome { state.cacheOutcome = outcome }
             return state.lifecycle.finished()
         }
         guard action == .complete else { return }
@@ -104,21 +102,21 @@ extension SessionTask {
 
     // MARK: suspend and resume
 
+    /// Runs the machine's suspend: no timer and no read while suspended.
     func pause() {
-        engine.isSuspended = true
         stopIdleTimer()
         stopResourceTimer()
         setReadDemand(false)
     }
 
+    /// Runs the machine's resume: timers again, what was held released, reads again.
     func unpause() {
-        engine.isSuspended = false
         guard !isDone else { return }
         startResourceTimer()
-        if case .exchanging = engine.phase { restartIdleTimer() }
+        if engine.machine.connection != nil { restartIdleTimer() }
         releaseHeld()
         pumpStoredFile()
-        if !isDone, !engine.awaitingResponseDecision { setReadDemand(true) }
+        if !isDone, !engine.machine.awaitingDecision { setReadDemand(true) }
     }
 
     // MARK: timers
@@ -130,14 +128,14 @@ extension SessionTask {
 
     /// The request timeout: the longest time without a byte sent or received.
     func restartIdleTimer() {
-        guard !engine.isSuspended else {
+        guard !engine.machine.isSuspended else {
             stopIdleTimer()
             return
         }
         let interval = requestTimeoutInterval
         engine.idleDeadline = TickClock.now + TimeAmount(interval)
         engine.idleInterval = interval
-        engine.idleGeneration = engine.generation
+        engine.idleGeneration = engine.machine.exchange
         armWatchdog()
     }
 
@@ -208,7 +206,7 @@ extension SessionTask {
         }
         if let idle = engine.idleDeadline, idle <= now {
             engine.idleDeadline = nil
-            if !isDone, !engine.isSuspended, engine.generation == engine.idleGeneration || engine.redirect == nil {
+            if !isDone, !engine.machine.isSuspended, engine.machine.exchange == engine.idleGeneration || engine.redirect == nil {
                 let interval = engine.idleInterval
                 fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
                 return

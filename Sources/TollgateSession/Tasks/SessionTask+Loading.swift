@@ -22,7 +22,7 @@ extension SessionTask {
         // then too: usually the request timeout (far sooner) armed it meanwhile, and a second
         // scheduling is saved.
         defer {
-            if !isDone, !engine.isSuspended {
+            if !isDone, !engine.machine.isSuspended {
                 startResourceTimer(arm: false)
                 armWatchdog()
             }
@@ -34,23 +34,23 @@ extension SessionTask {
         if let begin = earliestBeginDate, begin.timeIntervalSinceNow > 0 {
             let delay = TimeAmount.nanoseconds(Int64(begin.timeIntervalSinceNow * 1_000_000_000))
             let scheduled = eventLoop.scheduleTask(in: delay) { [self] in
-                engine.phase = .idle
+                guard engine.machine.beginDateReached() else { return }
                 askDelayedRequestDisposition(request)
             }
-            engine.phase = .delayed(scheduled)
+            engine.machine.waitForBeginDate(scheduled)
             return
         }
         beginLoading(request, now: now)
     }
 
     private func askDelayedRequestDisposition(_ request: Request) {
-        let generation = engine.generation
+        let exchange = engine.machine.exchange
         ask(
             taskDelegates,
             { delegate, answer in delegate.task(self, willBeginDelayedRequest: request, completionHandler: answer) },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
-            guard engine.generation == generation, !isDone else { return }
+            guard engine.machine.accepts(exchange: exchange) else { return }
             switch disposition?.base {
             case .useNewRequest(let newRequest):
                 observed.withLock { $0.currentRequest = newRequest }
@@ -124,13 +124,13 @@ extension SessionTask {
             setExpectedToSend(size)
             sendRequest(request, body: .file(path: path, size: size, fileIO: session.fileIO))
         case .stream:
-            let generation = engine.generation
+            let exchange = engine.machine.exchange
             ask(
                 taskDelegates,
                 { delegate, answer in delegate.task(self, needNewBodyStream: answer) },
                 isUnanswered: { if case .unanswered = $0.base { true } else { false } }
             ) { [self] decision in
-                guard engine.generation == generation, !isDone else { return }
+                guard engine.machine.accepts(exchange: exchange) else { return }
                 guard case .stream(.some(let stream)) = decision?.base else {
                     fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
                     return
@@ -152,7 +152,7 @@ extension SessionTask {
 
     /// Asks the pool for a connection and sends `request` on it.
     func sendRequest(_ request: Request, body: BodySource) {
-        engine.generation += 1
+        let exchange = engine.machine.sendingRequest()
         engine.body = body
         var metrics = TransactionMetrics(request: request)
         metrics.fetchStartDate = TickClock.date
@@ -161,23 +161,22 @@ extension SessionTask {
         let key = connectionKey(for: request.url)
         restartIdleTimer()
         if let connection = session.pool.leaseIdle(key: key, eventLoop: eventLoop) {
-            engine.phase = .leasing(0)
+            engine.machine.leasing(0)
             connectionLeased(connection, request: request, body: body)
             return
         }
-        let generation = engine.generation
         let (leaseID, future) = session.pool.lease(key: key, priority: priority, eventLoop: eventLoop)
-        engine.phase = .leasing(leaseID)
+        engine.machine.leasing(leaseID)
         future.hop(to: eventLoop).whenComplete { [self] result in
             switch result {
             case .success(let connection):
-                guard engine.generation == generation, case .leasing = engine.phase, !isDone else {
+                guard engine.machine.leaseAnswered(exchange: exchange) else {
                     session.pool.release(connection, reusable: true)
                     return
                 }
                 connectionLeased(connection, request: request, body: body)
             case .failure(let error):
-                guard engine.generation == generation, case .leasing = engine.phase, !isDone else { return }
+                guard engine.machine.leaseAnswered(exchange: exchange) else { return }
                 connectionFailed(error as? SessionError ?? SessionError(.cannotConnectToHost, request.url, "\(error)"))
             }
         }
@@ -227,15 +226,14 @@ extension SessionTask {
         engine.transactions.removeLast()
         let body = engine.body
         let retry = eventLoop.scheduleTask(in: .milliseconds(500)) { [self] in
-            guard case .waitingForConnectivity = engine.phase, !isDone else { return }
-            engine.phase = .idle
+            guard engine.machine.connectivityRetryDue() else { return }
             sendRequest(request, body: body)
         }
-        engine.phase = .waitingForConnectivity(retry)
+        engine.machine.waitForConnectivity(retry)
     }
 
     private func startExchange(on connection: OriginConnection, request: Request, body: BodySource) {
-        engine.phase = .exchanging(connection)
+        engine.machine.exchangeStarted(on: connection)
         connection.exchangeCount += 1
         if connection.exchangeCount == 1 {
             let made = connection.establishment
@@ -260,9 +258,9 @@ extension SessionTask {
             viaProxy: connection.key.viaProxy,
             allocator: connection.channel.allocator
         )
-        let sink = TaskExchange(task: self, generation: engine.generation, connectionLoop: connection.eventLoop)
+        let sink = TaskExchange(task: self, exchange: engine.machine.exchange, connectionLoop: connection.eventLoop)
         engine.exchange = sink
-        let readNow = !engine.isSuspended
+        let readNow = !engine.machine.isSuspended
         @Sendable func start() {
             connection.handler.startExchange(head: head, body: body, sink: sink)
             if !readNow { connection.handler.setReadDemand(false) }
@@ -297,8 +295,5 @@ extension SessionTask {
     }
 
     /// Whether the task has completed (or is completing).
-    var isDone: Bool {
-        if case .done = engine.phase { return true }
-        return false
-    }
+    var isDone: Bool { engine.machine.isCompleted }
 }

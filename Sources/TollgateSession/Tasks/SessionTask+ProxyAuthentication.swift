@@ -23,7 +23,7 @@ extension SessionTask {
     func handleProxyAuthenticationRequired(_ head: HTTPResponseHead) -> Bool {
         guard head.status == 407, !engine.sentProxyAuthorization, let request = engine.request,
             let authentication = session.upstreamProxyAuthentication,
-            case .exchanging(let connection) = engine.phase, connection.key.viaProxy,
+            let connection = engine.machine.connection, connection.key.viaProxy,
             authentication.answer(challenges: head.headerFields.values(for: "Proxy-Authenticate")) != nil
         else { return false }
         var pending = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)

@@ -25,7 +25,7 @@ extension SessionTask {
         storeCookies(from: head)
         noteAuthenticationResult(head)
         if cacheHandlesNetworkHead(head) { return }
-        if engine.completingPieces != nil, completionTakesHead(head) { return }
+        if engine.cache.completingPieces != nil, completionTakesHead(head) { return }
         if head.isRedirect, let location = head.headerFields["Location"], let request = engine.request,
             let target = try? request.url.resolving(location)
         {
@@ -34,18 +34,20 @@ extension SessionTask {
         }
         if handleAuthenticationRequired(head) || handleProxyAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
-        deliverResponse(engine.rangeCut == nil ? head : applyRangeCut(to: head))
+        deliverResponse(engine.cache.rangeCut == nil ? head : applyRangeCut(to: head))
     }
 
     func responseBodyReceived(_ buffer: ByteBuffer) {
         restartIdleTimer()
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
-        if engine.notModified != nil || engine.serveStaleAfterExchange {
+        switch engine.cache.networkRoute {
+        case .cacheAnswers:
             return  // the body of a 304 or of a 5xx the cache answers for is not the task's
-        }
-        if engine.completingPieces != nil {
+        case .pieces:
             storeBodyPiece(buffer)  // the missing bytes: to the pieces, not to the task
             return
+        case .task:
+            break
         }
         if var redirect = engine.redirect {
             redirect.bodyBytes += buffer.readableBytes
@@ -60,11 +62,7 @@ extension SessionTask {
     /// suspended or waiting for the delegate.
     func acceptBody(_ buffer: ByteBuffer) {
         observed.withLock { $0.countOfBytesReceived += Int64(buffer.readableBytes) }
-        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-            engine.held.append(buffer)
-            return
-        }
-        deliverBody(buffer)
+        if let piece = engine.machine.bodyReceived(buffer) { deliverBody(piece) }
     }
 
     func responseEnded(reusable: Bool) {
@@ -74,34 +72,31 @@ extension SessionTask {
             engine.upgradeEnded = true
             if engine.becomeStreamPending {
                 if let webSocket = self as? WebSocketTask { webSocket.takeUpgradedConnection() } else { becomeStream() }
-            } else if engine.awaitingResponseDecision || engine.isSuspended {
-                engine.endHeld = true
-            } else {
+            } else if engine.machine.endReceived() {
+                // (Held otherwise: the connection stays the task's, released with the end.)
                 finishSuccessfully()
             }
             return
         }
-        if engine.awaitingResponseDecision, engine.redirect == nil, engine.notModified == nil,
-            !engine.serveStaleAfterExchange
-        {
+        let route = engine.cache.networkRoute
+        if engine.machine.awaitingDecision, engine.redirect == nil, route != .cacheAnswers {
             // The delegate may still answer becomeStream: the connection stays the task's until
             // it answers (releaseHeld lets it go).
-            engine.endHeld = true
-            engine.endReusable = reusable
+            engine.machine.endReceivedKeepingConnection(reusable: reusable)
             return
         }
-        if case .exchanging(let connection) = engine.phase {
+        if let connection = engine.machine.exchangeEnded() {
             session.pool.release(connection, reusable: reusable)
-            engine.phase = .idle
         }
-        engine.generation += 1
-        if engine.notModified != nil || engine.serveStaleAfterExchange {
+        switch route {
+        case .cacheAnswers:
             finishCacheAnsweredExchange()
             return
-        }
-        if engine.completingPieces != nil {
+        case .pieces:
             finishCompletingPieces()
             return
+        case .task:
+            break
         }
         if var redirect = engine.redirect {
             redirect.ended = true
@@ -109,20 +104,14 @@ extension SessionTask {
             if let next = redirect.follow { followRedirect(to: next) }
             return
         }
-        if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-            engine.endHeld = true
-            return
-        }
-        finishSuccessfully()
+        if engine.machine.endReceived() { finishSuccessfully() }
     }
 
     func exchangeFailed(_ error: SessionError, responseStarted: Bool) {
         var error = error
         error.failingURL = engine.request?.url
-        guard case .exchanging(let connection) = engine.phase else { return }
+        guard let connection = engine.machine.exchangeFailed() else { return }
         session.pool.release(connection, reusable: false)
-        engine.phase = .idle
-        engine.generation += 1
         // A kept-alive connection the server closed before answering: send once more on a new one.
         if !responseStarted, connection.exchangeCount > 1, !engine.retriedCurrentRequest,
             error.code == .networkConnectionLost, let request = engine.request, request.method.isIdempotent
@@ -132,11 +121,7 @@ extension SessionTask {
             sendToNetwork(request)
             return
         }
-        if engine.isSuspended {
-            engine.heldFailure = error
-            return
-        }
-        fail(error)
+        if let failure = engine.machine.failureReceived(error) { fail(failure) }
     }
 
     // MARK: redirects
@@ -172,7 +157,7 @@ extension SessionTask {
         engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest, countsAsRedirect: true)
         // The redirect's body is held (small) or dropped; read no more of it until the delegate answers.
         setReadDemand(false)
-        let generation = engine.generation
+        let exchange = engine.machine.exchange
         // The configuration's filter first (it holds in background sessions too); a background
         // session then follows without asking the delegate, as the seeds say.
         let filtered = engine.request.map { from in session.configuration.redirectFilter?(from.url, newRequest.url) == false } ?? false
@@ -185,7 +170,9 @@ extension SessionTask {
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] answer in
             let decision = filtered ? RedirectDecision.deliverRedirectResponse : answer
-            guard !isDone, var redirect = engine.redirect, engine.generation >= generation else { return }
+            // The redirect's own exchange may have ended meanwhile (a later number); an earlier
+            // one's redirect is not this one.
+            guard !isDone, var redirect = engine.redirect, engine.machine.exchange >= exchange else { return }
             setReadDemand(true)
             switch decision?.base {
             case .deliverRedirectResponse:
@@ -219,20 +206,14 @@ extension SessionTask {
         beginStoringIfAllowed(pending.head)
         deliverResponse(pending.head)
         for piece in pending.body { acceptBody(piece) }
-        if pending.ended {
-            if engine.isSuspended || engine.awaitingResponseDecision || !engine.held.isEmpty {
-                engine.endHeld = true
-            } else {
-                finishSuccessfully()
-            }
-        }
+        if pending.ended, engine.machine.endReceived() { finishSuccessfully() }
     }
 
     // MARK: delivery
 
     /// Hands the response head to the delegate and waits for its disposition before delivering body.
     func deliverResponse(_ head: TollgateHTTP.HTTPResponseHead) {
-        let outcome = engine.cacheOutcome
+        let outcome = engine.cache.outcome
         let expected = head.contentLength ?? -1
         observed.withLock {
             $0.response = head
@@ -276,15 +257,14 @@ extension SessionTask {
         of dataTask: DataTask,
         decided: @escaping (ResponseDisposition.Base) -> Void
     ) {
-        engine.awaitingResponseDecision = true
+        engine.machine.askedForDecision()
         setReadDemand(false)
         ask(
             dataDelegates,
             { delegate, answer in delegate.dataTask(dataTask, didReceive: head, completionHandler: answer) },
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] disposition in
-            guard !isDone else { return }
-            engine.awaitingResponseDecision = false
+            guard engine.machine.decisionArrived() else { return }
             decided(disposition?.base ?? .unanswered)
         }
     }
@@ -302,37 +282,36 @@ extension SessionTask {
         case .allow, .unanswered:
             releaseHeld()
             pumpStoredFile()
-            if readsPaused, !engine.isSuspended { setReadDemand(true) }
+            if readsPaused, !engine.machine.isSuspended { setReadDemand(true) }
         }
     }
 
     /// Delivers pieces held back while suspended or while waiting for a decision, then the end.
     func releaseHeld() {
-        while !engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone {
-            deliverBody(engine.held.removeFirst())
-        }
-        guard engine.held.isEmpty, !engine.isSuspended, !engine.awaitingResponseDecision, !isDone else { return }
-        if let failure = engine.heldFailure {
-            engine.heldFailure = nil
-            fail(failure)
-        } else if engine.endHeld {
-            engine.endHeld = false
-            if case .exchanging(let connection) = engine.phase {
-                // Kept while the delegate decided (see responseEnded).
-                session.pool.release(connection, reusable: engine.endReusable)
-                engine.phase = .idle
-                engine.generation += 1
+        while true {
+            switch engine.machine.nextHeld() {
+            case .deliver(let piece):
+                deliverBody(piece)
+            case .fail(let failure):
+                fail(failure)
+                return
+            case .finish(let connection, let reusable):
+                // A connection kept while the delegate decided (see responseEnded).
+                if let connection { session.pool.release(connection, reusable: reusable) }
+                finishSuccessfully()
+                return
+            case .none:
+                return
             }
-            finishSuccessfully()
         }
     }
 
     func deliverBody(_ buffer: ByteBuffer) {
         storeBodyPiece(buffer)
         var buffer = buffer
-        if engine.rangeCut != nil {
+        if engine.cache.rangeCut != nil {
             // A Range fetched whole: the cache took every byte, the task gets its range.
-            guard let part = engine.rangeCut!.cut(buffer) else { return }
+            guard let part = engine.cache.rangeCut!.cut(buffer) else { return }
             buffer = part
         }
         if engine.download != nil {
@@ -352,7 +331,7 @@ extension SessionTask {
     }
 
     func setReadDemand(_ demand: Bool) {
-        guard case .exchanging(let connection) = engine.phase else { return }
+        guard let connection = engine.machine.connection else { return }
         // Twice per response (held while the delegate decides): no closure when on the loop.
         if connection.eventLoop.inEventLoop {
             connection.handler.setReadDemand(demand)
@@ -365,20 +344,17 @@ extension SessionTask {
     func abandonExchange() {
         (self as? StreamTask)?.closeStream()
         (self as? WebSocketTask)?.closeChannel()
-        switch engine.phase {
-        case .exchanging(let connection):
-            engine.generation += 1
+        switch engine.machine.abandon() {
+        case .closeConnection(let connection):
             connection.onLoop { connection.handler.close() }
             session.pool.release(connection, reusable: false)
-        case .leasing(let id):
-            engine.generation += 1
+        case .cancelLease(let id):
             session.pool.cancelLease(id)
-        case .delayed(let scheduled), .waitingForConnectivity(let scheduled):
+        case .cancelTimer(let scheduled):
             scheduled.cancel()
-        case .idle, .done:
+        case .nothing:
             break
         }
-        engine.phase = .idle
     }
 
     private func storeCookies(from head: TollgateHTTP.HTTPResponseHead) {

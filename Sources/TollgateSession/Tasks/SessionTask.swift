@@ -207,8 +207,8 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
     func syncSuspension() {
         guard !isDone else { return }
         switch observed.withLock({ $0.lifecycle.state }) {
-        case .suspended(started: true) where !engine.isSuspended: pause()
-        case .running where engine.isSuspended: unpause()
+        case .suspended(started: true): if engine.machine.suspend() { pause() }
+        case .running: if engine.machine.resume() { unpause() }
         default: break
         }
     }

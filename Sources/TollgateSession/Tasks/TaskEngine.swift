@@ -5,21 +5,6 @@ import TollgateHTTP
 
 /// The working state of a running task; touched only on the task's event loop.
 struct TaskEngine {
-    enum Phase {
-        /// Not started, or between steps.
-        case idle
-        /// Waiting for `earliestBeginDate`.
-        case delayed(Scheduled<Void>)
-        /// Asked the pool for a connection.
-        case leasing(Int)
-        /// An exchange runs on this connection.
-        case exchanging(OriginConnection)
-        /// Waiting before trying to connect again (`waitsForConnectivity`).
-        case waitingForConnectivity(Scheduled<Void>)
-        /// Completed.
-        case done
-    }
-
     /// A redirect response waiting for the delegate's decision.
     struct PendingRedirect {
         var head: HTTPResponseHead
@@ -32,9 +17,8 @@ struct TaskEngine {
         var countsAsRedirect = true
     }
 
-    var phase: Phase = .idle
-    /// Bumped for each exchange, so late events of an earlier one are ignored.
-    var generation = 0
+    /// Where the work is, which exchange's events are the task's, and the delivery gate.
+    var machine = TaskMachine<OriginConnection, Scheduled<Void>>()
     var startDate: Date?
     var transactions: [TransactionMetrics] = []
     var redirectCount = 0
@@ -44,20 +28,7 @@ struct TaskEngine {
     var bodyStream: BodyStream?
 
     var redirect: PendingRedirect?
-    var awaitingResponseDecision = false
-    /// The client's whole GET while only the bytes missing from what is held in pieces are asked
-    /// of the origin (``SessionTask/completePieces(_:key:cache:)``); nil otherwise.
-    var completingPieces: Request?
-    /// The removal from storage of what this task's unsafe request invalidated (a storing of the
-    /// task's own response waits for it).
-    var invalidationRemoval: EventLoopFuture<Void>?
     var responseDelivered = false
-    /// Body pieces received but not yet delivered (suspended, or awaiting a decision).
-    var held: [ByteBuffer] = []
-    /// The response ended while pieces were held.
-    var endHeld = false
-    /// A failure that arrived while suspended, delivered on resume.
-    var heldFailure: SessionError?
     /// The body kept whole: for completion handlers and the cache.
     var wholeBody: ByteBuffer?
     var completionHandler: (@Sendable (ByteBuffer?, HTTPResponseHead?, SessionError?) -> Void)?
@@ -65,7 +36,7 @@ struct TaskEngine {
     /// When the request timeout runs out (moved by every event; nil: not running).
     var idleDeadline: NIODeadline?
     var idleInterval: Duration = .zero
-    /// The generation when the request deadline was last moved.
+    /// The exchange when the request deadline was last moved.
     var idleGeneration = 0
     /// When the resource timeout runs out (nil: not running, e.g. while suspended).
     var resourceDeadline: NIODeadline?
@@ -77,40 +48,18 @@ struct TaskEngine {
     var requestDate: Date?
     var responseDate: Date?
 
-    // The cache's part (see SessionTask+Cache.swift).
-    var cacheOutcome: CacheOutcome?
-    var cacheKey: CacheKey?
-    var invalidatesOnSuccess = false
-    var revalidation: (CacheEntry, Revalidation)?
-    /// The client's own request while the cache sends its conditional version.
-    var clientRequest: Request?
-    var notModified: HTTPResponseHead?
-    var serveStaleAfterExchange = false
-    var cacheWriter: CacheEntryWriter?
-    /// Keeps a 206 (or a 200 that may be cut) as a piece of partial content.
-    var pieceWriter: PartialPieceWriter?
-    /// A Range request fetched whole: the range to cut from the 200 for the task.
-    var rangeCut: RangeCut?
-    var leadsFetch = false
-    var collapsed = false
-    var storedFile: StoredFileReader?
-    var isSuspended = false
+    /// The cache's part of the task (see Cache/).
+    var cache = TaskCache()
     /// The running exchange's event forwarder.
     var exchange: TaskExchange?
     /// A 101's end arrived: the connection can now be handed to a stream task.
     var upgradeEnded = false
-    /// A response ended while the delegate decided on it: whether its connection may be reused
-    /// (it stays the task's until the answer, which may be becomeStream).
-    var endReusable = false
     /// The delegate answered becomeStream before the 101's end arrived.
     var becomeStreamPending = false
     /// Where a download task writes the body.
     var download: DownloadFile?
     /// A download task made from resume data, until its response says whether it resumes.
     var resume: DownloadResumeData?
-    /// A download that went on from resume data with a 206: its file, and the offset the 206
-    /// began at (the file's first bytes complete the cache's partial content when it lacks them).
-    var resumedFile: (path: String, offset: Int64)?
     /// The completion handler of a download task made with one (file path, response, error).
     var downloadCompletion: (@Sendable (String?, HTTPResponseHead?, SessionError?) -> Void)?
     /// Credentials that failed per protection space (`previousFailureCount`).

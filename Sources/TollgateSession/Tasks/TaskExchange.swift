@@ -3,7 +3,8 @@ import NIOCore
 import TollgateHTTP
 
 /// Forwards one exchange's events from the connection's event loop to its task's, tagged with
-/// the exchange's generation so the task ignores events of an exchange it has abandoned.
+/// the exchange's number: the task's ``TaskMachine`` turns away events of an exchange it has
+/// ended or abandoned.
 final class TaskExchange: ExchangeSink, @unchecked Sendable {
     /// Replaced when a data task becomes a download task mid-response (on the task's loop).
     private var currentTarget: SessionTask
@@ -11,12 +12,12 @@ final class TaskExchange: ExchangeSink, @unchecked Sendable {
     /// the same (the pool prefers that): then every access is on one thread, and each event of
     /// the exchange costs no lock.
     private let lock: NIOLock?
-    let generation: Int
+    let exchange: Int
 
-    init(task: SessionTask, generation: Int, connectionLoop: any EventLoop) {
+    init(task: SessionTask, exchange: Int, connectionLoop: any EventLoop) {
         self.currentTarget = task
         self.lock = connectionLoop === task.eventLoop ? nil : NIOLock()
-        self.generation = generation
+        self.exchange = exchange
     }
 
     private var target: SessionTask {
@@ -40,12 +41,12 @@ final class TaskExchange: ExchangeSink, @unchecked Sendable {
     private func forward<Value: Sendable>(_ value: Value, _ body: @escaping @Sendable (SessionTask, Value) -> Void) {
         let task = target
         if task.eventLoop.inEventLoop {
-            if task.engine.generation == generation { body(task, value) }
+            if task.engine.machine.accepts(exchange: exchange) { body(task, value) }
             return
         }
-        let generation = self.generation
+        let exchange = self.exchange
         task.eventLoop.execute {
-            guard task.engine.generation == generation else { return }
+            guard task.engine.machine.accepts(exchange: exchange) else { return }
             body(task, value)
         }
     }

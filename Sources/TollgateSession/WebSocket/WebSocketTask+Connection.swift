@@ -27,13 +27,11 @@ extension WebSocketTask {
 
     /// Takes the connection out of the pool and puts the frame handlers on it.
     func takeUpgradedConnection() {
-        guard case .exchanging(let connection) = engine.phase else {
+        guard let connection = engine.machine.connectionTaken() else {
             fail(SessionError(.networkConnectionLost, engine.request?.url, "the upgraded connection is gone"))
             return
         }
         session.pool.detach(connection)
-        engine.phase = .idle
-        engine.generation += 1
         engine.exchange = nil
         // An open WebSocket may rightly be quiet for long: no request or resource timeout runs
         // for it (as for a stream task).

@@ -12,12 +12,12 @@ import TollgateLoop
 extension SessionTask {
     /// On a GET miss this task leads. Returns true when a request for the missing bytes went out.
     func completePieces(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
-        guard request.method == .get, engine.completingPieces == nil,
+        guard request.method == .get, engine.cache.completingPieces == nil,
             !request.headerFields.contains(CacheRules.rangeField),
             !CacheRules.conditionalFieldNames.contains(where: { request.headerFields.contains($0) }),
             let partial = cache.store.partialContent(for: key),
             let ifRange = CacheRules.ifRangeValue(for: partial.response.headerFields),
-            let missing = Self.onlyGap(in: partial.covered, length: partial.completeLength)
+            let missing = TaskCache.onlyGap(in: partial.covered, length: partial.completeLength)
         else { return false }
         var rest = request
         rest.headerFields.replaceOrAdd(
@@ -25,45 +25,33 @@ extension SessionTask {
             value: "bytes=\(missing.lowerBound)-\(missing.upperBound - 1)"
         )
         rest.headerFields.replaceOrAdd(name: CacheRules.ifRangeField, value: ifRange)
-        engine.completingPieces = request
-        engine.cacheOutcome = CacheOutcome(result: .partial)
+        engine.cache.completingPieces = request
+        engine.cache.outcome = CacheOutcome(result: .partial)
         sendToNetwork(rest)
         return true
-    }
-
-    /// The one range of `0..<length` that `covered` (sorted, merged) leaves out; nil when there
-    /// are none or several.
-    static func onlyGap(in covered: [Range<Int64>], length: Int64) -> Range<Int64>? {
-        var gaps: [Range<Int64>] = []
-        var next: Int64 = 0
-        for range in covered {
-            if range.lowerBound > next { gaps.append(next..<range.lowerBound) }
-            next = max(next, range.upperBound)
-        }
-        if next < length { gaps.append(next..<length) }
-        return gaps.count == 1 ? gaps[0] : nil
     }
 
     /// The head answering the request for the missing bytes. Returns true when the task does
     /// not get it (a 206 kept as a piece, or an answer after which the whole is asked again).
     func completionTakesHead(_ head: HTTPResponseHead) -> Bool {
-        guard let original = engine.completingPieces else { return false }
-        if head.status == 200 {
+        switch engine.cache.piecesHead(status: head.status) {
+        case .toTask(let original):
             // The whole response after all: the task's, stored as for the request it made.
-            engine.completingPieces = nil
             engine.request = original
-            engine.cacheOutcome = CacheOutcome(result: .uriMiss)
             return false
+        case .keepPiece:
+            beginStoringIfAllowed(head)
+            return true
+        case .ignore:
+            return true
         }
-        if head.status == 206 { beginStoringIfAllowed(head) }
-        return true
     }
 
     /// The answer for the missing bytes ended: serve the combined entry, or ask for the whole.
     func finishCompletingPieces() {
-        guard let original = engine.completingPieces else { return }
-        engine.completingPieces = nil
-        guard let cache = session.configuration.responseCache, let key = engine.cacheKey, engine.pieceWriter != nil
+        guard let original = engine.cache.completingPieces else { return }
+        engine.cache.completingPieces = nil
+        guard let cache = session.configuration.responseCache, let key = engine.cache.key, engine.cache.pieceWriter != nil
         else {
             askWhole(original)
             return
@@ -87,7 +75,7 @@ extension SessionTask {
 
     /// Sends the client's request as it is (the pieces could not be completed).
     private func askWhole(_ original: Request) {
-        engine.cacheOutcome = CacheOutcome(result: .uriMiss, detail: "partial-not-completed")
+        engine.cache.outcome = CacheOutcome(result: .uriMiss, detail: "partial-not-completed")
         sendToNetwork(original)
     }
 }

@@ -32,7 +32,7 @@ extension SessionTask {
         var whole = request
         whole.headerFields.remove(CacheRules.rangeField)
         whole.headerFields.remove(CacheRules.ifRangeField)
-        engine.rangeCut = RangeCut(request: request.head)
+        engine.cache.rangeCut = RangeCut(request: request.head)
         sendToNetwork(whole)
         return true
     }
@@ -76,13 +76,13 @@ extension SessionTask {
             return
         }
         do {
-            engine.pieceWriter = try cache.store.beginPiece(
+            engine.cache.pieceWriter = try cache.store.beginPiece(
                 key: key, request: storedRequest, response: head,
                 requestTime: engine.requestDate ?? TickClock.date, responseTime: engine.responseDate ?? TickClock.date
             )
-            if engine.pieceWriter != nil { engine.cacheOutcome?.detail = "partial" }
+            if engine.cache.pieceWriter != nil { engine.cache.outcome?.detail = "partial" }
         } catch {
-            engine.pieceWriter = nil
+            engine.cache.pieceWriter = nil
         }
     }
 
@@ -90,17 +90,17 @@ extension SessionTask {
     /// then records the piece off the loop; the task reports stored only when the pieces were
     /// combined into a complete entry.
     func finishStoringPiece(then: @escaping () -> Void) {
-        guard let piece = engine.pieceWriter, let cache = session.configuration.responseCache else {
+        guard let piece = engine.cache.pieceWriter, let cache = session.configuration.responseCache else {
             then()
             return
         }
-        engine.pieceWriter = nil
+        engine.cache.pieceWriter = nil
         stopIdleTimer()
         let settled = UncheckedBox(then)
         askToStore(bodyLength: piece.bytesWritten, replaceFields: piece.replaceHeaderFields) { [self] keep in
             guard keep else {
                 piece.abort()
-                engine.cacheOutcome?.detail = "policy"
+                engine.cache.outcome?.detail = "policy"
                 settled.value()
                 return
             }
@@ -111,8 +111,8 @@ extension SessionTask {
                 return (try? leading(piece.replacementFields)) ?? outcome
             }.whenComplete { [self] result in
                 if case .success(.combined) = result {
-                    engine.cacheOutcome?.stored = true
-                    engine.cacheOutcome?.detail = "combined"
+                    engine.cache.outcome?.stored = true
+                    engine.cache.outcome?.detail = "combined"
                 }
                 settled.value()
             }
@@ -124,7 +124,7 @@ extension SessionTask {
     /// the response whole) — the cache may not hold them (another process stored them and was
     /// killed, or they were evicted). Nil for any other task.
     private func leadingPieceFromDownload(cache: ResponseCache, key: CacheKey) -> (@Sendable (HeaderFields?) throws -> PartialPieceWriter.Outcome?)? {
-        guard let resumed = engine.resumedFile, resumed.offset > 0, let head = response, let request = currentRequest else { return nil }
+        guard let resumed = engine.cache.resumedFile, resumed.offset > 0, let head = response, let request = currentRequest else { return nil }
         let storedRequest = request.head.withoutConditionalFields
         let times = (engine.requestDate ?? TickClock.date, engine.responseDate ?? TickClock.date)
         return { replacement in
@@ -140,9 +140,9 @@ extension SessionTask {
     /// when `willCacheResponse` allows (asked though the task is ending).
     func keepWhatArrived() {
         guard let cache = session.configuration.responseCache else { return }
-        if let writer = engine.cacheWriter {
-            engine.cacheWriter = nil
-            engine.cacheOutcome?.stored = false
+        if let writer = engine.cache.writer {
+            engine.cache.writer = nil
+            engine.cache.outcome?.stored = false
             askToStore(bodyLength: writer.bytesWritten, replaceFields: writer.replaceHeaderFields) { [eventLoop] keep in
                 guard keep else {
                     writer.abort()
@@ -151,8 +151,8 @@ extension SessionTask {
                 _ = cache.offLoop(on: eventLoop) { _ = writer.salvageAsPiece() }
             }
         }
-        if let piece = engine.pieceWriter {
-            engine.pieceWriter = nil
+        if let piece = engine.cache.pieceWriter {
+            engine.cache.pieceWriter = nil
             askToStore(bodyLength: piece.bytesWritten, replaceFields: piece.replaceHeaderFields) { [eventLoop] keep in
                 guard keep else {
                     piece.abort()
@@ -166,24 +166,24 @@ extension SessionTask {
     /// A Range request fetched whole: the head the task receives instead of the 200 (a 206 or a
     /// 416 cut from it); the 200 itself is what the cache stores.
     func applyRangeCut(to head: HTTPResponseHead) -> HTTPResponseHead {
-        guard var cut = engine.rangeCut, let cache = session.configuration.responseCache else { return head }
+        guard var cut = engine.cache.rangeCut, let cache = session.configuration.responseCache else { return head }
         guard head.status == 200, let length = head.contentLength else {
-            engine.rangeCut = nil
+            engine.cache.rangeCut = nil
             return head
         }
         switch cache.rules.rangeAnswer(request: cut.request, status: 200, storedFields: head.headerFields, length: length) {
         case .part(let range):
             cut.skip = range.lowerBound
             cut.take = Int64(range.count)
-            engine.rangeCut = cut
+            engine.cache.rangeCut = cut
             return head.partialContent(range, of: length)
         case .unsatisfiable:
             cut.skip = length
             cut.take = 0
-            engine.rangeCut = cut
+            engine.cache.rangeCut = cut
             return head.rangeNotSatisfiable(length: length)
         case .whole, .forward:
-            engine.rangeCut = nil
+            engine.cache.rangeCut = nil
             return head
         }
     }
