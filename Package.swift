@@ -161,6 +161,7 @@ let package = Package(
             name: "TollgateProxyTests",
             dependencies: [
                 "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
+                .product(name: "NIOEmbedded", package: "swift-nio"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

@@ -84,7 +84,7 @@ public final class AdminServer: Sendable {
 }
 
 /// Answers one admin connection's requests.
-private final class AdminHandler: ChannelInboundHandler {
+final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 

@@ -61,11 +61,24 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// The host of an intercepted CONNECT, and whether the client's TLS handshake finished.
     var intercepted: (host: String, handshakeDone: Bool)?
 
-    /// - Parameter clock: what the timeouts go by (tests move one by hand).
-    init(environment: ListenerEnvironment, clock: any ConnectionClock = TickConnectionClock()) {
+    /// Makes the exchange for a request the connection does not refuse itself, in place of the
+    /// proxy's own ``ForwardExchange`` and ``TunnelExchange``.
+    typealias ExchangeMaker = (ClientRequestHead, RequestTarget, any ClientTunnelHost, ExchangeContext) -> any ClientExchange
+    /// Tests' exchanges (nil: the proxy's).
+    private let exchangeMaker: ExchangeMaker?
+
+    /// - Parameters:
+    ///   - clock: what the timeouts go by (tests move one by hand).
+    ///   - exchangeMaker: tests' exchanges in place of the proxy's.
+    init(
+        environment: ListenerEnvironment,
+        clock: any ConnectionClock = TickConnectionClock(),
+        exchangeMaker: ExchangeMaker? = nil
+    ) {
         self.environment = environment
         self.limits = environment.policy.limits
         self.clock = clock
+        self.exchangeMaker = exchangeMaker
         self.decoder = Self.makeDecoder(limits)
         self.timeouts = ClientTimeouts(
             headerReadTimeout: TimeAmount(limits.headerReadTimeout),
@@ -256,6 +269,12 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             rules: memo.exchangeRules(environment),
             memo: memo
         )
+        if let exchangeMaker {
+            let made = exchangeMaker(head, target, self, exchangeContext)
+            exchange = made
+            made.start()
+            return
+        }
         switch target {
         case .refuse:
             break

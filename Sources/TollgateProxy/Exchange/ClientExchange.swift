@@ -7,6 +7,8 @@ import TollgateSession
 /// What a client connection tells the exchange serving its current request. Called on the
 /// connection's event loop.
 protocol ClientExchange: AnyObject {
+    /// Starts serving the request (the connection has made the exchange its current one).
+    func start()
     /// A piece of the request body.
     func clientBodyReceived(_ buffer: ByteBuffer)
     /// The request (head and body) has arrived completely.
