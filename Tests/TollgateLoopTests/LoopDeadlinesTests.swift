@@ -28,15 +28,6 @@ struct LoopDeadlinesTests {
         }
     }
 
-    /// Waits until `condition` holds, polling; fails the test after five seconds.
-    private static func eventually(_ what: String, _ condition: () -> Bool) async throws {
-        let deadline = ContinuousClock.now + .seconds(5)
-        while !condition() {
-            try #require(ContinuousClock.now < deadline, "timed out waiting until \(what)")
-            try await Task.sleep(for: .milliseconds(10))
-        }
-    }
-
     private static func onLoop<T: Sendable>(_ loop: any EventLoop, _ body: @escaping @Sendable () -> T) async throws -> T {
         try await loop.submit(body).get()
     }
@@ -61,7 +52,7 @@ struct LoopDeadlinesTests {
         }
         // Judged by when each was told, not by what a sleep of the test saw: on a busy machine a
         // sleep may end long after both deadlines.
-        try await Self.eventually("both told") { told.withLockedValue { $0.count } >= 2 }
+        try await eventually("both told") { told.withLockedValue { $0.count } >= 2 }
         try await Task.sleep(for: .milliseconds(100))
         #expect(told.withLockedValue { $0 } == ["early", "late"])
         let (earlyAt, lateAt, left) = try await Self.onLoop(loop) { (early.toldAt, late.toldAt, LoopDeadlines.of(loop).count) }
@@ -92,10 +83,10 @@ struct LoopDeadlinesTests {
             #expect(LoopDeadlines.of(loop).deadline(of: watcher) == started + .milliseconds(100))
         }
         // Told once at 100 ms, when it registers again for 600 ms, then told again.
-        try await Self.eventually("told once") { told.withLockedValue { $0.count } >= 1 }
+        try await eventually("told once") { told.withLockedValue { $0.count } >= 1 }
         let firstAt = try #require(try await Self.onLoop(loop) { watcher.toldAt })
         #expect(firstAt >= started + .milliseconds(100))
-        try await Self.eventually("told again") { told.withLockedValue { $0.count } >= 2 }
+        try await eventually("told again") { told.withLockedValue { $0.count } >= 2 }
         try await Task.sleep(for: .milliseconds(100))
         #expect(told.withLockedValue { $0 } == ["w", "w"])
         let secondAt = try #require(try await Self.onLoop(loop) { watcher.toldAt })
@@ -188,7 +179,7 @@ struct LoopDeadlinesTests {
             return (dues, left)
         }
         let (dues, left) = outcome
-        try await Self.eventually("all told") { told.withLockedValue { $0.count } >= left.count }
+        try await eventually("all told") { told.withLockedValue { $0.count } >= left.count }
         try await Task.sleep(for: .milliseconds(100))
         let order = told.withLockedValue { $0 }.map { Int($0)! }
         #expect(Set(order) == left)
