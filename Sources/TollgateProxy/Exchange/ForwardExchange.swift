@@ -76,6 +76,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         self.rules = context.rules
         self.memo = context.memo
         self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
+        context.environment.exchangesInFlight.begin()
         // The decoder stops after an upgrade request: no request can follow one that is refused.
         self.closeAfterResponse = head.isUpgrade
     }
@@ -447,6 +448,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         self.connection = nil
         let ended = Date()
         environment.accessLog.record(record.entry(ended: ended))
+        environment.exchangesInFlight.end()
         let metrics = environment.metrics
         metrics.record(
             outcome: record.cacheOutcome,

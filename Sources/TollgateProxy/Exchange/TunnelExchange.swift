@@ -45,6 +45,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         self.eventLoop = context.eventLoop
         self.rules = context.rules
         self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
+        context.environment.exchangesInFlight.begin()
     }
 
     func start() {
@@ -270,6 +271,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         let ended = Date()
         record.isTunnel = true
         environment.accessLog.record(record.entry(ended: ended))
+        environment.exchangesInFlight.end()
         // The rules in force when the tunnel was asked for: copying the whole configuration per
         // tunnel took the policy's lock for one number.
         environment.metrics.noteFinished(record, url: nil, ended: ended, harEntries: rules.harEntries)

@@ -16,6 +16,7 @@ struct ListenerEnvironment: Sendable {
         var resolver: AddressResolver
         var interceptor: Interceptor?
         var offline: OfflineMode
+        var exchangesInFlight: ExchangesInFlight
     }
 
     @CopyOnWrite private var parts: Parts
@@ -67,6 +68,9 @@ struct ListenerEnvironment: Sendable {
         _modify { yield &parts.offline }
     }
 
+    /// The listener's exchanges that have begun and not finished (a shutdown waits for them).
+    var exchangesInFlight: ExchangesInFlight { parts.exchangesInFlight }
+
     /// An environment of these parts.
     init(
         mode: ListenerMode,
@@ -77,7 +81,8 @@ struct ListenerEnvironment: Sendable {
         authenticators: AuthenticatorCache,
         resolver: AddressResolver,
         interceptor: Interceptor? = nil,
-        offline: OfflineMode = OfflineMode()
+        offline: OfflineMode = OfflineMode(),
+        exchangesInFlight: ExchangesInFlight = ExchangesInFlight()
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -89,7 +94,8 @@ struct ListenerEnvironment: Sendable {
                 authenticators: authenticators,
                 resolver: resolver,
                 interceptor: interceptor,
-                offline: offline
+                offline: offline,
+                exchangesInFlight: exchangesInFlight
             )
         )
     }

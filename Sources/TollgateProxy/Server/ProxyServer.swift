@@ -35,6 +35,7 @@ public final class ProxyServer: Sendable {
     private let connections: OpenConnections
     private let group: any EventLoopGroup
     private let resolver: AddressResolver
+    private let exchangesInFlight: ExchangesInFlight
 
     /// How many names the listener's destination checks have looked up (for tests of offline mode).
     package var destinationLookups: Int { resolver.lookupCount }
@@ -47,9 +48,11 @@ public final class ProxyServer: Sendable {
         serverChannel: any Channel,
         connections: OpenConnections,
         group: any EventLoopGroup,
-        resolver: AddressResolver
+        resolver: AddressResolver,
+        exchangesInFlight: ExchangesInFlight
     ) {
         self.resolver = resolver
+        self.exchangesInFlight = exchangesInFlight
         self.configuration = configuration
         self.policy = policy
         self.ownSession = ownSession
@@ -100,6 +103,7 @@ public final class ProxyServer: Sendable {
         }
         let connections = OpenConnections(metrics: configuration.metrics)
         let resolver = AddressResolver()
+        let exchangesInFlight = ExchangesInFlight()
         let environment = ListenerEnvironment(
             mode: configuration.mode,
             policy: policy,
@@ -109,7 +113,8 @@ public final class ProxyServer: Sendable {
             authenticators: authenticators,
             resolver: resolver,
             interceptor: configuration.interceptor,
-            offline: configuration.offline
+            offline: configuration.offline,
+            exchangesInFlight: exchangesInFlight
         )
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
@@ -140,7 +145,8 @@ public final class ProxyServer: Sendable {
             serverChannel: serverChannel,
             connections: connections,
             group: group,
-            resolver: resolver
+            resolver: resolver,
+            exchangesInFlight: exchangesInFlight
         )
         ownListeners.register(server.boundAddress)
         return server
@@ -165,6 +171,12 @@ public final class ProxyServer: Sendable {
         let remaining = connections.open
         for channel in remaining { channel.close(promise: nil) }
         try? await EventLoopFuture.andAllComplete(remaining.map(\.closeFuture), on: loop).get()
+        // An exchange whose connection just closed finishes (and is logged) when its task has
+        // completed, a moment after the close: wait for that, briefly, so its line is not lost.
+        let logged = ContinuousClock.now + .seconds(2)
+        while !exchangesInFlight.isEmpty && ContinuousClock.now < logged {
+            try? await Task.sleep(for: .milliseconds(5))
+        }
         ownListeners.unregister(boundAddress)
         ownSession?.invalidateAndCancel()
         // The exchanges just ended were logged; their lines must be out before the process exits.
