@@ -131,7 +131,7 @@ let package = Package(
         ),
         .testTarget(
             name: "TollgateLoopTests",
-            dependencies: ["TollgateLoop"] + nio,
+            dependencies: ["TollgateLoop", "TollgateTesting"] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(name: "TollgateHTTPTests", dependencies: ["TollgateHTTP"], swiftSettings: swiftSettings),

@@ -67,11 +67,11 @@ for round in $(seq 1 "$ROUNDS"); do
   order=(base new); [ $((round % 2)) -eq 0 ] && order=(new base)
   for build in "${order[@]}"; do
     pid=$base_pid; port=13300; [ "$build" = new ] && { pid=$new_pid; port=13310; }
-    read -r rps _ _ _ bad user sys < <(wrk_measured "$pid" -t1 -c"$CONNECTIONS" -d"${DURATION}s" "http://127.0.0.1:$port/hit/1k.bin")
+    read -r rps _ _ _ bad user sys < <(wrk_measured "$pid" -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency "http://127.0.0.1:$port/hit/1k.bin")
     cpu["$build hit"]+="$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}') "
     echo "round $round $build hit: $rps req/s, user $user µs, system $sys µs, non-2xx $bad" >&2
     read -r rps _ _ _ bad user sys < <(TARGET="http://127.0.0.1:$ORIGIN_PORT/pass/1k.bin" \
-      wrk_measured "$pid" -t1 -c"$CONNECTIONS" -d"${DURATION}s" -s "$work/forward.lua" "http://127.0.0.1:$((port + 1))")
+      wrk_measured "$pid" -t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency -s "$work/forward.lua" "http://127.0.0.1:$((port + 1))")
     cpu["$build pass"]+="$(awk -v u="$user" -v s="$sys" 'BEGIN {print u + s}') "
     echo "round $round $build pass: $rps req/s, user $user µs, system $sys µs, non-2xx $bad" >&2
   done

@@ -2,6 +2,7 @@ import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
 import Testing
+import TollgateTesting
 @testable import TollgateLoop
 
 @Suite("One timer per loop for all the deadlines on it", .timeLimit(.minutes(1)))

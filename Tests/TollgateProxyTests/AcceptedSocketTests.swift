@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateTesting
 
 @Suite("Accepted client sockets", .timeLimit(.minutes(1)))
 struct AcceptedSocketTests {

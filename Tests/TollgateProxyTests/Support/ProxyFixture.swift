@@ -73,16 +73,3 @@ func withProxy<T>(
     }
 }
 
-/// Polls `condition` until it holds; throws after `timeout`.
-func eventually(_ what: String, timeout: Duration = .seconds(10), _ condition: () -> Bool) async throws {
-    let deadline = ContinuousClock.now + timeout
-    while !condition() {
-        guard ContinuousClock.now < deadline else { throw WaitTimeout(what: what) }
-        try await Task.sleep(for: .milliseconds(10))
-    }
-}
-
-struct WaitTimeout: Error, CustomStringConvertible {
-    var what: String
-    var description: String { "timed out waiting for \(what)" }
-}
