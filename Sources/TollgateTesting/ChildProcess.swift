@@ -6,12 +6,16 @@ public final class ChildProcess: Sendable {
     private let process: Process
     private let output = NIOLockedValueBox(Output())
 
-    /// What the process wrote, and which of its two pipes reached their end.
+    /// What the process wrote on its two pipes.
     private struct Output {
-        var stdout: [UInt8] = []
-        var stderr: [UInt8] = []
-        var stdoutEnded = false
-        var stderrEnded = false
+        var stdout = Stream()
+        var stderr = Stream()
+    }
+
+    /// One pipe's bytes so far, and whether it reached its end.
+    private struct Stream {
+        var bytes: [UInt8] = []
+        var ended = false
     }
 
     /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
@@ -34,31 +38,32 @@ public final class ChildProcess: Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         self.process = process
-        let output = self.output
-        stdout.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
-            output.withLockedValue {
-                $0.stdout += data
-                if data.isEmpty { $0.stdoutEnded = true }
-            }
-        }
-        stderr.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
-            output.withLockedValue {
-                $0.stderr += data
-                if data.isEmpty { $0.stderrEnded = true }
-            }
-        }
+        Self.collect(stdout, into: \.stdout, of: output)
+        Self.collect(stderr, into: \.stderr, of: output)
         try process.run()
+    }
+
+    /// Appends what arrives on `pipe` to one of `output`'s streams, and marks its end.
+    private static func collect(
+        _ pipe: Pipe,
+        into stream: WritableKeyPath<Output, Stream> & Sendable,
+        of output: NIOLockedValueBox<Output>
+    ) {
+        pipe.fileHandleForReading.readabilityHandler = { handle in
+            let data = handle.availableData
+            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
+            output.withLockedValue {
+                $0[keyPath: stream].bytes += data
+                if data.isEmpty { $0[keyPath: stream].ended = true }
+            }
+        }
     }
 
     /// The process's identifier.
     public var processIdentifier: Int32 { process.processIdentifier }
 
-    public var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout }, as: UTF8.self) }
-    public var standardError: String { String(decoding: output.withLockedValue { $0.stderr }, as: UTF8.self) }
+    public var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout.bytes }, as: UTF8.self) }
+    public var standardError: String { String(decoding: output.withLockedValue { $0.stderr.bytes }, as: UTF8.self) }
     public var isRunning: Bool { process.isRunning }
 
     /// Sends SIGTERM.
@@ -83,7 +88,7 @@ public final class ChildProcess: Sendable {
         // pipes' ends (a grandchild that keeps them open, like a daemon a script started, is given
         // up on after five seconds).
         let drained = ContinuousClock.now + .seconds(5)
-        while !output.withLockedValue({ $0.stdoutEnded && $0.stderrEnded }) && ContinuousClock.now < drained {
+        while !output.withLockedValue({ $0.stdout.ended && $0.stderr.ended }) && ContinuousClock.now < drained {
             try await Task.sleep(for: .milliseconds(10))
         }
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
