@@ -88,3 +88,12 @@ wrk_measured() { # pid wrk-arguments...
 
 # The median of numbers (odd counts give the middle one).
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
+
+# wrk sends origin-form requests; through a forward proxy the target must be absolute-form:
+# writes WORK/forward.lua, which sends GET $TARGET (set TARGET in wrk's environment).
+forward_lua() {
+  cat > "$work/forward.lua" <<'LUA'
+local target = os.getenv("TARGET")
+request = function() return wrk.format("GET", target) end
+LUA
+}

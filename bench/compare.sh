@@ -54,11 +54,7 @@ YAML
   curl -s -o /dev/null "http://127.0.0.1:$3/hit/1k.bin"; sleep 0.3
   started=${pids[-1]}
 }
-# wrk sends origin-form requests; through a forward proxy the target must be absolute-form.
-cat > "$work/forward.lua" <<'LUA'
-local target = os.getenv("TARGET")
-request = function() return wrk.format("GET", target) end
-LUA
+forward_lua
 start base "$BASE" 13300; base_pid=$started
 start new "$NEW" 13310; new_pid=$started
 

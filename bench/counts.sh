@@ -100,7 +100,8 @@ proxy=$!
 pids+=("$proxy")
 wait_for_port 18191
 wait_for_port 18192
-echo 'request = function() return wrk.format("GET", "http://127.0.0.1:18190/nostore/1k.bin") end' > "$work/forward.lua"
+forward_lua
+export TARGET=http://127.0.0.1:18190/nostore/1k.bin
 
 echo "| path | requests | retains/request | Swift allocations/request | mallocs/request | mutex locks/request |"
 echo "|---|---|---|---|---|---|"

@@ -95,11 +95,7 @@ if [ "$TARGET_ROUNDS" -gt 0 ]; then
   wait_for_port "$RELAY_PORT"
 fi
 
-# wrk sends origin-form requests; through a forward proxy the target must be absolute-form.
-cat > "$work/forward.lua" <<'LUA'
-local target = os.getenv("TARGET")
-request = function() return wrk.format("GET", target) end
-LUA
+forward_lua
 
 origin_pid=$(nginx_worker nginx)
 nginx_proxy_pid=$(nginx_worker nginx-proxy)
