@@ -53,7 +53,10 @@ extension ClientConnectionHandler: ClientTunnelHost {
         exchange = nil
         writer.reset()
         do {
-            try context.pipeline.syncOperations.addTLSServerHandler(context: tlsContext)
+            // Right before this handler, not first: on a TLS listener the listener's own TLS
+            // handler stays in front, and the client's TLS to the origin runs inside it.
+            let handler = try TLSHandler.makeServerHandler(context: tlsContext)
+            try context.pipeline.syncOperations.addHandler(handler, position: .before(self))
         } catch {
             standardErrorLine("tollgate: interception of \(origin.authority) failed: \(error)")
             closeNow()
