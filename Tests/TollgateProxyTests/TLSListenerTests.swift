@@ -52,9 +52,10 @@ private struct TLSListenerSetup {
     func remove() { try? FileManager.default.removeItem(at: directory) }
 }
 
-/// `curl -sS ARGUMENTS` with a time limit.
+/// `curl -sS ARGUMENTS` with a time limit; no proxy from the environment, only a `--proxy` given.
 private func curl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
-    try await ChildProcess.run("/usr/bin/curl", ["-sS", "--noproxy", "*", "--max-time", "20"] + arguments)
+    let direct = arguments.contains("--proxy") ? [] : ["--noproxy", "*"]
+    return try await ChildProcess.run("/usr/bin/curl", ["-sS", "--max-time", "20"] + direct + arguments)
 }
 
 /// The serial number of the certificate `openssl s_client` is shown on 127.0.0.1:`port` when it
@@ -140,10 +141,57 @@ struct TLSListenerTests {
         let forwarded = try await curl(proxy + ["http://127.0.0.1:\(plain.port)/a"])
         #expect(forwarded.status == 0, "curl: \(forwarded.stderr)")
         #expect(forwarded.stdout == "plain /a")
+        #expect(plain.requests.first?.headerFields["Via"] == "1.1 tollgate")  // it went through the proxy
         let tunnelled = try await curl(proxy + ["--cacert", originPKI.caFile, "https://127.0.0.1:\(secure.port)/b"])
         #expect(tunnelled.status == 0, "curl: \(tunnelled.stderr)")
         #expect(tunnelled.stdout == "secure /b")
         #expect(secure.requests.first?.headerFields["Via"] == nil)  // a tunnel: the proxy did not see the request
+        try await eventually("the CONNECT in the access log") {
+            ((try? String(contentsOfFile: setup.path("access.log"), encoding: .utf8)) ?? "").contains("\"CONNECT\"")
+        }
+        let lines = try String(contentsOfFile: setup.path("access.log"), encoding: .utf8).split(separator: "\n")
+        let connect = try #require(lines.first { $0.contains("\"CONNECT\"") })
+        #expect(connect.contains("\"client_tls\":\"TLSv1.3\""), "\(connect)")
+    }
+
+    @Test("Inside an HTTPS proxy an intercepted CONNECT gets the minted leaf, and its second request is a cache hit")
+    func interceptionInsideTLS() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let binary = try #require(tollgateBinary)
+        let caDirectory = setup.path("interception-ca")
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "ca init: \(created.stderr)")
+        let originPKI = try TestPKI(commonName: "Origin CA", host: "localhost")
+        let origin = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "intercepted \(request.target)")
+        }
+        defer { origin.stop() }
+        let configuration = try setup.write(
+            "tls: { certificate: srv.pem, key: srv.key }",
+            more: """
+                access:
+                  connect-ports: [\(origin.port)]
+                hosts:
+                  - match: "localhost"
+                    intercept: true
+                    trust: { roots: ["\(originPKI.caFile)"] }
+                interception:
+                  ca-dir: "\(caDirectory)"
+                """
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let arguments = [
+            "-i", "--proxy", "https://127.0.0.1:\(try served.port("forward"))", "--proxy-cacert", setup.pki.caFile,
+            "--cacert", caDirectory + "/ca.pem", "https://localhost:\(origin.port)/doc",
+        ]
+        let first = try await curl(arguments)
+        #expect(first.status == 0, "curl: \(first.stderr)")
+        #expect(first.stdout.hasSuffix("intercepted /doc"), "\(first.stdout)")
+        let second = try await curl(arguments)
+        #expect(second.stdout.contains("Cache-Status: tollgate; hit"), "\(second.stdout)")
+        #expect(origin.requestCount == 1)
     }
 
     @Test("SNI picks each certificate by its DNS names (a wildcard too); an unknown name or none gets the first")
