@@ -161,7 +161,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             memo.clientTLS = completed.evaluation.protocolVersion.description
             switch ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol) {
             case .http1: break  // this handler reads the requests inside the client's TLS
-            // HTTP/2: case .http2: hand the connection to the HTTP/2 front in this handler's place.
+            // HTTP/2: case .http2: `selection.configure(pipeline, after: <the minted TLSHandler, the
+            // one just before this handler>, environment: environment /* mode .intercepted */, clientTLS: …)`,
+            // then remove this handler (nothing was read inside the TLS yet).
             }
             return
         }

@@ -7,7 +7,8 @@ import TollgateTLS
 /// ALPN `http/1.1`, or no ALPN at all, is HTTP/1.1: the ``ClientConnectionHandler`` above the
 /// TLS handler. HTTP/2 plugs in here (issue #27, the HTTP/2 front): a case `http2`, chosen for
 /// `h2` in ``init(negotiated:)``, offered first in ``offeredProtocols``, and one call in
-/// ``configure(_:environment:clientTLS:)`` — each spot is marked `HTTP/2:`.
+/// ``configure(_:after:environment:clientTLS:)`` — each spot is marked `HTTP/2:` (and one in
+/// `ClientConnectionHandler.userInboundEventTriggered`, for an intercepted CONNECT).
 enum ClientProtocolSelection: Equatable {
     /// HTTP/1.1 inside TLS.
     case http1
