@@ -238,7 +238,7 @@ struct TLSListenerTests {
         let origin = try await LoopbackOrigin.start { request, respond in
             guard request.path == "/slow" else { return respond.send(status: 200, body: "after\n") }
             // Long enough for the test to renew the certificate and reload in between.
-            DispatchQueue.global().asyncAfter(deadline: .now() + 2) { respond.send(status: 200, body: "slow\n") }
+            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { respond.send(status: 200, body: "slow\n") }
         }
         defer { origin.stop() }
         let configuration = try setup.write("""
