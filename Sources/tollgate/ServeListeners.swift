@@ -39,7 +39,8 @@ struct ServeListeners {
                         accessLog: accessLog,
                         metrics: metrics,
                         interceptor: interceptor,
-                        offline: offline
+                        offline: offline,
+                        tls: listener.tls
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

@@ -53,6 +53,17 @@ struct AccessLogEntryTests {
         )
     }
 
+    @Test("The JSON line's client_tls is the TLS version of the client's connection, null for plain HTTP; the combined line has none")
+    func clientTLS() throws {
+        var entry = entry()
+        let plain = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+        #expect(plain["client_tls"] is NSNull)
+        entry.clientTLS = "TLSv1.3"
+        let overTLS = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
+        #expect(overTLS["client_tls"] as? String == "TLSv1.3")
+        #expect(!entry.combinedLogLine.contains("TLS"))
+    }
+
     @Test("A line has the client, time, request line, status, bytes, referer and user agent")
     func format() {
         let line = entry().combinedLogLine

@@ -68,8 +68,9 @@ extension PolicyConfiguration.Listener {
     /// | `address` | `HOST:PORT`, `[IPv6]:PORT` | required |
     /// | `mode` | `forward` \| `reverse` | `forward` |
     /// | `upstream` | `http(s)://HOST[:PORT]` | required for reverse, refused for forward |
+    /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version` (``TLS``) | none: plain HTTP |
     init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["address", "mode", "upstream"]) else { return nil }
+        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls"]) else { return nil }
         let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
         let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
         var upstream: HTTPURL?
@@ -81,8 +82,13 @@ extension PolicyConfiguration.Listener {
         } else if mode == .reverse, entry["upstream"] == nil {
             node.report("a reverse listener needs \"upstream\", the origin every request goes to")
         }
+        var tls: TLS?
+        if let tlsNode = entry["tls"] {
+            guard let read = TLS(node: tlsNode) else { return nil }
+            tls = read
+        }
         guard let address, let mode else { return nil }
-        self.init(address: address, mode: mode, upstream: upstream)
+        self.init(address: address, mode: mode, upstream: upstream, tls: tls)
     }
 
     private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {

@@ -90,12 +90,16 @@ extension PolicyConfiguration {
         /// The origin a reverse listener sends every request to (`upstream`); required for reverse,
         /// refused for forward. Default: nil.
         public var upstream: HTTPURL?
+        /// HTTPS on this listener (`tls`): its certificates and lowest version. Default: nil,
+        /// plain HTTP.
+        public var tls: TLS?
 
         /// Creates a listener.
-        public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil) {
+        public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil, tls: TLS? = nil) {
             self.address = address
             self.mode = mode
             self.upstream = upstream
+            self.tls = tls
         }
     }
 

@@ -53,13 +53,20 @@ extension ClientConnectionHandler: ClientTunnelHost {
         exchange = nil
         writer.reset()
         do {
-            try context.pipeline.syncOperations.addTLSServerHandler(context: tlsContext)
+            // Right before this handler, not first: on a TLS listener the listener's own TLS
+            // handler stays in front, and the client's TLS to the origin runs inside it.
+            let handler = try TLSHandler.makeServerHandler(context: tlsContext)
+            try context.pipeline.syncOperations.addHandler(handler, position: .before(self))
+            // The early bytes are the client's first TLS bytes to this handler: handed to it
+            // directly, not from the pipeline's head, where a TLS listener's handler would take them.
+            if early.readableBytes > 0 {
+                handler.channelRead(context: try context.pipeline.syncOperations.context(handler: handler), data: NIOAny(early))
+            }
         } catch {
             standardErrorLine("tollgate: interception of \(origin.authority) failed: \(error)")
             closeNow()
             return
         }
-        if early.readableBytes > 0 { context.pipeline.syncOperations.fireChannelRead(NIOAny(early)) }
         updateTimers()
         resumeReadingIfPossible()
     }

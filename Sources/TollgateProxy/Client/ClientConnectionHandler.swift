@@ -66,16 +66,22 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     typealias ExchangeMaker = (ClientRequestHead, RequestTarget, any ClientTunnelHost, ExchangeContext) -> any ClientExchange
     /// Tests' exchanges (nil: the proxy's).
     private let exchangeMaker: ExchangeMaker?
+    /// The TLS version of a TLS listener's connection (its handshake is done before this handler
+    /// is added); nil for plain HTTP.
+    private let clientTLS: String?
 
     /// - Parameters:
     ///   - clock: what the timeouts go by (tests move one by hand).
     ///   - exchangeMaker: tests' exchanges in place of the proxy's.
+    ///   - clientTLS: the TLS version of a TLS listener's connection; nil for plain HTTP.
     init(
         environment: ListenerEnvironment,
         clock: any ConnectionClock = TickConnectionClock(),
-        exchangeMaker: ExchangeMaker? = nil
+        exchangeMaker: ExchangeMaker? = nil,
+        clientTLS: String? = nil
     ) {
         self.environment = environment
+        self.clientTLS = clientTLS
         self.limits = environment.policy.limits
         self.clock = clock
         self.exchangeMaker = exchangeMaker
@@ -113,6 +119,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
             clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
         )
+        memoStorage?.clientTLS = clientTLS
         if machine.channelIsActive { updateTimers() }
     }
 
@@ -149,8 +156,15 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
             if machine.quiesceRequested() { closeNow() }
             return
         }
-        if event is TLSHandshakeCompleted, intercepted != nil {
+        if let completed = event as? TLSHandshakeCompleted, intercepted != nil {
             intercepted?.handshakeDone = true
+            memo.clientTLS = completed.evaluation.protocolVersion.description
+            switch ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol) {
+            case .http1: break  // this handler reads the requests inside the client's TLS
+            // HTTP/2: case .http2: `selection.configure(pipeline, after: <the minted TLSHandler, the
+            // one just before this handler>, environment: environment /* mode .intercepted */, clientTLS: …)`,
+            // then remove this handler (nothing was read inside the TLS yet).
+            }
             return
         }
         if case ChannelEvent.inputClosed = event {
@@ -298,6 +312,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         let request = machine.request
         let entry = AccessLogEntry(
             clientAddress: clientAddress,
+            clientTLS: memoStorage?.clientTLS,
             time: Int(TickClock.date.timeIntervalSince1970),
             method: request?.method ?? "-",
             target: request?.target ?? "-",

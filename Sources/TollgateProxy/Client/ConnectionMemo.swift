@@ -16,6 +16,9 @@ final class ConnectionMemo {
     let clientIsLoopback: Bool
     /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
     let clientTrustedForwarder: Bool
+    /// The TLS version of the connection (`TLSv1.3`) once its handshake is done; nil for plain
+    /// HTTP. Exchanges log it, and a reverse listener says `X-Forwarded-Proto: https` with it.
+    var clientTLS: String?
 
     /// The rules the connection's exchanges go by, until the policy changes (``exchangeRules(_:)``).
     private var rules: ExchangeRules?

@@ -27,6 +27,8 @@ protocol ClientExchange: AnyObject {
 struct ExchangeRecord: Sendable {
     let head: ClientRequestHead
     let clientAddress: String
+    /// The TLS version the client's connection uses (`TLSv1.3`), nil for plain HTTP.
+    let clientTLS: String?
     let started = TickClock.date
     var status: Int?
     var bodyBytes: Int64 = 0
@@ -51,9 +53,10 @@ struct ExchangeRecord: Sendable {
     /// What passed through a WebSocket upgrade (nil for anything else).
     var webSocket: WebSocketTotals?
 
-    init(head: ClientRequestHead, clientAddress: String) {
+    init(head: ClientRequestHead, clientAddress: String, clientTLS: String? = nil) {
         self.head = head
         self.clientAddress = clientAddress
+        self.clientTLS = clientTLS
     }
 
     /// Takes what the exchange reports from the task's metrics.
@@ -96,6 +99,7 @@ struct ExchangeRecord: Sendable {
         let upstream = upstreamTransaction
         return AccessLogEntry(
             clientAddress: clientAddress,
+            clientTLS: clientTLS,
             time: Int(started.timeIntervalSince1970),
             method: head.method,
             target: head.target,

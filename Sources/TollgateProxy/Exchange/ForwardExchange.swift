@@ -75,7 +75,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         self.eventLoop = context.eventLoop
         self.rules = context.rules
         self.memo = context.memo
-        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
+        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress, clientTLS: context.memo.clientTLS)
         context.environment.exchangesInFlight.begin()
         // The decoder stops after an upgrade request: no request can follow one that is refused.
         self.closeAfterResponse = head.isUpgrade
@@ -235,7 +235,11 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             let client = memo.clientAddress
             let minorVersion = head.minorVersion
             let host = reverse ? originalHost : nil
-            let make = { Self.addedLines(minorVersion: minorVersion, client: client, originalHost: host, reverse: reverse) }
+            // The connection's TLS is fixed for its life, so the remembered lines stay right.
+            let scheme = memo.clientTLS == nil ? "http" : "https"
+            let make = {
+                Self.addedLines(minorVersion: minorVersion, client: client, originalHost: host, reverse: reverse, scheme: scheme)
+            }
             fields.append(contentsOf: memo.forwardingLines(minorVersion: minorVersion, originalHost: host, make: make))
             return fields
         }
@@ -249,7 +253,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         if let originalHost, !fields.contains(.xForwardedHost) {
             fields.add(name: .xForwardedHost, value: originalHost)
         }
-        if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: "http") }
+        if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: memo.clientTLS == nil ? "http" : "https") }
         return fields
     }
 
@@ -259,14 +263,21 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     }
 
     /// The lines the proxy adds to a request whose client sent no X-Forwarded-* field: Via, and
-    /// on a reverse listener X-Forwarded-For, -Host (when the client sent a Host) and -Proto.
-    private static func addedLines(minorVersion: Int, client: String, originalHost: String?, reverse: Bool) -> HeaderFields {
+    /// on a reverse listener X-Forwarded-For, -Host (when the client sent a Host) and -Proto
+    /// (`scheme`: `https` over a TLS listener).
+    private static func addedLines(
+        minorVersion: Int,
+        client: String,
+        originalHost: String?,
+        reverse: Bool,
+        scheme: String
+    ) -> HeaderFields {
         var lines = HeaderFields()
         lines.add(name: .via, value: via(minorVersion: minorVersion))
         guard reverse else { return lines }
         lines.add(name: .xForwardedFor, value: client)
         if let originalHost { lines.add(name: .xForwardedHost, value: originalHost) }
-        lines.add(name: .xForwardedProto, value: "http")
+        lines.add(name: .xForwardedProto, value: scheme)
         return lines
     }
 

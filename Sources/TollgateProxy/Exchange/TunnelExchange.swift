@@ -44,7 +44,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         self.environment = context.environment
         self.eventLoop = context.eventLoop
         self.rules = context.rules
-        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress)
+        self.record = ExchangeRecord(head: head, clientAddress: context.memo.clientAddress, clientTLS: context.memo.clientTLS)
         context.environment.exchangesInFlight.begin()
     }
 

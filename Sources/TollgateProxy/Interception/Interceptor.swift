@@ -127,7 +127,7 @@ public final class Interceptor: Sendable {
         let lifetime = min(Self.leafLifetime, max(caEnd + 3600, 60))
         let identity = try authority.issueLeaf(for: host, key: leafKey, validity: lifetime, now: now)
         var configuration = TLSConfiguration.makeServerConfiguration(identity: identity)
-        configuration.applicationProtocols = ["http/1.1"]
+        configuration.applicationProtocols = ClientProtocolSelection.offeredProtocols
         let context = try TLSContext(configuration: configuration)
         state.withLockedValue { state in
             state.leavesMinted += 1

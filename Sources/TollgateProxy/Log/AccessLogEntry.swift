@@ -18,7 +18,8 @@ import Darwin
 /// upstream did: `cache` (hit, miss, revalidated, stale, bypass), `stored`, `not_stored_reason`
 /// (``ExchangeRecord/notStoredReason``), `timings` (``ExchangeTimings``, null without a task),
 /// `upstream_protocol`, `upstream_address` and `reused` (null unless the response came from
-/// the network); `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
+/// the network); `client_tls`: the TLS version of the client's connection (`TLSv1.3`: a TLS
+/// listener or an intercepted CONNECT), null for plain HTTP; `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
 /// and who closed) for a WebSocket upgrade, written when it ends, else null. The combined
 /// format has none of these.
 ///
@@ -28,6 +29,9 @@ import Darwin
 /// bytes are the response body bytes written to the client.
 struct AccessLogEntry: Sendable {
     var clientAddress: String
+    /// The TLS version of the client's connection (`TLSv1.3`), nil for plain HTTP (JSON format
+    /// only).
+    var clientTLS: String? = nil
     /// Seconds since 1970 when the request head arrived.
     var time: Int
     var method: String
@@ -153,6 +157,7 @@ struct AccessLogEntry: Sendable {
         add("upstream_address", upstreamAddress)
         fields.append("\"reused\":" + (reused.map { $0 ? "true" : "false" } ?? "null"))
         fields.append("\"websocket\":" + (webSocket?.json ?? "null"))
+        add("client_tls", clientTLS)
         return "{" + fields.joined(separator: ",") + "}"
     }
 

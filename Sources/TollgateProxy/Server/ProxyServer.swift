@@ -1,6 +1,7 @@
 public import NIOCore
 public import NIOPosix
 import TollgatePolicy
+import TollgateTLS
 public import TollgateSession
 
 #if canImport(Glibc)
@@ -72,14 +73,17 @@ public final class ProxyServer: Sendable {
 
     /// Binds the listener and starts accepting connections.
     /// - Parameters:
-    ///   - configuration: where to listen, the mode, the access log.
+    ///   - configuration: where to listen, the mode, the access log, TLS. With TLS every
+    ///     connection starts with a handshake, and the protocol it negotiates picks the pipeline
+    ///     (``ClientProtocolSelection``).
     ///   - policy: sessions and rules per request; by default one session made with
     ///     ``defaultSessionConfiguration`` (invalidated at shutdown) and the default `access` and
     ///     `limits` of ``PolicyConfiguration``.
     ///   - ownListeners: the registry of the proxy's own addresses, shared by all its listeners.
     ///   - group: the event loops for the listener and its connections.
     /// - Throws: ``ProxyServerError/cannotListen(_:reason:)`` when the address cannot be bound,
-    ///   ``ProxyServerError/badConfiguration(_:)`` when a proxy user's password file is unusable.
+    ///   ``ProxyServerError/badConfiguration(_:)`` when a proxy user's password file or the
+    ///   listener's certificates are unusable.
     public static func start(
         _ configuration: Configuration = Configuration(),
         policy: (any ProxyPolicy)? = nil,
@@ -95,11 +99,15 @@ public final class ProxyServer: Sendable {
                 return policy
             }()
         let authenticators: AuthenticatorCache
+        let listenerTLS: ListenerTLS?
         do {
             authenticators = try AuthenticatorCache(policy: policy)
+            listenerTLS = try configuration.tls.map {
+                try ListenerTLS(settings: $0, configuredAddress: configuration.listen, generation: policy.generation)
+            }
         } catch {
             ownSession?.invalidateAndCancel()
-            throw ProxyServerError.badConfiguration(error.description)
+            throw ProxyServerError.badConfiguration("\(error)")
         }
         let connections = OpenConnections(metrics: configuration.metrics)
         let resolver = AddressResolver()
@@ -126,7 +134,13 @@ public final class ProxyServer: Sendable {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ClientConnectionHandler(environment: environment))
+                    let pipeline = channel.pipeline.syncOperations
+                    guard let listenerTLS else {
+                        try pipeline.addHandler(ClientConnectionHandler(environment: environment))
+                        return
+                    }
+                    try pipeline.addTLSServerHandler(context: listenerTLS.context(policy: policy))
+                    try pipeline.addHandler(ClientProtocolSelectionHandler(environment: environment))
                 }
             }
         let serverChannel: any Channel

@@ -1,6 +1,6 @@
 import TollgateHTTP
 public import TollgateSession
-import TollgatePolicy
+public import TollgatePolicy
 
 extension ProxyServer {
     /// What a ``ProxyServer`` listens on and how it works.
@@ -20,6 +20,10 @@ extension ProxyServer {
         /// and the miss report; without `forced`, the policy's `offline` decides. Default: not
         /// forced, no manifest.
         public var offline: OfflineMode
+        /// HTTPS on this listener: its certificates (chosen by SNI) and lowest TLS version. After
+        /// a reload of a ``PolicyRuntime`` the listener's entry (found by ``listen`` as
+        /// configured) gives the certificates of new connections. Nil: plain HTTP. Default: nil.
+        public var tls: PolicyConfiguration.Listener.TLS?
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -28,8 +32,10 @@ extension ProxyServer {
             accessLog: AccessLog = .standardError,
             metrics: ProxyMetrics = ProxyMetrics(),
             interceptor: Interceptor? = nil,
-            offline: OfflineMode = OfflineMode()
+            offline: OfflineMode = OfflineMode(),
+            tls: PolicyConfiguration.Listener.TLS? = nil
         ) {
+            self.tls = tls
             self.interceptor = interceptor
             self.offline = offline
             self.metrics = metrics

@@ -1,0 +1,58 @@
+extension PolicyConfiguration.Listener.TLS {
+    /// Reads a listener's `tls`. With a loader that checks files, every certificate and key is
+    /// read now, so `check-config` and a reload catch what the listener would refuse: a missing
+    /// file, a key readable by others, a key that does not belong to its certificate.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `certificate` | PEM file path: the leaf, then intermediates | one of `certificate` and `certificates` is required |
+    /// | `key` | PEM key file path, mode 0600 or stricter | required with `certificate` |
+    /// | `certificates` | list of `{ certificate, key }`, chosen by SNI; the first is the default | |
+    /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version"]) else { return nil }
+        let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
+        var certificates: [CertificateFiles]?
+        switch (entry["certificate"], entry["certificates"]) {
+        case (_?, let listNode?):
+            listNode.report("give either certificate and key, or certificates, not both")
+        case (_?, nil):
+            certificates = CertificateFiles(entry: entry).map { [$0] }
+        case (nil, let listNode?):
+            if let items = listNode.list("a list of { certificate, key }") {
+                let read = items.map { item in item.mapping(keys: ["certificate", "key"]).flatMap(CertificateFiles.init(entry:)) }
+                if items.isEmpty { listNode.report("no certificates; list at least one { certificate, key }") }
+                if !items.isEmpty, read.allSatisfy({ $0 != nil }) { certificates = read.compactMap { $0 } }
+            }
+        case (nil, nil):
+            node.report("missing key \"certificate\" (with \"key\") or \"certificates\"")
+        }
+        guard let certificates, let minimumVersion else { return nil }
+        self.init(certificates: certificates, minimumVersion: minimumVersion)
+    }
+}
+
+extension PolicyConfiguration.Listener.TLS.CertificateFiles {
+    /// Reads `certificate` and `key` of a mapping and, when the loader checks files, loads them.
+    init?(entry: ConfigMapping) {
+        let certificateNode = entry.required("certificate")
+        let keyNode = entry.required("key")
+        guard let certificateNode, let keyNode else { return nil }
+        let certificate = certificateNode.readableFile()
+        let key = keyNode.readableFile()
+        guard let certificate, let key else { return nil }
+        self.init(certificate: certificate, key: key)
+        guard keyNode.context.loader.checkFiles,
+            PathResolution.problemReadingFile(certificate) == nil, PathResolution.problemReadingFile(key) == nil
+        else { return }
+        // A server key is a secret, kept as password files are: readable by its owner alone.
+        if let problem = PathResolution.problemWithSecretFileMode(key) {
+            keyNode.report(problem)
+            return
+        }
+        if case .failure(let error) = load() {
+            (error.file == .certificate ? certificateNode : keyNode).report(error.message)
+        }
+    }
+}

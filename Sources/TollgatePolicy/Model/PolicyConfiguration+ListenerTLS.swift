@@ -1,0 +1,83 @@
+public import TollgateTLS
+
+extension PolicyConfiguration.Listener {
+    /// A listener's `tls`: it speaks HTTPS. A forward listener with TLS is an HTTPS proxy
+    /// (`curl --proxy https://…`); a reverse one an HTTPS gateway.
+    public struct TLS: Hashable, Sendable {
+        /// The lowest TLS version a client may use (`min-version`).
+        public enum MinimumVersion: String, Hashable, Sendable, CaseIterable {
+            /// TLS 1.2 and 1.3.
+            case tls1_2 = "1.2"
+            /// TLS 1.3 only.
+            case tls1_3 = "1.3"
+
+            /// The version as ``TLSConfiguration`` takes it.
+            public var tlsVersion: TLSVersion { self == .tls1_2 ? .tlsv1_2 : .tlsv1_3 }
+        }
+
+        /// One certificate the listener presents: a PEM file with the leaf then any intermediates,
+        /// and the unencrypted PEM key file (mode 0600 or stricter). Paths are resolved.
+        public struct CertificateFiles: Hashable, Sendable {
+            /// The certificate chain file.
+            public var certificate: String
+            /// The private key file.
+            public var key: String
+
+            /// Creates a pair of files.
+            public init(certificate: String, key: String) {
+                self.certificate = certificate
+                self.key = key
+            }
+
+            /// Reads both files and checks that the key belongs to the certificate. The error
+            /// names the file at fault and what is wrong, never what the key holds.
+            public func load() -> Result<Identity, CertificateFilesError> {
+                let chain: [Certificate]
+                do {
+                    chain = try Certificate.bundle(pemFile: certificate)
+                } catch {
+                    return .failure(.init(file: .certificate, message: "cannot load the certificate \(certificate): \(error)"))
+                }
+                guard !chain.isEmpty else {
+                    return .failure(.init(file: .certificate, message: "\(certificate) holds no PEM certificate"))
+                }
+                let privateKey: PrivateKey
+                do {
+                    privateKey = try PrivateKey(pemFile: key)
+                } catch {
+                    return .failure(.init(file: .key, message: "cannot load the key \(key): \(error)"))
+                }
+                do {
+                    return .success(try Identity(certificateChain: chain, privateKey: privateKey))
+                } catch {
+                    return .failure(
+                        .init(file: .key, message: "the key \(key) does not belong to the certificate \(certificate)")
+                    )
+                }
+            }
+        }
+
+        /// Why a ``CertificateFiles`` pair cannot be used.
+        public struct CertificateFilesError: Error, Hashable, Sendable, CustomStringConvertible {
+            /// Which of the two files is at fault (the key when they do not belong together).
+            public enum File: Hashable, Sendable { case certificate, key }
+            /// The file at fault.
+            public let file: File
+            /// One line naming the file and the reason.
+            public let message: String
+            public var description: String { message }
+        }
+
+        /// The certificates, the first the default: presented when the client's SNI name matches
+        /// none of the others' DNS names, or when it sent none. Never empty.
+        public var certificates: [CertificateFiles]
+        /// The lowest TLS version accepted (`min-version`). Default: 1.2.
+        public var minimumVersion: MinimumVersion
+
+        /// Creates TLS settings.
+        public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2) {
+            self.certificates = certificates
+            self.minimumVersion = minimumVersion
+        }
+    }
+}

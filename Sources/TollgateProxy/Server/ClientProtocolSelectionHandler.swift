@@ -1,0 +1,48 @@
+import NIOCore
+import TollgateTLS
+
+/// Stands behind a TLS listener's ``TLSHandler`` until the handshake completes, then puts the
+/// pipeline for the negotiated protocol in its place (``ClientProtocolSelection``) and leaves.
+///
+/// Before that no plaintext arrives. A failed handshake (a client that does not trust the
+/// certificate, plain HTTP sent to the TLS port, a version below `min-version`) closes the
+/// connection; so does shutdown, since there is no exchange to finish.
+final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHandler {
+    typealias InboundIn = ByteBuffer
+
+    private let environment: ListenerEnvironment
+
+    init(environment: ListenerEnvironment) {
+        self.environment = environment
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if let completed = event as? TLSHandshakeCompleted {
+            let evaluation = completed.evaluation
+            let selection = ClientProtocolSelection(negotiated: evaluation.applicationProtocol)
+            do {
+                try selection.configure(
+                    context.pipeline.syncOperations,
+                    after: self,
+                    environment: environment,
+                    clientTLS: evaluation.protocolVersion.description
+                )
+            } catch {
+                context.close(promise: nil)
+                return
+            }
+            context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
+            return
+        }
+        if event is ChannelShouldQuiesceEvent {
+            context.close(promise: nil)
+            return
+        }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A failed handshake or a reset: nothing was served yet.
+        context.close(promise: nil)
+    }
+}

@@ -1,0 +1,138 @@
+import Foundation
+import Testing
+import TollgatePolicy
+import TollgateTLS
+import TollgateTesting
+
+/// A directory with a CA, two leaves and their files (keys mode 0600), and a way to write a
+/// configuration with a TLS listener there.
+private struct TLSFiles {
+    let directory: String
+    let pki: TestPKI
+
+    init() throws {
+        directory = try Fixture.temporaryDirectory()
+        pki = try TestPKI(commonName: "Listener CA", host: "127.0.0.1")
+        try pki.server.certificate.pemString.write(toFile: directory + "/srv.pem", atomically: true, encoding: .utf8)
+        try pki.server.privateKey.write(toPEMFile: directory + "/srv.key")
+        let other = try pki.authority.issueLeaf(for: "a.test")
+        try other.certificate.pemString.write(toFile: directory + "/a.pem", atomically: true, encoding: .utf8)
+        try other.privateKey.write(toPEMFile: directory + "/a.key")
+    }
+
+    /// The problems of `tlsLines` (YAML under `tls:` of a forward listener), as check-config prints them.
+    func problems(_ tlsLines: String) -> [String] {
+        let yaml = """
+            listen:
+              - address: "127.0.0.1:0"
+                tls:
+            \(tlsLines.split(separator: "\n").map { "      " + $0 }.joined(separator: "\n"))
+            """
+        return Fixture.problems(yaml, checkFiles: true, base: directory)
+    }
+
+    func remove() { try? FileManager.default.removeItem(atPath: directory) }
+}
+
+@Suite("Loading a listener's tls")
+struct ListenerTLSLoadingTests {
+    @Test("certificate and key load into one certificate; min-version defaults to 1.2 and reads 1.3")
+    func singleCertificate() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        let configuration = try PolicyLoader(checkFiles: true).load(
+            yaml: """
+                listen:
+                  - address: "127.0.0.1:0"
+                    tls: { certificate: "srv.pem", key: "srv.key" }
+                  - address: "127.0.0.1:1"
+                    mode: reverse
+                    upstream: "http://127.0.0.1:9"
+                    tls: { certificates: [{ certificate: srv.pem, key: srv.key }, { certificate: a.pem, key: a.key }], min-version: "1.3" }
+                """,
+            file: "t.yaml",
+            baseDirectory: files.directory
+        )
+        let first = try #require(configuration.listeners[0].tls)
+        #expect(first.certificates == [.init(certificate: files.directory + "/srv.pem", key: files.directory + "/srv.key")])
+        #expect(first.minimumVersion == .tls1_2)
+        let second = try #require(configuration.listeners[1].tls)
+        #expect(second.certificates.map(\.certificate) == [files.directory + "/srv.pem", files.directory + "/a.pem"])
+        #expect(second.minimumVersion == .tls1_3)
+        #expect(configuration.listeners[0].tls != nil && configuration.listeners[1].mode == .reverse)
+    }
+
+    @Test("A missing key file is FILE:LINE: KEY: cannot read")
+    func missingKey() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        #expect(
+            files.problems("certificate: srv.pem\nkey: gone.key")
+                == ["t.yaml:5: listen[0].tls.key: cannot read \"gone.key\" (\(files.directory)/gone.key): no such file"]
+        )
+    }
+
+    @Test("A key readable by others (0644) is refused with the chmod that fixes it")
+    func keyReadableByOthers() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        #expect(chmod(files.directory + "/srv.key", 0o644) == 0)
+        let path = files.directory + "/srv.key"
+        #expect(
+            files.problems("certificate: srv.pem\nkey: srv.key")
+                == ["t.yaml:5: listen[0].tls.key: \"\(path)\" is readable by others (mode 644): chmod 600 \(path)"]
+        )
+    }
+
+    @Test("A key that belongs to another certificate is refused at the key, in a certificates list too")
+    func mismatchedKey() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        let message = "the key \(files.directory)/a.key does not belong to the certificate \(files.directory)/srv.pem"
+        #expect(files.problems("certificate: srv.pem\nkey: a.key") == ["t.yaml:5: listen[0].tls.key: \(message)"])
+        #expect(
+            files.problems("certificates:\n  - { certificate: a.pem, key: a.key }\n  - { certificate: srv.pem, key: a.key }")
+                == ["t.yaml:6: listen[0].tls.certificates[1].key: \(message)"]
+        )
+    }
+
+    @Test("A certificate file without a PEM certificate, and a key file without a key, name the file")
+    func unreadableContents() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        try "not a certificate\n".write(toFile: files.directory + "/junk.pem", atomically: true, encoding: .utf8)
+        let problems = files.problems("certificate: junk.pem\nkey: srv.key")
+        #expect(problems.count == 1)
+        #expect(problems.first?.hasPrefix("t.yaml:4: listen[0].tls.certificate: ") == true, "\(problems)")
+        // The certificate's bytes are no key: a file the owner alone reads, but no key in it.
+        try "not a key\n".write(toFile: files.directory + "/junk.key", atomically: true, encoding: .utf8)
+        #expect(chmod(files.directory + "/junk.key", 0o600) == 0)
+        let keyProblems = files.problems("certificate: srv.pem\nkey: junk.key")
+        #expect(keyProblems.count == 1)
+        #expect(keyProblems.first?.hasPrefix("t.yaml:5: listen[0].tls.key: cannot load the key ") == true, "\(keyProblems)")
+    }
+
+    @Test("A bad min-version, both forms at once, no certificate and unknown keys are each reported")
+    func badShapes() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        let version = files.problems("certificate: srv.pem\nkey: srv.key\nmin-version: \"1.1\"")
+        #expect(version.count == 1)
+        #expect(version.first?.hasPrefix("t.yaml:6: listen[0].tls.min-version: ") == true, "\(version)")
+        #expect(version.first?.contains("1.3") == true)
+        #expect(
+            files.problems("certificate: srv.pem\nkey: srv.key\ncertificates: []")
+                == ["t.yaml:6: listen[0].tls.certificates: give either certificate and key, or certificates, not both"]
+        )
+        #expect(
+            files.problems("min-version: \"1.3\"")
+                == ["t.yaml:4: listen[0].tls: missing key \"certificate\" (with \"key\") or \"certificates\""]
+        )
+        #expect(
+            files.problems("certificate: srv.pem")
+                == ["t.yaml:4: listen[0].tls: missing key \"key\""]
+        )
+        let unknown = files.problems("certificate: srv.pem\nkey: srv.key\ncert-chain: x")
+        #expect(unknown.first?.hasPrefix("t.yaml:6: listen[0].tls.cert-chain: unknown key") == true, "\(unknown)")
+    }
+}

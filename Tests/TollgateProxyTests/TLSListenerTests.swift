@@ -1,0 +1,326 @@
+import Foundation
+import Testing
+import TollgateHTTP
+import TollgateTLS
+import TollgateTesting
+
+/// A directory holding a test CA's leaf for 127.0.0.1 (`srv.pem`, `srv.key`), leaves for
+/// `a.test` and `*.b.test`, and a configuration with one TLS listener written by ``write(_:)``.
+private struct TLSListenerSetup {
+    let directory: URL
+    let pki: TestPKI
+    let named: Identity
+    let wildcard: Identity
+
+    init() throws {
+        directory = try temporaryDirectory()
+        pki = try TestPKI(commonName: "Listener CA", host: "127.0.0.1")
+        named = try pki.authority.issueLeaf(for: "a.test")
+        wildcard = try pki.authority.issueLeaf(for: "*.b.test")
+        try writeIdentity(pki.server, "srv")
+        try writeIdentity(named, "a")
+        try writeIdentity(wildcard, "b")
+    }
+
+    /// Writes `NAME.pem` and `NAME.key` (mode 0600), replacing what was there.
+    func writeIdentity(_ identity: Identity, _ name: String) throws {
+        try identity.certificate.pemString.write(to: directory.appendingPathComponent("\(name).pem"), atomically: true, encoding: .utf8)
+        try identity.privateKey.write(toPEMFile: path("\(name).key"), overwrite: true)
+    }
+
+    func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
+
+    /// Writes `tollgate.yaml`: `listener` (YAML lines of one `listen` entry, the address given),
+    /// an admin listener, a cache and a JSON access log in `access.log`.
+    func write(_ listener: String, more: String = "") throws -> String {
+        let file = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+            \(listener.split(separator: "\n").map { "    " + $0 }.joined(separator: "\n"))
+            admin: { address: "127.0.0.1:0" }
+            cache:
+              path: "\(path("cache"))"
+            log:
+              access: "\(path("access.log"))"
+              format: json
+            \(more)
+            """.write(to: file, atomically: true, encoding: .utf8)
+        return file.path
+    }
+
+    func remove() { try? FileManager.default.removeItem(at: directory) }
+}
+
+/// `curl -sS ARGUMENTS` with a time limit; no proxy from the environment, only a `--proxy` given.
+private func curl(_ arguments: [String]) async throws -> (status: Int32, stdout: String, stderr: String) {
+    let direct = arguments.contains("--proxy") ? [] : ["--noproxy", "*"]
+    return try await ChildProcess.run("/usr/bin/curl", ["-sS", "--max-time", "20"] + direct + arguments)
+}
+
+/// The serial number of the certificate `openssl s_client` is shown on 127.0.0.1:`port` when it
+/// sends `serverName` in SNI (none with nil), as `openssl x509 -serial` prints it; "" when the
+/// handshake fails.
+private func servedSerial(port: Int, serverName: String?) async throws -> String {
+    let sni = serverName.map { "-servername \($0)" } ?? "-noservername"
+    let result = try await ChildProcess.run(
+        "/bin/sh",
+        ["-c", "openssl s_client -connect 127.0.0.1:\(port) \(sni) </dev/null 2>/dev/null | openssl x509 -noout -serial"]
+    )
+    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "serial=", with: "")
+}
+
+@Suite(
+    "TLS listeners (tollgate serve with curl and openssl)",
+    .serialized,
+    .timeLimit(.minutes(2)),
+    .enabled(if: tollgateBinary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl")
+        && FileManager.default.isExecutableFile(atPath: "/usr/bin/openssl"))
+)
+struct TLSListenerTests {
+    @Test("An HTTPS reverse listener serves curl --cacert, the second request from the cache; the log says TLSv1.3")
+    func reverseOverTLS() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "origin \(request.target)")
+        }
+        defer { origin.stop() }
+        let configuration = try setup.write("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: "srv.pem", key: "srv.key" }
+            """)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let url = "https://127.0.0.1:\(try served.port("reverse"))/doc"
+        let first = try await curl(["-i", "--cacert", setup.pki.caFile, url])
+        #expect(first.status == 0, "curl: \(first.stderr)")
+        #expect(first.stdout.hasPrefix("HTTP/1.1 200"), "\(first.stdout)")
+        #expect(first.stdout.hasSuffix("origin /doc"))
+        let second = try await curl(["-i", "--cacert", setup.pki.caFile, url])
+        #expect(second.stdout.contains("Cache-Status: tollgate; hit"), "\(second.stdout)")
+        #expect(second.stdout.hasSuffix("origin /doc"))
+        #expect(origin.requestCount == 1)
+        #expect(origin.requests.first?.headerFields["X-Forwarded-Proto"] == "https")
+        // Without the CA curl refuses the certificate: it is the listener's, not a default one.
+        let untrusted = try await curl([url])
+        #expect(untrusted.status == 60, "\(untrusted.stderr)")
+
+        try await eventually("two access log lines") {
+            ((try? String(contentsOfFile: setup.path("access.log"), encoding: .utf8)) ?? "").split(separator: "\n").count >= 2
+        }
+        let lines = try String(contentsOfFile: setup.path("access.log"), encoding: .utf8).split(separator: "\n")
+        for line in lines.prefix(2) {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["client_tls"] as? String == "TLSv1.3", "\(line)")
+        }
+    }
+
+    @Test("An HTTPS forward proxy (curl --proxy https://) relays an absolute-form request and a CONNECT inside its TLS")
+    func httpsProxy() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let plain = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, body: "plain \(request.target)")
+        }
+        defer { plain.stop() }
+        let originPKI = try TestPKI(commonName: "Origin CA", host: "127.0.0.1")
+        let secure = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, body: "secure \(request.target)")
+        }
+        defer { secure.stop() }
+        let configuration = try setup.write(
+            "tls: { certificate: \"srv.pem\", key: \"srv.key\" }",
+            more: "access:\n  connect-ports: [\(secure.port)]"
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let proxy = ["--proxy", "https://127.0.0.1:\(try served.port("forward"))", "--proxy-cacert", setup.pki.caFile]
+
+        let forwarded = try await curl(proxy + ["http://127.0.0.1:\(plain.port)/a"])
+        #expect(forwarded.status == 0, "curl: \(forwarded.stderr)")
+        #expect(forwarded.stdout == "plain /a")
+        #expect(plain.requests.first?.headerFields["Via"] == "1.1 tollgate")  // it went through the proxy
+        let tunnelled = try await curl(proxy + ["--cacert", originPKI.caFile, "https://127.0.0.1:\(secure.port)/b"])
+        #expect(tunnelled.status == 0, "curl: \(tunnelled.stderr)")
+        #expect(tunnelled.stdout == "secure /b")
+        #expect(secure.requests.first?.headerFields["Via"] == nil)  // a tunnel: the proxy did not see the request
+        try await eventually("the CONNECT in the access log") {
+            ((try? String(contentsOfFile: setup.path("access.log"), encoding: .utf8)) ?? "").contains("\"CONNECT\"")
+        }
+        let lines = try String(contentsOfFile: setup.path("access.log"), encoding: .utf8).split(separator: "\n")
+        let connect = try #require(lines.first { $0.contains("\"CONNECT\"") })
+        #expect(connect.contains("\"client_tls\":\"TLSv1.3\""), "\(connect)")
+    }
+
+    @Test("Inside an HTTPS proxy an intercepted CONNECT gets the minted leaf, and its second request is a cache hit")
+    func interceptionInsideTLS() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let binary = try #require(tollgateBinary)
+        let caDirectory = setup.path("interception-ca")
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "ca init: \(created.stderr)")
+        let originPKI = try TestPKI(commonName: "Origin CA", host: "localhost")
+        let origin = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "intercepted \(request.target)")
+        }
+        defer { origin.stop() }
+        let configuration = try setup.write(
+            "tls: { certificate: srv.pem, key: srv.key }",
+            more: """
+                access:
+                  connect-ports: [\(origin.port)]
+                hosts:
+                  - match: "localhost"
+                    intercept: true
+                    trust: { roots: ["\(originPKI.caFile)"] }
+                interception:
+                  ca-dir: "\(caDirectory)"
+                """
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let arguments = [
+            "-i", "--proxy", "https://127.0.0.1:\(try served.port("forward"))", "--proxy-cacert", setup.pki.caFile,
+            "--cacert", caDirectory + "/ca.pem", "https://localhost:\(origin.port)/doc",
+        ]
+        let first = try await curl(arguments)
+        #expect(first.status == 0, "curl: \(first.stderr)")
+        #expect(first.stdout.hasSuffix("intercepted /doc"), "\(first.stdout)")
+        let second = try await curl(arguments)
+        #expect(second.stdout.contains("Cache-Status: tollgate; hit"), "\(second.stdout)")
+        #expect(origin.requestCount == 1)
+    }
+
+    @Test("SNI picks each certificate by its DNS names (a wildcard too); an unknown name or none gets the first")
+    func serverNameIndication() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let configuration = try setup.write("""
+            tls:
+              certificates:
+                - { certificate: srv.pem, key: srv.key }
+                - { certificate: a.pem, key: a.key }
+                - { certificate: b.pem, key: b.key }
+            """)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        let defaultSerial = setup.pki.server.certificate.serialNumber
+        #expect(try await servedSerial(port: port, serverName: "a.test") == setup.named.certificate.serialNumber)
+        #expect(try await servedSerial(port: port, serverName: "x.b.test") == setup.wildcard.certificate.serialNumber)
+        #expect(try await servedSerial(port: port, serverName: "unknown.test") == defaultSerial)
+        #expect(try await servedSerial(port: port, serverName: nil) == defaultSerial)
+    }
+
+    @Test("With min-version 1.3 a TLS 1.2 client is refused and a TLS 1.3 one served")
+    func minimumVersion() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let configuration = try setup.write("tls: { certificate: srv.pem, key: srv.key, min-version: \"1.3\" }")
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let connect = ["s_client", "-connect", "127.0.0.1:\(try served.port("forward"))"]
+        let old = try await ChildProcess.run("/bin/sh", ["-c", "openssl \(connect.joined(separator: " ")) -tls1_2 </dev/null"])
+        #expect(old.status != 0, "\(old.stdout)")
+        #expect(old.stdout.contains("Cipher is (NONE)"), "\(old.stdout)")  // no handshake completed
+        let current = try await ChildProcess.run("/bin/sh", ["-c", "openssl \(connect.joined(separator: " ")) -tls1_3 </dev/null"])
+        #expect(current.status == 0, "\(current.stderr)")
+        #expect(current.stdout.contains("TLSv1.3"))
+    }
+
+    @Test("A reload puts a renewed certificate in force for new connections; an open one goes on; a broken key keeps the renewed one")
+    func reloadSwapsCertificates() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            guard request.path == "/slow" else { return respond.send(status: 200, body: "after\n") }
+            // Long enough for the test to renew the certificate and reload in between.
+            DispatchQueue.global().asyncAfter(deadline: .now() + 3) { respond.send(status: 200, body: "slow\n") }
+        }
+        defer { origin.stop() }
+        let configuration = try setup.write("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: "srv.pem", key: "srv.key" }
+            """)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        let admin = "http://127.0.0.1:\(try served.port("admin"))/config/reload"
+        #expect(try await servedSerial(port: port, serverName: nil) == setup.pki.server.certificate.serialNumber)
+
+        // One curl, two requests on one connection: the first outlasts the reload.
+        async let kept = curl([
+            "--cacert", setup.pki.caFile, "-w", "%{num_connects}\n",
+            "https://127.0.0.1:\(port)/slow", "https://127.0.0.1:\(port)/after",
+        ])
+        try await eventually("the slow request at the origin") { origin.requests.contains { $0.path == "/slow" } }
+        let renewed = try setup.pki.authority.issueLeaf(for: "127.0.0.1")
+        try setup.writeIdentity(renewed, "srv")
+        let reload = try await curl(["-X", "POST", admin])
+        #expect(reload.stdout == "reloaded\n", "\(reload.stdout)")
+        #expect(try await servedSerial(port: port, serverName: nil) == renewed.certificate.serialNumber)
+
+        let open = try await kept
+        #expect(open.status == 0, "curl: \(open.stderr)")
+        #expect(open.stdout == "slow\n1\nafter\n0\n")  // the second request made no new connection
+
+        // A key file that is no key: the reload is refused, naming it, and the renewed certificate stays.
+        try "no key here\n".write(toFile: setup.path("srv.key"), atomically: false, encoding: .utf8)
+        let refused = try await curl(["-X", "POST", admin])
+        #expect(refused.stdout.contains("\(configuration):"), "\(refused.stdout)")
+        #expect(refused.stdout.contains("listen[0].tls.key: cannot load the key"), "\(refused.stdout)")
+        #expect(try await servedSerial(port: port, serverName: nil) == renewed.certificate.serialNumber)
+    }
+
+    @Test("Plain HTTP sent to a TLS listener closes that connection; the listener serves TLS clients after it")
+    func garbageIsRefused() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "fine") }
+        defer { origin.stop() }
+        let configuration = try setup.write("tls: { certificate: srv.pem, key: srv.key }")
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        for garbage in ["GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\n\r\n", "\u{16}\u{03}\u{01}\u{00}\u{05}hello"] {
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            try await client.send(garbage)
+            try await client.waitForClose()
+        }
+        let after = try await curl([
+            "--proxy", "https://127.0.0.1:\(port)", "--proxy-cacert", setup.pki.caFile, "http://127.0.0.1:\(origin.port)/",
+        ])
+        #expect(after.stdout == "fine", "\(after.stderr)")
+        #expect(served.child.isRunning)
+    }
+
+    @Test("check-config names FILE:LINE: KEY for a key readable by others and for a key of another certificate")
+    func checkConfig() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let binary = try #require(tollgateBinary)
+        let configuration = try setup.write("tls: { certificate: srv.pem, key: a.key }")
+        let mismatched = try await ChildProcess.run(binary, ["check-config", configuration])
+        #expect(mismatched.status == 1)
+        #expect(
+            mismatched.stdout.contains(
+                "\(configuration):3: listen[0].tls.key: the key \(setup.path("a.key")) does not belong to the certificate \(setup.path("srv.pem"))"
+            ),
+            "\(mismatched.stdout)"
+        )
+        _ = try setup.write("tls: { certificate: srv.pem, key: srv.key }")
+        #expect(chmod(setup.path("srv.key"), 0o644) == 0)
+        let open = try await ChildProcess.run(binary, ["check-config", configuration])
+        #expect(open.status == 1)
+        #expect(open.stdout.contains("\(configuration):3: listen[0].tls.key: "), "\(open.stdout)")
+        #expect(open.stdout.contains("chmod 600 \(setup.path("srv.key"))"))
+        #expect(chmod(setup.path("srv.key"), 0o600) == 0)
+        let fine = try await ChildProcess.run(binary, ["check-config", configuration])
+        #expect(fine.status == 0, "\(fine.stdout)")
+    }
+}
