@@ -80,7 +80,7 @@ extension SessionTask {
         let metrics = TaskMetrics(
             transactionMetrics: engine.transactions,
             taskInterval: DateInterval(start: start, end: max(start, ended)),
-            redirectCount: engine.redirectCount
+            redirectCount: engine.machine.redirectCount
         )
         let receivers = taskDelegates
         DelegateDispatch.notify(receivers) { $0.task(self, didFinishCollecting: metrics) }
@@ -206,7 +206,7 @@ extension SessionTask {
         }
         if let idle = engine.idleDeadline, idle <= now {
             engine.idleDeadline = nil
-            if !isDone, !engine.machine.isSuspended, engine.machine.exchange == engine.idleGeneration || engine.redirect == nil {
+            if !isDone, !engine.machine.isSuspended, engine.machine.exchange == engine.idleGeneration || !engine.machine.holdsRetry {
                 let interval = engine.idleInterval
                 fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
                 return

@@ -1,0 +1,209 @@
+import NIOCore
+import Testing
+import TollgateHTTP
+
+@testable import TollgateSession
+
+/// ``TaskMachine``'s response stages event by event: a redirect, 401 or 407 held for a retry, the
+/// delegate's decision, and late answers refused by the machine itself.
+@Suite("Task state machine: retries and the response decision")
+struct TaskMachineRetryTests {
+    typealias Machine = TaskMachine<String, String>
+
+    static let redirect = HTTPResponseHead(status: 302)
+    static let unauthorized = HTTPResponseHead(status: 401)
+    static let target = Request(url: HTTPURL(string: "http://b.test/next")!)
+    static let again = Request(url: HTTPURL(string: "http://a.test/")!)
+
+    /// A retry step as text: "follow <url>", "wait" or "drop".
+    static func described(_ step: Machine.RetryStep) -> String {
+        switch step {
+        case .follow(let request): "follow \(request.url.absoluteString)"
+        case .wait: "wait"
+        case .drop: "drop"
+        }
+    }
+
+    static func exchanging() -> Machine {
+        var machine = Machine()
+        _ = machine.sendingRequest()
+        machine.leasing(1)
+        machine.exchangeStarted(on: "c1")
+        return machine
+    }
+
+    @Test("A redirect answered before its end keeps no body after the answer and is followed at the end, counted")
+    func answeredBeforeTheEnd() {
+        var machine = Self.exchanging()
+        let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        #expect(machine.holdsRetry)
+        let kept = machine.retryBodyReceived(ByteBuffer(string: "moved"))
+        #expect(kept)
+        #expect(machine.pendingRetry(hold)?.body.count == 1)
+        let answered = machine.followRetry(hold, with: Self.target)
+        #expect(Self.described(answered) == "wait")
+        #expect(machine.pendingRetry(hold)?.body.isEmpty == true)  // it will not be delivered
+        let keptAfter = machine.retryBodyReceived(ByteBuffer(string: "!"))
+        #expect(keptAfter)
+        #expect(machine.pendingRetry(hold)?.body.isEmpty == true)
+        #expect(machine.pendingRetry(hold)?.bodyBytes == 6)
+        let released = machine.exchangeEnded()
+        #expect(released == "c1")
+        let ended = machine.retryEnded()
+        #expect(Self.described(ended) == "follow http://b.test/next")
+        #expect(machine.redirectCount == 1)
+        #expect(!machine.holdsRetry)
+        #expect(machine.mayDeliver)
+    }
+
+    @Test("A redirect whose end comes first is followed when the answer comes")
+    func endedBeforeTheAnswer() {
+        var machine = Self.exchanging()
+        let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        let ended = machine.retryEnded()
+        #expect(Self.described(ended) == "wait")
+        #expect(machine.pendingRetry(hold)?.ended == true)
+        let answered = machine.followRetry(hold, with: Self.target)
+        #expect(Self.described(answered) == "follow http://b.test/next")
+        #expect(machine.redirectCount == 1)
+    }
+
+    @Test("A 407 held with its retry known is followed at its end; 401 and 407 retries are not redirects")
+    func authenticationRetriesAreNotCounted() {
+        var machine = Self.exchanging()
+        _ = machine.holdForRetry(.proxyAuthentication, head: HTTPResponseHead(status: 407), newRequest: Self.again, follow: Self.again)
+        let kept = machine.retryBodyReceived(ByteBuffer(string: "denied"))
+        #expect(kept)
+        let ended = machine.retryEnded()
+        #expect(Self.described(ended) == "follow http://a.test/")
+        let hold = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
+        let answered = machine.followRetry(hold, with: Self.again)
+        #expect(Self.described(answered) == "wait")
+        let ended2 = machine.retryEnded()
+        #expect(Self.described(ended2) == "follow http://a.test/")
+        #expect(machine.redirectCount == 0)
+    }
+
+    @Test("A held response delivered after all hands back its body and end; later answers for it are dropped")
+    func deliveredAfterAll() {
+        var machine = Self.exchanging()
+        let hold = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
+        _ = machine.retryBodyReceived(ByteBuffer(string: "a"))
+        _ = machine.retryBodyReceived(ByteBuffer(string: "b"))
+        let ended = machine.retryEnded()
+        #expect(Self.described(ended) == "wait")
+        let pending = machine.deliverRetry(hold)
+        #expect(pending?.body == [ByteBuffer(string: "a"), ByteBuffer(string: "b")])
+        #expect(pending?.ended == true)
+        #expect(pending?.head.status == 401)
+        #expect(!machine.holdsRetry)
+        let lateFollow = machine.followRetry(hold, with: Self.again)
+        #expect(Self.described(lateFollow) == "drop")
+        let deliveredTwice = machine.deliverRetry(hold)
+        #expect(deliveredTwice == nil)
+        #expect(machine.pendingRetry(hold) == nil)
+        let bodyAfter = machine.retryBodyReceived(ByteBuffer(string: "c"))
+        #expect(!bodyAfter)  // the response is the task's again
+    }
+
+    @Test("An answer for an earlier hold, or one after the task completed, is dropped by the machine")
+    func lateAnswers() {
+        var machine = Self.exchanging()
+        let first = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        _ = machine.deliverRetry(first)
+        let second = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
+        let stale = machine.followRetry(first, with: Self.target)
+        #expect(Self.described(stale) == "drop")
+        #expect(machine.pendingRetry(first) == nil)
+        #expect(machine.pendingRetry(second) != nil)
+        _ = machine.complete()
+        #expect(machine.pendingRetry(second) == nil)
+        let afterCompletion = machine.followRetry(second, with: Self.again)
+        #expect(Self.described(afterCompletion) == "drop")
+        let endAfterCompletion = machine.retryEnded()
+        #expect(Self.described(endAfterCompletion) == "drop")
+    }
+
+    @Test("Without a hold, the body and the end are the task's")
+    func noHold() {
+        var machine = Self.exchanging()
+        let kept = machine.retryBodyReceived(ByteBuffer(string: "x"))
+        #expect(!kept)
+        let ended = machine.retryEnded()
+        #expect(Self.described(ended) == "drop")
+    }
+
+    @Test("A 401 with no challenge to raise is delivered as it is")
+    func retryNotNeeded() {
+        var machine = Self.exchanging()
+        let hold = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
+        machine.retryNotNeeded()
+        #expect(!machine.holdsRetry)
+        #expect(machine.pendingRetry(hold) == nil)
+    }
+
+    @Test("Redirects may be followed until the count reaches the maximum")
+    func redirectLimit() {
+        var machine = Self.exchanging()
+        #expect(machine.mayRedirect(maximum: 1))
+        let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        _ = machine.followRetry(hold, with: Self.target)
+        _ = machine.retryEnded()
+        #expect(!machine.mayRedirect(maximum: 1))
+        #expect(machine.mayRedirect(maximum: 2))
+    }
+
+    @Test("A decision answer is taken once, only while one is awaited; a held response delivered is then asked about")
+    func decisionStage() {
+        var machine = Self.exchanging()
+        let unasked = machine.decisionArrived()
+        #expect(!unasked)
+        let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        #expect(machine.mayDeliver)  // a hold keeps the body itself; the gate is for the task's pieces
+        _ = machine.deliverRetry(hold)
+        machine.askedForDecision()
+        #expect(machine.awaitingDecision)
+        #expect(!machine.mayDeliver)
+        let answered = machine.decisionArrived()
+        #expect(answered)
+        let twice = machine.decisionArrived()
+        #expect(!twice)
+        machine.askedForDecision()
+        _ = machine.complete()
+        let late = machine.decisionArrived()
+        #expect(!late)
+        #expect(!machine.awaitingDecision)
+    }
+
+    @Test("A stored body's read is the task's only while it serves the body")
+    func storedReads() {
+        var machine = Machine()
+        #expect(!machine.storedReadArrived())  // idle: nothing is served
+        machine.servingStoredBody()
+        #expect(machine.storedReadArrived())
+        _ = machine.abandon()
+        #expect(!machine.storedReadArrived())
+        machine.servingStoredBody()
+        _ = machine.complete()
+        #expect(!machine.storedReadArrived())
+    }
+
+    @Test("Waiting for another task's fetch ends once: by the leader's end or the timer, whichever is first; a cancel stops the timer")
+    func leaderWait() {
+        var machine = Machine()
+        machine.waitForLeader("wait")
+        let first = machine.leaderWaitEnded()
+        #expect(first)
+        let second = machine.leaderWaitEnded()
+        #expect(!second)  // the timer after the leader's end: dropped
+        machine.waitForLeader("wait")
+        let abandon = machine.abandon()
+        #expect(abandon == .cancelTimer("wait"))
+        let afterCancel = machine.leaderWaitEnded()
+        #expect(!afterCancel)
+        machine.waitForLeader("wait")
+        _ = machine.complete()
+        let afterCompletion = machine.leaderWaitEnded()
+        #expect(!afterCompletion)
+    }
+}
