@@ -109,7 +109,10 @@ private final class RelayFixture {
         connection.onStart = { [unowned self] exchange in
             let host = exchange.responder as! any ClientTunnelHost
             let relay = StreamRelay(
-                stream: upstream, connection: host, eventLoop: connection.channel.eventLoop, webSocket: webSocket
+                stream: upstream,
+                connection: host,
+                eventLoop: connection.channel.eventLoop,
+                webSocket: webSocket
             ) { [unowned self] totals, error in ended = (totals, error) }
             self.relay = relay
             host.sendInterim(HTTPResponseHead(status: 200, reason: "Connection Established"))
@@ -125,7 +128,9 @@ private final class RelayFixture {
     func receivedBytes() throws -> [UInt8] {
         connection.channel.embeddedEventLoop.run()
         var bytes: [UInt8] = []
-        while let buffer = try connection.channel.readOutbound(as: ByteBuffer.self) { bytes += buffer.readableBytesView }
+        while let buffer = try connection.channel.readOutbound(as: ByteBuffer.self) {
+            bytes += buffer.readableBytesView
+        }
         return bytes
     }
 
@@ -251,10 +256,13 @@ struct StreamRelayTests {
 
     @Test("A WebSocket message from the client over the limit closes both sides with 1009")
     func webSocketTooBigFromClient() throws {
-        let fixture = try RelayFixture(webSocket: WebSocketRelayLimits(maximumMessageSize: 8, idleTimeout: .seconds(3600)))
+        let fixture = try RelayFixture(
+            webSocket: WebSocketRelayLimits(maximumMessageSize: 8, idleTimeout: .seconds(3600))
+        )
         _ = try fixture.received()
         let mask: [UInt8] = [1, 2, 3, 4]
-        let small: [UInt8] = [0x81, 0x80 | 3] + mask + Array("abc".utf8).enumerated().map { $0.element ^ mask[$0.offset % 4] }
+        let small: [UInt8] =
+            [0x81, 0x80 | 3] + mask + Array("abc".utf8).enumerated().map { $0.element ^ mask[$0.offset % 4] }
         try fixture.connection.channel.writeInbound(ByteBuffer(bytes: small))
         #expect(fixture.upstream.written.count == 1)
         let big: [UInt8] = [0x81, 0x80 | 20] + mask + [UInt8](repeating: 0x55, count: 20)
@@ -273,7 +281,9 @@ struct StreamRelayTests {
 
     @Test("A WebSocket message from the upstream over the limit closes both sides with 1009")
     func webSocketTooBigFromUpstream() throws {
-        let fixture = try RelayFixture(webSocket: WebSocketRelayLimits(maximumMessageSize: 8, idleTimeout: .seconds(3600)))
+        let fixture = try RelayFixture(
+            webSocket: WebSocketRelayLimits(maximumMessageSize: 8, idleTimeout: .seconds(3600))
+        )
         _ = try fixture.received()
         fixture.upstream.send(ByteBuffer(bytes: [0x82, 4, 1, 2, 3, 4]))
         #expect(try fixture.receivedBytes() == [0x82, 4, 1, 2, 3, 4])

@@ -71,7 +71,12 @@ struct TaskMachineRetryTests {
     @Test("A 407 held with its retry known is followed at its end; 401 and 407 retries are not redirects")
     func authenticationRetriesAreNotCounted() {
         var machine = Self.exchanging()
-        _ = machine.holdForRetry(.proxyAuthentication, head: HTTPResponseHead(status: 407), newRequest: Self.again, follow: Self.again)
+        _ = machine.holdForRetry(
+            .proxyAuthentication,
+            head: HTTPResponseHead(status: 407),
+            newRequest: Self.again,
+            follow: Self.again
+        )
         let kept = machine.retryBodyReceived(ByteBuffer(string: "denied"))
         #expect(kept)
         let ended = machine.retryEnded()
@@ -188,7 +193,9 @@ struct TaskMachineRetryTests {
         #expect(!machine.storedReadArrived())
     }
 
-    @Test("Waiting for another task's fetch ends once: by the leader's end or the timer, whichever is first; a cancel stops the timer")
+    @Test(
+        "Waiting for another task's fetch ends once: by the leader's end or the timer, whichever is first; a cancel stops the timer"
+    )
     func leaderWait() {
         var machine = Machine()
         machine.waitForLeader("wait")
@@ -205,5 +212,21 @@ struct TaskMachineRetryTests {
         _ = machine.complete()
         let afterCompletion = machine.leaderWaitEnded()
         #expect(!afterCompletion)
+    }
+
+    @Test(
+        "A request is sent once more after a lost kept-alive connection only once, and again after a retry is followed"
+    )
+    func resendOnce() {
+        var machine = Self.exchanging()
+        let first = machine.resendAfterLostConnection()
+        #expect(first)
+        let second = machine.resendAfterLostConnection()
+        #expect(!second)
+        let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
+        _ = machine.retryEnded()
+        _ = machine.followRetry(hold, with: Self.target)
+        let afterRedirect = machine.resendAfterLostConnection()
+        #expect(afterRedirect)  // the redirect's request is a new one
     }
 }

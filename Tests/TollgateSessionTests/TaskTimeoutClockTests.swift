@@ -40,7 +40,12 @@ struct TaskTimeoutClockTests {
         let origin = try await Self.quietOrigin()
         defer { origin.stop() }
         let clock = ManualTaskClock()
-        let session = Session(configuration: .ephemeral, delegate: nil, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, taskClock: clock)
+        let session = Session(
+            configuration: .ephemeral,
+            delegate: nil,
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            taskClock: clock
+        )
         defer { session.invalidateAndCancel() }
         let task = try session.dataTask(with: Request(url: origin.url(), timeoutInterval: .seconds(60))) { _, _, _ in }
         task.resume()
@@ -63,7 +68,12 @@ struct TaskTimeoutClockTests {
         var configuration = SessionConfiguration.ephemeral
         configuration.timeoutIntervalForResource = .seconds(120)
         configuration.timeoutIntervalForRequest = .seconds(600)
-        let session = Session(configuration: configuration, delegate: nil, eventLoopGroup: MultiThreadedEventLoopGroup.singleton, taskClock: clock)
+        let session = Session(
+            configuration: configuration,
+            delegate: nil,
+            eventLoopGroup: MultiThreadedEventLoopGroup.singleton,
+            taskClock: clock
+        )
         defer { session.invalidateAndCancel() }
         let task = try session.dataTask(with: Request(url: origin.url())) { _, _, _ in }
         task.resume()

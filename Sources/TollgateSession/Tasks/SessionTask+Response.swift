@@ -110,10 +110,9 @@ extension SessionTask {
         guard let connection = engine.machine.exchangeFailed() else { return }
         session.pool.release(connection, reusable: false)
         // A kept-alive connection the server closed before answering: send once more on a new one.
-        if !responseStarted, connection.exchangeCount > 1, !engine.retriedCurrentRequest,
-            error.code == .networkConnectionLost, let request = engine.request, request.method.isIdempotent
+        if !responseStarted, connection.exchangeCount > 1, error.code == .networkConnectionLost,
+            let request = engine.request, request.method.isIdempotent, engine.machine.resendAfterLostConnection()
         {
-            engine.retriedCurrentRequest = true
             engine.transactions.removeLast()
             sendToNetwork(request)
             return
@@ -187,7 +186,6 @@ extension SessionTask {
 
     /// Sends the request a held redirect, 401 or 407 leads to (the machine counted a redirect).
     func followRedirect(to request: Request) {
-        engine.retriedCurrentRequest = false
         beginLoading(request)
     }
 

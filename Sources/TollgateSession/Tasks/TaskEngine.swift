@@ -9,7 +9,6 @@ struct TaskEngine {
     var machine = TaskMachine<OriginConnection, Scheduled<Void>>()
     var startDate: Date?
     var transactions: [TransactionMetrics] = []
-    var retriedCurrentRequest = false
     var request: Request?
     var body: BodySource = .none
     var bodyStream: BodyStream?

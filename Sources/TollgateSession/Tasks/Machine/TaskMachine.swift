@@ -81,6 +81,8 @@ struct TaskMachine<Connection, Timer> {
     private(set) var redirectCount = 0
     /// The id of the last retry hold (an answer carrying an older one is late).
     private var lastRetryID = 0
+    /// The current request was sent once more after a kept-alive connection was lost.
+    private var resentCurrentRequest = false
     /// Body pieces received but not yet delivered, in order.
     private var held: [ByteBuffer] = []
     private var heldEnd: HeldEnd?
@@ -232,12 +234,12 @@ struct TaskMachine<Connection, Timer> {
         return false
     }
 
-    /// What to stop when the task's work is abandoned (a failure, a cancel, a redirect limit).
-    enum Abandon {
-        case closeConnection(Connection)
-        case cancelLease(Int)
-        case cancelTimer(Timer)
-        case nothing
+    /// A kept-alive connection was lost before the response began: true the first time for the
+    /// current request (send it once more, on a new connection), false after.
+    mutating func resendAfterLostConnection() -> Bool {
+        guard !resentCurrentRequest else { return false }
+        resentCurrentRequest = true
+        return true
     }
 
     /// The work is abandoned: the task is idle after, or stays completed.
@@ -337,16 +339,6 @@ struct TaskMachine<Connection, Timer> {
         return nil
     }
 
-    /// The next held thing to deliver, when the gate is open.
-    enum HeldStep {
-        case deliver(ByteBuffer)
-        case fail(SessionError)
-        /// Finish the task; first release `connection` (kept while the delegate decided).
-        case finish(releasing: Connection?, reusable: Bool)
-        /// Nothing to release now (the gate is closed, or nothing is held).
-        case none
-    }
-
     /// Releases held things one at a time; the runner calls it until `.none`, so a piece whose
     /// delivery suspends the task, or makes it wait again, stops the rest.
     mutating func nextHeld() -> HeldStep {
@@ -383,16 +375,6 @@ struct TaskMachine<Connection, Timer> {
 // MARK: - retries (redirect, 401, 407)
 
 extension TaskMachine {
-    /// What the runner does after a retry event.
-    enum RetryStep {
-        /// Send `request` now: the hold is over (a redirect is counted).
-        case follow(Request)
-        /// Nothing yet: the answer or the response's end is still to come.
-        case wait
-        /// The event is late (no such hold: it was answered, or the task completed): drop it.
-        case drop
-    }
-
     /// Whether one more redirect may be followed.
     func mayRedirect(maximum: Int) -> Bool {
         redirectCount < maximum
@@ -468,10 +450,9 @@ extension TaskMachine {
     private mutating func followIfReady() -> RetryStep {
         guard case .retrying(let pending) = stage, pending.ended, let request = pending.follow else { return .wait }
         stage = .delivering
+        resentCurrentRequest = false  // a new request
         if pending.kind == .redirect { redirectCount += 1 }
         return .follow(request)
     }
 }
 
-extension TaskMachine.HeldStep: Equatable where Connection: Equatable {}
-extension TaskMachine.Abandon: Equatable where Connection: Equatable, Timer: Equatable {}
