@@ -111,7 +111,6 @@ extension SessionTask {
 
     /// Runs the machine's resume: timers again, what was held released, reads again.
     func unpause() {
-        guard !isDone else { return }
         startResourceTimer()
         if engine.machine.connection != nil { restartIdleTimer() }
         releaseHeld()

@@ -276,16 +276,16 @@ struct TaskMachine<Connection, Timer> {
 
     // MARK: delivery events
 
-    /// The task was suspended; false when it already was.
+    /// The task was suspended; false when it already was, or completed (nothing to pause).
     mutating func suspend() -> Bool {
-        guard !isSuspended else { return false }
+        guard !isSuspended, !isCompleted else { return false }
         isSuspended = true
         return true
     }
 
-    /// The task was resumed; false when it was not suspended.
+    /// The task was resumed; false when it was not suspended, or completed (nothing to unpause).
     mutating func resume() -> Bool {
-        guard isSuspended else { return false }
+        guard isSuspended, !isCompleted else { return false }
         isSuspended = false
         return true
     }
