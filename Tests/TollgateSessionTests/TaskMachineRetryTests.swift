@@ -37,20 +37,15 @@ struct TaskMachineRetryTests {
         var machine = Self.exchanging()
         let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
         #expect(machine.holdsRetry)
-        let kept = machine.retryBodyReceived(ByteBuffer(string: "moved"))
-        #expect(kept)
+        #expect(machine.retryBodyReceived(ByteBuffer(string: "moved")) == true)
         #expect(machine.pendingRetry(hold)?.body.count == 1)
-        let answered = machine.followRetry(hold, with: Self.target)
-        #expect(Self.described(answered) == "wait")
+        #expect(Self.described(machine.followRetry(hold, with: Self.target)) == "wait")
         #expect(machine.pendingRetry(hold)?.body.isEmpty == true)  // it will not be delivered
-        let keptAfter = machine.retryBodyReceived(ByteBuffer(string: "!"))
-        #expect(keptAfter)
+        #expect(machine.retryBodyReceived(ByteBuffer(string: "!")) == true)
         #expect(machine.pendingRetry(hold)?.body.isEmpty == true)
         #expect(machine.pendingRetry(hold)?.bodyBytes == 6)
-        let released = machine.exchangeEnded()
-        #expect(released == "c1")
-        let ended = machine.retryEnded()
-        #expect(Self.described(ended) == "follow http://b.test/next")
+        #expect(machine.exchangeEnded() == "c1")
+        #expect(Self.described(machine.retryEnded()) == "follow http://b.test/next")
         #expect(machine.redirectCount == 1)
         #expect(!machine.holdsRetry)
         #expect(machine.mayDeliver)
@@ -63,8 +58,7 @@ struct TaskMachineRetryTests {
         let ended = machine.retryEnded()
         #expect(Self.described(ended) == "wait")
         #expect(machine.pendingRetry(hold)?.ended == true)
-        let answered = machine.followRetry(hold, with: Self.target)
-        #expect(Self.described(answered) == "follow http://b.test/next")
+        #expect(Self.described(machine.followRetry(hold, with: Self.target)) == "follow http://b.test/next")
         #expect(machine.redirectCount == 1)
     }
 
@@ -77,15 +71,11 @@ struct TaskMachineRetryTests {
             newRequest: Self.again,
             follow: Self.again
         )
-        let kept = machine.retryBodyReceived(ByteBuffer(string: "denied"))
-        #expect(kept)
-        let ended = machine.retryEnded()
-        #expect(Self.described(ended) == "follow http://a.test/")
+        #expect(machine.retryBodyReceived(ByteBuffer(string: "denied")) == true)
+        #expect(Self.described(machine.retryEnded()) == "follow http://a.test/")
         let hold = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
-        let answered = machine.followRetry(hold, with: Self.again)
-        #expect(Self.described(answered) == "wait")
-        let ended2 = machine.retryEnded()
-        #expect(Self.described(ended2) == "follow http://a.test/")
+        #expect(Self.described(machine.followRetry(hold, with: Self.again)) == "wait")
+        #expect(Self.described(machine.retryEnded()) == "follow http://a.test/")
         #expect(machine.redirectCount == 0)
     }
 
@@ -102,13 +92,10 @@ struct TaskMachineRetryTests {
         #expect(pending?.ended == true)
         #expect(pending?.head.status == 401)
         #expect(!machine.holdsRetry)
-        let lateFollow = machine.followRetry(hold, with: Self.again)
-        #expect(Self.described(lateFollow) == "drop")
-        let deliveredTwice = machine.deliverRetry(hold)
-        #expect(deliveredTwice == nil)
+        #expect(Self.described(machine.followRetry(hold, with: Self.again)) == "drop")
+        #expect(machine.deliverRetry(hold) == nil)
         #expect(machine.pendingRetry(hold) == nil)
-        let bodyAfter = machine.retryBodyReceived(ByteBuffer(string: "c"))
-        #expect(!bodyAfter)  // the response is the task's again
+        #expect(machine.retryBodyReceived(ByteBuffer(string: "c")) == false)  // the response is the task's again
     }
 
     @Test("An answer for an earlier hold, or one after the task completed, is dropped by the machine")
@@ -117,25 +104,20 @@ struct TaskMachineRetryTests {
         let first = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
         _ = machine.deliverRetry(first)
         let second = machine.holdForRetry(.authentication, head: Self.unauthorized, newRequest: Self.again)
-        let stale = machine.followRetry(first, with: Self.target)
-        #expect(Self.described(stale) == "drop")
+        #expect(Self.described(machine.followRetry(first, with: Self.target)) == "drop")
         #expect(machine.pendingRetry(first) == nil)
         #expect(machine.pendingRetry(second) != nil)
         _ = machine.complete()
         #expect(machine.pendingRetry(second) == nil)
-        let afterCompletion = machine.followRetry(second, with: Self.again)
-        #expect(Self.described(afterCompletion) == "drop")
-        let endAfterCompletion = machine.retryEnded()
-        #expect(Self.described(endAfterCompletion) == "drop")
+        #expect(Self.described(machine.followRetry(second, with: Self.again)) == "drop")
+        #expect(Self.described(machine.retryEnded()) == "drop")
     }
 
     @Test("Without a hold, the body and the end are the task's")
     func noHold() {
         var machine = Self.exchanging()
-        let kept = machine.retryBodyReceived(ByteBuffer(string: "x"))
-        #expect(!kept)
-        let ended = machine.retryEnded()
-        #expect(Self.described(ended) == "drop")
+        #expect(machine.retryBodyReceived(ByteBuffer(string: "x")) == false)
+        #expect(Self.described(machine.retryEnded()) == "drop")
     }
 
     @Test("A 401 with no challenge to raise is delivered as it is")
@@ -161,36 +143,32 @@ struct TaskMachineRetryTests {
     @Test("A decision answer is taken once, only while one is awaited; a held response delivered is then asked about")
     func decisionStage() {
         var machine = Self.exchanging()
-        let unasked = machine.decisionArrived()
-        #expect(!unasked)
+        #expect(machine.decisionArrived() == false)
         let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
         #expect(machine.mayDeliver)  // a hold keeps the body itself; the gate is for the task's pieces
         _ = machine.deliverRetry(hold)
         machine.askedForDecision()
         #expect(machine.awaitingDecision)
         #expect(!machine.mayDeliver)
-        let answered = machine.decisionArrived()
-        #expect(answered)
-        let twice = machine.decisionArrived()
-        #expect(!twice)
+        #expect(machine.decisionArrived() == true)
+        #expect(machine.decisionArrived() == false)
         machine.askedForDecision()
         _ = machine.complete()
-        let late = machine.decisionArrived()
-        #expect(!late)
+        #expect(machine.decisionArrived() == false)
         #expect(!machine.awaitingDecision)
     }
 
     @Test("A stored body's read is the task's only while it serves the body")
     func storedReads() {
         var machine = Machine()
-        #expect(!machine.storedReadArrived())  // idle: nothing is served
+        #expect(machine.storedReadArrived() == false)  // idle: nothing is served
         machine.servingStoredBody()
-        #expect(machine.storedReadArrived())
+        #expect(machine.storedReadArrived() == true)
         _ = machine.abandon()
-        #expect(!machine.storedReadArrived())
+        #expect(machine.storedReadArrived() == false)
         machine.servingStoredBody()
         _ = machine.complete()
-        #expect(!machine.storedReadArrived())
+        #expect(machine.storedReadArrived() == false)
     }
 
     @Test(
@@ -199,19 +177,14 @@ struct TaskMachineRetryTests {
     func leaderWait() {
         var machine = Machine()
         machine.waitForLeader("wait")
-        let first = machine.leaderWaitEnded()
-        #expect(first)
-        let second = machine.leaderWaitEnded()
-        #expect(!second)  // the timer after the leader's end: dropped
+        #expect(machine.leaderWaitEnded() == true)
+        #expect(machine.leaderWaitEnded() == false)  // the timer after the leader's end: dropped
         machine.waitForLeader("wait")
-        let abandon = machine.abandon()
-        #expect(abandon == .cancelTimer("wait"))
-        let afterCancel = machine.leaderWaitEnded()
-        #expect(!afterCancel)
+        #expect(machine.abandon() == .cancelTimer("wait"))
+        #expect(machine.leaderWaitEnded() == false)
         machine.waitForLeader("wait")
         _ = machine.complete()
-        let afterCompletion = machine.leaderWaitEnded()
-        #expect(!afterCompletion)
+        #expect(machine.leaderWaitEnded() == false)
     }
 
     @Test(
@@ -219,14 +192,11 @@ struct TaskMachineRetryTests {
     )
     func resendOnce() {
         var machine = Self.exchanging()
-        let first = machine.resendAfterLostConnection()
-        #expect(first)
-        let second = machine.resendAfterLostConnection()
-        #expect(!second)
+        #expect(machine.resendAfterLostConnection() == true)
+        #expect(machine.resendAfterLostConnection() == false)
         let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
         _ = machine.retryEnded()
         _ = machine.followRetry(hold, with: Self.target)
-        let afterRedirect = machine.resendAfterLostConnection()
-        #expect(afterRedirect)  // the redirect's request is a new one
+        #expect(machine.resendAfterLostConnection() == true)  // the redirect's request is a new one
     }
 }
