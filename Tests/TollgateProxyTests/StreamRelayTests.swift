@@ -212,6 +212,22 @@ struct StreamRelayTests {
         #expect(!fixture.connection.isOpen)
     }
 
+    @Test(
+        "The upstream task completing cleanly half-closes the client's output; completing with an error ends the relay"
+    )
+    func upstreamCompletes() throws {
+        let clean = try RelayFixture()
+        clean.relay?.upstreamCompleted(nil)
+        #expect(clean.socket.outputClosed)
+        #expect(clean.ended == nil)  // the client may still send
+        #expect(clean.connection.isOpen)
+
+        let failed = try RelayFixture()
+        failed.relay?.upstreamCompleted(SessionError(.secureConnectionFailed, nil, "the upstream's TLS failed"))
+        #expect(failed.ended?.error?.code == .secureConnectionFailed)
+        #expect(!failed.connection.isOpen)
+    }
+
     @Test("The client going away ends the relay and cancels the upstream")
     func clientGone() throws {
         let fixture = try RelayFixture()
