@@ -69,6 +69,8 @@ public final class Session: @unchecked Sendable {
     let upstreamProxyAuthentication: UpstreamProxyAuthentication?
     /// Identities the delegate gave in answer to client-certificate challenges.
     let clientIdentities = ClientIdentityChoices()
+    /// The clock the tasks' timeouts go by when not the loop's (tests; see ``TaskClock``).
+    package let taskClock: (any TaskClock)?
 
     /// Creates a session.
     /// - Parameters:
@@ -76,11 +78,22 @@ public final class Session: @unchecked Sendable {
     ///   - delegate: receives session messages, and task messages of tasks without their own delegate.
     ///     The session holds it strongly until it is invalidated.
     ///   - eventLoopGroup: where tasks run; the shared NIO group by default.
-    public init(
+    public convenience init(
         configuration: SessionConfiguration,
         delegate: (any SessionDelegate)? = nil,
         eventLoopGroup: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) {
+        self.init(configuration: configuration, delegate: delegate, eventLoopGroup: eventLoopGroup, taskClock: nil)
+    }
+
+    /// Creates a session whose tasks judge their timeouts by `taskClock` (nil: the loop's tick).
+    package init(
+        configuration: SessionConfiguration,
+        delegate: (any SessionDelegate)?,
+        eventLoopGroup: any EventLoopGroup,
+        taskClock: (any TaskClock)?
+    ) {
+        self.taskClock = taskClock
         self.configuration = configuration
         self.eventLoopGroup = eventLoopGroup
         self.state = Mutex(State(delegate: delegate, taskDelegate: delegate as? any TaskDelegate))

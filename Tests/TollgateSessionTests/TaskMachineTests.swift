@@ -176,6 +176,18 @@ struct TaskMachineTests {
         #expect(!endReceived)
         let nextHeld = machine.nextHeld()
         #expect(nextHeld == .none)
+        let suspend = machine.suspend()
+        #expect(!suspend)  // nothing to pause
+    }
+
+    @Test("A task suspended when it completes is not resumed: nothing to unpause")
+    func completedWhileSuspended() {
+        var machine = Machine()
+        let suspend = machine.suspend()
+        #expect(suspend)
+        _ = machine.complete()
+        let resume = machine.resume()
+        #expect(!resume)
     }
 
     // MARK: the delivery gate

@@ -21,6 +21,9 @@ import TollgateSession
 /// goes away; the client connection is then closed and the stream task cancelled if it still runs.
 /// It is the stream task's delegate (`readClosed`, `writeClosed`, completion).
 ///
+/// The upstream is a ``RelayUpstream`` (the stream task, or a test's scripted one); the stream
+/// task's delegate calls arrive as ``upstreamWriteSideClosed()`` and ``upstreamCompleted(_:)``.
+///
 /// Touched only on the client connection's event loop; callbacks from the stream task are moved
 /// there first (hence `@unchecked Sendable`).
 final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
@@ -35,7 +38,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     /// The most bytes one read from the upstream hands over.
     static let readSize = 64 * 1024
 
-    private let stream: StreamTask
+    private let stream: any RelayUpstream
     private let eventLoop: any EventLoop
     private var connection: (any RelayClientSide)?
     private let onEnd: (Totals, SessionError?) -> Void
@@ -69,7 +72,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     ///   - upgraded: the stream task was a data task that got a 101 (see ``nudge``).
     ///   - webSocket: the limits of a WebSocket upgrade, whose frames are read (nil: opaque bytes).
     init(
-        stream: StreamTask,
+        stream: any RelayUpstream,
         connection: any RelayClientSide,
         eventLoop: any EventLoop,
         upgraded: Bool = false,
@@ -232,12 +235,22 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     }
 
     func streamTask(_ task: StreamTask, writeClosedFor: Void) {
-        onLoop { self.endIfBothClosed() }
+        upstreamWriteSideClosed()
     }
 
     func task(_ task: SessionTask, didCompleteWithError error: SessionError?) {
+        upstreamCompleted(error)
+    }
+
+    /// The upstream's write side closed (after ``RelayUpstream/closeWrite()``).
+    func upstreamWriteSideClosed() {
+        onLoop { self.endIfBothClosed() }
+    }
+
+    /// The upstream completed: with an error the relay ends with it; without, its connection
+    /// closed and the client gets what was read, then EOF.
+    func upstreamCompleted(_ error: SessionError?) {
         onLoop {
-            // The stream task completes when its connection closes; the client gets what was read.
             if error != nil { self.end(error) } else if !self.upstreamEOF { self.upstreamEnded() }
         }
     }
@@ -283,7 +296,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         ended = true
         idleCheck?.cancel()
         totals.webSocket = frames?.totals
-        if stream.state != .completed { stream.cancel() }
+        if stream.isRunning { stream.cancel() }
         connection?.close()
         connection = nil
         onEnd(totals, error)

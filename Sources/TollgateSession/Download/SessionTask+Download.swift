@@ -93,10 +93,12 @@ extension SessionTask {
     /// (so what the task reports as stored is true), then the file is handed over and removed.
     func finishDownload() {
         guard let file = engine.download else { return }
+        // Cancelled while the writes or the commit finished: the machine has moved on.
+        let mark = engine.machine.mark
         file.pending.whenComplete { [self] result in
             try? file.handle.close()
             engine.download = nil
-            guard !isDone else {
+            guard engine.machine.isStill(at: mark) else {
                 try? FileManager.default.removeItem(atPath: file.path)
                 return
             }
@@ -106,7 +108,7 @@ extension SessionTask {
                 return
             }
             finishStoring { [self] in
-                guard !isDone else {
+                guard engine.machine.isStill(at: mark) else {
                     try? FileManager.default.removeItem(atPath: file.path)
                     return
                 }

@@ -70,19 +70,20 @@ extension SessionTask {
             engine.authentication.rejected[refused.space.normalized]?.removeAll {
                 $0.user == refused.credential.user && $0.password == refused.credential.password
             }
-            engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
+            let hold = engine.machine.holdForRetry(.authentication, head: head, newRequest: request)
             retryWithCredential(
                 refused.credential,
                 space: refused.space,
                 challenge: AnswerableChallenge(kind: .digest(fresh), realm: fresh.realm),
-                request: request
+                request: request,
+                hold: hold
             )
             return true
         }
 
-        engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
-        if offerChallenge(challenges, from: 0, head: head, request: request) { return true }
-        engine.redirect = nil
+        let hold = engine.machine.holdForRetry(.authentication, head: head, newRequest: request)
+        if offerChallenge(challenges, from: 0, head: head, request: request, hold: hold) { return true }
+        engine.machine.retryNotNeeded()
         return false
     }
 
@@ -92,7 +93,8 @@ extension SessionTask {
         _ challenges: [AnswerableChallenge],
         from index: Int,
         head: HTTPResponseHead,
-        request: Request
+        request: Request,
+        hold: Int
     ) -> Bool {
         guard index < challenges.count else { return false }
         let offered = challenges[index]
@@ -125,14 +127,18 @@ extension SessionTask {
         )
         setReadDemand(false)
         raise(challenge) { [self] disposition in
-            guard !isDone, let pending = engine.redirect else { return }
+            // An answer for a hold that is gone (the task completed) is late: the machine drops it.
+            guard engine.machine.pendingRetry(hold) != nil else { return }
             setReadDemand(true)
+            let deliverHeld = { [self] in
+                if let pending = engine.machine.deliverRetry(hold) { deliverPendingAsResponse(pending) }
+            }
             switch disposition?.base {
             case .useCredential(let credential?) where credential.user != nil:
                 if engine.authentication.isRejected(credential, in: space) {
-                    deliverPendingAsResponse(pending)  // refused once in this task: not sent again
+                    deliverHeld()  // refused once in this task: not sent again
                 } else {
-                    retryWithCredential(credential, space: space, challenge: offered, request: request)
+                    retryWithCredential(credential, space: space, challenge: offered, request: request, hold: hold)
                 }
             case .cancelAuthenticationChallenge(let reason?):
                 fail(reason)
@@ -145,20 +151,20 @@ extension SessionTask {
                     )
                 )
             case .rejectProtectionSpace:
-                if !offerChallenge(challenges, from: index + 1, head: head, request: request) {
-                    deliverPendingAsResponse(pending)
+                if !offerChallenge(challenges, from: index + 1, head: head, request: request, hold: hold) {
+                    deliverHeld()
                 }
             case .performDefaultHandling, .unanswered, .none:
                 // As URLSession: the storage's default credential for the space, unless refused.
                 if let stored = session.configuration.credentialStorage?.credential(answering: space),
                     !engine.authentication.isRejected(stored, in: space)
                 {
-                    retryWithCredential(stored, space: space, challenge: offered, request: request)
+                    retryWithCredential(stored, space: space, challenge: offered, request: request, hold: hold)
                 } else {
-                    deliverPendingAsResponse(pending)
+                    deliverHeld()
                 }
             case .useCredential:
-                deliverPendingAsResponse(pending)
+                deliverHeld()
             }
         }
         return true
@@ -169,9 +175,10 @@ extension SessionTask {
         _ credential: Credential,
         space: ProtectionSpace,
         challenge: AnswerableChallenge,
-        request: Request
+        request: Request,
+        hold: Int
     ) {
-        guard var pending = engine.redirect else { return }
+        guard engine.machine.pendingRetry(hold) != nil else { return }
         var retry = request
         let value: String
         switch challenge.kind {
@@ -197,10 +204,7 @@ extension SessionTask {
             preemptive: false,
             digest: challenge.digest
         )
-        pending.follow = retry
-        pending.body = []
-        engine.redirect = pending
-        if pending.ended { followRedirect(to: retry) }
+        runRetryStep(engine.machine.followRetry(hold, with: retry))
     }
 
     /// The request-target the request is sent with: origin-form, or absolute-form through an

@@ -80,7 +80,7 @@ extension SessionTask {
         let metrics = TaskMetrics(
             transactionMetrics: engine.transactions,
             taskInterval: DateInterval(start: start, end: max(start, ended)),
-            redirectCount: engine.redirectCount
+            redirectCount: engine.machine.redirectCount
         )
         let receivers = taskDelegates
         DelegateDispatch.notify(receivers) { $0.task(self, didFinishCollecting: metrics) }
@@ -111,7 +111,6 @@ extension SessionTask {
 
     /// Runs the machine's resume: timers again, what was held released, reads again.
     func unpause() {
-        guard !isDone else { return }
         startResourceTimer()
         if engine.machine.connection != nil { restartIdleTimer() }
         releaseHeld()
@@ -126,6 +125,12 @@ extension SessionTask {
     // when told before a deadline (it moved meanwhile) the task registers again for the rest.
     // So a request schedules no NIO timer of its own: it joins and leaves the loop's list.
 
+    /// The time the timeouts are judged by: the loop's tick, or the session's own ``TaskClock``.
+    private var timeoutClockNow: NIODeadline {
+        if let clock = session.taskClock { return clock.now }
+        return TickClock.now
+    }
+
     /// The request timeout: the longest time without a byte sent or received.
     func restartIdleTimer() {
         guard !engine.machine.isSuspended else {
@@ -133,7 +138,7 @@ extension SessionTask {
             return
         }
         let interval = requestTimeoutInterval
-        engine.idleDeadline = TickClock.now + TimeAmount(interval)
+        engine.idleDeadline = timeoutClockNow + TimeAmount(interval)
         engine.idleInterval = interval
         engine.idleGeneration = engine.machine.exchange
         armWatchdog()
@@ -154,7 +159,7 @@ extension SessionTask {
     /// The resource timeout runs (again) with what is left of its budget.
     func startResourceTimer(arm: Bool = true) {
         guard let budget = engine.resourceBudget, engine.resourceDeadline == nil else { return }
-        let now = TickClock.now
+        let now = timeoutClockNow
         engine.runningSince = now
         engine.resourceDeadline = now + budget
         if arm { armWatchdog() }
@@ -164,7 +169,7 @@ extension SessionTask {
     func stopResourceTimer() {
         engine.resourceDeadline = nil
         if let since = engine.runningSince, let budget = engine.resourceBudget {
-            engine.resourceBudget = max(.zero, budget - (TickClock.now - since))
+            engine.resourceBudget = max(.zero, budget - (timeoutClockNow - since))
         }
         engine.runningSince = nil
         if engine.idleDeadline == nil { cancelWatchdog() }
@@ -198,7 +203,7 @@ extension SessionTask {
 
     /// The watchdog: a timeout ran out (fail), or the deadlines moved later (watch again).
     package func deadlinePassed() {
-        let now = TickClock.now
+        let now = timeoutClockNow
         if let resource = engine.resourceDeadline, resource <= now {
             guard !isDone else { return }
             fail(SessionError(.timedOut, engine.request?.url, "the resource timeout ran out"))
@@ -206,7 +211,7 @@ extension SessionTask {
         }
         if let idle = engine.idleDeadline, idle <= now {
             engine.idleDeadline = nil
-            if !isDone, !engine.machine.isSuspended, engine.machine.exchange == engine.idleGeneration || engine.redirect == nil {
+            if !isDone, !engine.machine.isSuspended, engine.machine.exchange == engine.idleGeneration || !engine.machine.holdsRetry {
                 let interval = engine.idleInterval
                 fail(SessionError(.timedOut, engine.request?.url, "no data for \(interval) (request timeout)"))
                 return

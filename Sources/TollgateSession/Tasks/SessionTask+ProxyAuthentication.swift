@@ -26,9 +26,7 @@ extension SessionTask {
             let connection = engine.machine.connection, connection.key.viaProxy,
             authentication.answer(challenges: head.headerFields.values(for: "Proxy-Authenticate")) != nil
         else { return false }
-        var pending = TaskEngine.PendingRedirect(head: head, newRequest: request, countsAsRedirect: false)
-        pending.follow = request
-        engine.redirect = pending
+        _ = engine.machine.holdForRetry(.proxyAuthentication, head: head, newRequest: request, follow: request)
         return true
     }
 }

@@ -49,12 +49,8 @@ extension SessionTask {
         case .task:
             break
         }
-        if var redirect = engine.redirect {
-            redirect.bodyBytes += buffer.readableBytes
-            if redirect.follow == nil { redirect.body.append(buffer) }
-            engine.redirect = redirect
-            return
-        }
+        // A held redirect, 401 or 407 keeps its body while it may still be delivered.
+        if engine.machine.retryBodyReceived(buffer) { return }
         acceptBody(buffer)
     }
 
@@ -79,7 +75,7 @@ extension SessionTask {
             return
         }
         let route = engine.cache.networkRoute
-        if engine.machine.awaitingDecision, engine.redirect == nil, route != .cacheAnswers {
+        if engine.machine.awaitingDecision, route != .cacheAnswers {
             // The delegate may still answer becomeStream: the connection stays the task's until
             // it answers (releaseHeld lets it go).
             engine.machine.endReceivedKeepingConnection(reusable: reusable)
@@ -98,13 +94,14 @@ extension SessionTask {
         case .task:
             break
         }
-        if var redirect = engine.redirect {
-            redirect.ended = true
-            engine.redirect = redirect
-            if let next = redirect.follow { followRedirect(to: next) }
-            return
+        switch engine.machine.retryEnded() {
+        case .follow(let next):
+            followRedirect(to: next)
+        case .wait:
+            return  // the held response's answer is still to come
+        case .drop:
+            if engine.machine.endReceived() { finishSuccessfully() }
         }
-        if engine.machine.endReceived() { finishSuccessfully() }
     }
 
     func exchangeFailed(_ error: SessionError, responseStarted: Bool) {
@@ -113,10 +110,9 @@ extension SessionTask {
         guard let connection = engine.machine.exchangeFailed() else { return }
         session.pool.release(connection, reusable: false)
         // A kept-alive connection the server closed before answering: send once more on a new one.
-        if !responseStarted, connection.exchangeCount > 1, !engine.retriedCurrentRequest,
-            error.code == .networkConnectionLost, let request = engine.request, request.method.isIdempotent
+        if !responseStarted, connection.exchangeCount > 1, error.code == .networkConnectionLost,
+            let request = engine.request, request.method.isIdempotent, engine.machine.resendAfterLostConnection()
         {
-            engine.retriedCurrentRequest = true
             engine.transactions.removeLast()
             sendToNetwork(request)
             return
@@ -149,15 +145,14 @@ extension SessionTask {
     }
 
     private func beginRedirect(head: TollgateHTTP.HTTPResponseHead, to newRequest: Request) {
-        guard engine.redirectCount < session.configuration.maximumRedirects else {
+        guard engine.machine.mayRedirect(maximum: session.configuration.maximumRedirects) else {
             abandonExchange()
             fail(SessionError(.httpTooManyRedirects, engine.request?.url, "more than \(session.configuration.maximumRedirects) redirects"))
             return
         }
-        engine.redirect = TaskEngine.PendingRedirect(head: head, newRequest: newRequest, countsAsRedirect: true)
+        let hold = engine.machine.holdForRetry(.redirect, head: head, newRequest: newRequest)
         // The redirect's body is held (small) or dropped; read no more of it until the delegate answers.
         setReadDemand(false)
-        let exchange = engine.machine.exchange
         // The configuration's filter first (it holds in background sessions too); a background
         // session then follows without asking the delegate, as the seeds say.
         let filtered = engine.request.map { from in session.configuration.redirectFilter?(from.url, newRequest.url) == false } ?? false
@@ -170,37 +165,33 @@ extension SessionTask {
             isUnanswered: { if case .unanswered = $0.base { true } else { false } }
         ) { [self] answer in
             let decision = filtered ? RedirectDecision.deliverRedirectResponse : answer
-            // The redirect's own exchange may have ended meanwhile (a later number); an earlier
-            // one's redirect is not this one.
-            guard !isDone, var redirect = engine.redirect, engine.machine.exchange >= exchange else { return }
+            // An answer for a hold that is gone (the task completed) is late: the machine drops it.
+            guard engine.machine.pendingRetry(hold) != nil else { return }
             setReadDemand(true)
             switch decision?.base {
             case .deliverRedirectResponse:
-                deliverPendingAsResponse(redirect)
+                if let pending = engine.machine.deliverRetry(hold) { deliverPendingAsResponse(pending) }
             case .follow(let request):
-                redirect.follow = request
-                redirect.body = []
-                engine.redirect = redirect
-                if redirect.ended { followRedirect(to: request) }
+                runRetryStep(engine.machine.followRetry(hold, with: request))
             case .unanswered, .none:
-                redirect.follow = redirect.newRequest
-                redirect.body = []
-                engine.redirect = redirect
-                if redirect.ended { followRedirect(to: redirect.newRequest) }
+                runRetryStep(engine.machine.followRetry(hold, with: newRequest))
             }
         }
     }
 
+    /// Runs what a retry event decided: send the next request, or nothing yet.
+    func runRetryStep(_ step: TaskMachine<OriginConnection, Scheduled<Void>>.RetryStep) {
+        if case .follow(let request) = step { followRedirect(to: request) }
+    }
+
+    /// Sends the request a held redirect, 401 or 407 leads to (the machine counted a redirect).
     func followRedirect(to request: Request) {
-        if engine.redirect?.countsAsRedirect ?? true { engine.redirectCount += 1 }
-        engine.redirect = nil
-        engine.retriedCurrentRequest = false
         beginLoading(request)
     }
 
-    /// A held redirect or 401 becomes the task's response after all (not followed, not answered).
-    func deliverPendingAsResponse(_ pending: TaskEngine.PendingRedirect) {
-        engine.redirect = nil
+    /// A held redirect or 401 becomes the task's response after all (not followed, not answered);
+    /// the machine already ended the hold.
+    func deliverPendingAsResponse(_ pending: PendingRetry) {
         // Stored like any response when the rules allow (a 301 or 308 is heuristically cacheable):
         // a client that follows redirects itself is then served every hop from the cache, offline too.
         beginStoringIfAllowed(pending.head)

@@ -205,7 +205,7 @@ public class SessionTask: @unchecked Sendable, Hashable, CustomStringConvertible
 
     /// Pauses or unpauses the work so that it matches the lifecycle state.
     func syncSuspension() {
-        guard !isDone else { return }
+        // A completed task's machine turns both down.
         switch observed.withLock({ $0.lifecycle.state }) {
         case .suspended(started: true): if engine.machine.suspend() { pause() }
         case .running: if engine.machine.resume() { unpause() }

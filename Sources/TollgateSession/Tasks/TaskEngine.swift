@@ -5,29 +5,14 @@ import TollgateHTTP
 
 /// The working state of a running task; touched only on the task's event loop.
 struct TaskEngine {
-    /// A redirect response waiting for the delegate's decision.
-    struct PendingRedirect {
-        var head: HTTPResponseHead
-        var newRequest: Request
-        var body: [ByteBuffer] = []
-        var bodyBytes = 0
-        var ended = false
-        var follow: Request?
-        /// False for a retry with credentials after a 401 (it is not a redirect).
-        var countsAsRedirect = true
-    }
-
     /// Where the work is, which exchange's events are the task's, and the delivery gate.
     var machine = TaskMachine<OriginConnection, Scheduled<Void>>()
     var startDate: Date?
     var transactions: [TransactionMetrics] = []
-    var redirectCount = 0
-    var retriedCurrentRequest = false
     var request: Request?
     var body: BodySource = .none
     var bodyStream: BodyStream?
 
-    var redirect: PendingRedirect?
     var responseDelivered = false
     /// The body kept whole: for completion handlers and the cache.
     var wholeBody: ByteBuffer?

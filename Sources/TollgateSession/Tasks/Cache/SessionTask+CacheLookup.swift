@@ -88,13 +88,14 @@ extension SessionTask {
         }
         engine.cache.collapsed = true
         let interval = request.timeoutInterval ?? session.configuration.timeoutIntervalForRequest
-        let resumed = NIOLoopBoundBox(false, eventLoop: eventLoop)
+        // The leader's end or the wait running out, whichever comes first: the machine takes the
+        // first and drops the other (and both once the task completed or was cancelled).
         let lookAgain: @Sendable () -> Void = { [self] in
-            guard !resumed.value, !isDone else { return }
-            resumed.value = true
+            guard engine.machine.leaderWaitEnded() else { return }
             beginLoading(request)
         }
         let timer = eventLoop.scheduleTask(in: TimeAmount(interval)) { lookAgain() }
+        engine.machine.waitForLeader(timer)
         wait.whenComplete { _ in
             timer.cancel()
             lookAgain()

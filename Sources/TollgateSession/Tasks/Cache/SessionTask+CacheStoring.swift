@@ -99,8 +99,9 @@ extension SessionTask {
         }
         engine.cache.writer = nil
         stopIdleTimer()
+        let mark = engine.machine.mark
         askToStore(bodyLength: writer.bytesWritten, replaceFields: writer.replaceHeaderFields) { [self] store in
-            guard !isDone else {
+            guard engine.machine.isStill(at: mark) else {  // cancelled while the delegate decided
                 writer.abort()
                 return
             }

@@ -56,8 +56,9 @@ extension SessionTask {
             askWhole(original)
             return
         }
+        let mark = engine.machine.mark
         finishStoringPiece { [self] in
-            guard !isDone else { return }
+            guard engine.machine.isStill(at: mark) else { return }  // cancelled while it was stored
             let now = TickClock.date
             if let entry = try? cache.store.lookup(key, requestHeaders: original.headerFields) {
                 let hit = CacheHit(

@@ -34,10 +34,11 @@ extension SessionTask {
         engine.cache.notModified = nil
         let requestTime = engine.requestDate ?? TickClock.date
         let responseTime = engine.responseDate ?? TickClock.date
+        let mark = engine.machine.mark
         cache.offLoop(on: eventLoop) {
             try cache.store.updateHeaders(of: entry.id, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
         }.whenComplete { [self] result in
-            guard !isDone else { return }
+            guard engine.machine.isStill(at: mark) else { return }  // cancelled meanwhile
             guard case .success(let updated?) = result else {
                 // The 304 does not match what is stored: ask again without conditions (§4.3.4).
                 engine.cache.outcome = CacheOutcome(result: .stale, forwardStatus: 304, detail: "validator-mismatch")

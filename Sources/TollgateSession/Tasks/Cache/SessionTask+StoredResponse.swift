@@ -104,8 +104,8 @@ extension SessionTask {
         session.fileIO.read(fileHandle: reader.handle, byteCount: count, allocator: ByteBufferAllocator(), eventLoop: eventLoop)
             .whenComplete { [self] result in
                 reader.reading = false
-                guard !isDone else {
-                    try? reader.handle.close()
+                guard engine.machine.storedReadArrived() else {
+                    try? reader.handle.close()  // the task moved on: the piece is late
                     return
                 }
                 switch result {
@@ -140,7 +140,7 @@ extension SessionTask {
         let finish: @Sendable ((any Error)?) -> Void = { [self] error in
             reader.regionInFlight = false
             reader.reading = false
-            guard !isDone else {
+            guard engine.machine.storedReadArrived() else {
                 // The task ended meanwhile and left the file open for the region: close it now.
                 try? reader.handle.close()
                 return

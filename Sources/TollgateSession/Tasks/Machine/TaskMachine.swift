@@ -1,4 +1,5 @@
 import NIOCore
+import TollgateHTTP
 
 /// Where a running task's work is and what may be delivered to its delegate, as a pure state
 /// machine: events in (a lease, a response's end, a body piece, a failure, suspend, a delegate's
@@ -10,6 +11,11 @@ import NIOCore
 ///   exchange. Each exchange has a number; an event of an earlier exchange (one that ended, was
 ///   abandoned, or belongs to a task that completed) is rejected by ``accepts(exchange:)``, and a
 ///   lease or timer that fires after the task moved on is turned down by its event.
+/// - **The response's stage** (``Stage``): delivered as it comes, awaiting the delegate's decision
+///   on it, or held for a retry (a redirect, 401 or 407, with its ``PendingRetry`` data: the
+///   head, the body kept while it may still be delivered, the request to follow, whether it
+///   ended). An answer for a hold that is gone (answered, or the task completed) is refused by its
+///   event (``TaskMachine+Retry.swift``).
 /// - **The delivery gate** (``mayDeliver``): a body piece, the response's end or a failure goes to
 ///   the delegate only while the task is not suspended, no response decision is awaited, and no
 ///   earlier piece is held; otherwise it is held, and released in order by ``nextHeld()``.
@@ -36,8 +42,23 @@ struct TaskMachine<Connection, Timer> {
         case servingStored
         /// Waiting before trying to connect again (`waitsForConnectivity`).
         case waitingForConnectivity(Timer)
+        /// Waiting for another task's fetch of the same response (collapsed forwarding); the
+        /// timer stops waiting.
+        case waitingForLeader(Timer)
         /// Completed: every later event is ignored.
         case completed
+    }
+
+    /// What the current response waits for before it goes on.
+    enum Stage {
+        /// Delivered as it comes (through the gate).
+        case delivering
+        /// The delegate was asked about it (`didReceiveResponse`) and has not answered: nothing is
+        /// delivered meanwhile.
+        case awaitingDecision
+        /// A redirect, 401 or 407 held instead of delivered, until the answer (follow it, or
+        /// deliver it after all) and its end are both in.
+        case retrying(PendingRetry)
     }
 
     /// What was held back when the gate closed, besides body pieces.
@@ -54,8 +75,14 @@ struct TaskMachine<Connection, Timer> {
     private(set) var exchange = 0
     /// The task is suspended: nothing is delivered and nothing is read.
     private(set) var isSuspended = false
-    /// The delegate was asked about the response and has not answered.
-    private(set) var awaitingDecision = false
+    /// What the current response waits for.
+    private(set) var stage: Stage = .delivering
+    /// Redirects followed (retries after a 401 or 407 are not counted).
+    private(set) var redirectCount = 0
+    /// The id of the last retry hold (an answer carrying an older one is late).
+    private var lastRetryID = 0
+    /// The current request was sent once more after a kept-alive connection was lost.
+    private var resentCurrentRequest = false
     /// Body pieces received but not yet delivered, in order.
     private var held: [ByteBuffer] = []
     private var heldEnd: HeldEnd?
@@ -68,6 +95,12 @@ struct TaskMachine<Connection, Timer> {
     /// Whether held pieces may be released and a stored body read: running, not waiting for a
     /// decision.
     var isFlowing: Bool { !isSuspended && !awaitingDecision && !isCompleted }
+
+    /// The delegate was asked about the response and has not answered.
+    var awaitingDecision: Bool {
+        if case .awaitingDecision = stage { return true }
+        return false
+    }
 
     var isCompleted: Bool {
         if case .completed = phase { return true }
@@ -126,6 +159,16 @@ struct TaskMachine<Connection, Timer> {
         number == exchange
     }
 
+    /// Where the task is now, for an answer that comes from off the loop (a cache commit, a
+    /// stored header update): ``isStill(at:)`` refuses it once the task started another exchange
+    /// or completed.
+    var mark: Int { exchange }
+
+    /// Whether an answer taken at `mark` is still the task's; false: drop it.
+    func isStill(at mark: Int) -> Bool {
+        mark == exchange
+    }
+
     /// The response ended. Returns the connection to release (nil when none runs); later
     /// events of this exchange are late.
     mutating func exchangeEnded() -> Connection? {
@@ -166,17 +209,37 @@ struct TaskMachine<Connection, Timer> {
         return true
     }
 
+    /// The task waits for another task's fetch of the same response.
+    mutating func waitForLeader(_ timer: Timer) {
+        phase = .waitingForLeader(timer)
+    }
+
+    /// The leader's fetch ended or the wait ran out: true the first time (look in the cache
+    /// again), false for the other, and for either once the task moved on.
+    mutating func leaderWaitEnded() -> Bool {
+        guard case .waitingForLeader = phase else { return false }
+        phase = .idle
+        return true
+    }
+
     /// A stored body is being sent.
     mutating func servingStoredBody() {
         if case .idle = phase { phase = .servingStored }
     }
 
-    /// What to stop when the task's work is abandoned (a failure, a cancel, a redirect limit).
-    enum Abandon {
-        case closeConnection(Connection)
-        case cancelLease(Int)
-        case cancelTimer(Timer)
-        case nothing
+    /// A read of the stored body came back (a piece, or a file region sent): false when the task
+    /// no longer serves it (it completed, or its work was abandoned meanwhile): drop it.
+    func storedReadArrived() -> Bool {
+        if case .servingStored = phase { return true }
+        return false
+    }
+
+    /// A kept-alive connection was lost before the response began: true the first time for the
+    /// current request (send it once more, on a new connection), false after.
+    mutating func resendAfterLostConnection() -> Bool {
+        guard !resentCurrentRequest else { return false }
+        resentCurrentRequest = true
+        return true
     }
 
     /// The work is abandoned: the task is idle after, or stays completed.
@@ -189,7 +252,7 @@ struct TaskMachine<Connection, Timer> {
         case .leasing(let lease):
             exchange += 1
             action = .cancelLease(lease)
-        case .waitingForBeginDate(let timer), .waitingForConnectivity(let timer):
+        case .waitingForBeginDate(let timer), .waitingForConnectivity(let timer), .waitingForLeader(let timer):
             action = .cancelTimer(timer)
         case .idle, .servingStored:
             action = .nothing
@@ -207,34 +270,36 @@ struct TaskMachine<Connection, Timer> {
         exchange += 1
         held = []
         heldEnd = nil
+        stage = .delivering
         return true
     }
 
     // MARK: delivery events
 
-    /// The task was suspended; false when it already was.
+    /// The task was suspended; false when it already was, or completed (nothing to pause).
     mutating func suspend() -> Bool {
-        guard !isSuspended else { return false }
+        guard !isSuspended, !isCompleted else { return false }
         isSuspended = true
         return true
     }
 
-    /// The task was resumed; false when it was not suspended.
+    /// The task was resumed; false when it was not suspended, or completed (nothing to unpause).
     mutating func resume() -> Bool {
-        guard isSuspended else { return false }
+        guard isSuspended, !isCompleted else { return false }
         isSuspended = false
         return true
     }
 
     /// The delegate is asked about the response: nothing is delivered until it answers.
     mutating func askedForDecision() {
-        awaitingDecision = true
+        stage = .awaitingDecision
     }
 
-    /// The delegate answered; false when the task completed meanwhile (the answer is late).
+    /// The delegate answered; false when no decision is awaited (the task completed meanwhile:
+    /// the answer is late, drop it).
     mutating func decisionArrived() -> Bool {
-        guard !isCompleted else { return false }
-        awaitingDecision = false
+        guard !isCompleted, case .awaitingDecision = stage else { return false }
+        stage = .delivering
         return true
     }
 
@@ -274,16 +339,6 @@ struct TaskMachine<Connection, Timer> {
         return nil
     }
 
-    /// The next held thing to deliver, when the gate is open.
-    enum HeldStep {
-        case deliver(ByteBuffer)
-        case fail(SessionError)
-        /// Finish the task; first release `connection` (kept while the delegate decided).
-        case finish(releasing: Connection?, reusable: Bool)
-        /// Nothing to release now (the gate is closed, or nothing is held).
-        case none
-    }
-
     /// Releases held things one at a time; the runner calls it until `.none`, so a piece whose
     /// delivery suspends the task, or makes it wait again, stops the rest.
     mutating func nextHeld() -> HeldStep {
@@ -317,5 +372,87 @@ struct TaskMachine<Connection, Timer> {
     }
 }
 
-extension TaskMachine.HeldStep: Equatable where Connection: Equatable {}
-extension TaskMachine.Abandon: Equatable where Connection: Equatable, Timer: Equatable {}
+// MARK: - retries (redirect, 401, 407)
+
+extension TaskMachine {
+    /// Whether one more redirect may be followed.
+    func mayRedirect(maximum: Int) -> Bool {
+        redirectCount < maximum
+    }
+
+    /// Whether a redirect, 401 or 407 is held.
+    var holdsRetry: Bool {
+        if case .retrying = stage { return true }
+        return false
+    }
+
+    /// A redirect, 401 or 407 response is held instead of delivered; `follow`: the request to
+    /// send once it ended, when known already (a 407's retry, a stale Digest nonce). Returns the
+    /// hold's id, which its answer carries.
+    mutating func holdForRetry(
+        _ kind: PendingRetry.Kind,
+        head: HTTPResponseHead,
+        newRequest: Request,
+        follow: Request? = nil
+    ) -> Int {
+        lastRetryID += 1
+        stage = .retrying(PendingRetry(kind: kind, head: head, newRequest: newRequest, id: lastRetryID, follow: follow))
+        return lastRetryID
+    }
+
+    /// The hold `id` an answer is for; nil when the answer is late (drop it).
+    func pendingRetry(_ id: Int) -> PendingRetry? {
+        guard case .retrying(let pending) = stage, pending.id == id else { return nil }
+        return pending
+    }
+
+    /// No challenge could be raised for a held 401 after all: it is delivered as it is.
+    mutating func retryNotNeeded() {
+        if case .retrying = stage { stage = .delivering }
+    }
+
+    /// A piece of the response's body: true when it is the held response's (kept while it may
+    /// still be delivered), false when the response is the task's.
+    mutating func retryBodyReceived(_ piece: ByteBuffer) -> Bool {
+        guard case .retrying(var pending) = stage else { return false }
+        pending.bodyBytes += piece.readableBytes
+        if pending.follow == nil { pending.body.append(piece) }
+        stage = .retrying(pending)
+        return true
+    }
+
+    /// The response ended: the held retry is followed when its answer is in; `.drop` when no
+    /// retry is held (the end is the task's).
+    mutating func retryEnded() -> RetryStep {
+        guard case .retrying(var pending) = stage else { return .drop }
+        pending.ended = true
+        stage = .retrying(pending)
+        return followIfReady()
+    }
+
+    /// The answer for hold `id` is to send `request`: followed now when the response has ended.
+    mutating func followRetry(_ id: Int, with request: Request) -> RetryStep {
+        guard case .retrying(var pending) = stage, pending.id == id else { return .drop }
+        pending.follow = request
+        pending.body = []  // it will not be delivered
+        stage = .retrying(pending)
+        return followIfReady()
+    }
+
+    /// The answer for hold `id` is to deliver the held response after all: the hold to deliver
+    /// (the stage is the response's again), nil when the answer is late.
+    mutating func deliverRetry(_ id: Int) -> PendingRetry? {
+        guard case .retrying(let pending) = stage, pending.id == id else { return nil }
+        stage = .delivering
+        return pending
+    }
+
+    private mutating func followIfReady() -> RetryStep {
+        guard case .retrying(let pending) = stage, pending.ended, let request = pending.follow else { return .wait }
+        stage = .delivering
+        resentCurrentRequest = false  // a new request
+        if pending.kind == .redirect { redirectCount += 1 }
+        return .follow(request)
+    }
+}
+
