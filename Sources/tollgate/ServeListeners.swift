@@ -39,7 +39,8 @@ struct ServeListeners {
                         accessLog: accessLog,
                         metrics: metrics,
                         interceptor: interceptor,
-                        offline: offline
+                        offline: offline,
+                        h2c: listener.h2c
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

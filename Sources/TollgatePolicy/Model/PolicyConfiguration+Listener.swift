@@ -90,6 +90,10 @@ extension PolicyConfiguration {
         /// The origin a reverse listener sends every request to (`upstream`); required for reverse,
         /// refused for forward. Default: nil.
         public var upstream: HTTPURL?
+        /// Whether the listener also speaks HTTP/2 with prior knowledge (`h2c`): a connection
+        /// whose first bytes are the HTTP/2 preface is served as HTTP/2, any other as HTTP/1.1.
+        /// Default: false.
+        public var h2c = false
 
         /// Creates a listener.
         public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil) {

@@ -116,6 +116,7 @@ public final class ProxyServer: Sendable {
             offline: configuration.offline,
             exchangesInFlight: exchangesInFlight
         )
+        let h2c = configuration.h2c
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -126,7 +127,13 @@ public final class ProxyServer: Sendable {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    try channel.pipeline.syncOperations.addHandler(ClientConnectionHandler(environment: environment))
+                    // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
+                    let pipeline = channel.pipeline.syncOperations
+                    if h2c {
+                        try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
+                    } else {
+                        try pipeline.addHandler(ClientConnectionHandler(environment: environment))
+                    }
                 }
             }
         let serverChannel: any Channel

@@ -20,6 +20,9 @@ extension ProxyServer {
         /// and the miss report; without `forced`, the policy's `offline` decides. Default: not
         /// forced, no manifest.
         public var offline: OfflineMode
+        /// HTTP/2 with prior knowledge besides HTTP/1.1 (`listen[].h2c`): the connection's first
+        /// bytes decide (``HTTP2PrefaceSniffer``). Default: false.
+        public var h2c: Bool
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -28,8 +31,10 @@ extension ProxyServer {
             accessLog: AccessLog = .standardError,
             metrics: ProxyMetrics = ProxyMetrics(),
             interceptor: Interceptor? = nil,
-            offline: OfflineMode = OfflineMode()
+            offline: OfflineMode = OfflineMode(),
+            h2c: Bool = false
         ) {
+            self.h2c = h2c
             self.interceptor = interceptor
             self.offline = offline
             self.metrics = metrics
