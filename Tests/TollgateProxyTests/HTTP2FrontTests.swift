@@ -236,3 +236,47 @@ struct HTTP2FrontTests {
         }
     }
 }
+
+/// `tollgate serve` with `listen[].h2c: true` from its file: HTTP/2 streams share the cache with
+/// HTTP/1.1 requests.
+@Suite(
+    "HTTP/2 with prior knowledge through the built executable",
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil && HTTP2Peers.installed(HTTP2Peers.curl))
+)
+struct HTTP2FrontServeTests {
+    @Test("curl --http2-prior-knowledge: a miss, then a cache hit with Cache-Status; HTTP/1.1 gets the same hit")
+    func missThenHit() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "kept \(request.path)")
+        }
+        defer { origin.stop() }
+        let file = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "http://127.0.0.1:\(origin.port)"
+                h2c: true
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", file.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let url = "http://127.0.0.1:\(try served.port("reverse"))/doc"
+        var statuses: [String] = []
+        for arguments in [["--http2-prior-knowledge"], ["--http2-prior-knowledge"], ["--http1.1"]] {
+            let result = try await ChildProcess.run(HTTP2Peers.curl, ["-sS", "--noproxy", "*", "-D", "-"] + arguments + [url])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.hasSuffix("kept /doc"))
+            let lines = result.stdout.split(separator: "\r\n")  // curl writes "HTTP/2 200 " for HTTP/2
+            #expect(lines.first == (arguments == ["--http1.1"] ? "HTTP/1.1 200 OK" : "HTTP/2 200 "), "\(result.stdout)")
+            let status = lines.first { $0.lowercased().hasPrefix("cache-status:") }
+            statuses.append(status.map { String($0.dropFirst("cache-status: ".count)) } ?? "none")
+        }
+        #expect(statuses == ["tollgate; fwd=uri-miss; stored", "tollgate; hit", "tollgate; hit"])
+        #expect(origin.requestCount == 1)
+    }
+}
