@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TollgateHTTP
@@ -122,7 +123,7 @@ struct HTTP2FrontTests {
         try await withProxy(mode: .reverse(upstream: origin.url()), h2c: true) { proxy in
             let client = try HTTP2Peers.runPython(HTTP2Peers.slowReader, ["\(proxy.port)", "/big", "2"])
             defer { client.kill() }
-            try await eventually("the stall is over", timeout: .seconds(15)) {
+            try await eventually("the stall is over", timeout: .seconds(40)) {
                 client.standardOutput.contains("stalled")
             }
             #expect(!originDone.isSet, "the proxy read the whole body although its client's window was shut")
@@ -170,19 +171,25 @@ struct HTTP2FrontTests {
 
     @Test("Shutdown sends GOAWAY; the stream in flight finishes with its whole response")
     func goawayOnShutdown() async throws {
-        let origin = try await LoopbackOrigin.start { _, respond in
-            respond.after(.milliseconds(800)) { respond.send(status: 200, body: "finished after the GOAWAY") }
-        }
+        // The origin answers only once the client has seen the GOAWAY.
+        let held = NIOLockedValueBox<OriginResponder?>(nil)
+        let origin = try await LoopbackOrigin.start { _, respond in held.withLockedValue { $0 = respond } }
         defer { origin.stop() }
         let proxy = try await ProxyFixture.start(mode: .reverse(upstream: origin.url()), h2c: true)
         let client = try ChildProcess(HTTP2Peers.nghttp, ["-v", "http://127.0.0.1:\(proxy.port)/slow"])
         defer { client.kill() }
-        try await eventually("the request reached the origin") { origin.requestCount == 1 }
-        await proxy.shutdown(gracePeriod: .seconds(10))
-        let status = try await client.waitForExit(timeout: .seconds(10))
+        try await eventually("the request reached the origin", timeout: .seconds(20)) {
+            held.withLockedValue { $0 != nil }
+        }
+        let shutdown = Task { await proxy.shutdown(gracePeriod: .seconds(20)) }
+        try await eventually("the client got a GOAWAY", timeout: .seconds(20)) {
+            client.standardOutput.contains("recv GOAWAY")
+        }
+        held.withLockedValue { $0 }?.send(status: 200, body: "finished after the GOAWAY")
+        let status = try await client.waitForExit(timeout: .seconds(20))
+        await shutdown.value
         #expect(status == 0, "\(client.standardError)")
-        #expect(client.standardOutput.contains("recv GOAWAY"), "\(client.standardOutput)")
-        #expect(client.standardOutput.contains(":status: 200"))
+        #expect(client.standardOutput.contains(":status: 200"), "\(client.standardOutput)")
         #expect(client.standardOutput.contains("finished after the GOAWAY"))
         #expect(proxy.accessLog.contains { $0.contains("\"GET /slow HTTP/2.0\" 200") }, "\(proxy.accessLog)")
     }
@@ -255,20 +262,23 @@ struct HTTP2FrontServeTests {
         defer { origin.stop() }
         let file = directory.appendingPathComponent("tollgate.yaml")
         try """
-            listen:
-              - address: "127.0.0.1:0"
-                mode: reverse
-                upstream: "http://127.0.0.1:\(origin.port)"
-                h2c: true
-            cache:
-              path: "\(directory.appendingPathComponent("cache").path)"
-            """.write(to: file, atomically: true, encoding: .utf8)
+        listen:
+          - address: "127.0.0.1:0"
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            h2c: true
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        """.write(to: file, atomically: true, encoding: .utf8)
         let served = try await Served.start(["--config", file.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let url = "http://127.0.0.1:\(try served.port("reverse"))/doc"
         var statuses: [String] = []
         for arguments in [["--http2-prior-knowledge"], ["--http2-prior-knowledge"], ["--http1.1"]] {
-            let result = try await ChildProcess.run(HTTP2Peers.curl, ["-sS", "--noproxy", "*", "-D", "-"] + arguments + [url])
+            let result = try await ChildProcess.run(
+                HTTP2Peers.curl,
+                ["-sS", "--noproxy", "*", "-D", "-"] + arguments + [url]
+            )
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.hasSuffix("kept /doc"))
             let lines = result.stdout.split(separator: "\r\n")  // curl writes "HTTP/2 200 " for HTTP/2

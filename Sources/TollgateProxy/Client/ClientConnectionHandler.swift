@@ -236,31 +236,14 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// Decides who answers a request head: the connection itself (a denied client, a bad target,
     /// missing credentials) or an exchange.
     private func startExchange(for head: ClientRequestHead) {
-        guard clientAllowed else {
-            answerItself(
-                OwnResponse(.clientDenied, "client \(clientAddress) is not allowed to use this proxy (access.clients)"),
-                close: true
-            )
-            return
-        }
         let memo = self.memo
-        let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
-            try memo.canonicalHost(host)
-        }
-        if case .refuse(let answer) = target {
-            answerItself(answer, close: false)
+        let target: RequestTarget
+        switch RequestAdmission.decide(head, clientAllowed: clientAllowed, environment: environment, memo: memo) {
+        case .answer(let answer, let close):
+            answerItself(answer, close: close)
             return
-        }
-        // Inside an intercepted tunnel the CONNECT was the authenticated request.
-        if case .forward = environment.mode, let authenticator = memo.exchangeRules(environment).authenticator,
-            authenticator.isEnabled,
-            authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
-        {
-            let said =
-                head.headerFields.contains(.proxyAuthorization)
-                ? "the proxy credentials were not accepted" : "proxy authentication required"
-            answerItself(ProxyAuthenticator.challenge(said), close: false)
-            return
+        case .exchange(let admitted):
+            target = admitted
         }
         guard let context else { return }
         let exchangeContext = ExchangeContext(

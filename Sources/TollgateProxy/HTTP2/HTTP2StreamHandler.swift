@@ -33,8 +33,17 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// END_STREAM went out with the response head (no body).
     var endStreamSent = false
 
-    init(connection: HTTP2FrontConnection) {
+    /// Makes the exchange for a request the stream does not refuse itself, in place of the
+    /// proxy's ``ForwardExchange``.
+    typealias ExchangeMaker = (ClientRequestHead, RequestTarget, any ClientResponder, ExchangeContext) ->
+        any ClientExchange
+    /// Tests' exchanges (nil: the proxy's).
+    private let exchangeMaker: ExchangeMaker?
+
+    /// - Parameter exchangeMaker: tests' exchanges in place of the proxy's.
+    init(connection: HTTP2FrontConnection, exchangeMaker: ExchangeMaker? = nil) {
         self.connection = connection
+        self.exchangeMaker = exchangeMaker
     }
 
     var environment: ListenerEnvironment { connection.environment }
@@ -126,33 +135,33 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         }
         request = head
         let memo = connection.memo
-        guard connection.clientAllowed else {
-            answerItself(
-                OwnResponse(
-                    .clientDenied,
-                    "client \(memo.clientAddress) is not allowed to use this proxy (access.clients)"
-                )
-            )
-            return
-        }
-        let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
-            try memo.canonicalHost(host)
-        }
-        if case .refuse(let answer) = target {
+        let target: RequestTarget
+        switch RequestAdmission.decide(
+            head,
+            clientAllowed: connection.clientAllowed,
+            environment: environment,
+            memo: memo
+        ) {
+        case .answer(let answer, _):
+            // A denied client's stream alone is answered: the connection's close is HTTP/1.1's way.
             answerItself(answer)
             return
-        }
-        if case .forward = environment.mode, let authenticator = memo.exchangeRules(environment).authenticator,
-            authenticator.isEnabled,
-            authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
-        {
-            let said =
-                head.headerFields.contains(.proxyAuthorization)
-                ? "the proxy credentials were not accepted" : "proxy authentication required"
-            answerItself(ProxyAuthenticator.challenge(said))
-            return
+        case .exchange(let admitted):
+            target = admitted
         }
         guard let context else { return }
+        let exchangeContext = ExchangeContext(
+            environment: environment,
+            eventLoop: context.eventLoop,
+            rules: memo.exchangeRules(environment),
+            memo: memo
+        )
+        if let exchangeMaker {
+            let made = exchangeMaker(head, target, self, exchangeContext)
+            exchange = made
+            made.start()
+            return
+        }
         switch target {
         case .refuse:
             break
@@ -162,12 +171,6 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         case .http(let url):
             var head = head
             if case .intercepted = environment.mode { head.target = url.absoluteString }
-            let exchangeContext = ExchangeContext(
-                environment: environment,
-                eventLoop: context.eventLoop,
-                rules: memo.exchangeRules(environment),
-                memo: memo
-            )
             let forwardExchange = ForwardExchange(head: head, url: url, responder: self, context: exchangeContext)
             exchange = forwardExchange
             forwardExchange.start()

@@ -32,7 +32,7 @@ enum HTTP2Peers {
     }
 
     /// `PORT PATH STALL_SECONDS`: a GET whose stream window is 16 bytes and is not opened for
-    /// STALL_SECONDS (no WINDOW_UPDATE); prints `stalled BYTES`, then opens the windows wide and
+    /// STALL_SECONDS after the first body bytes (no WINDOW_UPDATE); prints `stalled BYTES`, then opens the windows wide and
     /// reads to the end: `done STATUS BYTES`.
     static let slowReader = #"""
         import socket, sys, time
@@ -61,6 +61,10 @@ enum HTTP2Peers {
                 elif isinstance(e, h2.events.StreamEnded):
                     state["ended"] = True
             s.sendall(c.data_to_send())
+        # The stall counts from the first body bytes (the window's 16), however slow the origin.
+        first = time.time() + 30
+        while state["received"] < 16 and time.time() < first:
+            pump(0.1)
         deadline = time.time() + stall
         while time.time() < deadline:
             pump(0.1)
