@@ -154,6 +154,27 @@ struct HTTP2FrontTests {
     }
 
     @Test(
+        "A header list over http2-max-header-list-size ends the connection; nothing goes upstream",
+        .enabled(if: HTTP2Peers.hasPythonH2)
+    )
+    func headerListSize() async throws {
+        let origin = try await echoOrigin()
+        defer { origin.stop() }
+        var configuration = PolicyConfiguration()
+        configuration.limits.http2MaxHeaderListSize = 4 << 10
+        try await withProxy(configuration: configuration, mode: .reverse(upstream: origin.url()), h2c: true) { proxy in
+            let get = [[":method", "GET"], [":scheme", "http"], [":authority", "gw"], [":path", "/big"]]
+            let blocks = [get + [["x-big", String(repeating: "a", count: 8 << 10)]]]
+            let json = String(decoding: try JSONSerialization.data(withJSONObject: blocks), as: UTF8.self)
+            let client = try HTTP2Peers.runPython(HTTP2Peers.streams, ["\(proxy.port)", json])
+            _ = try await client.waitForExit(timeout: .seconds(30))
+            #expect(client.standardOutput.contains("goaway 1"), "\(client.standardOutput) \(client.standardError)")
+            #expect(client.standardOutput.contains("closed"), "\(client.standardOutput) \(client.standardError)")
+            #expect(origin.requestCount == 0)
+        }
+    }
+
+    @Test(
         "A CONTINUATION flood is cut off with GOAWAY and the connection closed",
         .enabled(if: HTTP2Peers.python != nil)
     )

@@ -172,6 +172,14 @@ enum HTTP2Peers {
         c.initiate_connection()
         s.sendall(c.data_to_send())
         s.settimeout(10)
+        # The proxy's SETTINGS first, acknowledged: its limits hold from the ACK on (RFC 9113 §6.5.3).
+        settled = False
+        while not settled:
+            data = s.recv(1 << 16)
+            if not data:
+                sys.exit("closed before SETTINGS")
+            settled = any(isinstance(e, h2.events.RemoteSettingsChanged) for e in c.receive_data(data))
+            s.sendall(c.data_to_send())
         for block in blocks:
             sid = c.get_next_available_stream_id()
             c.send_headers(sid, [(n, v) for n, v in block], end_stream=True)
@@ -179,7 +187,10 @@ enum HTTP2Peers {
             status, body, done = None, b"", False
             end = time.time() + 10
             while not done and time.time() < end:
-                data = s.recv(1 << 16)
+                try:
+                    data = s.recv(1 << 16)
+                except ConnectionResetError:
+                    data = b""
                 if not data:
                     print("closed", flush=True)
                     sys.exit(0)
@@ -195,6 +206,13 @@ enum HTTP2Peers {
                     elif isinstance(e, h2.events.StreamReset) and e.stream_id == sid:
                         print("reset", int(e.error_code), flush=True)
                         done = True
-                s.sendall(c.data_to_send())
+                    elif isinstance(e, h2.events.ConnectionTerminated):
+                        print("goaway", int(e.error_code), flush=True)
+                try:
+                    s.sendall(c.data_to_send())
+                except (BrokenPipeError, ConnectionResetError):
+                    # The proxy closed (a reset: what the client sent was still unread).
+                    print("closed", flush=True)
+                    sys.exit(0)
         """#
 }
