@@ -18,8 +18,13 @@ private final class EmbeddedStream {
     var onStart: ((ScriptedExchange) -> Void)?
     private let session: Session
 
-    init(mode: ListenerMode = .reverse(upstream: HTTPURL(string: "http://127.0.0.1:9")!)) throws {
-        let policy = StaticProxyPolicy(configuration: PolicyConfiguration())
+    init(
+        mode: ListenerMode = .reverse(upstream: HTTPURL(string: "http://127.0.0.1:9")!),
+        limits: PolicyConfiguration.Limits = PolicyConfiguration.Limits()
+    ) throws {
+        var configuration = PolicyConfiguration()
+        configuration.limits = limits
+        let policy = StaticProxyPolicy(configuration: configuration)
         session = policy.session
         let environment = ListenerEnvironment(
             mode: mode,
@@ -164,5 +169,27 @@ struct HTTP2StreamHandlerTests {
         try stream.headers(get, endStream: true)
         _ = try stream.channel.close().wait()
         #expect(stream.exchanges.first?.sawClientClose == true)
+    }
+
+    @Test("A client that stops sending its body gets 408 after client-idle-timeout; a held stream does not")
+    func bodyIdleTimeout() throws {
+        var limits = PolicyConfiguration.Limits()
+        limits.clientIdleTimeout = .seconds(5)
+        let stream = try EmbeddedStream(limits: limits)
+        let post = [(":method", "POST"), (":scheme", "http"), (":authority", "gw"), (":path", "/p")]
+        try stream.headers(post, endStream: false)
+        let exchange = try #require(stream.exchanges.first)
+        exchange.responder.holdReads()
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(10))
+        #expect(exchange.failure == nil, "timed out while the proxy held the reads")
+        exchange.responder.releaseReads()
+        try stream.send(.data(.init(data: .byteBuffer(ByteBuffer(string: "ab")))))
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(4))
+        #expect(exchange.failure == nil)
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(2))
+        #expect(exchange.failure?.status == 408)
+        let frames = try stream.written()
+        #expect(frames.first?.hasPrefix("HEADERS :status=408") == true, "\(frames)")
+        #expect(frames.last == "RST_STREAM \(HTTP2ErrorCode.noError)")
     }
 }

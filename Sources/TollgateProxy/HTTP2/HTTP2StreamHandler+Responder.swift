@@ -83,17 +83,21 @@ extension HTTP2StreamHandler: ClientResponder {
     func trackBodyPiece(_ taken: EventLoopFuture<Void>) {
         guard let context else { return }
         machine.bodyPieceSent()
+        watchBody()
         taken.hop(to: context.eventLoop).assumeIsolated().whenComplete { [self] _ in
             if machine.bodyPieceTaken() { self.context?.read() }
+            watchBody()
         }
     }
 
     func holdReads() {
         machine.readsWereHeld()
+        watchBody()
     }
 
     func releaseReads() {
         if machine.readsWereReleased() { context?.read() }
+        watchBody()
     }
 
     // MARK: helpers
@@ -110,6 +114,7 @@ extension HTTP2StreamHandler: ClientResponder {
     /// still sending a body is asked to stop.
     private func responseEnded() {
         exchange = nil
+        defer { watchBody() }
         switch machine.responseEnded() {
         case .none:
             break

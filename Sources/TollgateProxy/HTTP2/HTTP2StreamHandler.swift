@@ -4,6 +4,7 @@ import NIOHPACK
 import NIOHTTP2
 import TollgateHTTP
 import TollgateLoop
+import TollgatePolicy
 
 /// The proxy's side of one HTTP/2 stream of a client: its request goes through the same path as
 /// an HTTP/1.1 request (access, the target's classification, proxy authentication, then a
@@ -32,6 +33,9 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     var request: ClientRequestHead?
     /// END_STREAM went out with the response head (no body).
     var endStreamSent = false
+    /// The request body's idle timeout (`limits.client-idle-timeout`), while the proxy waits for
+    /// the client's bytes (``HTTP2StreamMachine/waitsForClientBody``).
+    private var bodyTimer: Scheduled<Void>?
 
     /// Makes the exchange for a request the stream does not refuse itself, in place of the
     /// proxy's ``ForwardExchange``.
@@ -59,6 +63,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     func channelInactive(context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
         if machine.closed() { exchange?.clientClosed() }
         exchange = nil
         context.fireChannelInactive()
@@ -93,6 +98,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             case .endRequest: exchange?.clientRequestEnded()
             case .ignore: break
             }
+            watchBody()
         case .data(let data):
             switch machine.dataReceived(endStream: data.endStream) {
             case .body(let thenEnd):
@@ -103,6 +109,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             case .ignore:
                 break
             }
+            watchBody()
         default:
             // RST_STREAM closes the channel (channelInactive follows); the rest is the connection's.
             break
@@ -213,6 +220,22 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         _ = machine.responseEnded()
         context.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
         context.close(promise: nil)
+    }
+
+    /// (Re)starts the body's idle timeout while the proxy waits for the client's bytes, and
+    /// stops it otherwise. A client that stops sending its body is answered 408 (or, with the
+    /// response begun, the stream is reset), as on HTTP/1.1.
+    func watchBody() {
+        bodyTimer?.cancel()
+        bodyTimer = nil
+        guard machine.waitsForClientBody, let context else { return }
+        let limit = environment.policy.limits.clientIdleTimeout
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        bodyTimer = context.eventLoop.scheduleTask(in: TimeAmount(limit)) {
+            let stream = handler.value
+            guard stream.machine.waitsForClientBody else { return }
+            stream.exchange?.clientRequestFailed(.timedOut("no request body bytes for \(limit)"))
+        }
     }
 
     // MARK: reads

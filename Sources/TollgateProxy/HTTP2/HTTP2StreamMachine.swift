@@ -54,6 +54,11 @@ struct HTTP2StreamMachine: Hashable, Sendable {
     /// Whether the stream still answers its request (not ended, not closed).
     var isServing: Bool { phase == .serving }
 
+    /// Whether the proxy waits for the client's next request body bytes: the request has not
+    /// ended, and nothing on the proxy's side holds reads (then the client is not the one late).
+    /// While it waits, the body's idle timeout runs.
+    var waitsForClientBody: Bool { phase == .serving && !requestEnded && piecesWaiting == 0 && holds == 0 }
+
     mutating func headersReceived(endStream: Bool) -> HeadersAction {
         switch phase {
         case .awaitingHeaders:
