@@ -38,6 +38,8 @@ struct HTTP2FrontTests {
             #expect(h2.status == 0, "\(h2.stderr)")
             #expect(h2.stdout.hasPrefix("HTTP/2 200"), "\(h2.stdout)")
             #expect(h2.stdout.hasSuffix("POST /a?b=c posted"))
+            // Via names the protocol the request came with.
+            #expect(origin.requests.first?.headerFields.values(for: "Via") == ["2 tollgate"])
             // Connection-specific fields from the origin do not reach an HTTP/2 client.
             #expect(!h2.stdout.lowercased().contains("keep-alive"))
             #expect(h2.stdout.lowercased().contains("via: 1.1 tollgate"))
@@ -48,7 +50,15 @@ struct HTTP2FrontTests {
             #expect(h1.status == 0, "\(h1.stderr)")
             #expect(h1.stdout.hasPrefix("HTTP/1.1 200"))
             #expect(h1.stdout.hasSuffix("GET /a?b=c "))
-            try await eventually("two access log lines") { proxy.accessLog.count == 2 }
+            #expect(origin.requests.last?.headerFields.values(for: "Via") == ["1.1 tollgate"])
+            let head = try await ChildProcess.run(
+                HTTP2Peers.curl,
+                ["-sS", "--noproxy", "*", "--http2-prior-knowledge", "-I", url]
+            )
+            #expect(head.status == 0, "\(head.stderr)")
+            #expect(head.stdout.hasPrefix("HTTP/2 200"), "\(head.stdout)")
+            #expect(head.stdout.contains("content-length: "), "a HEAD answer keeps its length")
+            try await eventually("three access log lines") { proxy.accessLog.count == 3 }
             #expect(proxy.accessLog.contains { $0.contains("\"POST /a?b=c HTTP/2.0\" 200") }, "\(proxy.accessLog)")
             #expect(proxy.accessLog.contains { $0.contains("\"GET /a?b=c HTTP/1.1\" 200") })
         }
