@@ -185,6 +185,25 @@ struct HTTP2FrontTests {
     }
 
     @Test(
+        "More streams than http2-max-concurrent-streams end the connection with GOAWAY; the open ones finish",
+        .enabled(if: HTTP2Peers.python != nil)
+    )
+    func concurrentStreamLimit() async throws {
+        let origin = try await echoOrigin()
+        defer { origin.stop() }
+        var configuration = PolicyConfiguration()
+        configuration.limits.http2MaxConcurrentStreams = 2
+        try await withProxy(configuration: configuration, mode: .reverse(upstream: origin.url()), h2c: true) { proxy in
+            let client = try HTTP2Peers.runPython(HTTP2Peers.tooManyStreams, ["\(proxy.port)", "5"])
+            _ = try await client.waitForExit(timeout: .seconds(30))
+            let lines = Set(client.standardOutput.split(separator: "\n").map(String.init))
+            // NIO answers the excess as a connection error (RFC 9113 §5.1.2 allows it or REFUSED_STREAM).
+            #expect(lines == ["goaway 1", "answer 1", "answer 3"], "\(client.standardOutput) \(client.standardError)")
+            #expect(origin.requestCount == 2)
+        }
+    }
+
+    @Test(
         "A CONTINUATION flood is cut off with GOAWAY and the connection closed",
         .enabled(if: HTTP2Peers.python != nil)
     )

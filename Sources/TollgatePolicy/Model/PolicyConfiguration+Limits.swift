@@ -22,8 +22,8 @@ extension PolicyConfiguration {
         /// 1001 on both sides (`websocket-idle-timeout`). Default: 10 minutes.
         public var websocketIdleTimeout: Duration = .seconds(600)
         /// The most streams an HTTP/2 client may have open at once on one connection
-        /// (`http2-max-concurrent-streams`, SETTINGS_MAX_CONCURRENT_STREAMS); more are refused
-        /// with REFUSED_STREAM. Default: 100.
+        /// (`http2-max-concurrent-streams`, SETTINGS_MAX_CONCURRENT_STREAMS); a client that opens
+        /// more gets GOAWAY PROTOCOL_ERROR (its open streams finish). Default: 100.
         public var http2MaxConcurrentStreams: Int = 100
         /// The largest header list an HTTP/2 client may send (`http2-max-header-list-size`,
         /// SETTINGS_MAX_HEADER_LIST_SIZE); a larger header block ends the connection. Default: 64 KiB.

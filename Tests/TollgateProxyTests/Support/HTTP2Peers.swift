@@ -215,4 +215,58 @@ enum HTTP2Peers {
                     print("closed", flush=True)
                     sys.exit(0)
         """#
+
+    /// `PORT COUNT`: raw frames: the SETTINGS exchange, then COUNT GET streams at once, ignoring
+    /// the proxy's SETTINGS_MAX_CONCURRENT_STREAMS; prints, for three seconds, `answer STREAM`
+    /// for a response's HEADERS, `reset STREAM CODE` and `goaway CODE`.
+    static let tooManyStreams = #"""
+        import socket, struct, sys, time
+        port, count = int(sys.argv[1]), int(sys.argv[2])
+        def frame(kind, flags, stream, payload):
+            return struct.pack(">I", len(payload))[1:] + bytes([kind, flags]) + struct.pack(">I", stream) + payload
+        s = socket.create_connection(("127.0.0.1", port))
+        s.sendall(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + frame(4, 0, 0, b""))
+        s.settimeout(0.5)
+        buffer, settled = b"", False
+        def frames():
+            global buffer
+            while len(buffer) >= 9:
+                length = int.from_bytes(buffer[0:3], "big")
+                if len(buffer) < 9 + length:
+                    return
+                kind, flags = buffer[3], buffer[4]
+                stream = int.from_bytes(buffer[5:9], "big") & 0x7FFFFFFF
+                payload = buffer[9:9 + length]
+                buffer = buffer[9 + length:]
+                yield kind, flags, stream, payload
+        end = time.time() + 10
+        while not settled and time.time() < end:
+            try:
+                buffer += s.recv(1 << 16)
+            except socket.timeout:
+                continue
+            for kind, flags, stream, payload in frames():
+                if kind == 4 and not flags & 1:
+                    s.sendall(frame(4, 1, 0, b""))
+                    settled = True
+        # :method GET, :scheme http, :path /, :authority gw
+        block = b"\x82\x86\x84\x41\x02gw"
+        s.sendall(b"".join(frame(1, 0x05, 1 + 2 * i, block) for i in range(count)))
+        end = time.time() + 3
+        while time.time() < end:
+            try:
+                data = s.recv(1 << 16)
+            except socket.timeout:
+                continue
+            if not data:
+                break
+            buffer += data
+            for kind, flags, stream, payload in frames():
+                if kind == 3:
+                    print("reset", stream, int.from_bytes(payload[0:4], "big"), flush=True)
+                elif kind == 7:
+                    print("goaway", int.from_bytes(payload[4:8], "big"), flush=True)
+                elif kind == 1:
+                    print("answer", stream, flush=True)
+        """#
 }
