@@ -11,7 +11,7 @@ import TollgateTesting
 /// h2load, and Python's `h2` for frames no polite client sends.
 @Suite(
     "HTTP/2 towards clients (h2c with prior knowledge)",
-    .timeLimit(.minutes(2)),
+    .timeLimit(.minutes(3)),
     .enabled(if: HTTP2Peers.installed(HTTP2Peers.curl) && HTTP2Peers.installed(HTTP2Peers.nghttp))
 )
 struct HTTP2FrontTests {
@@ -107,12 +107,16 @@ struct HTTP2FrontTests {
     func load() async throws {
         let origin = try await echoOrigin()
         defer { origin.stop() }
-        try await withProxy(mode: .reverse(upstream: origin.url()), h2c: true) { proxy in
+        // What is counted is answers, not speed: on a loaded machine the default upstream timeout
+        // (10 s) could turn a slow answer into a 504.
+        var configuration = PolicyConfiguration()
+        configuration.limits.upstreamTimeout = .seconds(90)
+        try await withProxy(configuration: configuration, mode: .reverse(upstream: origin.url()), h2c: true) { proxy in
             let child = try ChildProcess(
                 HTTP2Peers.h2load,
                 ["-n", "2000", "-c", "4", "-m", "32", "http://127.0.0.1:\(proxy.port)/load"]
             )
-            let status = try await child.waitForExit(timeout: .seconds(60))
+            let status = try await child.waitForExit(timeout: .seconds(100))
             #expect(status == 0, "\(child.standardError)")
             #expect(child.standardOutput.contains("status codes: 2000 2xx"), "\(child.standardOutput)")
         }
