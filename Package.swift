@@ -108,6 +108,7 @@ let package = Package(
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ] + nio,
             swiftSettings: requestPathSettings
         ),
@@ -165,6 +166,8 @@ let package = Package(
             dependencies: [
                 "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

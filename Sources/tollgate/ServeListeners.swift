@@ -40,7 +40,8 @@ struct ServeListeners {
                         metrics: metrics,
                         interceptor: interceptor,
                         offline: offline,
-                        tls: listener.tls
+                        tls: listener.tls,
+                        h2c: listener.h2c
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

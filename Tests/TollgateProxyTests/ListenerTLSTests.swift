@@ -117,10 +117,12 @@ struct ListenerTLSTests {
         try await client.waitForClose()
     }
 
-    @Test("ALPN: http/1.1 and no protocol at all are HTTP/1.1, which is what a TLS listener offers")
+    @Test("ALPN: h2 is HTTP/2, http/1.1 and no protocol at all are HTTP/1.1; a TLS listener offers h2 first")
     func protocolSelection() {
         #expect(ClientProtocolSelection(negotiated: "http/1.1") == .http1)
         #expect(ClientProtocolSelection(negotiated: nil) == .http1)
-        #expect(ClientProtocolSelection.offeredProtocols == ["http/1.1"])
+        #expect(ClientProtocolSelection(negotiated: "h2") == .http2)
+        #expect(ClientProtocolSelection(negotiated: "spdy/3") == .http1)
+        #expect(ClientProtocolSelection.offeredProtocols == ["h2", "http/1.1"])
     }
 }

@@ -69,8 +69,9 @@ extension PolicyConfiguration.Listener {
     /// | `mode` | `forward` \| `reverse` | `forward` |
     /// | `upstream` | `http(s)://HOST[:PORT]` | required for reverse, refused for forward |
     /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version` (``TLS``) | none: plain HTTP |
+    /// | `h2c` | boolean | `false` |
     init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls"]) else { return nil }
+        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c"]) else { return nil }
         let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
         let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
         var upstream: HTTPURL?
@@ -89,6 +90,7 @@ extension PolicyConfiguration.Listener {
         }
         guard let address, let mode else { return nil }
         self.init(address: address, mode: mode, upstream: upstream, tls: tls)
+        if let value = entry["h2c"]?.bool() { h2c = value }
     }
 
     private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {
@@ -192,11 +194,15 @@ extension PolicyConfiguration.Limits {
     /// | `upstream-timeout` | duration | `10s` |
     /// | `websocket-max-message` | size, 1 byte…1GiB | `16MiB` |
     /// | `websocket-idle-timeout` | duration | `10m` |
+    /// | `http2-max-concurrent-streams` | integer 1…10000 | `100` |
+    /// | `http2-max-header-list-size` | size, 1KiB…16MiB | `64KiB` |
+    /// | `http2-max-resets` | integer 1…100000, per 30 s | `200` |
     init(node: ConfigNode) {
         self.init()
         let keys = [
             "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
-            "websocket-max-message", "websocket-idle-timeout",
+            "websocket-max-message", "websocket-idle-timeout", "http2-max-concurrent-streams",
+            "http2-max-header-list-size", "http2-max-resets",
         ]
         guard let entry = node.mapping(keys: keys) else { return }
         if let sizeNode = entry["max-header-bytes"], let size = sizeNode.size() {
@@ -218,6 +224,15 @@ extension PolicyConfiguration.Limits {
             }
         }
         if let value = entry["websocket-idle-timeout"]?.duration() { websocketIdleTimeout = value }
+        if let count = entry["http2-max-concurrent-streams"]?.int(in: 1...10_000) { http2MaxConcurrentStreams = count }
+        if let sizeNode = entry["http2-max-header-list-size"], let size = sizeNode.size() {
+            if size < 1 << 10 || size > 16 << 20 {
+                sizeNode.report("between 1KiB and 16MiB")
+            } else {
+                http2MaxHeaderListSize = Int(size)
+            }
+        }
+        if let count = entry["http2-max-resets"]?.int(in: 1...100_000) { http2MaxResets = count }
     }
 }
 

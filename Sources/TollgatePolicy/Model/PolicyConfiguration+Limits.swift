@@ -21,6 +21,17 @@ extension PolicyConfiguration {
         /// A relayed WebSocket connection with no frame either way for this long is closed with
         /// 1001 on both sides (`websocket-idle-timeout`). Default: 10 minutes.
         public var websocketIdleTimeout: Duration = .seconds(600)
+        /// The most streams an HTTP/2 client may have open at once on one connection
+        /// (`http2-max-concurrent-streams`, SETTINGS_MAX_CONCURRENT_STREAMS); a client that opens
+        /// more gets GOAWAY PROTOCOL_ERROR (its open streams finish). Default: 100.
+        public var http2MaxConcurrentStreams: Int = 100
+        /// The largest header list an HTTP/2 client may send (`http2-max-header-list-size`,
+        /// SETTINGS_MAX_HEADER_LIST_SIZE); a larger header block ends the connection. Default: 64 KiB.
+        public var http2MaxHeaderListSize: Int = 64 << 10
+        /// The most streams an HTTP/2 client may reset per 30 seconds on one connection
+        /// (`http2-max-resets`); past it the connection is ended with GOAWAY ENHANCE_YOUR_CALM
+        /// (rapid reset, CVE-2023-44487). Default: 200.
+        public var http2MaxResets: Int = 200
 
         /// Limits with every field at its default.
         public init() {}

@@ -93,6 +93,10 @@ extension PolicyConfiguration {
         /// HTTPS on this listener (`tls`): its certificates and lowest version. Default: nil,
         /// plain HTTP.
         public var tls: TLS?
+        /// Whether the listener also speaks HTTP/2 with prior knowledge (`h2c`): a connection
+        /// whose first bytes are the HTTP/2 preface is served as HTTP/2, any other as HTTP/1.1.
+        /// Default: false.
+        public var h2c = false
 
         /// Creates a listener.
         public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil, tls: TLS? = nil) {

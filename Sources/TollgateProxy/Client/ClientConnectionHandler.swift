@@ -26,7 +26,7 @@ import TollgateTLS
 ///
 /// Everything here runs on the channel's event loop; exchanges and relays call in from there
 /// (hence `@unchecked Sendable`, which their `@Sendable` callbacks need).
-final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unchecked Sendable {
+final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandler, DeadlineWatcher, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
     typealias OutboundIn = ByteBuffer
     typealias OutboundOut = ByteBuffer
@@ -159,11 +159,26 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
         if let completed = event as? TLSHandshakeCompleted, intercepted != nil {
             intercepted?.handshakeDone = true
             memo.clientTLS = completed.evaluation.protocolVersion.description
-            switch ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol) {
+            let selection = ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol)
+            switch selection {
             case .http1: break  // this handler reads the requests inside the client's TLS
-            // HTTP/2: case .http2: `selection.configure(pipeline, after: <the minted TLSHandler, the
-            // one just before this handler>, environment: environment /* mode .intercepted */, clientTLS: …)`,
-            // then remove this handler (nothing was read inside the TLS yet).
+            case .http2:
+                // The HTTP/2 front takes over between the minted TLS handler and this one, which
+                // leaves: nothing was read inside the TLS yet, and the CONNECT was answered.
+                do {
+                    try selection.configure(
+                        context.pipeline.syncOperations,
+                        at: .before(self),
+                        environment: environment,
+                        remoteAddress: context.channel.remoteAddress,
+                        clientTLS: completed.evaluation.protocolVersion.description
+                    )
+                } catch {
+                    closeNow()
+                    return
+                }
+                cancelTimers()
+                context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             }
             return
         }
@@ -250,31 +265,14 @@ final class ClientConnectionHandler: ChannelDuplexHandler, DeadlineWatcher, @unc
     /// Decides who answers a request head: the connection itself (a denied client, a bad target,
     /// missing credentials) or an exchange.
     private func startExchange(for head: ClientRequestHead) {
-        guard clientAllowed else {
-            answerItself(
-                OwnResponse(.clientDenied, "client \(clientAddress) is not allowed to use this proxy (access.clients)"),
-                close: true
-            )
-            return
-        }
         let memo = self.memo
-        let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
-            try memo.canonicalHost(host)
-        }
-        if case .refuse(let answer) = target {
-            answerItself(answer, close: false)
+        let target: RequestTarget
+        switch RequestAdmission.decide(head, clientAllowed: clientAllowed, environment: environment, memo: memo) {
+        case .answer(let answer, let close):
+            answerItself(answer, close: close)
             return
-        }
-        // Inside an intercepted tunnel the CONNECT was the authenticated request.
-        if case .forward = environment.mode, let authenticator = memo.exchangeRules(environment).authenticator,
-            authenticator.isEnabled,
-            authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
-        {
-            let said =
-                head.headerFields.contains(.proxyAuthorization)
-                ? "the proxy credentials were not accepted" : "proxy authentication required"
-            answerItself(ProxyAuthenticator.challenge(said), close: false)
-            return
+        case .exchange(let admitted):
+            target = admitted
         }
         guard let context else { return }
         let exchangeContext = ExchangeContext(

@@ -26,6 +26,8 @@ struct ClientRequestHead: Hashable, Sendable {
         /// Read from the fields once: asked several times per exchange (``wantsKeepAlive``, ``isUpgrade``).
         var wantsKeepAlive: Bool
         var isUpgrade: Bool
+        /// Received on an HTTP/2 stream (``HTTP2RequestMapping``), not as HTTP/1.x bytes.
+        var isHTTP2: Bool
     }
 
     @CopyOnWrite private var parts: Parts
@@ -69,7 +71,8 @@ struct ClientRequestHead: Hashable, Sendable {
         minorVersion: Int,
         headerFields: HeaderFields,
         framing: Framing,
-        byteCount: Int
+        byteCount: Int,
+        isHTTP2: Bool = false
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -81,13 +84,18 @@ struct ClientRequestHead: Hashable, Sendable {
                 byteCount: byteCount,
                 wantsKeepAlive: !headerFields.listContains(.connection, token: "close")
                     && (minorVersion >= 1 || headerFields.listContains(.connection, token: "keep-alive")),
-                isUpgrade: headerFields.contains(.upgrade) && headerFields.listContains(.connection, token: "upgrade")
+                isUpgrade: headerFields.contains(.upgrade) && headerFields.listContains(.connection, token: "upgrade"),
+                isHTTP2: isHTTP2
             )
         )
     }
 
-    /// `HTTP/1.0` or `HTTP/1.1`.
-    var versionText: String { "HTTP/1.\(minorVersion)" }
+    /// `HTTP/1.0`, `HTTP/1.1`, or `HTTP/2.0` for a request of an HTTP/2 stream.
+    var versionText: String { parts.isHTTP2 ? "HTTP/2.0" : "HTTP/1.\(minorVersion)" }
+
+    /// Whether the request came on an HTTP/2 stream (its ``minorVersion`` is then 1: what the
+    /// exchange decides by a version, such as chunked framing or `100 Continue`, holds for it).
+    var isHTTP2: Bool { parts.isHTTP2 }
 
     var isConnect: Bool { method == "CONNECT" }
     var isHead: Bool { method == "HEAD" }

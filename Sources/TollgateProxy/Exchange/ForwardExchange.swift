@@ -233,17 +233,16 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         // a walk): the proxy's lines are then the same as for the connection's last request.
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {
             let client = memo.clientAddress
-            let minorVersion = head.minorVersion
+            let via = Self.via(head)
             let host = reverse ? originalHost : nil
             // The connection's TLS is fixed for its life, so the remembered lines stay right.
             let scheme = memo.clientTLS == nil ? "http" : "https"
-            let make = {
-                Self.addedLines(minorVersion: minorVersion, client: client, originalHost: host, reverse: reverse, scheme: scheme)
-            }
-            fields.append(contentsOf: memo.forwardingLines(minorVersion: minorVersion, originalHost: host, make: make))
+            let make = { Self.addedLines(via: via, client: client, originalHost: host, reverse: reverse, scheme: scheme) }
+            // (A connection's requests are all HTTP/2 or all HTTP/1.x: the memo's key needs no more.)
+            fields.append(contentsOf: memo.forwardingLines(minorVersion: head.minorVersion, originalHost: host, make: make))
             return fields
         }
-        fields.add(name: .via, value: Self.via(minorVersion: head.minorVersion))
+        fields.add(name: .via, value: Self.via(head))
         let client = memo.clientAddress
         if let earlier = fields[.xForwardedFor] {
             fields[.xForwardedFor] = earlier + ", " + client
@@ -257,23 +256,19 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         return fields
     }
 
-    /// Via's value for a request of HTTP/1.`minorVersion`.
-    private static func via(minorVersion: Int) -> String {
-        minorVersion == 1 ? "1.1 tollgate" : "1.\(minorVersion) tollgate"
+    /// Via's value for `head`: the protocol it was received with (RFC 9110 §7.6.3), `2` for an
+    /// HTTP/2 stream, else HTTP/1.`minorVersion`.
+    private static func via(_ head: ClientRequestHead) -> String {
+        if head.isHTTP2 { return "2 tollgate" }
+        return head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate"
     }
 
     /// The lines the proxy adds to a request whose client sent no X-Forwarded-* field: Via, and
     /// on a reverse listener X-Forwarded-For, -Host (when the client sent a Host) and -Proto
     /// (`scheme`: `https` over a TLS listener).
-    private static func addedLines(
-        minorVersion: Int,
-        client: String,
-        originalHost: String?,
-        reverse: Bool,
-        scheme: String
-    ) -> HeaderFields {
+    private static func addedLines(via: String, client: String, originalHost: String?, reverse: Bool, scheme: String) -> HeaderFields {
         var lines = HeaderFields()
-        lines.add(name: .via, value: via(minorVersion: minorVersion))
+        lines.add(name: .via, value: via)
         guard reverse else { return lines }
         lines.add(name: .xForwardedFor, value: client)
         if let originalHost { lines.add(name: .xForwardedHost, value: originalHost) }

@@ -23,8 +23,9 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
             do {
                 try selection.configure(
                     context.pipeline.syncOperations,
-                    after: self,
+                    at: .after(self),
                     environment: environment,
+                    remoteAddress: context.channel.remoteAddress,
                     clientTLS: evaluation.protocolVersion.description
                 )
             } catch {

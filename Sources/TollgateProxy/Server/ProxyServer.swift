@@ -124,6 +124,7 @@ public final class ProxyServer: Sendable {
             offline: configuration.offline,
             exchangesInFlight: exchangesInFlight
         )
+        let h2c = configuration.h2c
         let bootstrap = ServerBootstrap(group: group)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
@@ -135,12 +136,16 @@ public final class ProxyServer: Sendable {
                 }
                 return channel.eventLoop.makeCompletedFuture {
                     let pipeline = channel.pipeline.syncOperations
-                    guard let listenerTLS else {
+                    if let listenerTLS {
+                        // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
+                        try pipeline.addTLSServerHandler(context: listenerTLS.context(policy: policy))
+                        try pipeline.addHandler(ClientProtocolSelectionHandler(environment: environment))
+                    } else if h2c {
+                        // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
+                        try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
+                    } else {
                         try pipeline.addHandler(ClientConnectionHandler(environment: environment))
-                        return
                     }
-                    try pipeline.addTLSServerHandler(context: listenerTLS.context(policy: policy))
-                    try pipeline.addHandler(ClientProtocolSelectionHandler(environment: environment))
                 }
             }
         let serverChannel: any Channel

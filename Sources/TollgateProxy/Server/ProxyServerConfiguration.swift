@@ -24,6 +24,9 @@ extension ProxyServer {
         /// a reload of a ``PolicyRuntime`` the listener's entry (found by ``listen`` as
         /// configured) gives the certificates of new connections. Nil: plain HTTP. Default: nil.
         public var tls: PolicyConfiguration.Listener.TLS?
+        /// HTTP/2 with prior knowledge besides HTTP/1.1 (`listen[].h2c`): the connection's first
+        /// bytes decide (``HTTP2PrefaceSniffer``). Default: false.
+        public var h2c: Bool
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -33,9 +36,11 @@ extension ProxyServer {
             metrics: ProxyMetrics = ProxyMetrics(),
             interceptor: Interceptor? = nil,
             offline: OfflineMode = OfflineMode(),
-            tls: PolicyConfiguration.Listener.TLS? = nil
+            tls: PolicyConfiguration.Listener.TLS? = nil,
+            h2c: Bool = false
         ) {
             self.tls = tls
+            self.h2c = h2c
             self.interceptor = interceptor
             self.offline = offline
             self.metrics = metrics

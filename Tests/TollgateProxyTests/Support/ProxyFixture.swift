@@ -21,14 +21,16 @@ final class ProxyFixture: Sendable {
         configuration: PolicyConfiguration = PolicyConfiguration(),
         mode: ListenerMode = .forward,
         logFormat: PolicyConfiguration.Log.Format = .combined,
-        ownListeners: OwnListeners = OwnListeners()
+        ownListeners: OwnListeners = OwnListeners(),
+        h2c: Bool = false
     ) async throws -> ProxyFixture {
         let log = NIOLockedValueBox<[String]>([])
         let policy = StaticProxyPolicy(configuration: configuration)
         let serverConfiguration = ProxyServer.Configuration(
             listen: ListenAddress(host: "127.0.0.1", port: 0),
             mode: mode,
-            accessLog: AccessLog(format: logFormat) { line in log.withLockedValue { $0.append(line) } }
+            accessLog: AccessLog(format: logFormat) { line in log.withLockedValue { $0.append(line) } },
+            h2c: h2c
         )
         do {
             let server = try await ProxyServer.start(serverConfiguration, policy: policy, ownListeners: ownListeners)
@@ -60,9 +62,10 @@ func withProxy<T>(
     configuration: PolicyConfiguration = PolicyConfiguration(),
     mode: ListenerMode = .forward,
     logFormat: PolicyConfiguration.Log.Format = .combined,
+    h2c: Bool = false,
     _ body: (ProxyFixture) async throws -> T
 ) async throws -> T {
-    let proxy = try await ProxyFixture.start(configuration: configuration, mode: mode, logFormat: logFormat)
+    let proxy = try await ProxyFixture.start(configuration: configuration, mode: mode, logFormat: logFormat, h2c: h2c)
     do {
         let result = try await body(proxy)
         await proxy.shutdown()

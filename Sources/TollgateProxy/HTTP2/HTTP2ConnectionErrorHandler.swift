@@ -1,0 +1,35 @@
+import NIOCore
+import NIOHTTP2
+
+/// The last handler of an HTTP/2 client connection: closes it after a connection error (NIO has
+/// sent GOAWAY, and reads no more frames): too many stream resets (rapid reset), a CONTINUATION
+/// flood, a header block too large, a frame that does not parse, a bad preface, or an I/O error.
+/// A stream's error (NIO reset that stream) leaves the connection open.
+final class HTTP2ConnectionErrorHandler: ChannelInboundHandler, Sendable {
+    typealias InboundIn = HTTP2Frame
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if Self.endsConnection(error) { context.close(promise: nil) }
+    }
+
+    /// Whether `error`, reported by `NIOHTTP2Handler`, ended the connection.
+    static func endsConnection(_ error: any Error) -> Bool {
+        switch error {
+        case is NIOHTTP2Errors.ExcessiveRSTFrames, is NIOHTTP2Errors.ExcessiveContinuationFrames,
+            is NIOHTTP2Errors.ExcessiveControlFrames, is NIOHTTP2Errors.ExcessiveEmptyDataFrames,
+            is NIOHTTP2Errors.ExcessiveNumberOfGlitches, is NIOHTTP2Errors.ExcessiveStreamErrors,
+            is NIOHTTP2Errors.ExcessivelyLargeHeaderBlock, is NIOHTTP2Errors.ExcessiveOutboundFrameBuffering,
+            is NIOHTTP2Errors.UnableToParseFrame, is NIOHTTP2Errors.BadClientMagic, is NIOHTTP2Errors.MissingPreface,
+            is NIOHTTP2Errors.FlowControlViolation, is NIOHTTP2Errors.ReceivedBadSettings,
+            is NIOHTTP2Errors.InvalidFlowControlWindowSize, is NIOHTTP2Errors.StreamIDTooSmall,
+            is NIOHTTP2Errors.InvalidStreamIDForPeer:
+            return true
+        case is any NIOHTTP2Error, is NIOHTTP2Errors.StreamError:
+            // A stream error: NIO reset the stream.
+            return false
+        default:
+            // I/O errors and anything else: the connection is gone.
+            return true
+        }
+    }
+}

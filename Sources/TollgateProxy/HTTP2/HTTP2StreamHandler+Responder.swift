@@ -1,0 +1,126 @@
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import TollgateHTTP
+
+/// What exchanges write through on an HTTP/2 stream: the response head as HEADERS, its body as
+/// DATA, its end as END_STREAM; an answer cut short as RST_STREAM(INTERNAL_ERROR), which the
+/// client cannot take for a whole response. Request body pieces are paced by holding reads.
+extension HTTP2StreamHandler: ClientResponder {
+    var isActive: Bool { machine.isServing && (context?.channel.isActive ?? false) }
+
+    var isWritable: Bool { context?.channel.isWritable ?? false }
+
+    /// Never: a file region cannot go through HTTP/2 framing (no `sendfile`); a stored body is
+    /// read into buffers.
+    var acceptsFileRegion: Bool { false }
+
+    func sendInterim(_ head: HTTPResponseHead) {
+        // 101 has no meaning on a stream (RFC 9113 §8.6); upgrades are refused before any.
+        guard let context, isActive, head.status != 101 else { return }
+        write(.headers(.init(headers: HTTP2ResponseFields.block(head))), context: context, flush: true)
+    }
+
+    func takeAddedFields() -> HeaderFields { HeaderFields() }
+
+    func sendHead(
+        _ head: HTTPResponseHead,
+        adding added: inout HeaderFields,
+        omitting omission: HopByHopHeaders.Omission?,
+        framing: ResponseFraming,
+        bodyLength: Int64?,
+        close: Bool
+    ) {
+        guard let context, isActive else { return }
+        machine.responseHeadSent()
+        let endStream = framing == .none
+        endStreamSent = endStream
+        // Flushed with the first body piece, or now when no body follows.
+        write(
+            .headers(.init(headers: HTTP2ResponseFields.block(head, adding: added), endStream: endStream)),
+            context: context,
+            flush: endStream
+        )
+    }
+
+    /// Flushed at once: the stream's writability then says whether the client's window takes
+    /// more, which is what suspends the task (back-pressure).
+    func sendBody(_ piece: ByteBuffer) {
+        guard let context, isActive, !endStreamSent, piece.readableBytes > 0 else { return }
+        write(.data(.init(data: .byteBuffer(piece))), context: context, flush: true)
+    }
+
+    func sendFile(_ region: FileRegion) -> EventLoopFuture<Void>? { nil }
+
+    func sendEnd() {
+        guard let context, isActive else { return }
+        if !endStreamSent {
+            endStreamSent = true
+            write(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true)), context: context, flush: true)
+        } else {
+            context.flush()
+        }
+        responseEnded()
+    }
+
+    func sendOwnAnswer(_ answer: OwnResponse, close: Bool) {
+        guard let context, isActive else { return }
+        machine.responseHeadSent()
+        // `close` has no meaning for one stream: the connection's other streams go on.
+        let head = answer.head(minorVersion: 1, close: false)
+        endStreamSent = true
+        write(.headers(.init(headers: HTTP2ResponseFields.block(head))), context: context, flush: false)
+        write(.data(.init(data: .byteBuffer(answer.body), endStream: true)), context: context, flush: true)
+        responseEnded()
+    }
+
+    /// Resets the stream: a response that cannot be completed must not look complete.
+    func abort() {
+        exchange = nil
+        reset(.internalError)
+    }
+
+    func trackBodyPiece(_ taken: EventLoopFuture<Void>) {
+        guard let context else { return }
+        machine.bodyPieceSent()
+        watchBody()
+        taken.hop(to: context.eventLoop).assumeIsolated().whenComplete { [self] _ in
+            if machine.bodyPieceTaken() { self.context?.read() }
+            watchBody()
+        }
+    }
+
+    func holdReads() {
+        machine.readsWereHeld()
+        watchBody()
+    }
+
+    func releaseReads() {
+        if machine.readsWereReleased() { context?.read() }
+        watchBody()
+    }
+
+    // MARK: helpers
+
+    private func write(_ payload: HTTP2Frame.FramePayload, context: ChannelHandlerContext, flush: Bool) {
+        if flush {
+            context.writeAndFlush(wrapOutboundOut(payload), promise: nil)
+        } else {
+            context.write(wrapOutboundOut(payload), promise: nil)
+        }
+    }
+
+    /// The response ended: the stream closes by itself once the request has ended too; a client
+    /// still sending a body is asked to stop.
+    private func responseEnded() {
+        exchange = nil
+        defer { watchBody() }
+        switch machine.responseEnded() {
+        case .none:
+            break
+        case .resetNoError:
+            context?.writeAndFlush(wrapOutboundOut(.rstStream(.noError)), promise: nil)
+            context?.close(promise: nil)
+        }
+    }
+}

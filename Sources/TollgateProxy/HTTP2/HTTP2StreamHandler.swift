@@ -1,0 +1,246 @@
+import Foundation
+import NIOCore
+import NIOHPACK
+import NIOHTTP2
+import TollgateHTTP
+import TollgateLoop
+import TollgatePolicy
+
+/// The proxy's side of one HTTP/2 stream of a client: its request goes through the same path as
+/// an HTTP/1.1 request (access, the target's classification, proxy authentication, then a
+/// ``ForwardExchange`` with its session task, cache, access log and metrics), and the exchange
+/// answers through this handler as its ``ClientResponder`` (``HTTP2StreamHandler+Responder``).
+/// What happens next is decided by its ``HTTP2StreamMachine``.
+///
+/// Flow control: a read is let through only while no request body piece waits for the session
+/// and no exchange holds reads; the stream channel sends WINDOW_UPDATE only for what was read,
+/// so a held stream stops its client. The other way, the stream channel is writable while the
+/// client's window (and NIO's small outbound buffer) takes more: the exchange suspends its task
+/// when it is not, as it does for an HTTP/1.1 socket.
+///
+/// Runs on the connection's event loop (hence `@unchecked Sendable`, which the exchanges'
+/// `@Sendable` callbacks need).
+final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
+    typealias InboundIn = HTTP2Frame.FramePayload
+    typealias OutboundIn = HTTP2Frame.FramePayload
+    typealias OutboundOut = HTTP2Frame.FramePayload
+
+    let connection: HTTP2FrontConnection
+    var context: ChannelHandlerContext?
+    var machine = HTTP2StreamMachine()
+    var exchange: (any ClientExchange)?
+    /// The request, once mapped (for the access log of an answer of the proxy's own).
+    var request: ClientRequestHead?
+    /// END_STREAM went out with the response head (no body).
+    var endStreamSent = false
+    /// The request body's idle timeout (`limits.client-idle-timeout`), while the proxy waits for
+    /// the client's bytes (``HTTP2StreamMachine/waitsForClientBody``).
+    private var bodyTimer: Scheduled<Void>?
+
+    /// Makes the exchange for a request the stream does not refuse itself, in place of the
+    /// proxy's ``ForwardExchange``.
+    typealias ExchangeMaker = (ClientRequestHead, RequestTarget, any ClientResponder, ExchangeContext) ->
+        any ClientExchange
+    /// Tests' exchanges (nil: the proxy's).
+    private let exchangeMaker: ExchangeMaker?
+
+    /// - Parameter exchangeMaker: tests' exchanges in place of the proxy's.
+    init(connection: HTTP2FrontConnection, exchangeMaker: ExchangeMaker? = nil) {
+        self.connection = connection
+        self.exchangeMaker = exchangeMaker
+    }
+
+    var environment: ListenerEnvironment { connection.environment }
+
+    // MARK: lifecycle
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        bodyTimer?.cancel()
+        if machine.closed() { exchange?.clientClosed() }
+        exchange = nil
+        context.fireChannelInactive()
+    }
+
+    func channelWritabilityChanged(context: ChannelHandlerContext) {
+        exchange?.clientWritabilityChanged(context.channel.isWritable)
+        context.fireChannelWritabilityChanged()
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        // A shutdown's quiescing is the connection's business (GOAWAY, then the streams in
+        // flight finish): a stream just goes on.
+        if event is ChannelShouldQuiesceEvent { return }
+        context.fireUserInboundEventTriggered(event)
+    }
+
+    func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        // A stream error (NIO has reset the stream) or a write that failed: the stream is over.
+        context.close(promise: nil)
+    }
+
+    // MARK: inbound
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        TickClock.begin()
+        defer { TickClock.end() }
+        switch unwrapInboundIn(data) {
+        case .headers(let headers):
+            switch machine.headersReceived(endStream: headers.endStream) {
+            case .startRequest: start(headers.headers, endStream: headers.endStream)
+            case .endRequest: exchange?.clientRequestEnded()
+            case .ignore: break
+            }
+            watchBody()
+        case .data(let data):
+            switch machine.dataReceived(endStream: data.endStream) {
+            case .body(let thenEnd):
+                if case .byteBuffer(let buffer) = data.data, buffer.readableBytes > 0 {
+                    exchange?.clientBodyReceived(buffer)
+                }
+                if thenEnd { exchange?.clientRequestEnded() }
+            case .ignore:
+                break
+            }
+            watchBody()
+        default:
+            // RST_STREAM closes the channel (channelInactive follows); the rest is the connection's.
+            break
+        }
+    }
+
+    /// Maps the request's header block and decides who answers it: the stream itself (a
+    /// malformed block, a denied client, a refused target, missing credentials) or an exchange.
+    private func start(_ block: HPACKHeaders, endStream: Bool) {
+        let forward = if case .forward = environment.mode { true } else { false }
+        let mapped: HTTP2RequestMapping.Mapped
+        do throws(HTTP2RequestMapping.Malformed) {
+            mapped = try HTTP2RequestMapping.map(
+                block.map { (name: $0.name, value: $0.value) },
+                endStream: endStream,
+                absoluteTarget: forward
+            )
+        } catch {
+            reset(.protocolError)
+            return
+        }
+        let head: ClientRequestHead
+        switch mapped {
+        case .refuse(let answer):
+            request = Self.placeholder(block)
+            answerItself(answer)
+            return
+        case .request(let mappedHead):
+            head = mappedHead
+        }
+        request = head
+        let memo = connection.memo
+        let target: RequestTarget
+        switch RequestAdmission.decide(
+            head,
+            clientAllowed: connection.clientAllowed,
+            environment: environment,
+            memo: memo
+        ) {
+        case .answer(let answer, _):
+            // A denied client's stream alone is answered: the connection's close is HTTP/1.1's way.
+            answerItself(answer)
+            return
+        case .exchange(let admitted):
+            target = admitted
+        }
+        guard let context else { return }
+        let exchangeContext = ExchangeContext(
+            environment: environment,
+            eventLoop: context.eventLoop,
+            rules: memo.exchangeRules(environment),
+            memo: memo
+        )
+        if let exchangeMaker {
+            let made = exchangeMaker(head, target, self, exchangeContext)
+            exchange = made
+            made.start()
+            return
+        }
+        switch target {
+        case .refuse:
+            break
+        case .connect:
+            // Refused by the mapping already; never a tunnel on a stream.
+            answerItself(OwnResponse(.badRequest, status: 501, "CONNECT over HTTP/2 is not supported by this proxy"))
+        case .http(let url):
+            var head = head
+            if case .intercepted = environment.mode { head.target = url.absoluteString }
+            let forwardExchange = ForwardExchange(head: head, url: url, responder: self, context: exchangeContext)
+            exchange = forwardExchange
+            forwardExchange.start()
+        }
+    }
+
+    /// A request head for the log of a refused request that has no head of its own (CONNECT).
+    private static func placeholder(_ block: HPACKHeaders) -> ClientRequestHead {
+        ClientRequestHead(
+            method: block.first(name: ":method") ?? "-",
+            target: block.first(name: ":authority") ?? block.first(name: ":path") ?? "-",
+            minorVersion: 1,
+            headerFields: HeaderFields(),
+            framing: .none,
+            byteCount: 0,
+            isHTTP2: true
+        )
+    }
+
+    /// Answers the request without an exchange, and logs it.
+    func answerItself(_ answer: OwnResponse) {
+        let entry = AccessLogEntry(
+            clientAddress: connection.memo.clientAddress,
+            time: Int(TickClock.date.timeIntervalSince1970),
+            method: request?.method ?? "-",
+            target: request?.target ?? "-",
+            version: "HTTP/2.0",
+            status: answer.status,
+            bodyBytes: Int64(answer.body.readableBytes),
+            referer: request?.headerFields[.referer],
+            userAgent: request?.headerFields[.userAgent]
+        )
+        environment.accessLog.record(entry)
+        sendOwnAnswer(answer, close: false)
+    }
+
+    /// Resets the stream with `code` and closes its channel.
+    func reset(_ code: HTTP2ErrorCode) {
+        guard let context else { return }
+        _ = machine.responseEnded()
+        context.writeAndFlush(wrapOutboundOut(.rstStream(code)), promise: nil)
+        context.close(promise: nil)
+    }
+
+    /// (Re)starts the body's idle timeout while the proxy waits for the client's bytes, and
+    /// stops it otherwise. A client that stops sending its body is answered 408 (or, with the
+    /// response begun, the stream is reset), as on HTTP/1.1.
+    func watchBody() {
+        bodyTimer?.cancel()
+        bodyTimer = nil
+        guard machine.waitsForClientBody, let context else { return }
+        let limit = environment.policy.limits.clientIdleTimeout
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        bodyTimer = context.eventLoop.scheduleTask(in: TimeAmount(limit)) {
+            let stream = handler.value
+            guard stream.machine.waitsForClientBody else { return }
+            stream.exchange?.clientRequestFailed(.timedOut("no request body bytes for \(limit)"))
+        }
+    }
+
+    // MARK: reads
+
+    func read(context: ChannelHandlerContext) {
+        if machine.readRequested() { context.read() }
+    }
+}
