@@ -63,11 +63,18 @@ private struct InterceptionSetup {
 }
 
 /// `curl -sS -i -v --cacert CA -x PROXY URL`: exit status, output (both responses: the CONNECT's
-/// and the request's) and curl's trace (where the certificate it saw is described).
-private func curl(_ urls: String..., proxyPort: Int, cacert: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+/// and the request's) and curl's trace (where the certificate it saw is described). `version`:
+/// what curl offers inside the tunnel's TLS (the minted context offers h2 and http/1.1; these
+/// tests read HTTP/1.1 answers unless they ask for `--http2`).
+private func curl(
+    _ urls: String...,
+    proxyPort: Int,
+    cacert: String,
+    version: String = "--http1.1"
+) async throws -> (status: Int32, stdout: String, stderr: String) {
     try await ChildProcess.run(
         "/usr/bin/curl",
-        ["-sS", "-i", "-v", "--max-time", "20", "--cacert", cacert, "-x", "http://127.0.0.1:\(proxyPort)"] + urls
+        ["-sS", "-i", "-v", version, "--max-time", "20", "--cacert", cacert, "-x", "http://127.0.0.1:\(proxyPort)"] + urls
     )
 }
 
@@ -103,6 +110,30 @@ struct InterceptionTests {
         #expect(missed.stdout.contains("HTTP/1.1 504"), "\(missed.stdout)")
         #expect(missed.stdout.contains("Tollgate-Error: offline-miss"))
         #expect(setup.origin.requestCount == 1)
+    }
+
+    @Test("An intercepted CONNECT whose client offers h2 is served over HTTP/2 inside the minted TLS, the second time from the cache")
+    func interceptsOverHTTP2() async throws {
+        let setup = try await InterceptionSetup.make()
+        defer { setup.stop() }
+        let served = try await Served.start(["--config", try setup.configuration()], directory: setup.directory, lines: 1)
+        defer { served.child.kill() }
+        let proxy = try served.port("forward")
+        let url = "https://localhost:\(setup.origin.port)/h2doc"
+        let first = try await curl(url, proxyPort: proxy, cacert: setup.interceptionCA, version: "--http2")
+        #expect(first.status == 0, "curl: \(first.stderr)")
+        #expect(first.stderr.contains("ALPN: server accepted h2"), "\(first.stderr)")
+        #expect(first.stdout.hasPrefix("HTTP/1.1 200 Connection Established\r\n\r\nHTTP/2 200"), "\(first.stdout)")
+        #expect(first.stdout.hasSuffix("intercepted body /h2doc"), "\(first.stdout)")
+        let second = try await curl(url, proxyPort: proxy, cacert: setup.interceptionCA, version: "--http2")
+        #expect(second.stdout.contains("HTTP/2 200"), "\(second.stdout)")
+        #expect(second.stdout.lowercased().contains("cache-status: tollgate; hit"), "\(second.stdout)")
+        #expect(second.stdout.hasSuffix("intercepted body /h2doc"))
+        #expect(setup.origin.requestCount == 1)
+        // The stream's exchange is logged as the URL it went to, received over HTTP/2.
+        try await eventually("the streams' access log lines") {
+            served.child.standardError.components(separatedBy: "\"GET \(url) HTTP/2.0\" 200").count == 3
+        }
     }
 
     @Test("An intercepted CONNECT is answered with a minted leaf; the second request is a cache hit; other hosts are tunnelled untouched")

@@ -94,11 +94,11 @@ struct TLSListenerTests {
         let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
         defer { served.child.kill() }
         let url = "https://127.0.0.1:\(try served.port("reverse"))/doc"
-        let first = try await curl(["-i", "--cacert", setup.pki.caFile, url])
+        let first = try await curl(["-i", "--http1.1", "--cacert", setup.pki.caFile, url])
         #expect(first.status == 0, "curl: \(first.stderr)")
         #expect(first.stdout.hasPrefix("HTTP/1.1 200"), "\(first.stdout)")
         #expect(first.stdout.hasSuffix("origin /doc"))
-        let second = try await curl(["-i", "--cacert", setup.pki.caFile, url])
+        let second = try await curl(["-i", "--http1.1", "--cacert", setup.pki.caFile, url])
         #expect(second.stdout.contains("Cache-Status: tollgate; hit"), "\(second.stdout)")
         #expect(second.stdout.hasSuffix("origin /doc"))
         #expect(origin.requestCount == 1)
@@ -114,6 +114,56 @@ struct TLSListenerTests {
         for line in lines.prefix(2) {
             let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
             #expect(object["client_tls"] as? String == "TLSv1.3", "\(line)")
+        }
+    }
+
+    @Test("An HTTPS reverse listener negotiates h2 by ALPN: curl --http2 gets a miss then a hit, nghttp and h2load many streams on one connection")
+    func reverseOverTLSWithHTTP2() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=300"], body: "origin \(request.target)")
+        }
+        defer { origin.stop() }
+        let configuration = try setup.write("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: "srv.pem", key: "srv.key" }
+            """)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        let url = "https://127.0.0.1:\(port)/h2"
+        let first = try await curl(["-i", "-v", "--http2", "--cacert", setup.pki.caFile, url])
+        #expect(first.status == 0, "curl: \(first.stderr)")
+        #expect(first.stderr.contains("ALPN: server accepted h2"), "\(first.stderr)")
+        #expect(first.stdout.hasPrefix("HTTP/2 200"), "\(first.stdout)")
+        #expect(first.stdout.hasSuffix("origin /h2"))
+        let second = try await curl(["-i", "--http2", "--cacert", setup.pki.caFile, url])
+        #expect(second.stdout.hasPrefix("HTTP/2 200"), "\(second.stdout)")
+        #expect(second.stdout.contains("cache-status: tollgate; hit"), "\(second.stdout)")
+        // The same listener still answers a client that offers only http/1.1.
+        let old = try await curl(["-i", "--http1.1", "--cacert", setup.pki.caFile, url])
+        #expect(old.stdout.hasPrefix("HTTP/1.1 200"), "\(old.stdout)")
+        #expect(origin.requestCount == 1)
+        #expect(origin.requests.first?.headerFields["X-Forwarded-Proto"] == "https")
+
+        try await eventually("three access log lines") {
+            ((try? String(contentsOfFile: setup.path("access.log"), encoding: .utf8)) ?? "").split(separator: "\n").count >= 3
+        }
+        let lines = try String(contentsOfFile: setup.path("access.log"), encoding: .utf8).split(separator: "\n")
+        let objects = try lines.prefix(3).map { try #require(try JSONSerialization.jsonObject(with: Data($0.utf8)) as? [String: Any]) }
+        #expect(objects.map { $0["version"] as? String } == ["HTTP/2.0", "HTTP/2.0", "HTTP/1.1"], "\(lines)")
+        #expect(objects.allSatisfy { $0["client_tls"] as? String == "TLSv1.3" })
+
+        if FileManager.default.isExecutableFile(atPath: "/usr/bin/h2load") {
+            // Bounded: 400 requests, 2 connections, 16 streams each at once, all from the cache.
+            let load = try await ChildProcess.run("/usr/bin/h2load", ["-n", "400", "-c", "2", "-m", "16", url])
+            #expect(load.status == 0, "h2load: \(load.stderr)")
+            #expect(load.stdout.contains("Application protocol: h2"), "\(load.stdout)")
+            #expect(load.stdout.contains("400 succeeded, 0 failed, 0 errored"), "\(load.stdout)")
+            #expect(load.stdout.contains("status codes: 400 2xx"), "\(load.stdout)")
+            #expect(origin.requestCount == 1)
         }
     }
 
@@ -190,7 +240,10 @@ struct TLSListenerTests {
         #expect(first.status == 0, "curl: \(first.stderr)")
         #expect(first.stdout.hasSuffix("intercepted /doc"), "\(first.stdout)")
         let second = try await curl(arguments)
-        #expect(second.stdout.contains("Cache-Status: tollgate; hit"), "\(second.stdout)")
+        // curl offers h2 inside the tunnel, and the minted context takes it: HTTP/2 inside a
+        // CONNECT inside the listener's TLS.
+        #expect(second.stdout.contains("HTTP/2 200"), "\(second.stdout)")
+        #expect(second.stdout.contains("cache-status: tollgate; hit"), "\(second.stdout)")
         #expect(origin.requestCount == 1)
     }
 

@@ -29,7 +29,7 @@ extension ChannelPipeline.SynchronousOperations {
         environment: ListenerEnvironment,
         remoteAddress: SocketAddress?,
         clientTLS: String? = nil,
-        position: ChannelPipeline.Position = .last
+        position: ChannelPipeline.SynchronousOperations.Position = .last
     ) throws {
         let settings = HTTP2FrontSettings(environment.policy.limits)
         let front = NIOLoopBound(

@@ -29,7 +29,7 @@ enum ClientProtocolSelection: Equatable {
     /// pipeline), for a connection whose handshake negotiated TLS version `clientTLS`.
     func configure(
         _ pipeline: ChannelPipeline.SynchronousOperations,
-        at position: ChannelPipeline.Position,
+        at position: ChannelPipeline.SynchronousOperations.Position,
         environment: ListenerEnvironment,
         remoteAddress: SocketAddress?,
         clientTLS: String
