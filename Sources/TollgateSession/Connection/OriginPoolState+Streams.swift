@@ -59,6 +59,7 @@ extension OriginPoolState {
     mutating func streamCapacityChanged(_ connection: Int, maximumConcurrentStreams: Int) -> Actions {
         guard var streams = multiplexed[connection], !streams.goingAway else { return [] }
         streams.capacity = max(0, min(maximumConcurrentStreams, Self.maximumStreams))
+        streams.settled = true
         multiplexed[connection] = streams
         return offerStreams(of: connection) + connectWhileUseful()
     }

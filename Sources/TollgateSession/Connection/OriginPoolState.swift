@@ -61,6 +61,8 @@ struct OriginPoolState {
         var capacity = 1
         /// A GOAWAY arrived: no new stream; closed when the last open one is released.
         var goingAway = false
+        /// The server's SETTINGS arrived (until then the connection may well take every waiter).
+        var settled = false
     }
 
     /// The most streams the pool puts on one h2 connection, whatever the server allows.
@@ -131,7 +133,7 @@ struct OriginPoolState {
         if mayMultiplex { originProtocol = http2 ? .http2 : .http1 }
         guard http2 else {
             // HTTP/1.1 after all: the connections held back while the protocol was unknown.
-            return offer(connection) + connectWhileUseful()
+            return mayMultiplex ? offer(connection) + connectWhileUseful() : offer(connection)
         }
         multiplexed[connection] = Streams()
         return offerStreams(of: connection) + connectWhileUseful()
@@ -235,11 +237,12 @@ struct OriginPoolState {
     /// One more connection is worth making while more tasks wait than connections are coming
     /// (and than free streams there are on h2 connections). While an origin that may speak h2 has
     /// not said which it speaks, one connection at a time; once it speaks h2, another connection
-    /// only when none is coming.
+    /// only when none is coming and every h2 connection has said how many streams it takes.
     mutating func connectIfUseful() -> Actions {
         guard waiters.count > connecting + freeStreams, total < limit else { return [] }
         if mayMultiplex, originProtocol != .http1, connecting > 0 { return [] }
         if mayMultiplex, originProtocol == .unknown, total > 0 { return [] }
+        if mayMultiplex, multiplexed.values.contains(where: { !$0.settled && !$0.goingAway }) { return [] }
         connecting += 1
         return [.connect]
     }
