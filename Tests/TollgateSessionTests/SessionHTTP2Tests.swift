@@ -144,6 +144,28 @@ struct SessionHTTP2Tests {
         #expect(origin.sessionCount == 1)
     }
 
+    @Test("A cacheable h2 response is stored on the miss and served from the cache on the next request")
+    func cacheHitAfterMiss() async throws {
+        let pki = try TestPKI()
+        let origin = try await NGHTTPDOrigin.start(pki: pki, files: ["c.txt": Data("cached over h2".utf8)])
+        defer { origin.stop() }
+        // Modified a year ago: heuristically fresh (nghttpd sends Last-Modified, no Cache-Control).
+        let file = origin.directory.appendingPathComponent("root/c.txt").path
+        try FileManager.default.setAttributes([.modificationDate: Date(timeIntervalSinceNow: -365 * 86400)], ofItemAtPath: file)
+        let fixture = try CacheFixture()
+        var configuration = SessionConfiguration.ephemeral
+        configuration.responseCache = fixture.cache
+        configuration.tlsConfiguration = pki.sessionTLSConfiguration
+        let session = Session(configuration: configuration)
+        let (miss, missBody) = try await load(session, Request(url: origin.url("/c.txt")))
+        #expect(missBody == "cached over h2")
+        #expect(miss.cacheOutcome?.cacheStatus().contains("stored") == true)
+        let (hit, hitBody) = try await load(session, Request(url: origin.url("/c.txt")))
+        #expect(hitBody == "cached over h2")
+        #expect(hit.cacheOutcome?.cacheStatus() == "tollgate; hit")
+        #expect(origin.process.standardOutput.components(separatedBy: "recv HEADERS").count - 1 == 1)
+    }
+
     @Test("A pin mismatch fails the task with the same error as on HTTP/1.1, and no stream is opened")
     func pinMismatch() async throws {
         let pki = try TestPKI()
