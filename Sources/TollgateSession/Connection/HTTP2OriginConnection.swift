@@ -79,8 +79,15 @@ final class HTTP2OriginConnection: ChannelInboundHandler, @unchecked Sendable {
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A connection error (NIOHTTP2 has sent GOAWAY): the streams fail as the channel closes.
-        context.close(promise: nil)
+        guard error is any NIOHTTP2Error else {
+            // TLS or the socket: the connection is gone; its streams fail as the channel closes.
+            context.close(promise: nil)
+            return
+        }
+        // An HTTP/2 error, of one stream (NIOHTTP2 reset it) or of the connection (NIOHTTP2 sent
+        // GOAWAY): no new stream goes on this connection; the pool closes it after the open ones.
+        onGoAway?()
+        onGoAway = nil
     }
 
     func channelInactive(context: ChannelHandlerContext) {

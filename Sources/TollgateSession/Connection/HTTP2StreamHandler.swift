@@ -24,6 +24,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     private var state = HTTP2StreamExchangeState()
     private var readDemand = true
     private var readPending = false
+    /// Whether the request's last frame (END_STREAM) was written.
+    private var requestSent = false
 
     init(head: HTTPRequestHead, body: BodySource, sink: any ExchangeSink) {
         self.head = head
@@ -96,7 +98,9 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: promise)
         }
         promise.futureResult.whenSuccess { [weak self] in
-            guard let self, self.state.isRunning else { return }
+            guard let self else { return }
+            self.requestSent = true
+            guard self.state.isRunning else { return }
             self.sink.exchangeDidFinishRequest()
         }
     }
@@ -187,6 +191,9 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     private func end() {
         // The exchange is over; the connection's own state (open, GOAWAY) decides its reuse.
         sink.exchangeDidReceiveEnd(reusable: true)
+        // A response that ended before the request body did (RFC 9113 §8.1): the rest is not sent,
+        // and the stream is reset rather than left half-open, holding one of the server's streams.
+        if !requestSent { context?.close(promise: nil) }
     }
 
     func channelReadComplete(context: ChannelHandlerContext) {
