@@ -211,4 +211,21 @@ struct SessionHTTP2FallbackTests {
         #expect(again.metrics?.transactionMetrics.last?.isReusedConnection == true)
         #expect(origin.connectionCount == 1)
     }
+
+    @Test("http2 off against an origin offering both h2 and http/1.1: the connection is http/1.1, which the origin speaks")
+    func offAgainstBoth() async throws {
+        let pki = try TestPKI()
+        var tls = pki.serverConfiguration
+        tls.applicationProtocols = ["h2", "http/1.1"]
+        let origin = try await LoopbackOrigin.start(tls: tls) { _, respond in respond.send(status: 200, body: "kept 1.1") }
+        defer { origin.stop() }
+        let off = try await SessionHTTP2Tests.recorded(SessionHTTP2Tests.session(pki, http2: false), Request(url: origin.url("/b")))
+        #expect(off.body == "kept 1.1")
+        #expect(off.metrics?.transactionMetrics.last?.networkProtocolName == "http/1.1")
+        // With h2 offered, this origin picks it and then cannot speak it (it is HTTP/1.1 only):
+        // the offer is what differs.
+        let auto = try await SessionHTTP2Tests.recorded(SessionHTTP2Tests.session(pki), Request(url: origin.url("/b")))
+        #expect(auto.error != nil)
+        #expect(auto.body != "kept 1.1")
+    }
 }
