@@ -1,17 +1,17 @@
-import Foundation
-import TollgateHTTP
-import TollgateTesting
+public import Foundation
+public import TollgateHTTP
 
 /// nghttp2's `nghttpd` (Debian nghttp2-server) as an h2-only https origin serving files from a
 /// temporary directory, with the TestPKI's certificate, run verbose so its frames can be counted.
-final class NGHTTPDOrigin: Sendable {
+public final class NGHTTPDOrigin: Sendable {
     /// Debian installs it in /usr/sbin.
-    static let executable = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
-    static var isInstalled: Bool { executable != nil }
+    public static let executable: String? = ["/usr/sbin/nghttpd", "/usr/bin/nghttpd"].first { FileManager.default.isExecutableFile(atPath: $0) }
+    public static var isInstalled: Bool { executable != nil }
 
-    let process: ChildProcess
-    let port: Int
-    let directory: URL
+    public let process: ChildProcess
+    public let port: Int
+    /// Holds the certificate, the key and `root/`, the document root.
+    public let directory: URL
 
     private init(process: ChildProcess, port: Int, directory: URL) {
         self.process = process
@@ -21,7 +21,7 @@ final class NGHTTPDOrigin: Sendable {
 
     /// Starts nghttpd with `files` (path → contents) in its document root; POST and PUT bodies are
     /// echoed back (`--echo-upload`).
-    static func start(pki: TestPKI, files: [String: Data]) async throws -> NGHTTPDOrigin {
+    public static func start(pki: TestPKI, files: [String: Data]) async throws -> NGHTTPDOrigin {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nghttpd-\(UUID().uuidString)")
         let root = directory.appendingPathComponent("root")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
@@ -46,12 +46,12 @@ final class NGHTTPDOrigin: Sendable {
         throw CocoaError(.fileReadUnknown, userInfo: [NSLocalizedDescriptionKey: "nghttpd did not start"])
     }
 
-    func url(_ path: String) -> HTTPURL {
+    public func url(_ path: String) -> HTTPURL {
         HTTPURL(string: "https://127.0.0.1:\(port)\(path)")!
     }
 
     /// The HTTP/2 sessions (connections) nghttpd reports in its verbose output (`[id=N]`).
-    var sessionCount: Int {
+    public var sessionCount: Int {
         let text = process.standardOutput
         var ids: Set<Substring> = []
         for line in text.split(separator: "\n") where line.hasPrefix("[id=") {
@@ -60,7 +60,7 @@ final class NGHTTPDOrigin: Sendable {
         return ids.count
     }
 
-    func stop() {
+    public func stop() {
         process.kill()
         try? FileManager.default.removeItem(at: directory)
     }
