@@ -126,6 +126,12 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Takes a leased connection out of the pool without closing it (it became a stream task's).
     func detach(_ connection: OriginConnection) {
+        // A stream of an h2 connection cannot leave with it (its handler refuses to convert): the
+        // connection stays the pool's, and the stream is released.
+        if connection.http2 != nil {
+            release(connection, reusable: true)
+            return
+        }
         let actions: OriginPoolState.Actions = lock.withLock {
             entries[connection.key]?.connections.removeValue(forKey: connection.id)
             return entries[connection.key]?.state.detached(connection.id) ?? []
