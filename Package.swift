@@ -88,6 +88,7 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ]
                 + nio,
             swiftSettings: requestPathSettings
@@ -150,6 +151,8 @@ let package = Package(
                 "TollgateSession", "TollgateTesting", "TollgateHTTP", "TollgateTLS", "TollgateCache",
                 .product(name: "NIOEmbedded", package: "swift-nio"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
+                .product(name: "NIOHTTP2", package: "swift-nio-http2"),
+                .product(name: "NIOHPACK", package: "swift-nio-http2"),
             ] + nio,
             swiftSettings: swiftSettings
         ),

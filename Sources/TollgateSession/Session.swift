@@ -110,6 +110,8 @@ public final class Session: @unchecked Sendable {
                 tlsContext: { key in
                     var defaults = TLSConfiguration.makeClientConfiguration()
                     defaults.minimumVersion = minimumVersion
+                    // h2 first where a task can use it (a host's rules may take it out again).
+                    if key.offersHTTP2 { defaults.applicationProtocols = ["h2", "http/1.1"] }
                     var chosen = perHost?(key.host, key.port, defaults) ?? defaults
                     if chosen.identity == nil { chosen.identity = identities.identity(host: key.host, port: key.port) }
                     // The session decides trust itself, through the server-trust challenge.

@@ -89,6 +89,7 @@ public struct PolicyDecision: Sendable {
         var clientIdentity: HostRule.ClientIdentity?
         var credentials: [CredentialSummary]
         var intercept: Bool
+        var http2: HostRule.HTTP2Use
     }
 
     @CopyOnWrite private var parts: Parts
@@ -165,6 +166,12 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.intercept }
     }
 
+    /// Whether the host's https origins are offered HTTP/2.
+    public var http2: HostRule.HTTP2Use {
+        _read { yield parts.http2 }
+        _modify { yield &parts.http2 }
+    }
+
     /// A decision of these parts.
     init(
         rule: MatchedRule?,
@@ -178,7 +185,8 @@ public struct PolicyDecision: Sendable {
         trust: TrustSummary,
         clientIdentity: HostRule.ClientIdentity?,
         credentials: [CredentialSummary],
-        intercept: Bool
+        intercept: Bool,
+        http2: HostRule.HTTP2Use = .auto
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -193,7 +201,8 @@ public struct PolicyDecision: Sendable {
                 trust: trust,
                 clientIdentity: clientIdentity,
                 credentials: credentials,
-                intercept: intercept
+                intercept: intercept,
+                http2: http2
             )
         )
     }

@@ -138,7 +138,8 @@ public struct PolicyDecisions: Sendable {
                     persistence: $0.persistence
                 )
             },
-            intercept: rule.intercept
+            intercept: rule.intercept,
+            http2: rule.http2
         )
         let holds: Range<Date>
         if let expiry = rule.trust.pinsExpire {

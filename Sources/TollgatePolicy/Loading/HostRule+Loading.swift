@@ -3,7 +3,7 @@ import Yams
 import TollgateTLS
 
 extension HostRule {
-    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept"]
+    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2"]
 
     /// Reads one entry of `hosts`.
     ///
@@ -17,6 +17,7 @@ extension HostRule {
     /// | `credentials` | list of credentials | none |
     /// | `cache` | mapping (``CacheOverride``) | store allowed, key unchanged |
     /// | `intercept` | boolean | `false` |
+    /// | `http2` | `auto` \| `off` | `auto` |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -42,6 +43,7 @@ extension HostRule {
         }
         if let cacheNode = entry["cache"] { cache = CacheOverride(node: cacheNode) }
         if let value = entry["intercept"]?.bool() { intercept = value }
+        if let use = entry["http2"]?.choice(HTTP2Use.self) { http2 = use }
         guard !patterns.isEmpty else { return nil }
     }
 }

@@ -18,6 +18,8 @@ public struct HostRule: Hashable, Sendable {
     /// Whether CONNECT tunnels to these hosts are intercepted (TLS terminated with a certificate
     /// from the local CA) so their requests can be cached (`intercept`). Default: false.
     public var intercept: Bool = false
+    /// Whether the session offers HTTP/2 to these hosts' https origins (`http2`). Default: `auto`.
+    public var http2: HTTP2Use = .auto
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

@@ -204,7 +204,8 @@ extension PolicySessionDelegate {
     /// - Parameters:
     ///   - host: the host connected to.
     ///   - port: its port.
-    ///   - defaults: the session's defaults (minimum version, ALPN, timeouts), kept.
+    ///   - defaults: the session's defaults (minimum version, ALPN, timeouts), kept; `h2` taken out of
+    ///     the ALPN offer for a host whose rule says `http2: off`.
     public func tlsConfiguration(host: String, port: Int, defaults: TLSConfiguration) -> TLSConfiguration {
         let decision = decisions.decide(host: host, port: port)
         let files = trustEnvironment.files
@@ -216,6 +217,7 @@ extension PolicySessionDelegate {
         }
 
         var configuration = defaults
+        if decision.http2 == .off { configuration.applicationProtocols.removeAll { $0 == "h2" } }
         var anchors: [Certificate] = []
         var unreadable: [String] = []
         // An optional bundle that does not exist (mkcert never run on this machine) adds nothing.

@@ -12,6 +12,9 @@ struct ConnectionKey: Hashable, Sendable, CustomStringConvertible {
     /// For https through an upstream proxy: the proxy the TCP connection goes to, carrying a
     /// `CONNECT` tunnel to the origin `host:port` (TLS and requests are then the origin's).
     var tunnelVia: UpstreamProxy? = nil
+    /// Whether TLS offers `h2` by ALPN (data tasks to https origins; not WebSockets, which need the
+    /// connection itself). The origin may still answer `http/1.1`, or the host's rules switch h2 off.
+    var offersHTTP2 = false
 
     var description: String {
         if let tunnelVia { return "\(scheme)://\(host):\(port) (tunnel via \(tunnelVia.host):\(tunnelVia.port))" }

@@ -25,7 +25,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// A class, not a struct: reading `entries[key]?.connections[id]` or the state through the
     /// dictionary would otherwise copy the whole entry (its arrays, set and dictionaries) each
     /// time, and a lease copied and wrote it back — several of these per request.
-    private final class Entry {
+    final class Entry {
         var state: OriginPoolState
         var connections: [Int: OriginConnection] = [:]
         /// When each idle connection was parked (its idle timeout counts from then).
@@ -41,13 +41,13 @@ final class ConnectionPool: @unchecked Sendable {
         var promise: EventLoopPromise<OriginConnection>
     }
 
-    private let configuration: Configuration
+    let configuration: Configuration
     private let resolver: NameResolver
-    private let lock = NIOLock()
-    private var entries: [ConnectionKey: Entry] = [:]
+    let lock = NIOLock()
+    var entries: [ConnectionKey: Entry] = [:]
     private var waiters: [Int: Waiter] = [:]
-    private var nextID = 0
-    private var isShutDown = false
+    var nextID = 0
+    var isShutDown = false
     /// Connections with an identifier up to this one are closed instead of reused (`flush`/`reset`).
     private var retiredThrough = 0
 
@@ -69,7 +69,7 @@ final class ConnectionPool: @unchecked Sendable {
             if let known = entries[key] {
                 entry = known
             } else {
-                entry = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost))
+                entry = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: key.offersHTTP2))
                 entries[key] = entry
             }
             let actions = entry.state.leaseRequested(waiter: id, priority: priority, loop: Self.loopID(eventLoop))
@@ -90,7 +90,7 @@ final class ConnectionPool: @unchecked Sendable {
                 return nil
             }
             entry.idleSince.removeValue(forKey: id)
-            return entry.connections[id]
+            return Self.lease(of: entry.connections[id])
         }
     }
 
@@ -107,14 +107,31 @@ final class ConnectionPool: @unchecked Sendable {
     /// Gives a connection back; a connection that is not reusable is closed.
     func release(_ connection: OriginConnection, reusable: Bool) {
         let actions: OriginPoolState.Actions = lock.withLock {
+            guard let entry = entries[connection.key] else { return [] }
+            if let http2 = connection.http2 {
+                // A stream's end or failure says nothing of the connection: it is kept while it is
+                // open and trusted, and drained (no new stream) once retired.
+                guard http2.isTrustApproved, connection.channel.isActive else {
+                    return entry.state.released(connection.id, reusable: false)
+                }
+                var drain: OriginPoolState.Actions = []
+                if isShutDown || connection.id <= retiredThrough { drain = entry.state.goAwayReceived(connection.id) }
+                return drain + entry.state.released(connection.id, reusable: true)
+            }
             let keep = reusable && !isShutDown && connection.id > retiredThrough
-            return entries[connection.key]?.state.released(connection.id, reusable: keep) ?? []
+            return entry.state.released(connection.id, reusable: keep)
         }
         run(actions, key: connection.key, eventLoop: connection.eventLoop)
     }
 
     /// Takes a leased connection out of the pool without closing it (it became a stream task's).
     func detach(_ connection: OriginConnection) {
+        // A stream of an h2 connection cannot leave with it (its handler refuses to convert): the
+        // connection stays the pool's, and the stream is released.
+        if connection.http2 != nil {
+            release(connection, reusable: true)
+            return
+        }
         let actions: OriginPoolState.Actions = lock.withLock {
             entries[connection.key]?.connections.removeValue(forKey: connection.id)
             return entries[connection.key]?.state.detached(connection.id) ?? []
@@ -154,7 +171,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     // MARK: actions
 
-    private func run(_ actions: OriginPoolState.Actions, key: ConnectionKey, eventLoop: any EventLoop) {
+    func run(_ actions: OriginPoolState.Actions, key: ConnectionKey, eventLoop: any EventLoop) {
         for action in actions {
             switch action {
             case .none:
@@ -166,7 +183,7 @@ final class ConnectionPool: @unchecked Sendable {
                     // Its idle deadline stays registered: when it passes, the connection is
                     // found leased and nothing happens (no timer cancelled per lease).
                     entries[key]?.idleSince.removeValue(forKey: connectionID)
-                    return (entries[key]?.connections[connectionID], waiters.removeValue(forKey: waiterID))
+                    return (Self.lease(of: entries[key]?.connections[connectionID]), waiters.removeValue(forKey: waiterID))
                 }
                 if let connection, let waiter {
                     waiter.promise.succeed(connection)
@@ -301,11 +318,17 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     private func connected(channel: any Channel, handler: OriginConnectionHandler, key: ConnectionKey, establishment: OriginConnection.Establishment) {
+        if establishment.tlsEvaluation?.applicationProtocol == "h2" {
+            connectedHTTP2(channel: channel, handler: handler, key: key, establishment: establishment)
+            return
+        }
         let (connection, actions): (OriginConnection, OriginPoolState.Actions) = lock.withLock {
             nextID += 1
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
             connection.pool = self
-            if entries[key] == nil { entries[key] = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost)) }
+            if entries[key] == nil {
+                entries[key] = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: key.offersHTTP2))
+            }
             entries[key]?.connections[connection.id] = connection
             let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id, loop: Self.loopID(channel.eventLoop)) ?? [])
             return (connection, actions)
@@ -318,7 +341,7 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: key, eventLoop: channel.eventLoop)
     }
 
-    private func connectionClosed(key: ConnectionKey, id: Int) {
+    func connectionClosed(key: ConnectionKey, id: Int) {
         let (actions, connection): (OriginPoolState.Actions, OriginConnection?) = lock.withLock {
             let connection = entries[key]?.connections.removeValue(forKey: id)
             entries[key]?.idleSince.removeValue(forKey: id)
@@ -334,7 +357,7 @@ final class ConnectionPool: @unchecked Sendable {
         run(actions, key: key, eventLoop: connection.eventLoop)
     }
 
-    private func connectFailed(key: ConnectionKey, error: SessionError) {
+    func connectFailed(key: ConnectionKey, error: SessionError) {
         let (failed, actions, loop): (Waiter?, OriginPoolState.Actions, (any EventLoop)?) = lock.withLock {
             let actions = entries[key]?.state.connectFailed() ?? []
             var failed: Waiter?

@@ -4,13 +4,18 @@ import TollgateLoop
 import TollgateTLS
 
 /// One keep-alive connection to an origin (or to the upstream proxy), owned by the pool and
-/// leased to one task at a time.
+/// leased to one task at a time; or, for an HTTP/2 connection, the pool's record of it and each
+/// lease of one of its streams (same ``id``, channel and establishment; its own ``handler``).
 final class OriginConnection: DeadlineWatcher, @unchecked Sendable {
     /// Unique within the pool.
     let id: Int
     let key: ConnectionKey
     let channel: any Channel
-    let handler: OriginConnectionHandler
+    let handler: any OriginExchangeHandler
+    /// The HTTP/2 connection, when the origin chose `h2` (nil: HTTP/1.1, leased whole).
+    let http2: HTTP2OriginConnection?
+    /// The transaction metrics' protocol name (ALPN's spelling).
+    var protocolName: String { http2 == nil ? "http/1.1" : "h2" }
     /// The timings of making this connection, reported in the first transaction it carries.
     let establishment: Establishment
     /// Whether this connection is TLS and still waits for its trust decision.
@@ -40,12 +45,33 @@ final class OriginConnection: DeadlineWatcher, @unchecked Sendable {
     /// Until then no request is sent on it. Touched only by its lessee.
     var trustApproved = false
 
-    init(id: Int, key: ConnectionKey, channel: any Channel, handler: OriginConnectionHandler, establishment: Establishment) {
+    init(
+        id: Int,
+        key: ConnectionKey,
+        channel: any Channel,
+        handler: any OriginExchangeHandler,
+        establishment: Establishment,
+        http2: HTTP2OriginConnection? = nil
+    ) {
         self.id = id
         self.key = key
         self.channel = channel
         self.handler = handler
         self.establishment = establishment
+        self.http2 = http2
+    }
+
+    /// A lease of one new stream of this HTTP/2 connection; `ordinal` counts the streams leased
+    /// on it (the first reports the connection's establishment, the later ones are reused).
+    func streamLease(ordinal: Int) -> OriginConnection? {
+        guard let http2 else { return nil }
+        let lease = OriginConnection(
+            id: id, key: key, channel: channel, handler: HTTP2StreamExchange(connection: http2),
+            establishment: establishment, http2: http2
+        )
+        lease.exchangeCount = ordinal - 1
+        lease.trustApproved = http2.isTrustApproved
+        return lease
     }
 
     var eventLoop: any EventLoop { channel.eventLoop }

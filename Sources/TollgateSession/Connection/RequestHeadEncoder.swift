@@ -18,6 +18,8 @@ struct RequestHeadEncoder {
     var isHead: Bool
     /// Whether the request lets the connection carry another one (no `Connection: close`).
     var keepAlive: Bool
+    /// The head encoded (an HTTP/2 stream sends it as a header block instead of ``bytes``).
+    var head: HTTPRequestHead
 
     /// Encodes `head` for the wire: origin-form, or absolute-form through a proxy; `Host` first
     /// when the request has none; `Content-Length` or `Transfer-Encoding: chunked` added for a
@@ -30,6 +32,7 @@ struct RequestHeadEncoder {
         viaProxy: Bool,
         allocator: ByteBufferAllocator
     ) {
+        self.head = head
         let fields = head.headerFields
         isHead = head.method == .head
         keepAlive = !fields.contains(.connection)

@@ -81,7 +81,8 @@ extension SessionTask {
                 if let handler {
                     stream.adopt(channel: connection.channel, handler: handler)
                 } else {
-                    connection.channel.close(promise: nil)
+                    // The exchange's transport: the connection, or only the stream of an h2 one.
+                    connection.onLoop { connection.handler.close() }
                     stream.fail(SessionError(.networkConnectionLost, nil, "the connection is gone"))
                 }
             }

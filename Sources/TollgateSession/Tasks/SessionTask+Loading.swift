@@ -205,7 +205,9 @@ extension SessionTask {
             }
             return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
         }
-        return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
+        var key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
+        key.offersHTTP2 = url.scheme == "https" && !(self is WebSocketTask)
+        return key
     }
 
     private func connectionFailed(_ error: SessionError) {
@@ -247,7 +249,7 @@ extension SessionTask {
             engine.transaction.isReusedConnection = true
         }
         engine.transaction.remoteAddress = connection.establishment.remoteAddress
-        engine.transaction.networkProtocolName = "http/1.1"
+        engine.transaction.networkProtocolName = connection.protocolName
         engine.transaction.negotiatedTLSProtocolVersion = connection.establishment.tlsEvaluation?.protocolVersion.description
         engine.transaction.resourceFetchType = .networkLoad
         engine.requestDate = TickClock.date

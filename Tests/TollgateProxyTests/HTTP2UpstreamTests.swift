@@ -1,0 +1,87 @@
+import Foundation
+import Testing
+import TollgateHTTP
+import TollgateTesting
+
+/// The proxy's session speaking h2 to an h2-only origin (nghttpd), through the built executable:
+/// the client side stays HTTP/1.1, the access log tells the upstream protocol.
+@Suite(
+    "HTTP/2 upstream through the proxy (nghttpd, the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil && NGHTTPDOrigin.isInstalled, "needs the tollgate executable and nghttpd")
+)
+struct HTTP2UpstreamTests {
+    /// A forward proxy logging JSON, trusting the test CA for 127.0.0.1, with `http2` for that host.
+    static func serve(pki: TestPKI, http2: String, in directory: URL) async throws -> (Served, Int) {
+        let file = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            log:
+              format: json
+            hosts:
+              - match: "127.0.0.1"
+                http2: \(http2)
+                trust:
+                  roots: ["\(pki.caFile)"]
+            """.write(to: file, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", file.path], directory: directory, lines: 1)
+        return (served, try served.port("forward"))
+    }
+
+    /// The JSON log line whose target ends with `path`.
+    static func logLine(_ served: Served, _ path: String) async throws -> [String: Any] {
+        var found: [String: Any]?
+        try await eventually("the log line of \(path)") {
+            found = served.child.standardError.split(separator: "\n").lazy.compactMap { line in
+                try? JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+            }.first { ($0["target"] as? String)?.hasSuffix(path) == true }
+            return found != nil
+        }
+        return found ?? [:]
+    }
+
+    @Test("An https request through the proxy goes to the origin over h2; the log says upstream_protocol h2 and the second one reused")
+    func logsH2() async throws {
+        let pki = try TestPKI()
+        let origin = try await NGHTTPDOrigin.start(pki: pki, files: ["p.txt": Data("from h2".utf8), "q.txt": Data("again".utf8)])
+        defer { origin.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, proxy) = try await Self.serve(pki: pki, http2: "auto", in: directory)
+        defer { served.child.kill() }
+        let target = "https://127.0.0.1:\(origin.port)"
+        let response = try await request("GET \(target)/p.txt HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n", port: proxy)
+        #expect(response.status == 200)
+        #expect(response.bodyText == "from h2")
+        #expect(response.header("Via")?.contains("2 tollgate") == true)
+        let line = try await Self.logLine(served, "/p.txt")
+        #expect(line["upstream_protocol"] as? String == "h2")
+        #expect(line["reused"] as? Bool == false)
+        let second = try await request("GET \(target)/q.txt HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n", port: proxy)
+        #expect(second.bodyText == "again")
+        let secondLine = try await Self.logLine(served, "/q.txt")
+        #expect(secondLine["upstream_protocol"] as? String == "h2")
+        #expect(secondLine["reused"] as? Bool == true)
+        #expect(origin.sessionCount == 1)
+    }
+
+    @Test("With http2: off for the host, the h2-only origin cannot be reached: a 502, and no request reaches it")
+    func offFails() async throws {
+        let pki = try TestPKI()
+        let origin = try await NGHTTPDOrigin.start(pki: pki, files: ["p.txt": Data("from h2".utf8)])
+        defer { origin.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, proxy) = try await Self.serve(pki: pki, http2: "off", in: directory)
+        defer { served.child.kill() }
+        let response = try await request(
+            "GET https://127.0.0.1:\(origin.port)/p.txt HTTP/1.1\r\nHost: 127.0.0.1:\(origin.port)\r\n\r\n", port: proxy
+        )
+        #expect(response.status == 502)
+        #expect(!origin.process.standardOutput.contains("recv HEADERS"))
+    }
+}
