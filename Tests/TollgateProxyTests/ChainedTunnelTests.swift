@@ -88,7 +88,7 @@ private struct Chain {
 
 private func curl(_ url: String, proxy: Int, cacert: String) async throws -> (status: Int32, stdout: String, stderr: String) {
     try await ChildProcess.run(
-        "/usr/bin/curl", ["-sS", "-i", "--max-time", "20", "--cacert", cacert, "-x", "http://127.0.0.1:\(proxy)", url]
+        "/usr/bin/curl", ["-sS", "-i", "--http1.1", "--max-time", "20", "--cacert", cacert, "-x", "http://127.0.0.1:\(proxy)", url]
     )
 }
 
