@@ -68,6 +68,7 @@ for target in "${targets[@]}"; do
     dictionary=Fuzz/Dictionaries/http.dict
     max_len=4096
     case "$target" in
+        FuzzRequestDecoder | FuzzResponseDecoder) max_len=2048 ;;
         FuzzPolicyLoader) dictionary=Fuzz/Dictionaries/policy.dict; max_len=8192 ;;
         FuzzTLSHandler | FuzzStoredEntry | FuzzManifest) dictionary=""; max_len=8192 ;;
     esac

@@ -7,7 +7,7 @@
 // - a cookie that came from the origin applies to it again (`matches`) when its path covers the
 //   URL's path; a secure or `__Secure-`/`__Host-` cookie only comes from https; `__Host-` is
 //   host-only with path `/`;
-// - name and value carry no control byte and no `;`; name plus value fit the size limit;
+// - name and value carry no control byte (but HTAB) and no `;`; name plus value fit the size limit;
 // - the cookie written back as a Set-Cookie value (its attributes spelled out) parses to the
 //   same cookie.
 #if canImport(FoundationEssentials)
@@ -69,7 +69,8 @@ public func fuzzCookie(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         fuzzCheck(cookie.isHostOnly && cookie.path == "/", "a __Host- cookie with a domain or path: '\(field)'")
     }
     for text in [cookie.name, cookie.value] {
-        fuzzCheck(!text.unicodeScalars.contains { $0.value < 0x20 || $0.value == 0x7F || $0 == ";" }, "control byte or ';' kept: '\(field)'")
+        // HTAB is allowed inside (RFC 6265bis §5.6: CTLs other than HTAB are refused).
+        fuzzCheck(!text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F || $0 == ";" }, "control byte or ';' kept: '\(field)'")
     }
     fuzzCheck(cookie.name.utf8.count + cookie.value.utf8.count <= Cookie.maximumSize, "an oversized cookie kept")
     fuzzCheck(cookie.path.hasPrefix("/"), "path '\(cookie.path)' does not start with /")
