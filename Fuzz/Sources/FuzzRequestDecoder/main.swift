@@ -3,12 +3,11 @@
 //
 // Invariants:
 // - the same bytes give the same events however they arrive: all at once, byte by byte (up to
-//   1 KiB), in
-//   pieces of varying size, and cut in two at every point (an even spread of 24 points in longer
-//   inputs; body pieces merged before comparing);
+//   1 KiB), in pieces of varying size, and cut in two at every point (an even spread of 24 points
+//   in longer inputs; body pieces merged before comparing);
 // - a head has exactly one framing, the one its fields name: `Transfer-Encoding` (then no
-//   `Content-Length`) is chunked, `Content-Length` values that agree give that length, neither
-//   gives no body; never two readings;
+//   `Content-Length`) is chunked, `Content-Length` values that are all the same number give that
+//   length, neither gives no body; never two readings;
 // - a length-delimited body carries exactly its length before its end; events follow
 //   head (body)* end, and nothing follows a failure.
 import FuzzSupport
@@ -60,10 +59,14 @@ func expectedFraming(_ head: ClientRequestHead) -> ClientRequestHead.Framing? {
         return contentLength.isEmpty ? .chunked : nil
     }
     if contentLength.isEmpty { return ClientRequestHead.Framing.none }
-    let values = Set(FieldList.elements(contentLength).map(String.init))
-    guard values.count == 1, let only = values.first, !only.isEmpty,
-        only.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int64(only)
-    else { return nil }
+    // Every element plain digits, all the same number (`2, 02` is one length: RFC 9110 §8.6).
+    var lengths = Set<Int64>()
+    for element in FieldList.elements(contentLength) {
+        guard !element.isEmpty, element.utf8.allSatisfy({ $0 >= 0x30 && $0 <= 0x39 }), let length = Int64(element)
+        else { return nil }
+        lengths.insert(length)
+    }
+    guard lengths.count == 1, let length = lengths.first else { return nil }
     return .length(length)
 }
 

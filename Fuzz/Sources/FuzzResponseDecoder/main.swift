@@ -4,9 +4,8 @@
 //
 // Invariants:
 // - the same bytes give the same events however they arrive (all at once, byte by byte up to
-//   1 KiB, in
-//   pieces, cut in two at every point or, in longer inputs, at 24), body pieces merged, the end of
-//   input included;
+//   1 KiB, in pieces, cut in two at every point or, in longer inputs, at 24), body pieces merged,
+//   the end of input included;
 // - a response whose `Content-Length` the decoder accepted carries exactly that many body bytes
 //   (unless it has no body: HEAD, 1xx, 204, 304, or `Transfer-Encoding` decides);
 // - a response with both `Transfer-Encoding` and `Content-Length` never leaves the connection
