@@ -20,7 +20,10 @@ public func fuzzCacheControl(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
     var fields = HeaderFields()
     fields.add(name: "Cache-Control", value: value)
     let inPlace = CacheControl(cacheControlLinesOf: fields)
-    fuzzCheck(inPlace == CacheControl(fieldValues: fields.values(for: "Cache-Control")), "the byte and string parsers differ on '\(value)'")
+    fuzzCheck(
+        inPlace == CacheControl(fieldValues: fields.values(for: "Cache-Control")),
+        "the byte and string parsers differ on '\(value)'"
+    )
     for seconds in [parsed.maxAge, parsed.sMaxAge, parsed.minFresh, parsed.staleWhileRevalidate, parsed.staleIfError] {
         if let seconds {
             fuzzCheck((0...CacheControl.maximumDeltaSeconds).contains(seconds), "delta-seconds \(seconds) out of range")
@@ -30,7 +33,10 @@ public func fuzzCacheControl(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
     let vary = Vary(fieldValues: [value])
     fuzzCheck(Set(vary.fieldNames).count == vary.fieldNames.count, "duplicate Vary names \(vary.fieldNames)")
     for name in vary.fieldNames {
-        fuzzCheck(!name.isEmpty && FieldList.isToken(name) && name == name.lowercased(), "Vary name '\(name)' is not a lowercased token")
+        fuzzCheck(
+            !name.isEmpty && FieldList.isToken(name) && name == name.lowercased(),
+            "Vary name '\(name)' is not a lowercased token"
+        )
     }
     // A wildcard is written as `*` alone: the names beside it do not matter (it never matches).
     let varyAgain = Vary(fieldValues: [vary.description])

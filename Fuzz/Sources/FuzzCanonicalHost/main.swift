@@ -1,3 +1,7 @@
+import FuzzSupport
+
+@testable import TollgateProxy
+
 // The destination canonicalizer (CanonicalHost: every spelling of an IPv4 or IPv6 address, or a
 // name) fed an arbitrary host as a client could write it in a request target or a Host field.
 //
@@ -12,8 +16,6 @@
 #if canImport(Glibc)
 import Glibc
 #endif
-import FuzzSupport
-@testable import TollgateProxy
 
 /// The addresses getaddrinfo reads from `text` as a numeric host (no DNS), 4 or 16 bytes each.
 func numericAddresses(_ text: String) -> [[UInt8]]? {
@@ -27,7 +29,9 @@ func numericAddresses(_ text: String) -> [[UInt8]]? {
     var addresses: [[UInt8]] = []
     var cursor: UnsafeMutablePointer<addrinfo>? = first
     while let info = cursor {
-        if let address = info.pointee.ai_addr, let bytes = canonicalNetworkAddressBytes(address), !addresses.contains(bytes) {
+        if let address = info.pointee.ai_addr, let bytes = canonicalNetworkAddressBytes(address),
+            !addresses.contains(bytes)
+        {
             addresses.append(bytes)
         }
         cursor = info.pointee.ai_next
@@ -52,15 +56,24 @@ public func fuzzCanonicalHost(_ start: UnsafePointer<UInt8>?, _ count: Int) -> C
         fuzzCheck(again == canonical, "'\(host)' → '\(canonical.text)' → \(String(describing: again))")
         let numeric = numericAddresses(canonical.text)
         if let address = canonical.address {
-            fuzzCheck(numeric == [address], "'\(canonical.text)' (from '\(host)') resolves to \(String(describing: numeric)), not \(address)")
+            fuzzCheck(
+                numeric == [address],
+                "'\(canonical.text)' (from '\(host)') resolves to \(String(describing: numeric)), not \(address)"
+            )
         } else {
-            fuzzCheck(numeric == nil, "the name '\(canonical.text)' (from '\(host)') resolves numerically to \(numeric ?? [])")
+            fuzzCheck(
+                numeric == nil,
+                "the name '\(canonical.text)' (from '\(host)') resolves numerically to \(numeric ?? [])"
+            )
         }
     }
     if let aton = inetAton(host), host.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
         // inet_aton stops at the first space; without spaces the whole text was read.
         if let canonical {
-            fuzzCheck(canonical.address == aton, "'\(host)': inet_aton reads \(aton), canonicalized to '\(canonical.text)'")
+            fuzzCheck(
+                canonical.address == aton,
+                "'\(host)': inet_aton reads \(aton), canonicalized to '\(canonical.text)'"
+            )
         }
     }
     return 0

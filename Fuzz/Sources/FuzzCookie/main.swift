@@ -1,3 +1,7 @@
+import FuzzSupport
+import TollgateHTTP
+import TollgateSession
+
 // The Set-Cookie parser (RFC 6265 §5.2, storage rules of §5.3) fed an arbitrary field value, as
 // received from one of a few origins (the first byte picks which), with a fixed public suffix list.
 //
@@ -15,9 +19,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import FuzzSupport
-import TollgateHTTP
-import TollgateSession
 
 let origins = [
     "https://www.example.com/a/b", "http://shop.example.co.uk/basket/", "https://127.0.0.1/x",
@@ -34,8 +35,11 @@ func setCookieValue(_ cookie: Cookie) -> String? {
     parts.append("Path=\(cookie.path)")
     if let expires = cookie.expiresDate {
         // The Expires attribute carries whole seconds of years 1601…9999 only.
-        guard expires == .distantPast || (expires.timeIntervalSince1970.rounded() == expires.timeIntervalSince1970
-            && expires.timeIntervalSince1970 > -11_644_473_600 && expires.timeIntervalSince1970 < 253_402_300_800)
+        guard
+            expires == .distantPast
+                || (expires.timeIntervalSince1970.rounded() == expires.timeIntervalSince1970
+                    && expires.timeIntervalSince1970 > -11_644_473_600
+                    && expires.timeIntervalSince1970 < 253_402_300_800)
         else { return nil }
         parts.append(expires == .distantPast ? "Max-Age=0" : "Expires=\(HTTPDate.format(expires))")
     }
@@ -51,7 +55,8 @@ public func fuzzCookie(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let input = FuzzInput(start, count)
     let url = origins[Int(input.bytes[0]) % origins.count]
     let field = String(decoding: input.bytes.dropFirst(), as: UTF8.self)
-    guard case .success(let cookie) = Cookie.parse(setCookie: field, from: url, now: now, publicSuffixes: suffixes) else {
+    guard case .success(let cookie) = Cookie.parse(setCookie: field, from: url, now: now, publicSuffixes: suffixes)
+    else {
         return 0
     }
     let host = url.host
@@ -59,8 +64,14 @@ public func fuzzCookie(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
         fuzzCheck(cookie.domain == host, "host-only cookie for '\(cookie.domain)' from \(host): '\(field)'")
     } else {
         fuzzCheck(Cookie.domainMatches(host, cookie.domain), "cookie for '\(cookie.domain)' from \(host): '\(field)'")
-        fuzzCheck(!suffixes.isPublicSuffix(cookie.domain), "cookie for the public suffix '\(cookie.domain)': '\(field)'")
-        fuzzCheck(!host.contains(":") && !host.allSatisfy({ $0.isNumber || $0 == "." }), "domain cookie on an IP host: '\(field)'")
+        fuzzCheck(
+            !suffixes.isPublicSuffix(cookie.domain),
+            "cookie for the public suffix '\(cookie.domain)': '\(field)'"
+        )
+        fuzzCheck(
+            !host.contains(":") && !host.allSatisfy({ $0.isNumber || $0 == "." }),
+            "domain cookie on an IP host: '\(field)'"
+        )
     }
     if cookie.isSecure || cookie.name.hasPrefix("__Secure-") || cookie.name.hasPrefix("__Host-") {
         fuzzCheck(url.isSecure && cookie.isSecure, "a secure cookie from \(url): '\(field)'")
@@ -70,7 +81,10 @@ public func fuzzCookie(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     }
     for text in [cookie.name, cookie.value] {
         // HTAB is allowed inside (RFC 6265bis §5.6: CTLs other than HTAB are refused).
-        fuzzCheck(!text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F || $0 == ";" }, "control byte or ';' kept: '\(field)'")
+        fuzzCheck(
+            !text.unicodeScalars.contains { ($0.value < 0x20 && $0 != "\t") || $0.value == 0x7F || $0 == ";" },
+            "control byte or ';' kept: '\(field)'"
+        )
     }
     fuzzCheck(cookie.name.utf8.count + cookie.value.utf8.count <= Cookie.maximumSize, "an oversized cookie kept")
     fuzzCheck(cookie.path.hasPrefix("/"), "path '\(cookie.path)' does not start with /")

@@ -10,6 +10,7 @@
 //   origin something else, or smuggle in parameters), and a response of 32 or 64 hex digits.
 import FuzzSupport
 import TollgateHTTP
+
 @testable import TollgateSession
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -23,10 +24,12 @@ public func fuzzDigestChallenge(_ start: UnsafePointer<UInt8>?, _ count: Int) ->
         }
         fuzzCheck(challenge.token68 == nil || challenge.parameters.isEmpty, "a token68 and parameters in one challenge")
         if challenge.token68 == nil {
-            let written = ([challenge.scheme] + [
-                challenge.parameters.sorted { $0.key < $1.key }
-                    .map { "\($0.key)=\(AuthenticationHeader.quoted($0.value))" }.joined(separator: ", ")
-            ].filter { !$0.isEmpty }).joined(separator: " ")
+            let written =
+                ([challenge.scheme]
+                + [
+                    challenge.parameters.sorted { $0.key < $1.key }
+                        .map { "\($0.key)=\(AuthenticationHeader.quoted($0.value))" }.joined(separator: ", ")
+                ].filter { !$0.isEmpty }).joined(separator: " ")
             let again = AuthenticationHeader.challenges(in: [written])
             fuzzCheck(again == [challenge], "'\(value)' → '\(written)' → \(again)")
         }
@@ -36,7 +39,12 @@ public func fuzzDigestChallenge(_ start: UnsafePointer<UInt8>?, _ count: Int) ->
     for answerable in AnswerableChallenge.from([value]) {
         guard let digest = answerable.digest else { continue }
         let authorization = digest.authorization(
-            user: "user", password: "secret", method: "GET", uri: "/a?b", nonceCount: 1, cnonce: "0a4f113b"
+            user: "user",
+            password: "secret",
+            method: "GET",
+            uri: "/a?b",
+            nonceCount: 1,
+            cnonce: "0a4f113b"
         )
         let parsed = AuthenticationHeader.challenges(in: [authorization])
         fuzzCheck(parsed.count == 1 && parsed[0].schemeName == "digest", "'\(authorization)' reads as \(parsed)")
@@ -47,7 +55,8 @@ public func fuzzDigestChallenge(_ start: UnsafePointer<UInt8>?, _ count: Int) ->
         fuzzCheck(credential.parameters["uri"] == "/a?b", "uri changed: '\(authorization)'")
         let response = credential.parameters["response"] ?? ""
         fuzzCheck(
-            (response.count == 32 || response.count == 64) && response.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) },
+            (response.count == 32 || response.count == 64)
+                && response.utf8.allSatisfy { ($0 >= 0x30 && $0 <= 0x39) || ($0 >= 0x61 && $0 <= 0x66) },
             "response '\(response)'"
         )
     }

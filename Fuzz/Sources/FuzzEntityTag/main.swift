@@ -8,6 +8,7 @@
 // - a tag that parses alone parses as a one-element list, and matches itself weakly (and strongly
 //   when it is strong).
 import FuzzSupport
+
 @testable import TollgateHTTP
 
 @_cdecl("LLVMFuzzerTestOneInput")
@@ -17,7 +18,10 @@ public func fuzzEntityTag(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt 
     if let tag = EntityTag(value) {
         let again = EntityTag(tag.description)
         fuzzCheck(again == tag, "'\(value)' → '\(tag)' → \(String(describing: again))")
-        fuzzCheck(tag.opaqueTag.utf8.allSatisfy(EntityTag.isETagByte), "the opaque tag of '\(value)' has a byte etagc refuses")
+        fuzzCheck(
+            tag.opaqueTag.utf8.allSatisfy(EntityTag.isETagByte),
+            "the opaque tag of '\(value)' has a byte etagc refuses"
+        )
         fuzzCheck(EntityTagList(fieldValues: [value]) == .tags([tag]), "'\(value)' is a tag but not a one-tag list")
         fuzzCheck(tag.matches(tag, using: .weak), "'\(tag)' does not match itself weakly")
         fuzzCheck(tag.isWeak || tag.matches(tag, using: .strong), "the strong '\(tag)' does not match itself strongly")

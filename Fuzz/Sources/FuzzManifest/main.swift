@@ -1,3 +1,6 @@
+import FuzzSupport
+import TollgateCache
+
 // The cache manifest reader (CacheManifest.decode: the JSON file `tollgate warm --manifest` and
 // `tollgate cache export` exchange, which may come from another machine) fed arbitrary bytes.
 //
@@ -10,8 +13,6 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import FuzzSupport
-import TollgateCache
 
 @_cdecl("LLVMFuzzerTestOneInput")
 public func fuzzManifest(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {

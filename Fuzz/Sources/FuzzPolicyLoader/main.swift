@@ -30,7 +30,9 @@ public func fuzzPolicyLoader(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CI
         fuzzCheck(problems.isEmpty, "a policy loaded although problems(inYAML:) found \(problems)")
     }
     // An upper bound: YAML also breaks lines at CR, NEL, LS and PS (a CRLF counts twice here).
-    let lines = yaml.unicodeScalars.reduce(1) { $0 + ("\n\r\u{85}\u{2028}\u{2029}".unicodeScalars.contains($1) ? 1 : 0) }
+    let lines = yaml.unicodeScalars.reduce(1) {
+        $0 + ("\n\r\u{85}\u{2028}\u{2029}".unicodeScalars.contains($1) ? 1 : 0)
+    }
     for problem in problems {
         fuzzCheck(problem.file == "fuzz.yaml", "problem names file '\(problem.file)'")
         fuzzCheck((1...lines + 1).contains(problem.line), "problem on line \(problem.line) of \(lines): \(problem)")

@@ -13,6 +13,7 @@
 import FuzzSupport
 import NIOCore
 import TollgateHTTP
+
 @testable import TollgateProxy
 
 /// One event as compared across feedings: body pieces merged, the bytes after a stop kept.

@@ -1,3 +1,8 @@
+import FuzzSupport
+import TollgateHTTP
+
+@testable import TollgateCache
+
 // The cache's LMDB record decoder (StoredResponse.decode(record:), and the DecodedRecords memo in
 // front of it): what the store hands back, including after a crash or a disk error. The first
 // byte picks the mode: even, the rest is a record as read from disk; odd, the rest describes a
@@ -15,14 +20,14 @@ import FoundationEssentials
 #else
 import Foundation
 #endif
-import FuzzSupport
-import TollgateHTTP
-@testable import TollgateCache
 
 /// A response built from the reader, with every field the record carries.
 func makeResponse(_ reader: inout FuzzReader) -> (StoredResponse, body: [UInt8]?) {
-    let url = HTTPURL(scheme: reader.byte() & 1 == 0 ? "http" : "https", host: "h\(reader.byte()).example",
-                      pathAndQuery: "/" + reader.string())
+    let url = HTTPURL(
+        scheme: reader.byte() & 1 == 0 ? "http" : "https",
+        host: "h\(reader.byte()).example",
+        pathAndQuery: "/" + reader.string()
+    )
     var fields = HeaderFields()
     for _ in 0..<Int(reader.byte() % 8) { fields.add(name: reader.string(), value: reader.string()) }
     var varying: [VaryingField] = []
@@ -75,7 +80,9 @@ public func fuzzStoredEntry(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CIn
         var reader = FuzzReader(input.bytes.dropFirst())
         let (response, body) = makeResponse(&reader)
         guard response.bodyDigest.count == 32 else { return 0 }
-        let record = body.map { body in body.withUnsafeBytes { response.encodedRecord(inlineBody: $0) } } ?? response.encodedRecord()
+        let record =
+            body.map { body in body.withUnsafeBytes { response.encodedRecord(inlineBody: $0) } }
+            ?? response.encodedRecord()
         guard let decoded = decode(record) else {
             fuzzCheck(false, "a record the cache wrote does not decode: \(response)")
             return 0
@@ -88,7 +95,10 @@ public func fuzzStoredEntry(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CIn
 
     let record = Array(input.bytes.dropFirst())
     guard let decoded = decode(record) else {
-        fuzzCheck(record.withUnsafeBytes { memo.decode(id: 1, record: $0, lastAccess: nil) } == nil, "the memo decoded what the decoder refuses")
+        fuzzCheck(
+            record.withUnsafeBytes { memo.decode(id: 1, record: $0, lastAccess: nil) } == nil,
+            "the memo decoded what the decoder refuses"
+        )
         return 0
     }
     let first = reencode(decoded, from: record)
@@ -96,7 +106,10 @@ public func fuzzStoredEntry(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CIn
         fuzzCheck(false, "the re-encoding of an accepted record is refused")
         return 0
     }
-    fuzzCheck(again.response == decoded.response, "re-encoding changed the response: \(decoded.response) → \(again.response)")
+    fuzzCheck(
+        again.response == decoded.response,
+        "re-encoding changed the response: \(decoded.response) → \(again.response)"
+    )
     fuzzCheck(reencode(again, from: first) == first, "re-encoding is not a fixed point")
     let remembered = record.withUnsafeBytes { memo.decode(id: 1, record: $0, lastAccess: nil) }
     fuzzCheck(remembered?.response == decoded.response, "the memo answered \(String(describing: remembered?.response))")

@@ -1,7 +1,8 @@
+import CLibFuzzer
+
 #if canImport(Glibc)
 import Glibc
 #endif
-import CLibFuzzer
 
 /// The signature of `LLVMFuzzerTestOneInput`: one input, 0 to keep going.
 public typealias FuzzTestOneInput = @convention(c) (UnsafePointer<UInt8>?, Int) -> CInt

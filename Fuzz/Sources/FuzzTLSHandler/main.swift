@@ -64,7 +64,10 @@ public func fuzzTLSHandler(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt
         if isServer {
             try channel.pipeline.syncOperations.addTLSServerHandler(context: contexts.server)
         } else {
-            try channel.pipeline.syncOperations.addTLSClientHandler(context: contexts.client, serverHostname: "localhost")
+            try channel.pipeline.syncOperations.addTLSClientHandler(
+                context: contexts.client,
+                serverHostname: "localhost"
+            )
         }
         try channel.pipeline.syncOperations.addHandler(recorder)
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 443)).wait()

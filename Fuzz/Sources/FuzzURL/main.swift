@@ -10,6 +10,7 @@
 //   and its authority parses back to its host and port;
 // - a resolved reference is itself a URL that survives writing out and parsing.
 import FuzzSupport
+
 @testable import TollgateHTTP
 
 func check(_ url: HTTPURL, from text: String) {
@@ -42,16 +43,23 @@ public func fuzzURL(_ start: UnsafePointer<UInt8>?, _ count: Int) -> CInt {
     let url = try? HTTPURL.parse(urlText)
     if urlText.utf8.allSatisfy({ $0 > 0x20 && $0 < 0x7F }) {
         let slow = try? HTTPURL.parseCharacters(urlText)
-        fuzzCheck(slow == url, "'\(urlText)': bytes → \(String(describing: url)), characters → \(String(describing: slow))")
+        fuzzCheck(
+            slow == url,
+            "'\(urlText)': bytes → \(String(describing: url)), characters → \(String(describing: slow))"
+        )
         let fastAuthority = try? HTTPURL.parseAuthority(Substring(urlText))
         let slowAuthority = try? HTTPURL.parseAuthorityCharacters(Substring(urlText))
         fuzzCheck(
             fastAuthority?.host == slowAuthority?.host && fastAuthority?.port == slowAuthority?.port,
-            "authority '\(urlText)': bytes → \(String(describing: fastAuthority)), characters → \(String(describing: slowAuthority))"
+            "authority '\(urlText)': bytes → \(String(describing: fastAuthority)), "
+                + "characters → \(String(describing: slowAuthority))"
         )
     }
     if let authority = try? HTTPURL.parseAuthority(Substring(urlText)) {
-        fuzzCheck(authority.host == authority.host.lowercased() && !authority.host.isEmpty, "authority host '\(authority.host)'")
+        fuzzCheck(
+            authority.host == authority.host.lowercased() && !authority.host.isEmpty,
+            "authority host '\(authority.host)'"
+        )
         if let port = authority.port { fuzzCheck((0...65535).contains(port), "authority port \(port)") }
     }
     guard let url else { return 0 }

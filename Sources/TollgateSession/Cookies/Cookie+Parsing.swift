@@ -37,7 +37,8 @@ extension Cookie {
         // Split at the bytes `;` and `=`, as every other cookie parser does, not at Characters: a
         // `;` followed by a combining mark is one Character, and was kept inside the value (found
         // by FuzzCookie).
-        let pieces = field.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false).map { Substring($0) }
+        let pieces = field.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
+            .map { Substring($0) }
         guard let pair = pieces.first, let equals = pair.utf8.firstIndex(of: UInt8(ascii: "=")) else {
             return .failure(.malformed)
         }
