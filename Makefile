@@ -6,6 +6,7 @@
 #   make install   release binary, systemd unit, default configuration (PREFIX=/usr/local, DESTDIR)
 #   make test      build the tests, run the whole suite, then the whole suite again compiled
 #                  as a release build (make test-release); at most 20 minutes in all
+#   make fuzz      build the libFuzzer targets of Fuzz/ and run each for FUZZ_SECONDS (60)
 #
 # `make` alone prints the list of targets.
 
@@ -55,7 +56,15 @@ CONFDIR := /etc/tollgate
 # The binary installed; built with `make release` when missing.
 RELEASE_BINARY ?= .build/release/tollgate
 
-.PHONY: help deps build release run test test-release release-suite bench clean format lint install uninstall
+.PHONY: help deps build release run test test-release release-suite bench clean format lint install uninstall fuzz fuzz-build
+
+# `make fuzz` (issue #32, docs/operations.md "Fuzzing"): every target of Fuzz/Sources, built with
+# libFuzzer and AddressSanitizer into FUZZ_BUILD, runs FUZZ_SECONDS each; FUZZ_TARGETS picks some
+# (e.g. `make fuzz FUZZ_TARGETS="FuzzURL FuzzCookie" FUZZ_SECONDS=300`). Fails on a crash, a
+# leak, a timeout or a broken invariant, printing the reproducer and the command that replays it.
+FUZZ_SECONDS ?= 60
+FUZZ_TARGETS ?=
+FUZZ_BUILD ?= .build-fuzz
 
 help: ## List the targets
 	@echo "Tollgate: make TARGET"
@@ -214,8 +223,14 @@ bench: ## Run the benchmarks in bench/ (wrk and nginx; installed when missing, a
 		exit 1; \
 	fi
 
-clean: ## Remove the build folder (.build)
-	rm -rf .build
+fuzz: deps ## Build the fuzz targets (Fuzz/) and run each for FUZZ_SECONDS (default 60); fails on a finding
+	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) SWIFT=$(SWIFT) bash Fuzz/run.sh $(FUZZ_TARGETS)
+
+fuzz-build: deps ## Build the fuzz targets without running them
+	FUZZ_BUILD=$(FUZZ_BUILD) SWIFT=$(SWIFT) bash Fuzz/run.sh --build-only $(FUZZ_TARGETS)
+
+clean: ## Remove the build folders (.build, and .build-fuzz of make fuzz)
+	rm -rf .build $(FUZZ_BUILD)
 
 format: ## Format the git-tracked Swift files in place (swift format)
 	@if $(SWIFT) format --version >/dev/null 2>&1; then \

@@ -176,3 +176,44 @@ let package = Package(
         ),
     ]
 )
+
+// Fuzz targets (issue #32, docs/operations.md "Fuzzing"): only when TOLLGATE_FUZZ=1, which
+// `make fuzz` sets, so `swift build`, `make test` and `make release` never see them. Why here
+// rather than in a package of their own under Fuzz/: the parsers are internal to their modules
+// (RequestDecoder, ResponseDecoder, the cache's record decoder …), and only a root package's targets
+// are built with `-enable-testing` in debug and can reach them with `@testable import` without
+// widening any module's API; a separate package could see only this package's two products.
+// Each target is an executable whose main.swift defines `LLVMFuzzerTestOneInput` and an `@main`
+// that runs libFuzzer's driver (FuzzSupport's runLibFuzzer); `make fuzz` builds them with
+// `-sanitize=fuzzer,address -parse-as-library` into .build-fuzz.
+if Context.environment["TOLLGATE_FUZZ"] == "1" {
+    let fuzzTargets: [(name: String, dependencies: [Target.Dependency])] = [
+        ("FuzzRequestDecoder", ["TollgateProxy", "TollgateHTTP"] + nio),
+        ("FuzzResponseDecoder", ["TollgateSession", "TollgateHTTP"] + nio),
+        ("FuzzCacheControl", ["TollgateHTTP"]),
+        ("FuzzHTTPDate", ["TollgateHTTP"]),
+        ("FuzzEntityTag", ["TollgateHTTP"]),
+        ("FuzzURL", ["TollgateHTTP"]),
+        ("FuzzCanonicalHost", ["TollgateProxy"]),
+        ("FuzzCookie", ["TollgateSession", "TollgateHTTP"]),
+        ("FuzzDigestChallenge", ["TollgateSession", "TollgateHTTP"]),
+        ("FuzzStoredEntry", ["TollgateCache", "TollgateHTTP"]),
+        ("FuzzManifest", ["TollgateCache"]),
+        ("FuzzPolicyLoader", ["TollgatePolicy"]),
+        ("FuzzTLSHandler", ["TollgateTLS", .product(name: "NIOEmbedded", package: "swift-nio")] + nio),
+    ]
+    package.targets += [
+        .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),
+        .target(name: "FuzzSupport", dependencies: ["CLibFuzzer"], path: "Fuzz/Sources/FuzzSupport"),
+    ]
+    for target in fuzzTargets {
+        package.targets.append(
+            .executableTarget(
+                name: target.name,
+                dependencies: ["FuzzSupport"] + target.dependencies,
+                path: "Fuzz/Sources/\(target.name)",
+                swiftSettings: swiftSettings
+            )
+        )
+    }
+}

@@ -71,7 +71,9 @@ extension StoredResponse {
             let reason = input.string(), let headerCount = input.varint()
         else { return nil }
         var headerFields = HeaderFields()
-        headerFields.reserveCapacity(headerCount)
+        // At most what the rest of the record can hold (a field is at least its two lengths): a
+        // damaged count must not reserve gigabytes (found by FuzzStoredEntry).
+        headerFields.reserveCapacity(min(headerCount, input.remainingCount / 2))
         for _ in 0..<headerCount {
             guard let name = input.stringBytes(), let value = input.stringBytes() else { return nil }
             headerFields.add(name: name, value: value)
@@ -166,6 +168,9 @@ struct BinaryReader {
     private(set) var offset = 0
 
     init(_ bytes: UnsafeRawBufferPointer) { self.bytes = bytes }
+
+    /// The bytes not read yet.
+    var remainingCount: Int { bytes.count - offset }
 
     mutating func byte() -> UInt8? {
         guard offset < bytes.count else { return nil }

@@ -139,7 +139,11 @@ struct ResponseDecoder {
                 state = .head(HeadScanner(rules: Self.rules))
                 let bytes = input.buffer.readSlice(length: length)!
                 input.compact()
-                guard let head = try Self.parseHead(bytes) else { continue }
+                // A head that cannot be read fails the decoder like any other refusal: nothing
+                // after it is read (found by FuzzResponseDecoder: the next response was).
+                let parsed: HTTPResponseHead?
+                do { parsed = try Self.parseHead(bytes) } catch { throw fail(error) }
+                guard let head = parsed else { continue }
                 if (100..<200).contains(head.status) && head.status != 101 {
                     return .interim(head)  // the final one follows: the state stays at a head
                 }

@@ -34,10 +34,16 @@ extension Cookie {
         now: Date = Date(),
         publicSuffixes: PublicSuffixList = .system
     ) -> Result<Cookie, CookieRefusal> {
-        let pieces = field.split(separator: ";", omittingEmptySubsequences: false)
-        guard let pair = pieces.first, let equals = pair.firstIndex(of: "=") else { return .failure(.malformed) }
+        // Split at the bytes `;` and `=`, as every other cookie parser does, not at Characters: a
+        // `;` followed by a combining mark is one Character, and was kept inside the value (found
+        // by FuzzCookie).
+        let pieces = field.utf8.split(separator: UInt8(ascii: ";"), omittingEmptySubsequences: false)
+            .map { Substring($0) }
+        guard let pair = pieces.first, let equals = pair.utf8.firstIndex(of: UInt8(ascii: "=")) else {
+            return .failure(.malformed)
+        }
         let name = String(pair[..<equals]).trimming(" \t")
-        let value = String(pair[pair.index(after: equals)...]).trimming(" \t")
+        let value = String(pair[pair.utf8.index(after: equals)...]).trimming(" \t")
         guard !name.isEmpty, !containsControl(name), !containsControl(value) else { return .failure(.malformed) }
         guard name.utf8.count + value.utf8.count <= maximumSize else { return .failure(.tooLarge) }
 
@@ -51,9 +57,9 @@ extension Cookie {
         for piece in pieces.dropFirst() {
             let attribute: String
             let attributeValue: String
-            if let eq = piece.firstIndex(of: "=") {
+            if let eq = piece.utf8.firstIndex(of: UInt8(ascii: "=")) {
                 attribute = String(piece[..<eq]).trimming(" \t").lowercased()
-                attributeValue = String(piece[piece.index(after: eq)...]).trimming(" \t")
+                attributeValue = String(piece[piece.utf8.index(after: eq)...]).trimming(" \t")
             } else {
                 attribute = String(piece).trimming(" \t").lowercased()
                 attributeValue = ""
