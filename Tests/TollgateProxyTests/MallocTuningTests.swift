@@ -4,14 +4,10 @@ import TollgateHTTP
 import TollgateProxy
 import TollgateTesting
 
-/// `make test-tsan` and `make test-asan` compile with these conditions (Makefile).
-#if TOLLGATE_TSAN || TOLLGATE_ASAN
-private let builtWithSanitizer = true
-#else
-private let builtWithSanitizer = false
-#endif
-
-@Suite("Malloc tuning: large buffers come from the heap and are reused", .serialized, .timeLimit(.minutes(2)))
+@Suite(
+    "Malloc tuning: large buffers come from the heap and are reused", .serialized, .timeLimit(.minutes(2)),
+    .disabled(if: BuildSanitizer.any, "a sanitizer's allocator replaces glibc malloc, which the tuning is for")
+)
 struct MallocTuningTests {
     // In a fresh process (an exit test): with the settings applied, a 512 KiB block comes from
     // the heap. (glibc's own settings map it on its own, unless the process already freed a
@@ -74,10 +70,7 @@ struct MallocTuningTests {
     /// The outcome the tuning is for. (Without it the second round faulted in 36 to 700 pages a
     /// hit in trials, depending on how the pieces' frees interleave, so this guards against the
     /// tuning going missing most of the time, not always; `thresholds()` checks the settings.)
-    @Test(
-        "serve: concurrent 8 MiB hits fault in almost no fresh pages once the heap has grown",
-        .disabled(if: builtWithSanitizer, "a sanitizer's allocator replaces glibc malloc, which the tuning is for")
-    )
+    @Test("serve: concurrent 8 MiB hits fault in almost no fresh pages once the heap has grown")
     func servedHitsReuseHeap() async throws {
         try #require(tollgateBinary != nil)
         let faults = try await Self.faultsPerHit()
