@@ -171,6 +171,8 @@ struct OfflineProxyTests {
             #expect(try await warming.get("/locked").status == 200)
             #expect(try await warming.get("/unlisted").status == 200)
             let key = CacheKey(url: HTTPURL(string: "\(warming.base)/locked")!)
+            // Committed off the loop after the response went out (see redirectServedOffline).
+            try await eventually("/locked stored") { (try? warming.cache.store.lookup(key, requestHeaders: [:])) != nil }
             locked = try #require(
                 try warming.cache.store.manifestEntry(
                     key: key, requestHeaders: [:], listedURL: "\(warming.base)/locked", configSHA256: "cf"
