@@ -221,7 +221,13 @@ SANITIZER_TIMEOUT ?= 1500
 SANITIZER_WIDTH ?= $(TEST_WIDTH)
 SANITIZER_MODE := $(if $(filter 1,$(SANITIZER_WIDTH)),--no-parallel,--parallel)
 TSAN_ENV := TSAN_OPTIONS="suppressions=$(CURDIR)/Tests/Sanitizers/tsan.supp log_path=$(CURDIR)/$(TSAN_BUILD)/reports/report"
-ASAN_ENV := ASAN_OPTIONS="detect_leaks=1 log_path=$(CURDIR)/$(ASAN_BUILD)/reports/report" \
+# LeakSanitizer's check at exit is off unless ASAN_LEAKS=1: `tollgate` exits with its loops and
+# connections alive, and LSan cannot follow the references Swift stores encoded (a weak
+# reference's side table, an enum payload's tag bits), so it reports every live object graph
+# behind one; suppressing the root does not suppress the objects it holds. Tests/Sanitizers/
+# lsan.supp has what a run with it on reported from the runtime and Foundation.
+ASAN_LEAKS ?= 0
+ASAN_ENV := ASAN_OPTIONS="detect_leaks=$(ASAN_LEAKS) log_path=$(CURDIR)/$(ASAN_BUILD)/reports/report" \
 	LSAN_OPTIONS="suppressions=$(CURDIR)/Tests/Sanitizers/lsan.supp print_suppressions=0"
 
 test-tsan: deps ## The whole suite built with --sanitize=thread (.build-tsan; fails on any report)
@@ -229,7 +235,7 @@ test-tsan: deps ## The whole suite built with --sanitize=thread (.build-tsan; fa
 	@$(MAKE) --no-print-directory sanitizer-suite SANITIZER=tsan BUILD_DIR=$(TSAN_BUILD) \
 		SANITIZER_FLAGS='$(TSAN_BUILD_FLAGS)' SANITIZER_ENV='$(TSAN_ENV)'
 
-test-asan: deps ## The whole suite built with --sanitize=address, leaks included (.build-asan)
+test-asan: deps ## The whole suite built with --sanitize=address (.build-asan; ASAN_LEAKS=1: LeakSanitizer)
 	$(SWIFT) build --build-tests $(ASAN_BUILD_FLAGS) $(SWIFT_FLAGS)
 	@$(MAKE) --no-print-directory sanitizer-suite SANITIZER=asan BUILD_DIR=$(ASAN_BUILD) \
 		SANITIZER_FLAGS='$(ASAN_BUILD_FLAGS)' SANITIZER_ENV='$(ASAN_ENV)'
