@@ -141,6 +141,14 @@ struct OfflineProxyTests {
             #expect(first.status == 301)
             #expect(first.header("Cache-Status")?.contains("stored") == true, "\(first.header("Cache-Status") ?? "-")")
             #expect(try await fixture.get("/fresh").status == 200)
+            // The entries are committed off the loop, after the client has its response: wait
+            // for both before going offline (a slow build, e.g. under ThreadSanitizer, lost this).
+            try await eventually("/redirect and /fresh stored") {
+                ["/redirect", "/fresh"].allSatisfy { path in
+                    let key = CacheKey(url: HTTPURL(string: "\(fixture.base)\(path)")!)
+                    return (try? fixture.cache.store.lookup(key, requestHeaders: [:])) != nil
+                }
+            }
             fixture.goOffline()
             let redirect = try await fixture.get("/redirect")
             #expect(redirect.status == 301)
@@ -163,6 +171,8 @@ struct OfflineProxyTests {
             #expect(try await warming.get("/locked").status == 200)
             #expect(try await warming.get("/unlisted").status == 200)
             let key = CacheKey(url: HTTPURL(string: "\(warming.base)/locked")!)
+            // Committed off the loop after the response went out (see redirectServedOffline).
+            try await eventually("/locked stored") { (try? warming.cache.store.lookup(key, requestHeaders: [:])) != nil }
             locked = try #require(
                 try warming.cache.store.manifestEntry(
                     key: key, requestHeaders: [:], listedURL: "\(warming.base)/locked", configSHA256: "cf"

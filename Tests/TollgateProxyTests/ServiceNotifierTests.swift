@@ -38,7 +38,10 @@ struct ServiceNotifierTests {
 
         let ready = try await socket.next()
         #expect(ready.lines.contains("READY=1"), "\(ready.lines)")
-        // READY comes after the listening lines, and the listener named there accepts.
+        // READY comes after the listening lines, and the listener named there accepts. (The
+        // lines were written first, but this process reads the pipe on its own time: a slow
+        // build, under ASan, had READY in hand before them.)
+        try await eventually("the listening lines") { served.standardOutput.contains("(admin)") }
         let printed = served.standardOutput
         let line = try #require(printed.firstMatch(of: #/listening on 127\.0\.0\.1:(\d+) \(forward\)/#))
         let port = try #require(Int(line.1))

@@ -3,6 +3,7 @@ import NIOConcurrencyHelpers
 import Testing
 import TollgatePolicy
 import TollgateProxy
+import TollgateTesting
 
 @Suite("SessionAddressCheck: the destination rules at connection time")
 struct SessionAddressCheckRulesTests {
@@ -33,7 +34,12 @@ struct SessionAddressCheckRulesTests {
         return withUnsafeMutablePointer(to: &marker) { UInt(bitPattern: $0) }
     }
 
-    @Test("Checking does not wrap the rules closure again each time (the call reaches it at the same stack depth)")
+    @Test(
+        "Checking does not wrap the rules closure again each time (the call reaches it at the same stack depth)",
+        // ASan moves a local whose address is taken to a heap-allocated fake frame
+        // (detect_stack_use_after_return): its address no longer tells the depth.
+        .disabled(if: BuildSanitizer.address, "ASan's fake stack frames do not show stack depth")
+    )
     func rulesClosureStaysFlat() throws {
         let depth = NIOLockedValueBox<[UInt]>([])
         let check = SessionAddressCheck(ownListeners: OwnListeners()) {
