@@ -11,6 +11,11 @@ final class HTTP2FrontConnection {
     let environment: ListenerEnvironment
     let memo: ConnectionMemo
     let clientAllowed: Bool
+    /// The policy's generation when the connection began: what it decided once (the client's
+    /// access, the HTTP/2 settings, the TLS certificate) came from those rules.
+    let generation: Int
+    /// Whether the connection was asked to drain because the rules were reloaded.
+    private(set) var drainingForReload = false
 
     init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: String? = nil) {
         self.environment = environment
@@ -23,5 +28,23 @@ final class HTTP2FrontConnection {
             clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
         )
         memo.clientTLS = clientTLS
+        generation = environment.policy.generation
+    }
+
+    /// A stream starts: when the rules were reloaded since the connection began, the connection
+    /// is asked (once) to drain as at shutdown — GOAWAY, the streams in flight (this one too)
+    /// finish, and the client opens a new connection under the new rules (as nginx's reload
+    /// retires its old workers' connections). Idle connections end by their idle timeout.
+    /// Returns whether it asked now.
+    func streamStarted(on connectionChannel: (any Channel)?) -> Bool {
+        guard !drainingForReload, environment.policy.generation != generation, let connectionChannel else { return false }
+        drainingForReload = true
+        // Not from inside the HTTP/2 handler's read of this stream's HEADERS: its GOAWAY would be
+        // written re-entrantly and wait for a flush. On the next turn of the loop, as the
+        // server's shutdown asks.
+        connectionChannel.eventLoop.execute {
+            connectionChannel.pipeline.fireUserInboundEventTriggered(ChannelShouldQuiesceEvent())
+        }
+        return true
     }
 }

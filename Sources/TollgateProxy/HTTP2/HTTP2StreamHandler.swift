@@ -119,6 +119,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Maps the request's header block and decides who answers it: the stream itself (a
     /// malformed block, a denied client, a refused target, missing credentials) or an exchange.
     private func start(_ block: HPACKHeaders, endStream: Bool) {
+        _ = connection.streamStarted(on: context?.channel.parent)
         let forward = if case .forward = environment.mode { true } else { false }
         let mapped: HTTP2RequestMapping.Mapped
         do throws(HTTP2RequestMapping.Malformed) {
