@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateHTTP
 import TollgatePolicy
 import TollgateTLS
 import TollgateTesting
@@ -124,5 +125,7 @@ struct ListenerTLSTests {
         #expect(ClientProtocolSelection(negotiated: "h2") == .http2)
         #expect(ClientProtocolSelection(negotiated: "spdy/3") == .http1)
         #expect(ClientProtocolSelection.offeredProtocols == ["h2", "http/1.1"])
+        #expect(ClientProtocolSelection.offeredProtocols(for: .reverse(upstream: HTTPURL(string: "http://o.test/")!)) == ["h2", "http/1.1"])
+        #expect(ClientProtocolSelection.offeredProtocols(for: .forward) == ["http/1.1"])
     }
 }

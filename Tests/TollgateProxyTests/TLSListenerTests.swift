@@ -70,6 +70,15 @@ private func servedSerial(port: Int, serverName: String?) async throws -> String
     return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines).replacingOccurrences(of: "serial=", with: "")
 }
 
+/// The ALPN protocol `openssl s_client -alpn h2,http/1.1` negotiates on 127.0.0.1:`port` ("" for none).
+private func negotiatedALPN(port: Int) async throws -> String {
+    let result = try await ChildProcess.run(
+        "/bin/sh",
+        ["-c", "openssl s_client -connect 127.0.0.1:\(port) -alpn h2,http/1.1 </dev/null 2>/dev/null | sed -n 's/^ALPN protocol: //p'"]
+    )
+    return result.stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+}
+
 @Suite(
     "TLS listeners (tollgate serve with curl and openssl)",
     .serialized,
@@ -143,6 +152,7 @@ struct TLSListenerTests {
         #expect(second.stdout.hasPrefix("HTTP/2 200"), "\(second.stdout)")
         #expect(second.stdout.contains("cache-status: tollgate; hit"), "\(second.stdout)")
         // The same listener still answers a client that offers only http/1.1.
+        #expect(try await negotiatedALPN(port: port) == "h2")
         let old = try await curl(["-i", "--http1.1", "--cacert", setup.pki.caFile, url])
         #expect(old.stdout.hasPrefix("HTTP/1.1 200"), "\(old.stdout)")
         #expect(origin.requestCount == 1)
@@ -196,6 +206,9 @@ struct TLSListenerTests {
         #expect(tunnelled.status == 0, "curl: \(tunnelled.stderr)")
         #expect(tunnelled.stdout == "secure /b")
         #expect(secure.requests.first?.headerFields["Via"] == nil)  // a tunnel: the proxy did not see the request
+        // An HTTPS proxy offers only http/1.1: a client that got h2 from its proxy would CONNECT on a
+        // stream, which is not built (501).
+        #expect(try await negotiatedALPN(port: try served.port("forward")) == "http/1.1")
         try await eventually("the CONNECT in the access log") {
             ((try? String(contentsOfFile: setup.path("access.log"), encoding: .utf8)) ?? "").contains("\"CONNECT\"")
         }

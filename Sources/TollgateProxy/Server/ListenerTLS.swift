@@ -22,15 +22,23 @@ final class ListenerTLS: Sendable {
 
     /// The address as configured (port 0 stays 0), to find the listener after a reload.
     let configuredAddress: ListenAddress
+    /// The ALPN protocols offered (``ClientProtocolSelection/offeredProtocols(for:)``).
+    let protocols: [String]
     private let state: NIOLockedValueBox<State>
 
     static let logger = Logger(label: "tollgate.listener")
 
     /// Makes the context for `settings`.
     /// - Throws: ``ListenerTLSError`` naming the file at fault.
-    init(settings: PolicyConfiguration.Listener.TLS, configuredAddress: ListenAddress, generation: Int) throws {
+    init(
+        settings: PolicyConfiguration.Listener.TLS,
+        configuredAddress: ListenAddress,
+        generation: Int,
+        protocols: [String] = ClientProtocolSelection.offeredProtocols
+    ) throws {
         self.configuredAddress = configuredAddress
-        self.state = NIOLockedValueBox(State(generation: generation, context: try Self.makeContext(settings)))
+        self.protocols = protocols
+        self.state = NIOLockedValueBox(State(generation: generation, context: try Self.makeContext(settings, protocols: protocols)))
     }
 
     /// The context for a connection accepted now: after a reload (a new `generation`), made again
@@ -52,7 +60,7 @@ final class ListenerTLS: Sendable {
             }
             // Made again even when the settings are equal: a renewed certificate keeps its path.
             do {
-                state.context = try Self.makeContext(settings)
+                state.context = try Self.makeContext(settings, protocols: protocols)
             } catch {
                 Self.logger.error("listener \(address): the certificates in force stay: \(error)")
             }
@@ -62,7 +70,10 @@ final class ListenerTLS: Sendable {
 
     /// The server context for `settings`: every certificate loaded and checked, the first the
     /// default, the others chosen by SNI; ALPN as ``ClientProtocolSelection`` offers it.
-    static func makeContext(_ settings: PolicyConfiguration.Listener.TLS) throws -> TLSContext {
+    static func makeContext(
+        _ settings: PolicyConfiguration.Listener.TLS,
+        protocols: [String] = ClientProtocolSelection.offeredProtocols
+    ) throws -> TLSContext {
         var identities: [Identity] = []
         for files in settings.certificates {
             switch files.load() {
@@ -74,7 +85,7 @@ final class ListenerTLS: Sendable {
         let certificates = ServerCertificates(identities)
         var configuration = TLSConfiguration.makeServerConfiguration(identity: certificates.defaultIdentity)
         configuration.minimumVersion = settings.minimumVersion.tlsVersion
-        configuration.applicationProtocols = ClientProtocolSelection.offeredProtocols
+        configuration.applicationProtocols = protocols
         if identities.count > 1 {
             configuration.serverNameHandler = { name in certificates.identity(forServerName: name) }
         }

@@ -103,7 +103,12 @@ public final class ProxyServer: Sendable {
         do {
             authenticators = try AuthenticatorCache(policy: policy)
             listenerTLS = try configuration.tls.map {
-                try ListenerTLS(settings: $0, configuredAddress: configuration.listen, generation: policy.generation)
+                try ListenerTLS(
+                    settings: $0,
+                    configuredAddress: configuration.listen,
+                    generation: policy.generation,
+                    protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode)
+                )
             }
         } catch {
             ownSession?.invalidateAndCancel()
