@@ -5,7 +5,7 @@
 #   make run       release build, then `tollgate serve` on 127.0.0.1:3128
 #   make install   release binary, systemd unit, default configuration (PREFIX=/usr/local, DESTDIR)
 #   make test      build the tests, run the whole suite, then the whole suite again compiled
-#                  as a release build (make test-release); at most 20 minutes in all
+#                  as a release build (make test-release); at most 23 minutes of suites
 #   make fuzz      build the libFuzzer targets of Fuzz/ and run each for FUZZ_SECONDS (60)
 #   make test-tsan / make test-asan   the suite under ThreadSanitizer / AddressSanitizer
 #
@@ -30,14 +30,17 @@ DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates p
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics.
 PYTHON_MODULES := prometheus_client websockets h2
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
-# (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 20 minutes.
+# (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 23 minutes. Measured in
+# session 17 (2 cores, a fuzz build beside it part of the time): the debug suite ~60 s, the
+# release build of the tests (LTO, swift-nio-http2 included) and its suite 11 min 14 s — past
+# the old 12-minute bound's comfort, so the release bound is 18 minutes.
 # Tests run in parallel, at most TEST_WIDTH at a time (swift-testing's
 # SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH): the debug suite takes about 25 s instead of
 # 75 s one at a time. Unbounded, hundreds of tests would each run a proxy and an origin on the
 # same two event-loop threads at once and starve each other's timers on a 2-core machine; at 4
 # the suite passes under the load of a concurrent build. TEST_WIDTH=1 runs them one at a time.
-TEST_TIMEOUT ?= 480
-TEST_RELEASE_TIMEOUT ?= 720
+TEST_TIMEOUT ?= 300
+TEST_RELEASE_TIMEOUT ?= 1080
 TEST_WIDTH ?= 4
 TEST_MODE := $(if $(filter 1,$(TEST_WIDTH)),--no-parallel,--parallel)
 TEST_ENV := env SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(TEST_WIDTH)
@@ -198,7 +201,7 @@ test: deps ## Build the tests, run the whole suite, then again as a release buil
 # swift-testing's capture of a backtrace at each thrown error is turned off: libgcc's unwinder
 # crashes walking LTO-built frames (nothing else in the program unwinds; a Swift error is an
 # ordinary return).
-test-release: deps ## The whole suite again, compiled as a release build (at most 12 minutes)
+test-release: deps ## The whole suite again, compiled as a release build (at most 18 minutes)
 	@$(MAKE) --no-print-directory release-suite
 
 # test-release without the package check (`make test` has just made it).
