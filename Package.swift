@@ -201,6 +201,7 @@ if Context.environment["TOLLGATE_FUZZ"] == "1" {
         ("FuzzManifest", ["TollgateCache"]),
         ("FuzzPolicyLoader", ["TollgatePolicy"]),
         ("FuzzTLSHandler", ["TollgateTLS", .product(name: "NIOEmbedded", package: "swift-nio")] + nio),
+        ("FuzzHTTP2RequestMapping", ["TollgateProxy", "TollgateHTTP"]),
     ]
     package.targets += [
         .target(name: "CLibFuzzer", path: "Fuzz/Sources/CLibFuzzer"),

@@ -76,6 +76,17 @@ struct HTTP2RequestMappingTests {
             [(":method", "GET"), (":scheme", "http"), (":path", "/"), (":status", "200")],  // a response's
             [(":method", "GET"), (":scheme", "http"), (":path", "x")],  // not origin-form
             [(":method", "POST"), (":scheme", "http"), (":path", "/"), ("content-length", "x")],
+            // Pseudo-header values that would split the HTTP/1.1 request sent upstream.
+            [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a HTTP/1.1\r\nX: y")],
+            [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a b")],
+            [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a\u{0}")],
+            [(":method", "GET / HTTP/1.1\r\nHost: b\r\n\r\nGET"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
+            [(":method", "GE T"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
+            [(":method", "GET"), (":scheme", "http"), (":authority", "a\r\nX-Injected: 1"), (":path", "/")],
+            [(":method", "GET"), (":scheme", "http"), (":authority", "user@a"), (":path", "/")],  // userinfo
+            [(":method", "GET"), (":scheme", "http"), (":authority", "a/b"), (":path", "/")],
+            [(":method", "GET"), (":scheme", "ht tp"), (":authority", "a"), (":path", "/")],
+            [(":method", "GET"), (":scheme", "1http"), (":authority", "a"), (":path", "/")],
         ]
     )
     func malformed(fields: [(String, String)]) {

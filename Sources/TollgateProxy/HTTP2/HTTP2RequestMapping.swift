@@ -58,6 +58,12 @@ enum HTTP2RequestMapping {
                 }
                 func set(_ slot: inout String?) throws(Malformed) {
                     guard slot == nil else { throw Malformed(description: "\(name) appears twice") }
+                    // The request goes upstream as HTTP/1.1: a space, CR, LF or NUL in a
+                    // pseudo-header field would end its request line or Host early and smuggle a
+                    // second request (RFC 9113 §8.2.1, §8.3.1; each value's own grammar below).
+                    guard pseudoValueIsValid(name, value) else {
+                        throw Malformed(description: "\(name) has a byte its grammar does not allow")
+                    }
                     slot = value
                 }
                 switch name {
@@ -155,6 +161,37 @@ enum HTTP2RequestMapping {
                 isHTTP2: true
             )
         )
+    }
+
+    /// Whether a pseudo-header field's value is in its grammar: `:method` a token (RFC 9110
+    /// §9.1), `:scheme` a URI scheme (RFC 3986 §3.1), `:authority` a host and port with no
+    /// userinfo (RFC 9113 §8.3.1), `:path` and `:protocol` visible ASCII (a request target has no
+    /// whitespace or control byte). Empty values are judged by the checks that follow.
+    static func pseudoValueIsValid(_ name: String, _ value: String) -> Bool {
+        let bytes = value.utf8
+        switch name {
+        case ":method", ":protocol":
+            return bytes.allSatisfy { isToken($0) }
+        case ":scheme":
+            return bytes.allSatisfy { isToken($0) && $0 != UInt8(ascii: "!") && $0 != UInt8(ascii: "#") }
+                && (bytes.first.map { isLetter($0) } ?? true)
+        case ":authority":
+            return bytes.allSatisfy {
+                $0 > 0x20 && $0 < 0x7F && $0 != UInt8(ascii: "/") && $0 != UInt8(ascii: "?")
+                    && $0 != UInt8(ascii: "#") && $0 != UInt8(ascii: "@") && $0 != UInt8(ascii: "\\")
+            }
+        default:
+            return bytes.allSatisfy { $0 > 0x20 && $0 < 0x7F }
+        }
+    }
+
+    private static func isLetter(_ byte: UInt8) -> Bool {
+        (UInt8(ascii: "a")...UInt8(ascii: "z")).contains(byte | 0x20)
+    }
+
+    /// A token byte (RFC 9110 §5.6.2), any case.
+    private static func isToken(_ byte: UInt8) -> Bool {
+        isLowercaseToken(byte) || (UInt8(ascii: "A")...UInt8(ascii: "Z")).contains(byte)
     }
 
     /// A byte of a field name as HTTP/2 allows it: a token character, no uppercase (§8.2.1).
