@@ -110,16 +110,13 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     func handlerAdded(context: ChannelHandlerContext) {
         self.context = context
         if context.channel.isActive { machine.channelActivated() }
-        let remote = context.channel.remoteAddress
-        let access = environment.policy.access
-        let addressBytes = remote?.networkBytes
-        clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
-        memoStorage = ConnectionMemo(
-            clientAddress: remote?.ipAddress ?? "-",
-            clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
-            clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
+        let client = ConnectionMemo.forClient(
+            at: context.channel.remoteAddress,
+            access: environment.policy.access,
+            clientTLS: clientTLS
         )
-        memoStorage?.clientTLS = clientTLS
+        clientAllowed = client.allowed
+        memoStorage = client.memo
         if machine.channelIsActive { updateTimers() }
     }
 
@@ -275,12 +272,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             target = admitted
         }
         guard let context else { return }
-        let exchangeContext = ExchangeContext(
-            environment: environment,
-            eventLoop: context.eventLoop,
-            rules: memo.exchangeRules(environment),
-            memo: memo
-        )
+        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
             exchange = made
@@ -291,10 +283,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         case .refuse:
             break
         case .http(let url):
-            var head = head
-            // Logged as the URL it went to: inside an intercepted tunnel the request line names only a path.
-            if case .intercepted = environment.mode { head.target = url.absoluteString }
-            let forward = ForwardExchange(head: head, url: url, responder: self, context: exchangeContext)
+            let forward = ForwardExchange.admitted(head, url: url, responder: self, context: exchangeContext)
             exchange = forward
             forward.start()
         case .connect(let host, let port):

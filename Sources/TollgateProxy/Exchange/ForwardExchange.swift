@@ -474,3 +474,19 @@ extension OwnResponse {
         self.init(code, status: error.code == .unsupportedURL ? 501 : nil, error.description)
     }
 }
+
+extension ForwardExchange {
+    /// The exchange of an admitted request for `url` (not started: the caller records it first,
+    /// since a start may answer at once). Inside an intercepted tunnel the request line names only
+    /// a path, so the head is logged as the URL it went to.
+    static func admitted(
+        _ head: ClientRequestHead,
+        url: HTTPURL,
+        responder: any ClientResponder,
+        context: ExchangeContext
+    ) -> ForwardExchange {
+        var head = head
+        if case .intercepted = context.environment.mode { head.target = url.absoluteString }
+        return ForwardExchange(head: head, url: url, responder: responder, context: context)
+    }
+}

@@ -19,15 +19,9 @@ final class HTTP2FrontConnection {
 
     init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: String? = nil) {
         self.environment = environment
-        let access = environment.policy.access
-        let addressBytes = remoteAddress?.networkBytes
-        clientAllowed = addressBytes.map { access.allowsClient(address: $0) } ?? false
-        memo = ConnectionMemo(
-            clientAddress: remoteAddress?.ipAddress ?? "-",
-            clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
-            clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
-        )
-        memo.clientTLS = clientTLS
+        let client = ConnectionMemo.forClient(at: remoteAddress, access: environment.policy.access, clientTLS: clientTLS)
+        memo = client.memo
+        clientAllowed = client.allowed
         generation = environment.policy.generation
     }
 

@@ -158,12 +158,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             target = admitted
         }
         guard let context else { return }
-        let exchangeContext = ExchangeContext(
-            environment: environment,
-            eventLoop: context.eventLoop,
-            rules: memo.exchangeRules(environment),
-            memo: memo
-        )
+        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
             exchange = made
@@ -177,9 +172,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             // Refused by the mapping already; never a tunnel on a stream.
             answerItself(OwnResponse(.badRequest, status: 501, "CONNECT over HTTP/2 is not supported by this proxy"))
         case .http(let url):
-            var head = head
-            if case .intercepted = environment.mode { head.target = url.absoluteString }
-            let forwardExchange = ForwardExchange(head: head, url: url, responder: self, context: exchangeContext)
+            let forwardExchange = ForwardExchange.admitted(head, url: url, responder: self, context: exchangeContext)
             exchange = forwardExchange
             forwardExchange.start()
         }

@@ -1,0 +1,26 @@
+import NIOCore
+import TollgatePolicy
+
+extension ConnectionMemo {
+    /// The memo of a new client connection from `remote`, and whether `access.clients` lets that
+    /// client in: what the HTTP/1.1 handler and the HTTP/2 front each decide once per connection.
+    static func forClient(
+        at remote: SocketAddress?,
+        access: PolicyConfiguration.Access,
+        clientTLS: String?
+    ) -> (memo: ConnectionMemo, allowed: Bool) {
+        let addressBytes = remote?.networkBytes
+        let memo = ConnectionMemo(
+            clientAddress: remote?.ipAddress ?? "-",
+            clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
+            clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
+        )
+        memo.clientTLS = clientTLS
+        return (memo, addressBytes.map { access.allowsClient(address: $0) } ?? false)
+    }
+
+    /// The context an exchange of this connection starts with, under the rules in force.
+    func exchangeContext(_ environment: ListenerEnvironment, eventLoop: any EventLoop) -> ExchangeContext {
+        ExchangeContext(environment: environment, eventLoop: eventLoop, rules: exchangeRules(environment), memo: self)
+    }
+}
