@@ -168,10 +168,11 @@ struct ExchangeRecordTests {
     func failureIsLogged() async throws {
         let setup = try await Setup.start()
         defer { setup.stop() }
-        let closed = try await LoopbackOrigin.start { _, respond in respond.send(status: 200) }
-        let port = closed.port
-        closed.stop()
-        let response = try await setup.get("/gone", port: port)
+        // A port bound and never listened on (a stopped origin's port can be taken by a test
+        // running beside this one, which then answers).
+        let closed = ClosedPort()
+        defer { withExtendedLifetime(closed) {} }
+        let response = try await setup.get("/gone", port: closed.port)
         #expect(response.status == 502)
         let line = try await setup.logLine("/gone")
         #expect(line["status"] as? Int == 502)
