@@ -1,10 +1,19 @@
 // nio-relay LISTEN-PORT UPSTREAM-PORT
+// nio-relay serve LISTEN-PORT BODY-BYTES
 //
-// The least a SwiftNIO proxy can do per request, measured beside Tollgate by bench/run.sh: every
-// client connection gets its own upstream connection to 127.0.0.1:UPSTREAM-PORT, and bytes are
-// copied both ways as they come — no HTTP parsing, no header rewriting, no cache lookup, no
-// access control, no pooling. One event loop thread, like Tollgate pinned to one core. Whatever
-// this relay reaches is an upper bound for any proxy built on SwiftNIO on the same machine.
+// The least a SwiftNIO proxy can do per request, measured beside Tollgate by the bench scripts.
+//
+// Relay (pass-through rows): every client connection gets its own upstream connection to
+// 127.0.0.1:UPSTREAM-PORT, and bytes are copied both ways as they come — no HTTP parsing, no
+// header rewriting, no cache lookup, no access control, no pooling.
+//
+// Serve (cache-hit rows, `ResponderSide`): one fixed response of BODY-BYTES from memory for every
+// request head, keep-alive unless the request says `Connection: close` — no parsing beyond finding
+// the head's end, no lookup, no header building, no log. The least any cache on SwiftNIO does for a
+// hit held in memory.
+//
+// One event loop thread, like Tollgate pinned to one core. Whatever either mode reaches is an upper
+// bound for any proxy built on SwiftNIO on the same machine.
 import NIOCore
 import NIOPosix
 
@@ -52,6 +61,10 @@ final class RelaySide: ChannelInboundHandler, @unchecked Sendable {
 }
 
 let arguments = CommandLine.arguments
+if arguments.count == 4, arguments[1] == "serve", let listenPort = Int(arguments[2]), let size = Int(arguments[3]) {
+    try serve(port: listenPort, bodyBytes: size)
+    exit(0)
+}
 guard arguments.count == 3, let listenPort = Int(arguments[1]), let upstreamPort = Int(arguments[2]) else {
     print("usage: nio-relay LISTEN-PORT UPSTREAM-PORT")
     exit(2)
