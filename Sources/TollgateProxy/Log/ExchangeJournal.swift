@@ -23,13 +23,17 @@ final class ExchangeJournal: Sendable {
 
     /// Keeps `exchange`, dropping the oldest one when `capacity` are kept (`capacity` is the
     /// configuration's value now: a reload that lowers it drops the oldest at once).
-    func append(_ exchange: RecentExchange, capacity: Int) {
+    func append(_ exchange: consuming RecentExchange, capacity: Int) {
         guard capacity > 0 else {
             ring.withLockedValue { ring in
                 if !ring.entries.isEmpty { ring = Ring() }
             }
             return
         }
+        // Once the ring is full the new entry is swapped in, not copied (a copy retained each of
+        // its strings and lists), and the oldest one leaves the lock in `exchange`, to be freed
+        // after it.
+        var exchange = exchange
         ring.withLockedValue { ring in
             if ring.capacity != capacity {
                 let ordered = Self.ordered(ring)
@@ -38,7 +42,7 @@ final class ExchangeJournal: Sendable {
             if ring.entries.count < capacity {
                 ring.entries.append(exchange)
             } else {
-                ring.entries[ring.next] = exchange
+                swap(&ring.entries[ring.next], &exchange)
                 ring.next = (ring.next + 1) % capacity
             }
         }
