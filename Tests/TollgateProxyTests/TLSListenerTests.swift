@@ -365,6 +365,52 @@ struct TLSListenerTests {
         #expect(served.child.isRunning)
     }
 
+    @Test("/metrics counts failed client handshakes by reason: plain HTTP is failed, a client refusing the certificate alert, a connection closed at once closed")
+    func handshakeFailuresAreCounted() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let configuration = try setup.write("tls: { certificate: srv.pem, key: srv.key }")
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        let admin = try served.port("admin")
+        func failures() async throws -> [String: Int] {
+            let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+            var counted: [String: Int] = [:]
+            for line in metrics.split(separator: "\n") {
+                guard let match = line.wholeMatch(of: #/tollgate_client_tls_handshake_failures_total\{reason="(\w+)"\} (\d+)/#)
+                else { continue }
+                counted[String(match.1)] = Int(match.2)
+            }
+            return counted
+        }
+        #expect(try await failures() == ["alert": 0, "failed": 0, "closed": 0])
+
+        // Plain HTTP to the TLS port.
+        let plain = try await RawClient.connect(port: port)
+        try await plain.send("GET / HTTP/1.1\r\nHost: x\r\n\r\n")
+        try await plain.waitForClose()
+        plain.close()
+        // curl without the CA: it does not trust the listener's certificate and says so (an alert).
+        let refusing = try await curl(["--proxy", "https://127.0.0.1:\(port)", "http://127.0.0.1:1/"])
+        #expect(refusing.status != 0)
+        // A client that connects and leaves before any byte (a port check).
+        let leaving = try await RawClient.connect(port: port)
+        leaving.close()
+        // A client that completes the handshake is no failure.
+        let good = try await curl(["--proxy", "https://127.0.0.1:\(port)", "--proxy-cacert", setup.pki.caFile, "http://127.0.0.1:1/"])
+        #expect(good.status == 0, "\(good.stderr)")  // the proxy's own 502 for port 1, over TLS
+
+        // The server side of each connection ends a moment after the client's: wait for the counts.
+        var counted: [String: Int] = [:]
+        for _ in 0..<50 {
+            counted = try await failures()
+            if counted == ["alert": 1, "failed": 1, "closed": 1] { break }
+            try await Task.sleep(for: .milliseconds(100))
+        }
+        #expect(counted == ["alert": 1, "failed": 1, "closed": 1])
+    }
+
     @Test("check-config names FILE:LINE: KEY for a key readable by others and for a key of another certificate")
     func checkConfig() async throws {
         let setup = try TLSListenerSetup()

@@ -35,6 +35,8 @@ public final class ProxyMetrics: Sendable {
     private let webSocketConnections: Counter
     /// WebSocket messages relayed: to the upstream, to the client.
     private let webSocketMessages: (toUpstream: Counter, toClient: Counter)
+    /// Failed client handshakes on TLS listeners, in the order of ``ClientHandshakeFailure/allCases``.
+    private let clientHandshakeFailures: [Counter]
     /// Values read at scrape time, as last written into their counters (``syncCounter``).
     let scraped = NIOLockedValueBox<[String: Int64]>([:])
 
@@ -93,6 +95,18 @@ public final class ProxyMetrics: Sendable {
             registry.makeCounter(descriptor: messages, labels: [("direction", "to_upstream")]),
             registry.makeCounter(descriptor: messages, labels: [("direction", "to_client")])
         )
+        let handshakeFailures = MetricNameDescriptor.named(
+            "tollgate_client_tls_handshake_failures_total",
+            help: "Client TLS handshakes on TLS listeners that failed, by reason: alert, failed, closed."
+        )
+        clientHandshakeFailures = ClientHandshakeFailure.allCases.map {
+            registry.makeCounter(descriptor: handshakeFailures, labels: [("reason", $0.rawValue)])
+        }
+    }
+
+    /// A client's TLS handshake with a TLS listener failed.
+    func clientHandshakeFailed(_ reason: ClientHandshakeFailure) {
+        clientHandshakeFailures[ClientHandshakeFailure.allCases.firstIndex(of: reason)!].increment()
     }
 
     private static var webSocketClosesName: MetricNameDescriptor {

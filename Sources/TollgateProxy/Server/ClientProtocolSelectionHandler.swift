@@ -6,11 +6,14 @@ import TollgateTLS
 ///
 /// Before that no plaintext arrives. A failed handshake (a client that does not trust the
 /// certificate, plain HTTP sent to the TLS port, a version below `min-version`) closes the
-/// connection; so does shutdown, since there is no exchange to finish.
+/// connection; so does shutdown, since there is no exchange to finish. A failed handshake is
+/// counted in `/metrics` by reason (``ClientHandshakeFailure``), once per connection.
 final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChannelHandler {
     typealias InboundIn = ByteBuffer
 
     private let environment: ListenerEnvironment
+    /// The handshake's end was counted (a failure) or the handler left (a success).
+    private var settled = false
 
     init(environment: ListenerEnvironment) {
         self.environment = environment
@@ -32,10 +35,12 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
                 context.close(promise: nil)
                 return
             }
+            settled = true
             context.pipeline.syncOperations.removeHandler(context: context, promise: nil)
             return
         }
         if event is ChannelShouldQuiesceEvent {
+            settled = true  // shutdown, not the client's failure
             context.close(promise: nil)
             return
         }
@@ -44,6 +49,19 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // A failed handshake or a reset: nothing was served yet.
+        settle(ClientHandshakeFailure(error))
         context.close(promise: nil)
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        // Closed before the handshake completed, without an error (an EOF before any byte).
+        settle(.closed)
+        context.fireChannelInactive()
+    }
+
+    private func settle(_ failure: ClientHandshakeFailure) {
+        guard !settled else { return }
+        settled = true
+        environment.metrics.clientHandshakeFailed(failure)
     }
 }

@@ -218,7 +218,7 @@ final class TLSConnection {
         if let alert = self.receivedAlert { return .alertReceived(alert, duringHandshake: true) }
         if let failure = self.serverNameFailure { return .handshakeFailed(failure) }
         if self.rejectedChain, let error = self.verificationError { return .peerUntrusted(error) }
-        if code == SSL_ERROR_ZERO_RETURN { return .handshakeFailed("the peer closed the TLS session") }
+        if code == SSL_ERROR_ZERO_RETURN { return .closedDuringHandshake("the peer closed the TLS session") }
         return .handshakeFailed(queue.isEmpty ? "SSL error \(code)" : queue.joined(separator: "; "))
     }
 

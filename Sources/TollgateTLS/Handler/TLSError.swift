@@ -29,16 +29,23 @@ public struct TLSError: Error, Hashable, CustomStringConvertible, Sendable {
     /// "handshake failure", "protocol version", …).
     public let alert: String?
 
+    /// For ``handshakeFailed``: the failure was the peer closing the connection (or its TLS
+    /// session) before the handshake completed, not a message that went wrong. A server tells a
+    /// client that left (a port check, a client that gave up) from one that spoke no TLS.
+    public let peerClosed: Bool
+
     private init(
         code: Code,
         message: String,
         verificationError: CertificateVerificationError? = nil,
-        alert: String? = nil
+        alert: String? = nil,
+        peerClosed: Bool = false
     ) {
         self.code = code
         self.message = message
         self.verificationError = verificationError
         self.alert = alert
+        self.peerClosed = peerClosed
     }
 
     /// The handshake failed locally: no common version or cipher, a malformed message, the connection
@@ -77,6 +84,11 @@ public struct TLSError: Error, Hashable, CustomStringConvertible, Sendable {
     static func alertReceived(_ alert: String, duringHandshake: Bool) -> TLSError {
         let when = duringHandshake ? "during the handshake" : "after the handshake"
         return TLSError(code: .alertReceived, message: "TLS alert received \(when): \(alert)", alert: alert)
+    }
+
+    /// ``handshakeFailed`` because the peer closed before the handshake completed (``peerClosed``).
+    static func closedDuringHandshake(_ reason: String) -> TLSError {
+        TLSError(code: .handshakeFailed, message: "TLS handshake failed: \(reason)", peerClosed: true)
     }
 
     static func connectionFailed(_ reason: String) -> TLSError {

@@ -168,7 +168,7 @@ struct TLSHandlerStateMachine {
         case .idle, .closing, .closed:
             return .fireInactive(nil)
         case .handshaking:
-            return .fireInactive(.handshakeFailed("the connection closed during the handshake"))
+            return .fireInactive(.closedDuringHandshake("the connection closed during the handshake"))
         case .awaitingApproval, .active:
             return .fireInactive(self.reportsUncleanShutdown ? .uncleanShutdown : nil)
         }
