@@ -201,4 +201,32 @@ struct ChainedTunnelTests {
         #expect(!chain.parent.child.standardError.contains("s3cret") && !chain.parent.child.standardError.contains("czNjcmV0"))
         #expect(!child.child.standardError.contains("s3cret") && !child.child.standardError.contains("czNjcmV0"))
     }
+
+    @Test(
+        "A plain request the parent answers 407 (no credentials set, or refused ones) is a 502 upstream-unreachable saying so, not the parent's 407",
+        arguments: [nil, "wrong"] as [String?]
+    )
+    func parentRefusalIsAnUpstreamFault(password: String?) async throws {
+        let chain = try await Chain.start(parentPassword: "s3cret")
+        defer { chain.stop() }
+        var session = ""
+        if let password {
+            let passwordFile = chain.directory.appendingPathComponent("child-parent.pass")
+            try Data((password + "\n").utf8).write(to: passwordFile)
+            try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
+            session = "    upstream-proxy-credentials: { user: ci, password-file: \"\(passwordFile.path)\" }"
+        }
+        let plain = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "plain") }
+        defer { plain.stop() }
+        let (child, _) = try await chain.interceptingChild(session: session)
+        defer { child.child.kill() }
+        let fetched = try await curl("http://127.0.0.1:\(plain.port)/plain", proxy: try child.port("forward"), cacert: chain.pki.caFile)
+        #expect(fetched.stdout.hasPrefix("HTTP/1.1 502"), "\(fetched.stdout)")
+        #expect(fetched.stdout.contains("Tollgate-Error: upstream-unreachable"), "\(fetched.stdout)")
+        #expect(fetched.stdout.contains("asks for credentials (407"), "\(fetched.stdout)")
+        let why = password == nil ? "has no upstream-proxy-credentials" : "did not accept the session's upstream-proxy-credentials"
+        #expect(fetched.stdout.contains(why), "\(fetched.stdout)")
+        #expect(!fetched.stdout.lowercased().contains("proxy-authenticate"), "\(fetched.stdout)")
+        #expect(plain.requests.isEmpty)
+    }
 }

@@ -32,7 +32,7 @@ extension ForwardExchange {
             }
             return .becomeStream
         }
-        if let refusal = manifestRefusal(of: response) {
+        if let refusal = manifestRefusal(of: response) ?? parentProxyRefusal(of: response) {
             ownAnswer = refusal
             return .cancel
         }
@@ -40,6 +40,26 @@ extension ForwardExchange {
         // (ForwardExchange+Redirects).
         startResponse(response)
         return .allow
+    }
+
+    /// A `407` from the route's upstream proxy to a plain request: the session answered it with
+    /// its `upstream-proxy-credentials` if it has them (RFC 9110 §11.7.1), so this 407 means the
+    /// parent refused them or none are set. Passed on, it would read as this proxy asking the
+    /// client for credentials (and the parent's `Proxy-Authenticate` is hop-by-hop, not the
+    /// client's to answer): it is an upstream fault instead, `502 upstream-unreachable` saying
+    /// what to fix — as a parent's refusal of a CONNECT is.
+    func parentProxyRefusal(of response: TollgateHTTP.HTTPResponseHead) -> OwnResponse? {
+        guard response.status == 407, url.scheme == "http",
+            let configuration = record.route?.session.configuration, let parent = configuration.upstreamProxy
+        else { return nil }
+        let why =
+            configuration.upstreamProxyCredential == nil
+            ? "the session has no upstream-proxy-credentials"
+            : "it did not accept the session's upstream-proxy-credentials"
+        return OwnResponse(
+            .upstreamUnreachable,
+            "the upstream proxy \(parent.host):\(parent.port) asks for credentials (407 \(response.reason)): \(why)"
+        )
     }
 
     /// Sends the response head to the client.
