@@ -54,6 +54,34 @@ struct PartialContentStoreTests {
         }
     }
 
+    @Test("Pieces together stay within an eighth of max-size: past it the oldest URLs' pieces go, files and all")
+    func piecesStayWithinTheirBudget() throws {
+        let clock = TestClock()
+        // 1 MiB: a budget of 128 KiB for pieces, a per-response limit of 52 428 bytes.
+        try withStore(maxSize: 1 << 20, clock: clock) { store, directory in
+            #expect(store.partialBudget == 131_072)
+            let body = pattern(50_000, seed: 7)
+            let urls = (0..<4).map { "https://example.com/part-\($0).bin" }
+            func keep(_ url: String) throws {
+                let head = response(
+                    ["Cache-Control: max-age=600", "ETag: \"v1\"", "Content-Range: bytes 0-39999/50000", "Content-Length: 40000"],
+                    status: 206
+                )
+                let key = CacheKey(url: HTTPURL(string: url)!)
+                let writer = try #require(try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now))
+                try writer.append(buffer(Array(body[0..<40_000])))
+                #expect(try writer.finish() == .kept(presentBytes: 40_000))
+                clock.advance(1)
+            }
+            for url in urls.prefix(3) { try keep(url) }  // 120 000 bytes: within the budget
+            #expect(urls.prefix(3).allSatisfy { store.partialContent(for: CacheKey(url: HTTPURL(string: $0)!)) != nil })
+            try keep(urls[3])  // 160 000: the oldest goes
+            #expect(store.partialContent(for: CacheKey(url: HTTPURL(string: urls[0])!)) == nil)
+            #expect(urls.dropFirst().allSatisfy { store.partialContent(for: CacheKey(url: HTTPURL(string: $0)!)) != nil })
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 3)
+        }
+    }
+
     @Test("A piece with another validator replaces what was kept; a piece of the old one in flight is superseded")
     func replaced() throws {
         try withStore { store, directory in

@@ -16,12 +16,20 @@ import Darwin
 /// Only responses without Vary and with a known complete length are kept; pieces are combined
 /// only when they share a strong validator (a strong ETag, else Last-Modified) — a 206 without
 /// one is kept alone, for the ranges it covers. A piece with another validator or length replaces
-/// what was kept. At most ``maximumPartials`` responses are kept in pieces (the oldest go
-/// first); their bytes are not counted in the cache's size and are removed with a purge of
+/// what was kept. At most ``maximumPartials`` responses are kept in pieces, and their present
+/// bytes together stay within ``partialBudget`` (an eighth of `max-size`): beyond either the oldest
+/// go first. Pieces are not counted in the cache's size (they are not servable as whole
+/// responses), so this budget is what bounds their disk; they are also removed with a purge of
 /// their URL, `removeAll`, or when a complete response for the URL is stored.
 extension CacheStore {
     /// How many responses may be held in pieces at once.
     public static let maximumPartials = 256
+
+    /// The present bytes all pieces together may hold: an eighth of `max-size`, so the disk a
+    /// cache uses stays within 1.125 × `max-size` however many Range requests it sees (each piece
+    /// is bounded by the per-response limit, 5 % of `max-size`, so the budget holds two of the
+    /// largest at least).
+    public var partialBudget: Int64 { options.maxSize / 8 }
 
     /// What is held in pieces for `key`, nil when nothing is. Cheap (one read).
     public func partialContent(for key: CacheKey) -> PartialContent? {
@@ -137,7 +145,9 @@ extension CacheStore {
         let db = self.db
         let storageKey = key.storageKey
         enum Step { case superseded, kept(Int64), whole(PartialRecord) }
+        var freed: [String] = []
         let step = try environment.write { txn -> Step in
+            freed = []
             guard var record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil,
                 record.file == fileName
             else { return .superseded }
@@ -155,8 +165,10 @@ extension CacheStore {
                 return .whole(record)
             }
             try txn.put(storageKey, try record.encoded(), in: db.partials)
+            freed = try trimPartialBytes(txn, keeping: storageKey)
             return .kept(merged.reduce(Int64(0)) { $0 + Int64($1.count) })
         }
+        for name in freed { files.remove(name) }
         switch step {
         case .superseded:
             return .superseded
@@ -222,6 +234,34 @@ extension CacheStore {
         guard let oldest else { return [] }
         _ = try txn.delete(oldest.key, in: db.partials)
         return [oldest.file]
+    }
+
+    /// Drops the oldest pieces, except those of `kept` (the piece just recorded), while all pieces'
+    /// present bytes exceed ``partialBudget``; returns their files, to remove after commit.
+    private func trimPartialBytes(_ txn: WriteTransaction, keeping kept: [UInt8]) throws -> [String] {
+        var held: [(key: [UInt8], storedAt: Date, file: String, bytes: Int64)] = []
+        var total: Int64 = 0
+        try txn.withCursor(in: db.partials) { cursor in
+            try cursor.forEach { entry in
+                if let record = PartialRecord.decode(entry.value) {
+                    let bytes = record.ranges.reduce(Int64(0)) { $0 + Int64($1.count) }
+                    total += bytes
+                    let key = Array(entry.key)
+                    if key != kept {
+                        held.append((key, record.storedResponse?.storedAt ?? .distantPast, record.file, bytes))
+                    }
+                }
+                return true
+            }
+        }
+        guard total > partialBudget else { return [] }
+        var freed: [String] = []
+        for oldest in held.sorted(by: { $0.storedAt < $1.storedAt }) where total > partialBudget {
+            _ = try txn.delete(oldest.key, in: db.partials)
+            freed.append(oldest.file)
+            total -= oldest.bytes
+        }
+        return freed
     }
 
     /// The file names the partial records point at (the open-time sweep keeps these).
