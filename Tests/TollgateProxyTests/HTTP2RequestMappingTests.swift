@@ -104,21 +104,38 @@ struct HTTP2RequestMappingTests {
         )
     }
 
-    @Test("CONNECT and extended CONNECT are answered 501 by the proxy, not tunnelled")
-    func connectRefused() throws {
-        for fields in [
-            [(":method", "CONNECT"), (":authority", "example.com:443")],
-            [
-                (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"),
-                (":path", "/chat"),
-            ],
-        ] {
-            guard case .refuse(let answer) = try map(fields) else {
-                Issue.record("not refused: \(fields)")
-                continue
-            }
-            #expect(answer.status == 501)
+    @Test("A CONNECT maps to a request for its :authority (RFC 9113 §8.5); one with :scheme or :path is malformed")
+    func connectMapped() throws {
+        guard case .request(let head) = try map([(":method", "CONNECT"), (":authority", "example.com:443"), ("user-agent", "t")])
+        else {
+            Issue.record("not a request")
+            return
         }
+        #expect(head.method == "CONNECT")
+        #expect(head.target == "example.com:443")
+        #expect(head.headerFields[.host] == "example.com:443")
+        #expect(head.headerFields[.userAgent] == "t")
+        #expect(head.versionText == "HTTP/2.0")
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")])
+        }
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([(":method", "CONNECT"), (":authority", "a:443"), (":scheme", "https")])
+        }
+        #expect(throws: HTTP2RequestMapping.Malformed.self) { try map([(":method", "CONNECT")]) }
+    }
+
+    @Test("An extended CONNECT (RFC 8441), which the proxy does not offer, is answered 501 saying so")
+    func extendedConnectRefused() throws {
+        let fields = [
+            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"), (":path", "/chat"),
+        ]
+        guard case .refuse(let answer) = try map(fields) else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(answer.status == 501)
+        #expect(String(buffer: answer.body).contains("SETTINGS_ENABLE_CONNECT_PROTOCOL"))
     }
 
     @Test("A response block has :status first, lowercase names, and no connection-specific fields")

@@ -6,8 +6,9 @@ import TollgateHTTP
 /// into one (§8.2.3, the upstream is HTTP/1.1).
 ///
 /// A block that breaks the rules of §8.2 and §8.3 is malformed: the stream is reset with
-/// PROTOCOL_ERROR (``Malformed``). What is well formed but not served on a stream (CONNECT,
-/// extended CONNECT) is answered by the proxy itself (``Mapped/refuse(_:)``).
+/// PROTOCOL_ERROR (``Malformed``). A CONNECT (§8.5) becomes a request whose target is its
+/// `:authority`, as an HTTP/1.1 CONNECT's; an extended CONNECT (RFC 8441), which the proxy does
+/// not offer, is answered by the proxy itself (``Mapped/refuse(_:)``).
 ///
 /// Pure: no channel, no state.
 enum HTTP2RequestMapping {
@@ -97,17 +98,37 @@ enum HTTP2RequestMapping {
         }
         guard let method, !method.isEmpty else { throw Malformed(description: "no :method") }
         if method == "CONNECT" {
-            // RFC 9113 §8.5 (and RFC 8441's extended CONNECT): a tunnel inside a stream. Not
-            // served: the proxy's tunnels are HTTP/1.1 connections.
-            let what = extendedProtocol.map { "extended CONNECT (:protocol \($0))" } ?? "CONNECT"
-            guard authority != nil || extendedProtocol != nil else {
-                throw Malformed(description: "CONNECT without :authority")
+            if let extendedProtocol {
+                // RFC 8441: only for a server that sent SETTINGS_ENABLE_CONNECT_PROTOCOL, which
+                // this proxy does not (its WebSockets go over HTTP/1.1 upgrades).
+                guard authority != nil else { throw Malformed(description: "CONNECT without :authority") }
+                return .refuse(
+                    OwnResponse(
+                        .badRequest,
+                        status: 501,
+                        "extended CONNECT (:protocol \(extendedProtocol)) is not offered by this proxy "
+                            + "(no SETTINGS_ENABLE_CONNECT_PROTOCOL); use an HTTP/1.1 upgrade"
+                    )
+                )
             }
-            return .refuse(
-                OwnResponse(
-                    .badRequest,
-                    status: 501,
-                    "\(what) over HTTP/2 is not supported by this proxy; use HTTP/1.1"
+            // RFC 9113 §8.5: a tunnel on the stream, to `:authority`; no `:scheme`, no `:path`.
+            guard let authority, !authority.isEmpty else { throw Malformed(description: "CONNECT without :authority") }
+            guard scheme == nil, path == nil else {
+                throw Malformed(description: "CONNECT with :scheme or :path (RFC 9113 §8.5)")
+            }
+            var headerFields = HeaderFields()
+            headerFields.add(name: .host, value: authority)
+            regular.remove(.host)
+            headerFields.append(contentsOf: regular)
+            return .request(
+                ClientRequestHead(
+                    method: method,
+                    target: authority,
+                    minorVersion: 1,
+                    headerFields: headerFields,
+                    framing: .none,
+                    byteCount: byteCount,
+                    isHTTP2: true
                 )
             )
         }
