@@ -195,4 +195,53 @@ struct HTTPSProxyHTTP2TunnelTests {
             setup.accessLog.contains("https://localhost:\(origin.port)/doc")
         }
     }
+
+    @Test(
+        "Headless Chromium with an https:// proxy takes h2 from it and fetches an https page through a CONNECT on a stream",
+        .enabled(if: chromiumBinary != nil, "chromium is not installed")
+    )
+    func chromiumTunnelsOverHTTP2() async throws {
+        let setup = try HTTPSProxySetup()
+        defer { try? FileManager.default.removeItem(at: setup.directory) }
+        let chromium = try #require(chromiumBinary)
+        let originPKI = try TestPKI(commonName: "Origin CA", host: "127.0.0.1")
+        let origin = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, headers: ["Content-Type": "text/html"], body: "<p id=m>through the stream \(request.target)</p>")
+        }
+        defer { origin.stop() }
+        // Only the origin's port may be tunnelled to; the browser's own background requests
+        // (updates, time) are refused by the proxy, which never reaches beyond 127.0.0.1 for them.
+        let configuration = try setup.write(
+            """
+            access:
+              connect-ports: [\(origin.port)]
+              destinations:
+                - { allow: "127.0.0.1" }
+            """
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let result = try await ChildProcess.run(
+            chromium,
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                "--disable-background-networking", "--disable-component-update", "--disable-sync",
+                "--user-data-dir=\(setup.path("chromium-profile"))",
+                // The test CAs are not in the browser's store (the proxy's and the origin's).
+                "--ignore-certificate-errors",
+                "--proxy-server=https://127.0.0.1:\(try served.port("forward"))",
+                // Chromium sends loopback destinations direct unless told otherwise.
+                "--proxy-bypass-list=<-loopback>",
+                "--dump-dom", "https://127.0.0.1:\(origin.port)/page",
+            ]
+        )
+        #expect(result.stdout.contains("through the stream /page"), "\(result.stdout) \(result.stderr.suffix(2000))")
+        try await eventually(timeout: .seconds(10), "the browser's CONNECT in the access log") {
+            setup.accessLog.contains("\"target\":\"127.0.0.1:\(origin.port)\"")
+        }
+        let connect = try #require(setup.accessLog.split(separator: "\n").first { $0.contains("\"target\":\"127.0.0.1:\(origin.port)\"") })
+        #expect(connect.contains("\"method\":\"CONNECT\""), "\(connect)")
+        #expect(connect.contains("\"version\":\"HTTP/2.0\""), "\(connect)")
+        #expect(connect.contains("\"status\":200"), "\(connect)")
+    }
 }
