@@ -152,7 +152,7 @@ struct HTTPSProxyHTTP2TunnelTests {
         #expect(connect.contains("\"status\":200"), "\(connect)")
     }
 
-    @Test("An intercepted CONNECT on a stream: TLS under the minted leaf inside it, the GET inside answered by the origin and logged")
+    @Test("An intercepted CONNECT on a stream: TLS under the minted leaf inside it, a GET over HTTP/1.1 answered by the origin and logged, then one over nested HTTP/2 from the cache")
     func interceptionOnAStream() async throws {
         let setup = try HTTPSProxySetup()
         defer { try? FileManager.default.removeItem(at: setup.directory) }
@@ -194,6 +194,18 @@ struct HTTPSProxyHTTP2TunnelTests {
         try await eventually("the request inside in the access log") {
             setup.accessLog.contains("https://localhost:\(origin.port)/doc")
         }
+        // Offering h2 inside: a nested HTTP/2 front in the stream serves the second GET, from the cache.
+        let nested = try await runClient(
+            HTTP2Peers.tlsInsideTunnel,
+            [
+                "\(try served.port("forward"))", setup.pki.caFile, "localhost:\(origin.port)", "localhost",
+                caDirectory + "/ca.pem", "/doc", "h2",
+            ]
+        )
+        #expect(nested.contains { $0.hasPrefix("inner tls") && $0.hasSuffix("alpn h2") }, "\(nested)")
+        #expect(nested.contains("inner status HTTP/2 200"), "\(nested)")
+        #expect(nested.contains("inner body intercepted /doc"), "\(nested)")
+        #expect(origin.requestCount == 1)
     }
 
     @Test(

@@ -68,14 +68,16 @@ extension HTTP2Peers {
             print("stream", sid, "status", st["status"], st["end"], "data", st["data"].decode(errors="replace").replace("\n", "|"), flush=True)
         """#
 
-    /// `PORT PROXY_CA AUTHORITY SNI INNER_CA PATH`: CONNECT AUTHORITY on stream 1 of an HTTP/2
-    /// connection to an HTTPS proxy, then TLS inside the stream (SNI, verified against INNER_CA,
-    /// ALPN http/1.1) and `GET PATH` inside it. Prints `connect status S`, `inner tls VERSION alpn
-    /// P`, `inner status LINE`, `inner body TEXT`.
+    /// `PORT PROXY_CA AUTHORITY SNI INNER_CA PATH [ALPN]`: CONNECT AUTHORITY on stream 1 of an
+    /// HTTP/2 connection to an HTTPS proxy, then TLS inside the stream (SNI, verified against
+    /// INNER_CA, offering ALPN, `http/1.1` by default) and `GET PATH` inside it, over HTTP/2 when
+    /// `h2` was negotiated. Prints `connect status S`, `inner tls VERSION alpn P`, `inner status
+    /// LINE` (`HTTP/2 S` for h2), `inner body TEXT`.
     static let tlsInsideTunnel = #"""
         import socket, ssl, sys, time
         import h2.connection, h2.config, h2.events
         port, proxy_ca, authority, sni, inner_ca, path = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5], sys.argv[6]
+        inner_alpn = sys.argv[7] if len(sys.argv) > 7 else "http/1.1"
         ctx = ssl.create_default_context(cafile=proxy_ca)
         ctx.set_alpn_protocols(["h2"])
         s = ctx.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="127.0.0.1")
@@ -85,10 +87,10 @@ extension HTTP2Peers {
         c.send_headers(sid, [(":method", "CONNECT"), (":authority", authority)])
         s.sendall(c.data_to_send())
         inner = ssl.create_default_context(cafile=inner_ca)
-        inner.set_alpn_protocols(["http/1.1"])
+        inner.set_alpn_protocols([inner_alpn])
         incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
         tls = inner.wrap_bio(incoming, outgoing, server_hostname=sni)
-        state = {"status": None, "handshake": False, "sent": False, "response": b"", "end": None}
+        state = {"status": None, "handshake": False, "sent": False, "response": b"", "end": None, "h2": None, "h2status": None, "h2done": False}
         s.settimeout(0.2)
         deadline = time.time() + 15
         def pump_tls():
@@ -103,7 +105,14 @@ extension HTTP2Peers {
                     pass
             if state["handshake"] and not state["sent"]:
                 state["sent"] = True
-                tls.write(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, sni)).encode())
+                if tls.selected_alpn_protocol() == "h2":
+                    h = h2.connection.H2Connection(h2.config.H2Configuration(client_side=True))
+                    h.initiate_connection()
+                    h.send_headers(1, [(":method", "GET"), (":scheme", "https"), (":authority", authority), (":path", path)], end_stream=True)
+                    state["h2"] = h
+                    tls.write(h.data_to_send())
+                else:
+                    tls.write(("GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n" % (path, sni)).encode())
             if state["handshake"]:
                 while True:
                     try:
@@ -112,11 +121,23 @@ extension HTTP2Peers {
                         break
                     if not chunk:
                         break
-                    state["response"] += chunk
+                    h = state["h2"]
+                    if h is None:
+                        state["response"] += chunk
+                        continue
+                    for e in h.receive_data(chunk):
+                        if isinstance(e, h2.events.ResponseReceived):
+                            state["h2status"] = dict(e.headers)[b":status"].decode()
+                        elif isinstance(e, h2.events.DataReceived):
+                            state["response"] += e.data
+                            h.acknowledge_received_data(e.flow_controlled_length, e.stream_id)
+                        elif isinstance(e, h2.events.StreamEnded):
+                            state["h2done"] = True
+                    tls.write(h.data_to_send())
             pending = outgoing.read()
             if pending:
                 c.send_data(sid, pending)
-        while time.time() < deadline and state["end"] is None:
+        while time.time() < deadline and state["end"] is None and not state["h2done"]:
             try:
                 data = s.recv(1 << 16)
             except socket.timeout:
@@ -142,6 +163,10 @@ extension HTTP2Peers {
                 length = [l for l in head.split(b"\r\n") if l.lower().startswith(b"content-length:")]
                 if length and len(body) >= int(length[0].split(b":")[1]):
                     break
+        if state["h2"] is not None:
+            print("inner status HTTP/2", state["h2status"], flush=True)
+            print("inner body", state["response"].decode(errors="replace"), flush=True)
+            sys.exit(0)
         head, _, body = state["response"].partition(b"\r\n\r\n")
         print("inner status", head.split(b"\r\n")[0].decode() if head else None, flush=True)
         print("inner body", body.decode(errors="replace"), flush=True)
