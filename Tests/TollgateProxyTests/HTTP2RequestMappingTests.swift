@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHPACK
 import Testing
@@ -125,17 +126,33 @@ struct HTTP2RequestMappingTests {
         #expect(throws: HTTP2RequestMapping.Malformed.self) { try map([(":method", "CONNECT")]) }
     }
 
-    @Test("An extended CONNECT (RFC 8441), which the proxy does not offer, is answered 501 saying so")
-    func extendedConnectRefused() throws {
+    @Test("An extended CONNECT (RFC 8441) :protocol websocket maps to the HTTP/1.1 upgrade it stands for; another protocol gets 501")
+    func extendedConnect() throws {
         let fields = [
-            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"), (":path", "/chat"),
+            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a.test"), (":path", "/chat"),
+            ("sec-websocket-version", "13"),
         ]
-        guard case .refuse(let answer) = try map(fields) else {
+        guard case .request(let head) = try map(fields) else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(head.method == "GET")
+        #expect(head.target == "/chat")
+        #expect(head.isUpgrade)
+        #expect(head.headerFields[.upgrade] == "websocket")
+        #expect(head.headerFields["sec-websocket-version"] == "13")
+        #expect(Data(base64Encoded: head.headerFields["sec-websocket-key"] ?? "")?.count == 16)
+        #expect(head.framing == .none)  // the stream's DATA is the WebSocket's
+        var other = fields
+        other[1] = (":protocol", "connect-udp")
+        guard case .refuse(let answer) = try map(other) else {
             Issue.record("not refused")
             return
         }
         #expect(answer.status == 501)
-        #expect(String(buffer: answer.body).contains("SETTINGS_ENABLE_CONNECT_PROTOCOL"))
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([(":method", "GET"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"), (":path", "/")])
+        }
     }
 
     @Test("A response block has :status first, lowercase names, and no connection-specific fields")

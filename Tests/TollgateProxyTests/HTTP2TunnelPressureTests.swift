@@ -49,17 +49,17 @@ private final class FloodHandler: ChannelInboundHandler, @unchecked Sendable {
     func errorCaught(context: ChannelHandlerContext, error: any Error) { context.close(promise: nil) }
 }
 
-/// An origin that resets each connection: it reads nothing, and closes with the client's bytes
-/// unread in its socket, which makes the kernel send RST instead of FIN (half a second after
-/// accepting, time for the client's first bytes to arrive).
+/// An origin that resets each connection (SO_LINGER 0, then close: RST instead of FIN) once its
+/// first bytes arrived.
 private final class ResettingHandler: ChannelInboundHandler, @unchecked Sendable {
     typealias InboundIn = ByteBuffer
+    private var resetting = false
 
-    func handlerAdded(context: ChannelHandlerContext) {
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        guard !resetting, let socket = context.channel as? any SocketOptionProvider else { return }
+        resetting = true
         let channel = context.channel
-        channel.setOption(.autoRead, value: false).whenComplete { _ in
-            channel.eventLoop.scheduleTask(in: .milliseconds(500)) { channel.close(promise: nil) }
-        }
+        socket.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 }
 

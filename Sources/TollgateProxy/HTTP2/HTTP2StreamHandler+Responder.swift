@@ -17,12 +17,16 @@ extension HTTP2StreamHandler: ClientResponder {
 
     func sendInterim(_ head: HTTPResponseHead) {
         guard let context, isActive else { return }
-        if head.status >= 200 {
-            // A tunnel's 200 (RFC 9113 §8.5): the response head, without END_STREAM; the
-            // tunnel's bytes follow as DATA.
+        if head.status >= 200 || (head.status == 101 && machine.tunnel != nil) {
+            // A tunnel's 200 (RFC 9113 §8.5), or the 101 of an extended CONNECT's WebSocket
+            // upgrade, which is a 200 on a stream (RFC 8441 §5; no Sec-WebSocket-Accept): the
+            // response head, without END_STREAM; the tunnel's bytes follow as DATA.
             guard machine.tunnel != nil else { return }
             machine.responseHeadSent()
-            write(.headers(.init(headers: HTTP2ResponseFields.block(head))), context: context, flush: true)
+            var fields = head.headerFields
+            fields.remove("sec-websocket-accept")
+            let tunnelHead = HTTPResponseHead(status: 200, headerFields: fields)
+            write(.headers(.init(headers: HTTP2ResponseFields.block(tunnelHead))), context: context, flush: true)
             return
         }
         // 101 has no meaning on a stream (RFC 9113 §8.6); upgrades are refused before any.
@@ -41,6 +45,12 @@ extension HTTP2StreamHandler: ClientResponder {
         close: Bool
     ) {
         guard let context, isActive else { return }
+        if machine.tunnel != nil, (200..<300).contains(head.status) {
+            // An extended CONNECT's origin answered 2xx without switching to WebSocket: passed on,
+            // it would read as the WebSocket's success (RFC 8441 §5).
+            abort()
+            return
+        }
         machine.responseHeadSent()
         let endStream = framing == .none
         endStreamSent = endStream

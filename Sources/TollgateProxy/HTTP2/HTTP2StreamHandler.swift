@@ -183,7 +183,13 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
             target = admitted
         }
         guard let context else { return }
-        if case .connect = target { machine.tunnelRequested() }
+        // A CONNECT, or an extended CONNECT (RFC 8441) mapped to its WebSocket upgrade: the
+        // stream's DATA is held for the relay, not a request body.
+        switch target {
+        case .connect: machine.tunnelRequested()
+        case .http where block.contains(name: ":protocol"): machine.tunnelRequested()
+        case .http, .refuse: break
+        }
         let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
