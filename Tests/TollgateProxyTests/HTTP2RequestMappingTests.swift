@@ -81,7 +81,10 @@ struct HTTP2RequestMappingTests {
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a HTTP/1.1\r\nX: y")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a b")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a\u{0}")],
-            [(":method", "GET / HTTP/1.1\r\nHost: b\r\n\r\nGET"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
+            [
+                (":method", "GET / HTTP/1.1\r\nHost: b\r\n\r\nGET"), (":scheme", "http"), (":authority", "a"),
+                (":path", "/"),
+            ],
             [(":method", "GE T"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a\r\nX-Injected: 1"), (":path", "/")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "user@a"), (":path", "/")],  // userinfo
@@ -107,7 +110,10 @@ struct HTTP2RequestMappingTests {
 
     @Test("A CONNECT maps to a request for its :authority (RFC 9113 §8.5); one with :scheme or :path is malformed")
     func connectMapped() throws {
-        guard case .request(let head) = try map([(":method", "CONNECT"), (":authority", "example.com:443"), ("user-agent", "t")])
+        guard
+            case .request(let head) = try map([
+                (":method", "CONNECT"), (":authority", "example.com:443"), ("user-agent", "t"),
+            ])
         else {
             Issue.record("not a request")
             return
@@ -126,10 +132,13 @@ struct HTTP2RequestMappingTests {
         #expect(throws: HTTP2RequestMapping.Malformed.self) { try map([(":method", "CONNECT")]) }
     }
 
-    @Test("An extended CONNECT (RFC 8441) :protocol websocket maps to the HTTP/1.1 upgrade it stands for; another protocol gets 501")
+    @Test(
+        "An extended CONNECT (RFC 8441) :protocol websocket maps to the HTTP/1.1 upgrade it stands for; another protocol gets 501"
+    )
     func extendedConnect() throws {
         let fields = [
-            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a.test"), (":path", "/chat"),
+            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a.test"),
+            (":path", "/chat"),
             ("sec-websocket-version", "13"),
         ]
         guard case .request(let head) = try map(fields) else {
@@ -151,7 +160,10 @@ struct HTTP2RequestMappingTests {
         }
         #expect(answer.status == 501)
         #expect(throws: HTTP2RequestMapping.Malformed.self) {
-            try map([(":method", "GET"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"), (":path", "/")])
+            try map([
+                (":method", "GET"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"),
+                (":path", "/"),
+            ])
         }
     }
 

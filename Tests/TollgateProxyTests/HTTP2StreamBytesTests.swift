@@ -48,13 +48,17 @@ struct HTTP2StreamBytesTests {
     func inbound() throws {
         let (channel, upper, _) = try channel()
         try channel.writeInbound(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "abc")))))
-        try channel.writeInbound(HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "def")), endStream: true)))
+        try channel.writeInbound(
+            HTTP2Frame.FramePayload.data(.init(data: .byteBuffer(ByteBuffer(string: "def")), endStream: true))
+        )
         #expect(upper.bytes == "abcdef")
         #expect(upper.inputClosed == 1)
         try channel.writeInbound(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders(), endStream: true)))
         #expect(upper.inputClosed == 1)
         let (other, otherUpper, _) = try self.channel()
-        try other.writeInbound(HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([("x", "y")]), endStream: true)))
+        try other.writeInbound(
+            HTTP2Frame.FramePayload.headers(.init(headers: HPACKHeaders([("x", "y")]), endStream: true))
+        )
         #expect(otherUpper.bytes == "")
         #expect(otherUpper.inputClosed == 1)
     }

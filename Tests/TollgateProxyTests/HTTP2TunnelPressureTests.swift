@@ -111,20 +111,33 @@ private let stalledTunnel = #"""
     print("done", state["received"], "ended" if state["ended"] else "open", flush=True)
     """#
 
-@Suite("Back-pressure and failure of CONNECT tunnels on HTTP/2 streams (Python h2)", .timeLimit(.minutes(1)), .enabled(if: HTTP2Peers.hasPythonH2))
+@Suite(
+    "Back-pressure and failure of CONNECT tunnels on HTTP/2 streams (Python h2)",
+    .timeLimit(.minutes(1)),
+    .enabled(if: HTTP2Peers.hasPythonH2)
+)
 struct HTTP2TunnelPressureTests {
-    @Test("A client that opens no window stops the proxy reading the origin; once it opens them every byte arrives, then END_STREAM")
+    @Test(
+        "A client that opens no window stops the proxy reading the origin; once it opens them every byte arrives, then END_STREAM"
+    )
     func clientWindowStopsOriginReads() async throws {
         let total = 24 * 1024 * 1024
         let accepted = NIOLockedValueBox(0)
-        let origin = try await LoopbackListener.bind(halfClosure: true) { FloodHandler(total: total, accepted: accepted) }
+        let origin = try await LoopbackListener.bind(halfClosure: true) {
+            FloodHandler(total: total, accepted: accepted)
+        }
         defer { origin.close(promise: nil) }
         let port = try #require(origin.localAddress?.port)
         var configuration = PolicyConfiguration()
         configuration.access.connectPorts = [port]
         try await withProxy(configuration: configuration, h2c: true) { proxy in
-            let client = try HTTP2Peers.runPython(stalledTunnel, ["\(proxy.port)", "127.0.0.1:\(port)", "\(total)", "2"])
-            try await eventually(timeout: .seconds(20), "the client stalled") { client.standardOutput.contains("stalled") }
+            let client = try HTTP2Peers.runPython(
+                stalledTunnel,
+                ["\(proxy.port)", "127.0.0.1:\(port)", "\(total)", "2"]
+            )
+            try await eventually(timeout: .seconds(20), "the client stalled") {
+                client.standardOutput.contains("stalled")
+            }
             let whileStalled = accepted.withLockedValue { $0 }
             let stalledLine = client.standardOutput.split(separator: "\n").first { $0.hasPrefix("stalled") }
             // The client's 64 KiB window, no more, reached it.
@@ -133,7 +146,10 @@ struct HTTP2TunnelPressureTests {
             // the proxy itself keeps one read (64 KiB). Without back-pressure all 24 MiB go.
             #expect(whileStalled < 16 * 1024 * 1024, "the origin wrote \(whileStalled) bytes")
             _ = try await client.waitForExit(timeout: .seconds(40))
-            #expect(client.standardOutput.contains("done \(total) ended"), "\(client.standardOutput) \(client.standardError)")
+            #expect(
+                client.standardOutput.contains("done \(total) ended"),
+                "\(client.standardOutput) \(client.standardError)"
+            )
             try await eventually("the tunnel in the access log") {
                 proxy.accessLog.contains { $0.contains("\"CONNECT 127.0.0.1:\(port) HTTP/2.0\" 200 \(total)") }
             }

@@ -11,7 +11,8 @@ import TollgateTesting
 private func runClient(_ script: String, _ arguments: [String]) async throws -> [String] {
     let client = try HTTP2Peers.runPython(script, arguments)
     _ = try await client.waitForExit(timeout: .seconds(40))
-    return client.standardOutput.split(separator: "\n").map(String.init) + (client.standardError.isEmpty ? [] : ["stderr: \(client.standardError)"])
+    return client.standardOutput.split(separator: "\n").map(String.init)
+        + (client.standardError.isEmpty ? [] : ["stderr: \(client.standardError)"])
 }
 
 private func plan(_ steps: [[String: Any]]) throws -> String {
@@ -22,7 +23,9 @@ private func plan(_ steps: [[String: Any]]) throws -> String {
 /// in-process forward proxy.
 @Suite("CONNECT on HTTP/2 streams with Python h2", .timeLimit(.minutes(1)), .enabled(if: HTTP2Peers.hasPythonH2))
 struct HTTP2TunnelTests {
-    @Test("Two tunnels and a GET share one connection: bytes both ways, half-close each way; denied and unreachable ports are answered")
+    @Test(
+        "Two tunnels and a GET share one connection: bytes both ways, half-close each way; denied and unreachable ports are answered"
+    )
     func tunnelsOnStreams() async throws {
         let echo = try await LoopbackEchoServer.start()
         defer { echo.stop() }
@@ -83,7 +86,11 @@ private struct HTTPSProxySetup {
     init() throws {
         directory = try temporaryDirectory()
         pki = try TestPKI(commonName: "Proxy CA", host: "127.0.0.1")
-        try pki.server.certificate.pemString.write(to: directory.appendingPathComponent("srv.pem"), atomically: true, encoding: .utf8)
+        try pki.server.certificate.pemString.write(
+            to: directory.appendingPathComponent("srv.pem"),
+            atomically: true,
+            encoding: .utf8
+        )
         try pki.server.privateKey.write(toPEMFile: path("srv.key"), overwrite: true)
     }
 
@@ -92,17 +99,17 @@ private struct HTTPSProxySetup {
     func write(_ more: String) throws -> String {
         let file = directory.appendingPathComponent("tollgate.yaml")
         try """
-            listen:
-              - address: "127.0.0.1:0"
-                tls: { certificate: srv.pem, key: srv.key }
-            admin: { address: "127.0.0.1:0" }
-            cache:
-              path: "\(path("cache"))"
-            log:
-              access: "\(path("access.log"))"
-              format: json
-            \(more)
-            """.write(to: file, atomically: true, encoding: .utf8)
+        listen:
+          - address: "127.0.0.1:0"
+            tls: { certificate: srv.pem, key: srv.key }
+        admin: { address: "127.0.0.1:0" }
+        cache:
+          path: "\(path("cache"))"
+        log:
+          access: "\(path("access.log"))"
+          format: json
+        \(more)
+        """.write(to: file, atomically: true, encoding: .utf8)
         return file.path
     }
 
@@ -152,7 +159,9 @@ struct HTTPSProxyHTTP2TunnelTests {
         #expect(connect.contains("\"status\":200"), "\(connect)")
     }
 
-    @Test("An intercepted CONNECT on a stream: TLS under the minted leaf inside it, a GET over HTTP/1.1 answered by the origin and logged, then one over nested HTTP/2 from the cache")
+    @Test(
+        "An intercepted CONNECT on a stream: TLS under the minted leaf inside it, a GET over HTTP/1.1 answered by the origin and logged, then one over nested HTTP/2 from the cache"
+    )
     func interceptionOnAStream() async throws {
         let setup = try HTTPSProxySetup()
         defer { try? FileManager.default.removeItem(at: setup.directory) }
@@ -218,7 +227,11 @@ struct HTTPSProxyHTTP2TunnelTests {
         let chromium = try #require(chromiumBinary)
         let originPKI = try TestPKI(commonName: "Origin CA", host: "127.0.0.1")
         let origin = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
-            respond.send(status: 200, headers: ["Content-Type": "text/html"], body: "<p id=m>through the stream \(request.target)</p>")
+            respond.send(
+                status: 200,
+                headers: ["Content-Type": "text/html"],
+                body: "<p id=m>through the stream \(request.target)</p>"
+            )
         }
         defer { origin.stop() }
         // Only the origin's port may be tunnelled to; the browser's own background requests
@@ -251,7 +264,9 @@ struct HTTPSProxyHTTP2TunnelTests {
         try await eventually(timeout: .seconds(10), "the browser's CONNECT in the access log") {
             setup.accessLog.contains("\"target\":\"127.0.0.1:\(origin.port)\"")
         }
-        let connect = try #require(setup.accessLog.split(separator: "\n").first { $0.contains("\"target\":\"127.0.0.1:\(origin.port)\"") })
+        let connect = try #require(
+            setup.accessLog.split(separator: "\n").first { $0.contains("\"target\":\"127.0.0.1:\(origin.port)\"") }
+        )
         #expect(connect.contains("\"method\":\"CONNECT\""), "\(connect)")
         #expect(connect.contains("\"version\":\"HTTP/2.0\""), "\(connect)")
         #expect(connect.contains("\"status\":200"), "\(connect)")

@@ -92,13 +92,16 @@ private let webSocketOverH2 = #"""
     .enabled(if: HTTP2Peers.hasPythonH2 && WebSocketPeer.python != nil)
 )
 struct HTTP2WebSocketTests {
-    @Test("An extended CONNECT becomes the origin's WebSocket upgrade: 200 on the stream, frames both ways, the close, END_STREAM; logged")
+    @Test(
+        "An extended CONNECT becomes the origin's WebSocket upgrade: 200 on the stream, frames both ways, the close, END_STREAM; logged"
+    )
     func echoThroughAStream() async throws {
         let server = try await WebSocketPeer.startServer()
         defer { server.stop() }
         try await withProxy(logFormat: .json, h2c: true) { proxy in
             let client = try HTTP2Peers.runPython(
-                webSocketOverH2, ["\(proxy.port)", "127.0.0.1:\(server.port)", "/echo", "hello", "over h2"]
+                webSocketOverH2,
+                ["\(proxy.port)", "127.0.0.1:\(server.port)", "/echo", "hello", "over h2"]
             )
             _ = try await client.waitForExit(timeout: .seconds(30))
             #expect(
@@ -111,7 +114,10 @@ struct HTTP2WebSocketTests {
             let line = try #require(proxy.accessLog.first)
             #expect(line.contains("\"version\":\"HTTP/2.0\""), "\(line)")
             // Two messages each way (the close frames are counted as the close, not as messages).
-            #expect(line.contains("\"messages_to_upstream\":2,\"bytes_to_upstream\":12,\"messages_to_client\":2"), "\(line)")
+            #expect(
+                line.contains("\"messages_to_upstream\":2,\"bytes_to_upstream\":12,\"messages_to_client\":2"),
+                "\(line)"
+            )
             #expect(line.contains("\"close_code\":1000,\"closed_by\":\"client\""), "\(line)")
         }
     }
@@ -121,7 +127,10 @@ struct HTTP2WebSocketTests {
         let server = try await WebSocketPeer.startServer()
         defer { server.stop() }
         try await withProxy(h2c: true) { proxy in
-            let client = try HTTP2Peers.runPython(webSocketOverH2, ["\(proxy.port)", "127.0.0.1:\(server.port)", "/refuse"])
+            let client = try HTTP2Peers.runPython(
+                webSocketOverH2,
+                ["\(proxy.port)", "127.0.0.1:\(server.port)", "/refuse"]
+            )
             _ = try await client.waitForExit(timeout: .seconds(30))
             #expect(
                 client.standardOutput == "settings enable_connect_protocol 1\nstatus 403\n",

@@ -65,6 +65,9 @@ final class HTTP2StreamBytes: ChannelDuplexHandler, RemovableChannelHandler {
             return
         }
         outputClosed = true
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: promise)
+        context.writeAndFlush(
+            wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))),
+            promise: promise
+        )
     }
 }

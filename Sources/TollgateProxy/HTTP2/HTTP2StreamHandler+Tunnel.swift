@@ -43,7 +43,10 @@ extension HTTP2StreamHandler: ClientTunnelHost {
     func closeOutput() {
         guard let context, !endStreamSent else { return }
         endStreamSent = true
-        context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))), promise: nil)
+        context.writeAndFlush(
+            wrapOutboundOut(.data(.init(data: .byteBuffer(ByteBuffer()), endStream: true))),
+            promise: nil
+        )
     }
 
     /// The relay ended. Both sides closed: the stream closes by itself once its END_STREAM is out.
