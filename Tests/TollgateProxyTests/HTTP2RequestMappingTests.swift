@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import NIOHPACK
 import Testing
@@ -80,7 +81,10 @@ struct HTTP2RequestMappingTests {
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a HTTP/1.1\r\nX: y")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a b")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a"), (":path", "/a\u{0}")],
-            [(":method", "GET / HTTP/1.1\r\nHost: b\r\n\r\nGET"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
+            [
+                (":method", "GET / HTTP/1.1\r\nHost: b\r\n\r\nGET"), (":scheme", "http"), (":authority", "a"),
+                (":path", "/"),
+            ],
             [(":method", "GE T"), (":scheme", "http"), (":authority", "a"), (":path", "/")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "a\r\nX-Injected: 1"), (":path", "/")],
             [(":method", "GET"), (":scheme", "http"), (":authority", "user@a"), (":path", "/")],  // userinfo
@@ -104,20 +108,62 @@ struct HTTP2RequestMappingTests {
         )
     }
 
-    @Test("CONNECT and extended CONNECT are answered 501 by the proxy, not tunnelled")
-    func connectRefused() throws {
-        for fields in [
-            [(":method", "CONNECT"), (":authority", "example.com:443")],
-            [
-                (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"),
-                (":path", "/chat"),
-            ],
-        ] {
-            guard case .refuse(let answer) = try map(fields) else {
-                Issue.record("not refused: \(fields)")
-                continue
-            }
-            #expect(answer.status == 501)
+    @Test("A CONNECT maps to a request for its :authority (RFC 9113 §8.5); one with :scheme or :path is malformed")
+    func connectMapped() throws {
+        guard
+            case .request(let head) = try map([
+                (":method", "CONNECT"), (":authority", "example.com:443"), ("user-agent", "t"),
+            ])
+        else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(head.method == "CONNECT")
+        #expect(head.target == "example.com:443")
+        #expect(head.headerFields[.host] == "example.com:443")
+        #expect(head.headerFields[.userAgent] == "t")
+        #expect(head.versionText == "HTTP/2.0")
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([(":method", "CONNECT"), (":authority", "a:443"), (":path", "/")])
+        }
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([(":method", "CONNECT"), (":authority", "a:443"), (":scheme", "https")])
+        }
+        #expect(throws: HTTP2RequestMapping.Malformed.self) { try map([(":method", "CONNECT")]) }
+    }
+
+    @Test(
+        "An extended CONNECT (RFC 8441) :protocol websocket maps to the HTTP/1.1 upgrade it stands for; another protocol gets 501"
+    )
+    func extendedConnect() throws {
+        let fields = [
+            (":method", "CONNECT"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a.test"),
+            (":path", "/chat"),
+            ("sec-websocket-version", "13"),
+        ]
+        guard case .request(let head) = try map(fields) else {
+            Issue.record("not a request")
+            return
+        }
+        #expect(head.method == "GET")
+        #expect(head.target == "/chat")
+        #expect(head.isUpgrade)
+        #expect(head.headerFields[.upgrade] == "websocket")
+        #expect(head.headerFields["sec-websocket-version"] == "13")
+        #expect(Data(base64Encoded: head.headerFields["sec-websocket-key"] ?? "")?.count == 16)
+        #expect(head.framing == .none)  // the stream's DATA is the WebSocket's
+        var other = fields
+        other[1] = (":protocol", "connect-udp")
+        guard case .refuse(let answer) = try map(other) else {
+            Issue.record("not refused")
+            return
+        }
+        #expect(answer.status == 501)
+        #expect(throws: HTTP2RequestMapping.Malformed.self) {
+            try map([
+                (":method", "GET"), (":protocol", "websocket"), (":scheme", "http"), (":authority", "a"),
+                (":path", "/"),
+            ])
         }
     }
 

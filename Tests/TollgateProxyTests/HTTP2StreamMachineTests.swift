@@ -65,3 +65,56 @@ struct HTTP2StreamMachineTests {
         #expect(step16 == .ignore)
     }
 }
+
+@Suite("The HTTP/2 stream machine of a CONNECT stream, event by event")
+struct HTTP2StreamMachineTunnelTests {
+    @Test("While the tunnel opens reads are held and DATA is tunnel bytes; the body timeout does not run")
+    func opening() {
+        var machine = HTTP2StreamMachine()
+        _ = machine.headersReceived(endStream: false)
+        machine.tunnelRequested()
+        #expect(machine.tunnel == .opening)
+        #expect(!machine.waitsForClientBody)
+        let read = machine.readRequested()
+        #expect(!read)
+        let data = machine.dataReceived(endStream: false)
+        #expect(data == .tunnel(thenEnd: false))
+        machine.relayStarted()
+        #expect(machine.tunnel == .relaying)
+        let busy = machine.relayMayRead(relayWantsBytes: false)
+        #expect(!busy)  // the relay still writes the first bytes
+        let free = machine.relayMayRead(relayWantsBytes: true)
+        #expect(free)  // the read held back goes now
+        let again = machine.relayMayRead(relayWantsBytes: true)
+        #expect(!again)  // once
+    }
+
+    @Test("While relaying a read goes only when the relay wants bytes; END_STREAM is the client's half-close")
+    func relaying() {
+        var machine = HTTP2StreamMachine()
+        _ = machine.headersReceived(endStream: false)
+        machine.tunnelRequested()
+        machine.relayStarted()
+        let wanted = machine.readRequested(relayWantsBytes: true)
+        #expect(wanted)
+        let unwanted = machine.readRequested(relayWantsBytes: false)
+        #expect(!unwanted)
+        let end = machine.dataReceived(endStream: true)
+        #expect(end == .tunnel(thenEnd: true))
+        #expect(machine.requestEnded)
+        let after = machine.responseEnded()
+        #expect(after == .none)
+    }
+
+    @Test("A tunnel refused with an answer while the client's side is open asks the client to stop")
+    func refused() {
+        var machine = HTTP2StreamMachine()
+        _ = machine.headersReceived(endStream: false)
+        machine.tunnelRequested()
+        machine.responseHeadSent()
+        let end = machine.responseEnded()
+        #expect(end == .resetNoError)
+        let read = machine.readRequested()
+        #expect(read)
+    }
+}

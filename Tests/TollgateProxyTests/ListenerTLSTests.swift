@@ -126,6 +126,6 @@ struct ListenerTLSTests {
         #expect(ClientProtocolSelection(negotiated: "spdy/3") == .http1)
         #expect(ClientProtocolSelection.offeredProtocols == ["h2", "http/1.1"])
         #expect(ClientProtocolSelection.offeredProtocols(for: .reverse(upstream: HTTPURL(string: "http://o.test/")!)) == ["h2", "http/1.1"])
-        #expect(ClientProtocolSelection.offeredProtocols(for: .forward) == ["http/1.1"])
+        #expect(ClientProtocolSelection.offeredProtocols(for: .forward) == ["h2", "http/1.1"])
     }
 }

@@ -2,9 +2,11 @@ import NIOCore
 import TollgateHTTP
 import TollgateTLS
 
-/// What only an HTTP/1.1 client connection offers an exchange: giving itself over to a relay
-/// (CONNECT, an upgrade) or to interception. An exchange reaches it by casting its
-/// ``ClientResponder``; a responder that is not one (an HTTP/2 stream) cannot tunnel this way.
+/// What a client connection or stream offers a ``TunnelExchange``: giving itself over to a relay
+/// (CONNECT, an upgrade) or to interception. The HTTP/1.1 connection is one
+/// (``ClientConnectionHandler+Tunnels``), and so is an HTTP/2 stream for a CONNECT on it
+/// (``HTTP2StreamHandler+Tunnel``, RFC 9113 §8.5). An upgrade's exchange reaches it by casting its
+/// ``ClientResponder``.
 protocol ClientTunnelHost: ClientResponder, RelayClientSide {
     /// Hands the connection to `relay`: from now on the client's bytes go to it raw.
     func startRelay(_ relay: StreamRelay)

@@ -156,7 +156,9 @@ extension ForwardExchange {
     }
 
     func dataTask(_ task: DataTask, didBecome streamTask: StreamTask) {
-        // Only an HTTP/1.1 connection can become a relay.
+        // An HTTP/1.1 connection, or the HTTP/2 stream of an extended CONNECT (RFC 8441), whose
+        // head is the WebSocket upgrade it stands for (`Upgrade` is malformed on any other
+        // stream, so `head.isUpgrade` refused a 101 there already).
         guard !isFinished, let connection = connection as? any ClientTunnelHost, let response = streamTask.response else {
             streamTask.cancel()
             return

@@ -73,6 +73,8 @@ struct HTTP2FrontSettings {
             HTTP2Setting(parameter: .maxHeaderListSize, value: limits.http2MaxHeaderListSize),
             // No server push from a proxy.
             HTTP2Setting(parameter: .enablePush, value: 0),
+            // Extended CONNECT (RFC 8441): WebSockets on streams, relayed as HTTP/1.1 upgrades.
+            HTTP2Setting(parameter: .enableConnectProtocol, value: 1),
         ]
         // NIO's default bound on CONTINUATION frames in a row (a flood is a connection error,
         // ENHANCE_YOUR_CALM) stays: the header list size bounds the block's bytes too.

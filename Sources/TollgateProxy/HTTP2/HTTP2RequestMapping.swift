@@ -1,3 +1,4 @@
+import Foundation
 import TollgateHTTP
 
 /// Turns the header block that opens an HTTP/2 stream into the ``ClientRequestHead`` an
@@ -6,8 +7,9 @@ import TollgateHTTP
 /// into one (§8.2.3, the upstream is HTTP/1.1).
 ///
 /// A block that breaks the rules of §8.2 and §8.3 is malformed: the stream is reset with
-/// PROTOCOL_ERROR (``Malformed``). What is well formed but not served on a stream (CONNECT,
-/// extended CONNECT) is answered by the proxy itself (``Mapped/refuse(_:)``).
+/// PROTOCOL_ERROR (``Malformed``). A CONNECT (§8.5) becomes a request whose target is its
+/// `:authority`, as an HTTP/1.1 CONNECT's; an extended CONNECT (RFC 8441), which the proxy does
+/// not offer, is answered by the proxy itself (``Mapped/refuse(_:)``).
 ///
 /// Pure: no channel, no state.
 enum HTTP2RequestMapping {
@@ -96,28 +98,60 @@ enum HTTP2RequestMapping {
             regular.add(name: name, value: value)
         }
         guard let method, !method.isEmpty else { throw Malformed(description: "no :method") }
-        if method == "CONNECT" {
-            // RFC 9113 §8.5 (and RFC 8441's extended CONNECT): a tunnel inside a stream. Not
-            // served: the proxy's tunnels are HTTP/1.1 connections.
-            let what = extendedProtocol.map { "extended CONNECT (:protocol \($0))" } ?? "CONNECT"
-            guard authority != nil || extendedProtocol != nil else {
-                throw Malformed(description: "CONNECT without :authority")
+        if method == "CONNECT", let extendedProtocol {
+            // RFC 8441: a WebSocket on the stream. It goes upstream as the HTTP/1.1 upgrade it
+            // stands for (below); any other protocol is not relayed.
+            guard authority != nil else { throw Malformed(description: "CONNECT without :authority") }
+            guard extendedProtocol.lowercased() == "websocket" else {
+                return .refuse(
+                    OwnResponse(
+                        .badRequest,
+                        status: 501,
+                        "extended CONNECT (:protocol \(extendedProtocol)) is not relayed by this proxy; only websocket is"
+                    )
+                )
             }
-            return .refuse(
-                OwnResponse(
-                    .badRequest,
-                    status: 501,
-                    "\(what) over HTTP/2 is not supported by this proxy; use HTTP/1.1"
+        }
+        if method == "CONNECT", extendedProtocol == nil {
+            // RFC 9113 §8.5: a tunnel on the stream, to `:authority`; no `:scheme`, no `:path`.
+            guard let authority, !authority.isEmpty else { throw Malformed(description: "CONNECT without :authority") }
+            guard scheme == nil, path == nil else {
+                throw Malformed(description: "CONNECT with :scheme or :path (RFC 9113 §8.5)")
+            }
+            var headerFields = HeaderFields()
+            headerFields.add(name: .host, value: authority)
+            regular.remove(.host)
+            headerFields.append(contentsOf: regular)
+            return .request(
+                ClientRequestHead(
+                    method: method,
+                    target: authority,
+                    minorVersion: 1,
+                    headerFields: headerFields,
+                    framing: .none,
+                    byteCount: byteCount,
+                    isHTTP2: true
                 )
             )
         }
-        if extendedProtocol != nil { throw Malformed(description: ":protocol on a \(method) request") }
+        let webSocket = extendedProtocol != nil
+        if webSocket, method != "CONNECT" { throw Malformed(description: ":protocol on a \(method) request") }
         guard let scheme, !scheme.isEmpty else { throw Malformed(description: "no :scheme") }
         guard let path, !path.isEmpty else { throw Malformed(description: "no :path (or an empty one)") }
         guard path.hasPrefix("/") || (path == "*" && method == "OPTIONS") else {
             throw Malformed(description: ":path '\(path)' is neither origin-form nor * for OPTIONS")
         }
         if !cookies.isEmpty { regular.add(name: .cookie, value: cookies.joined(separator: "; ")) }
+        if webSocket {
+            // RFC 8441 §5: the HTTP/1.1 upgrade this extended CONNECT stands for. HTTP/2 has no
+            // Sec-WebSocket-Key/Accept; the origin needs a key (the proxy checks no Accept).
+            regular.add(name: .connection, value: "Upgrade")
+            regular.add(name: .upgrade, value: "websocket")
+            if !regular.contains("sec-websocket-key") {
+                let key = (0..<16).map { _ in UInt8.random(in: 0...255) }
+                regular.add(name: "sec-websocket-key", value: Data(key).base64EncodedString())
+            }
+        }
         // The authority is the request's Host (RFC 9113 §8.3.1): a Host the client also sent
         // gives way to it.
         var headerFields = HeaderFields()
@@ -139,6 +173,9 @@ enum HTTP2RequestMapping {
                 throw Malformed(description: "content-length \(length) on a stream without a body")
             }
             framing = .length(length)
+        } else if webSocket {
+            // The stream's DATA is the WebSocket's, relayed after the 101, not a request body.
+            framing = .none
         } else {
             // No length: the body ends with the stream (the exchange sees it as chunked).
             framing = endStream ? .none : .chunked
@@ -152,7 +189,7 @@ enum HTTP2RequestMapping {
         }
         return .request(
             ClientRequestHead(
-                method: method,
+                method: webSocket ? "GET" : method,
                 target: target,
                 minorVersion: 1,
                 headerFields: headerFields,

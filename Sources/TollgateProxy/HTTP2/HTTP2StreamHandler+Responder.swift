@@ -16,8 +16,21 @@ extension HTTP2StreamHandler: ClientResponder {
     var acceptsFileRegion: Bool { false }
 
     func sendInterim(_ head: HTTPResponseHead) {
+        guard let context, isActive else { return }
+        if head.status >= 200 || (head.status == 101 && machine.tunnel != nil) {
+            // A tunnel's 200 (RFC 9113 §8.5), or the 101 of an extended CONNECT's WebSocket
+            // upgrade, which is a 200 on a stream (RFC 8441 §5; no Sec-WebSocket-Accept): the
+            // response head, without END_STREAM; the tunnel's bytes follow as DATA.
+            guard machine.tunnel != nil else { return }
+            machine.responseHeadSent()
+            var fields = head.headerFields
+            fields.remove("sec-websocket-accept")
+            let tunnelHead = HTTPResponseHead(status: 200, headerFields: fields)
+            write(.headers(.init(headers: HTTP2ResponseFields.block(tunnelHead))), context: context, flush: true)
+            return
+        }
         // 101 has no meaning on a stream (RFC 9113 §8.6); upgrades are refused before any.
-        guard let context, isActive, head.status != 101 else { return }
+        guard head.status != 101 else { return }
         write(.headers(.init(headers: HTTP2ResponseFields.block(head))), context: context, flush: true)
     }
 
@@ -32,6 +45,12 @@ extension HTTP2StreamHandler: ClientResponder {
         close: Bool
     ) {
         guard let context, isActive else { return }
+        if machine.tunnel != nil, (200..<300).contains(head.status) {
+            // An extended CONNECT's origin answered 2xx without switching to WebSocket: passed on,
+            // it would read as the WebSocket's success (RFC 8441 §5).
+            abort()
+            return
+        }
         machine.responseHeadSent()
         let endStream = framing == .none
         endStreamSent = endStream
@@ -70,7 +89,8 @@ extension HTTP2StreamHandler: ClientResponder {
         let head = answer.head(minorVersion: 1, close: false)
         endStreamSent = true
         write(.headers(.init(headers: HTTP2ResponseFields.block(head))), context: context, flush: false)
-        write(.data(.init(data: .byteBuffer(answer.body), endStream: true)), context: context, flush: true)
+        let end = context.writeAndFlush(wrapOutboundOut(.data(.init(data: .byteBuffer(answer.body), endStream: true))))
+        endStreamWrite = end
         responseEnded()
     }
 
@@ -119,8 +139,20 @@ extension HTTP2StreamHandler: ClientResponder {
         case .none:
             break
         case .resetNoError:
-            context?.writeAndFlush(wrapOutboundOut(.rstStream(.noError)), promise: nil)
-            context?.close(promise: nil)
+            // Closed once the RST_STREAM is out: a close at once dropped the answer's DATA still
+            // queued in the stream channel when the answer was written inside the read of its
+            // HEADERS (a refused CONNECT's 403); the client got HEADERS, then a reset.
+            // The RST_STREAM waits for the answer's END_STREAM to be written: sent at once, it
+            // overtook the DATA still held in NIO's flow-control buffer (written inside the read
+            // of the request's HEADERS, e.g. a refused CONNECT's 403), which the reset discarded.
+            guard let context else { return }
+            let channel = context.channel
+            let reset = HTTP2Frame.FramePayload.rstStream(.noError)
+            let after = endStreamWrite ?? context.eventLoop.makeSucceededVoidFuture()
+            endStreamWrite = nil
+            after.whenComplete { _ in
+                channel.writeAndFlush(reset).whenComplete { _ in channel.close(promise: nil) }
+            }
         }
     }
 }

@@ -12,6 +12,10 @@ import TollgatePolicy
 /// answers through this handler as its ``ClientResponder`` (``HTTP2StreamHandler+Responder``).
 /// What happens next is decided by its ``HTTP2StreamMachine``.
 ///
+/// A CONNECT stream (RFC 9113 §8.5) goes to a ``TunnelExchange`` like an HTTP/1.1 CONNECT: the
+/// handler is its ``ClientTunnelHost`` (``HTTP2StreamHandler+Tunnel``), DATA payloads being the
+/// tunnel's bytes.
+///
 /// Flow control: a read is let through only while no request body piece waits for the session
 /// and no exchange holds reads; the stream channel sends WINDOW_UPDATE only for what was read,
 /// so a held stream stops its client. The other way, the stream channel is writable while the
@@ -20,7 +24,7 @@ import TollgatePolicy
 ///
 /// Runs on the connection's event loop (hence `@unchecked Sendable`, which the exchanges'
 /// `@Sendable` callbacks need).
-final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
+final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @unchecked Sendable {
     typealias InboundIn = HTTP2Frame.FramePayload
     typealias OutboundIn = HTTP2Frame.FramePayload
     typealias OutboundOut = HTTP2Frame.FramePayload
@@ -31,8 +35,16 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     var exchange: (any ClientExchange)?
     /// The request, once mapped (for the access log of an answer of the proxy's own).
     var request: ClientRequestHead?
-    /// END_STREAM went out with the response head (no body).
+    /// END_STREAM went out (with the response head, after the body, or a tunnel's half-close).
     var endStreamSent = false
+    /// The write of an answer of the proxy's own that ends the stream, which a RST_STREAM
+    /// NO_ERROR after it must wait for.
+    var endStreamWrite: EventLoopFuture<Void>?
+    /// A CONNECT stream's relay, once its tunnel is open.
+    var relay: StreamRelay?
+    /// A CONNECT stream's bytes that came before its tunnel was open (one read's worth at most:
+    /// reads are held meanwhile); the relay's or the intercepting TLS's first bytes.
+    var earlyTunnelBytes = ByteBuffer()
     /// The request body's idle timeout (`limits.client-idle-timeout`), while the proxy waits for
     /// the client's bytes (``HTTP2StreamMachine/waitsForClientBody``).
     private var bodyTimer: Scheduled<Void>?
@@ -66,6 +78,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         bodyTimer?.cancel()
         if machine.closed() { exchange?.clientClosed() }
         exchange = nil
+        relay?.clientClosed()
+        relay = nil
         context.fireChannelInactive()
     }
 
@@ -95,7 +109,9 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         case .headers(let headers):
             switch machine.headersReceived(endStream: headers.endStream) {
             case .startRequest: start(headers.headers, endStream: headers.endStream)
-            case .endRequest: exchange?.clientRequestEnded()
+            case .endRequest:
+                exchange?.clientRequestEnded()
+                relay?.clientInputClosed()
             case .ignore: break
             }
             watchBody()
@@ -106,6 +122,15 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
                     exchange?.clientBodyReceived(buffer)
                 }
                 if thenEnd { exchange?.clientRequestEnded() }
+            case .tunnel(let thenEnd):
+                if case .byteBuffer(var buffer) = data.data, buffer.readableBytes > 0 {
+                    if let relay {
+                        relay.clientSent(buffer)
+                    } else {
+                        earlyTunnelBytes.writeBuffer(&buffer)
+                    }
+                }
+                if thenEnd { relay?.clientInputClosed() }
             case .ignore:
                 break
             }
@@ -158,6 +183,13 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             target = admitted
         }
         guard let context else { return }
+        // A CONNECT, or an extended CONNECT (RFC 8441) mapped to its WebSocket upgrade: the
+        // stream's DATA is held for the relay, not a request body.
+        switch target {
+        case .connect: machine.tunnelRequested()
+        case .http where block.contains(name: ":protocol"): machine.tunnelRequested()
+        case .http, .refuse: break
+        }
         let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
@@ -168,9 +200,10 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         switch target {
         case .refuse:
             break
-        case .connect:
-            // Refused by the mapping already; never a tunnel on a stream.
-            answerItself(OwnResponse(.badRequest, status: 501, "CONNECT over HTTP/2 is not supported by this proxy"))
+        case .connect(let host, let port):
+            let tunnel = TunnelExchange(head: head, host: host, port: port, connection: self, context: exchangeContext)
+            exchange = tunnel
+            tunnel.start()
         case .http(let url):
             let forwardExchange = ForwardExchange.admitted(head, url: url, responder: self, context: exchangeContext)
             exchange = forwardExchange
@@ -235,6 +268,6 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     // MARK: reads
 
     func read(context: ChannelHandlerContext) {
-        if machine.readRequested() { context.read() }
+        if machine.readRequested(relayWantsBytes: relay?.wantsClientBytes ?? true) { context.read() }
     }
 }

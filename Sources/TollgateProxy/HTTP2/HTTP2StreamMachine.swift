@@ -28,6 +28,9 @@ struct HTTP2StreamMachine: Hashable, Sendable {
     enum DataAction: Hashable, Sendable {
         /// Pass the bytes to the exchange; `thenEnd`: the request ends with them.
         case body(thenEnd: Bool)
+        /// Tunnel bytes (a CONNECT stream, RFC 9113 §8.5): to the relay, or kept for it while the
+        /// tunnel is being opened; `thenEnd`: the client half-closed the tunnel.
+        case tunnel(thenEnd: Bool)
         /// Nothing: no exchange takes them any more.
         case ignore
     }
@@ -41,7 +44,17 @@ struct HTTP2StreamMachine: Hashable, Sendable {
         case resetNoError
     }
 
+    /// Where a CONNECT stream's tunnel is (RFC 9113 §8.5).
+    enum Tunnel: Hashable, Sendable {
+        /// The tunnel is being opened: reads are held (the client's bytes wait in its window).
+        case opening
+        /// Bytes flow: reads go as the relay wants them.
+        case relaying
+    }
+
     private(set) var phase = Phase.awaitingHeaders
+    /// Set for a CONNECT stream.
+    private(set) var tunnel: Tunnel?
     private(set) var requestEnded = false
     private(set) var responseStarted = false
     /// Body pieces given to the exchange and not yet taken by the session.
@@ -57,7 +70,10 @@ struct HTTP2StreamMachine: Hashable, Sendable {
     /// Whether the proxy waits for the client's next request body bytes: the request has not
     /// ended, and nothing on the proxy's side holds reads (then the client is not the one late).
     /// While it waits, the body's idle timeout runs.
-    var waitsForClientBody: Bool { phase == .serving && !requestEnded && piecesWaiting == 0 && holds == 0 }
+    /// A tunnel's client is never late: its silence is the tunnel's business.
+    var waitsForClientBody: Bool {
+        phase == .serving && tunnel == nil && !requestEnded && piecesWaiting == 0 && holds == 0
+    }
 
     mutating func headersReceived(endStream: Bool) -> HeadersAction {
         switch phase {
@@ -81,23 +97,43 @@ struct HTTP2StreamMachine: Hashable, Sendable {
             return .ignore
         }
         if endStream { requestEnded = true }
-        return .body(thenEnd: endStream)
+        return tunnel == nil ? .body(thenEnd: endStream) : .tunnel(thenEnd: endStream)
     }
 
-    /// A read was asked for: true when it goes through now.
-    mutating func readRequested() -> Bool {
-        if readsHeld {
+    /// The stream's request is a CONNECT: its tunnel is being opened.
+    mutating func tunnelRequested() {
+        guard phase == .serving else { return }
+        tunnel = .opening
+    }
+
+    /// The tunnel is open and its relay runs; a read held back goes through once the relay
+    /// wants bytes (``relayMayRead(relayWantsBytes:)``).
+    mutating func relayStarted() {
+        guard phase == .serving, tunnel != nil else { return }
+        tunnel = .relaying
+    }
+
+    /// A read was asked for: true when it goes through now (`relayWantsBytes`: a tunnel's relay
+    /// takes the client's next bytes; a relay still writing the last ones does not, and the
+    /// client's window stays closed meanwhile).
+    mutating func readRequested(relayWantsBytes: Bool = true) -> Bool {
+        if readsHeld || (phase == .serving && tunnel == .relaying && !relayWantsBytes) {
             readPending = true
             return false
         }
         return true
     }
 
-    private var readsHeld: Bool { phase == .serving && (piecesWaiting > 0 || holds > 0) }
+    /// The relay may take bytes again: true when a read held back goes through now.
+    mutating func relayMayRead(relayWantsBytes: Bool) -> Bool {
+        readsMayResume(relayWantsBytes: relayWantsBytes)
+    }
+
+    private var readsHeld: Bool { phase == .serving && (piecesWaiting > 0 || holds > 0 || tunnel == .opening) }
 
     /// Reads were let go: true when a read held back goes through now.
-    private mutating func readsMayResume() -> Bool {
-        guard readPending, !readsHeld else { return false }
+    private mutating func readsMayResume(relayWantsBytes: Bool = true) -> Bool {
+        guard readPending, !readsHeld, tunnel != .relaying || relayWantsBytes || phase != .serving else { return false }
         readPending = false
         return true
     }

@@ -14,17 +14,15 @@ enum ClientProtocolSelection: Equatable {
     /// HTTP/2 inside TLS (RFC 9113 §3.2: ALPN `h2`).
     case http2
 
-    /// The ALPN protocols a reverse TLS listener and an intercepted CONNECT offer, most preferred
+    /// The ALPN protocols every TLS listener and an intercepted CONNECT offer, most preferred
     /// first.
     static let offeredProtocols = ["h2", "http/1.1"]
 
-    /// What a TLS listener in `mode` offers. A forward one (an HTTPS proxy) offers only
-    /// `http/1.1`: its clients' main use is CONNECT, and a client that negotiated h2 with its
-    /// proxy (a browser) would send CONNECT on a stream, which the HTTP/2 front answers 501
-    /// (RFC 9113 §8.5 tunnels are not built); over HTTP/1.1 the same client tunnels.
+    /// What a TLS listener in `mode` offers: h2 and http/1.1 whatever the mode. A forward one (an
+    /// HTTPS proxy) serves CONNECT on HTTP/2 streams (RFC 9113 §8.5, ``TunnelExchange`` through
+    /// ``HTTP2StreamHandler``) as over HTTP/1.1, intercepted or tunnelled.
     static func offeredProtocols(for mode: ListenerMode) -> [String] {
-        if case .forward = mode { return ["http/1.1"] }
-        return offeredProtocols
+        offeredProtocols
     }
 
     /// The protocol for what ALPN negotiated (nil: the client offered none, or none of ours).
