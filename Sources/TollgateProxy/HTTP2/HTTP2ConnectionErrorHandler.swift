@@ -5,10 +5,27 @@ import NIOHTTP2
 /// sent GOAWAY, and reads no more frames): too many stream resets (rapid reset), a CONTINUATION
 /// flood, a header block too large, a frame that does not parse, a bad preface, or an I/O error.
 /// A stream's error (NIO reset that stream) leaves the connection open.
-final class HTTP2ConnectionErrorHandler: ChannelInboundHandler, Sendable {
+///
+/// More streams than `http2-max-concurrent-streams` at once is a connection error too (NIO sends
+/// GOAWAY, PROTOCOL_ERROR, naming the last stream it took), but the streams it took are served:
+/// the connection closes as soon as the last of them ends, not at the idle timeout. Runs on the
+/// connection's event loop.
+final class HTTP2ConnectionErrorHandler: ChannelInboundHandler {
     typealias InboundIn = HTTP2Frame
 
+    /// What the connection's streams share (which counts them).
+    private let front: HTTP2FrontConnection
+
+    init(front: HTTP2FrontConnection) {
+        self.front = front
+    }
+
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
+        if error is NIOHTTP2Errors.MaxStreamsViolation {
+            let channel = context.channel
+            front.closeWhenStreamsEnd { channel.close(promise: nil) }
+            return
+        }
         if Self.endsConnection(error) { context.close(promise: nil) }
     }
 

@@ -48,10 +48,14 @@ extension ChannelPipeline.SynchronousOperations {
             streamDelegate: manager.http2StreamDelegate
         ) { stream in
             stream.eventLoop.makeCompletedFuture {
+                // Counted by its channel, whatever handlers it ends with (an intercepted CONNECT
+                // replaces the stream handler).
+                front.value.streamOpened()
+                stream.closeFuture.whenComplete { _ in front.value.streamClosed() }
                 try stream.pipeline.syncOperations.addHandler(HTTP2StreamHandler(connection: front.value))
             }
         }
-        let errors = HTTP2ConnectionErrorHandler()
+        let errors = HTTP2ConnectionErrorHandler(front: front.value)
         try addHandler(errors, position: position)
         try addHandler(manager, position: .before(errors))
         try addHandler(handler, position: .before(manager))

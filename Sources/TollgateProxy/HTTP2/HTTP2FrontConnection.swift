@@ -16,6 +16,10 @@ final class HTTP2FrontConnection {
     let generation: Int
     /// Whether the connection was asked to drain because the rules were reloaded.
     private(set) var drainingForReload = false
+    /// Streams whose channels are open.
+    private(set) var openStreams = 0
+    /// Closes the connection once ``openStreams`` is zero (after a GOAWAY for too many streams).
+    private var closeWhenIdle: (() -> Void)?
 
     init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: String? = nil) {
         self.environment = environment
@@ -23,6 +27,29 @@ final class HTTP2FrontConnection {
         memo = client.memo
         clientAllowed = client.allowed
         generation = environment.policy.generation
+    }
+
+    /// A stream's channel opened.
+    func streamOpened() { openStreams += 1 }
+
+    /// A stream's channel closed: the connection closes if it was only waiting for its streams.
+    func streamClosed() {
+        openStreams = max(0, openStreams - 1)
+        if openStreams == 0, let close = closeWhenIdle {
+            closeWhenIdle = nil
+            close()
+        }
+    }
+
+    /// Calls `close` once no stream is open (at once when none is): the streams NIO took before
+    /// its GOAWAY for too many streams are served, then the connection ends instead of waiting
+    /// for its idle timeout.
+    func closeWhenStreamsEnd(_ close: @escaping () -> Void) {
+        if openStreams == 0 {
+            close()
+        } else {
+            closeWhenIdle = close
+        }
     }
 
     /// A stream starts: when the rules were reloaded since the connection began, the connection

@@ -259,6 +259,7 @@ enum HTTP2Peers {
             except socket.timeout:
                 continue
             if not data:
+                print("closed", flush=True)
                 break
             buffer += data
             for kind, flags, stream, payload in frames():
