@@ -108,7 +108,8 @@ extension SessionTask {
     /// Sends `request` over the network (after the cache declined to answer it, or again for a
     /// retry): finds its body — bytes and files are read again for each send; a stream is asked
     /// of the delegate each time (`needNewBodyStream`) — then ``sendRequest(_:body:)``.
-    func sendToNetwork(_ request: Request) {
+    /// `resendingAfter`: the request goes again after this failure (named when the body cannot).
+    func sendToNetwork(_ request: Request, resendingAfter lost: SessionError? = nil) {
         switch request.body {
         case .none:
             setExpectedToSend(0)
@@ -132,7 +133,8 @@ extension SessionTask {
             ) { [self] decision in
                 guard engine.machine.accepts(exchange: exchange) else { return }
                 guard case .stream(.some(let stream)) = decision?.base else {
-                    fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
+                    let why = lost.map { "the request must be sent again (\($0.detail)) and its streamed body cannot be: " } ?? ""
+                    fail(SessionError(.requestBodyStreamExhausted, request.url, why + "the delegate supplied no body stream"))
                     return
                 }
                 engine.bodyStream = stream
@@ -197,15 +199,18 @@ extension SessionTask {
     }
 
     private func connectionKey(for url: HTTPURL) -> ConnectionKey {
+        var key: ConnectionKey
         if let proxy = session.configuration.upstreamProxy {
-            if url.scheme == "https" || self is WebSocketTask {
-                // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's
-                // (a WebSocket needs one for plain http too: the connection outlives the request).
-                return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
+            guard url.scheme == "https" || self is WebSocketTask else {
+                return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
             }
-            return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
+            // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's
+            // (a WebSocket needs one for plain http too: the connection outlives the request).
+            // The TLS inside is ours, so it offers h2 as a direct connection does.
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
+        } else {
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
         }
-        var key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
         key.offersHTTP2 = url.scheme == "https" && !(self is WebSocketTask)
         return key
     }
