@@ -84,4 +84,30 @@ struct HTTP2UpstreamTests {
         #expect(response.status == 502)
         #expect(!origin.process.standardOutput.contains("recv HEADERS"))
     }
+
+    @Test("Through the proxy, a GET the origin refused (REFUSED_STREAM) is sent again and answered; a refused upload, which streams from the client and cannot go twice, is a 502 saying why")
+    func refusedThroughTheProxy() async throws {
+        guard PythonH2Origin.python != nil else { return }  // needs python3 with h2 (`make deps`)
+        let pki = try TestPKI()
+        let origin = try await PythonH2Origin.start(pki: pki, mode: "refuse")
+        defer { origin.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, proxy) = try await Self.serve(pki: pki, http2: "auto", in: directory)
+        defer { served.child.kill() }
+        let authority = "127.0.0.1:\(origin.port)"
+        let get = try await request("GET https://\(authority)/rst-get HTTP/1.1\r\nHost: \(authority)\r\n\r\n", port: proxy)
+        #expect(get.status == 200)
+        #expect(get.bodyText.hasPrefix("GET /rst-get 0 conn"))
+        #expect(origin.lines("refused", path: "/rst-get").count == 1)
+        #expect(origin.lines("answered", path: "/rst-get").count == 1)
+        let upload = try await request(
+            "POST https://\(authority)/rst-upload HTTP/1.1\r\nHost: \(authority)\r\nContent-Length: 5\r\n\r\nhello", port: proxy
+        )
+        #expect(upload.status == 502)
+        #expect(upload.bodyText.contains("REFUSED_STREAM"))
+        #expect(upload.bodyText.contains("streamed body cannot be"))
+        #expect(origin.lines("refused", path: "/rst-upload").count == 1)
+        #expect(origin.lines("answered", path: "/rst-upload").isEmpty)
+    }
 }

@@ -108,7 +108,8 @@ extension SessionTask {
     /// Sends `request` over the network (after the cache declined to answer it, or again for a
     /// retry): finds its body — bytes and files are read again for each send; a stream is asked
     /// of the delegate each time (`needNewBodyStream`) — then ``sendRequest(_:body:)``.
-    /// `resendingAfter`: the request goes again after this failure (named when the body cannot).
+    /// `resendingAfter`: the request goes again after this failure, which stays the task's error
+    /// when a streamed body cannot be given again.
     func sendToNetwork(_ request: Request, resendingAfter lost: SessionError? = nil) {
         switch request.body {
         case .none:
@@ -133,8 +134,14 @@ extension SessionTask {
             ) { [self] decision in
                 guard engine.machine.accepts(exchange: exchange) else { return }
                 guard case .stream(.some(let stream)) = decision?.base else {
-                    let why = lost.map { "the request must be sent again (\($0.detail)) and its streamed body cannot be: " } ?? ""
-                    fail(SessionError(.requestBodyStreamExhausted, request.url, why + "the delegate supplied no body stream"))
+                    guard var lost else {
+                        fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
+                        return
+                    }
+                    // A resend that cannot be made: the loss stays the task's error (a 502 at the
+                    // proxy, whose client's upload streamed through once), saying why.
+                    lost.detail += "; not sent again: its streamed body cannot be (the delegate supplied no new body stream)"
+                    fail(lost)
                     return
                 }
                 engine.bodyStream = stream
