@@ -72,6 +72,16 @@ public final class PythonH2Origin: Sendable {
         process.standardOutput.split(separator: "\n").filter { $0.hasPrefix(event + " ") && $0.hasSuffix(" " + path) }
     }
 
+    /// ``lines(_:path:)`` once at least `count` are in (its output is read as it comes, so a line
+    /// the origin printed before it answered may still be on its way), or after five seconds.
+    public func lines(_ event: String, path: String, atLeast count: Int) async -> [Substring] {
+        let deadline = ContinuousClock.now + .seconds(5)
+        while lines(event, path: path).count < count, ContinuousClock.now < deadline {
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return lines(event, path: path)
+    }
+
     /// How many connections it accepted.
     public var connectionCount: Int {
         process.standardOutput.split(separator: "\n").filter { $0.hasPrefix("connection ") }.count
