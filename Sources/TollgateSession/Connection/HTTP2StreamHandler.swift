@@ -252,9 +252,9 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     }
 
     /// NIOHTTP2's errors as the session's, `networkConnectionLost`; marked not processed (which a
-    /// task may send again whatever its method, RFC 9113 §8.7) for a stream the server refused
-    /// (REFUSED_STREAM, or above a GOAWAY's last stream id: NIOHTTP2 closes those with
-    /// REFUSED_STREAM) and one opened after the server's GOAWAY (never sent).
+    /// task may send again whatever its method, RFC 9113 §8.7) for a stream the server reset with
+    /// REFUSED_STREAM and one opened after the server's GOAWAY (never sent). A stream above a
+    /// GOAWAY's last stream id, which NIOHTTP2 closes with CANCEL, is recognised in `fail`.
     static func sessionError(for error: any Error) -> SessionError {
         if let closed = error as? NIOHTTP2Errors.StreamClosed {
             return HTTP2StreamExchangeState.resetError(closed.errorCode)

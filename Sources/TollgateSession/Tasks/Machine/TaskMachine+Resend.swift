@@ -16,8 +16,9 @@ extension TaskMachine {
     /// What the runner does about a lost exchange.
     enum ResendStep: Equatable {
         /// Send the request again (its body read again, a stream asked of the delegate anew) on
-        /// the connection the pool gives: a new one, or another stream of a connection that takes
-        /// new streams (one that sent GOAWAY takes none).
+        /// the connection the pool gives: never the one that refused it (it takes no new stream
+        /// after a refusal, `ConnectionPool.releaseRefused`), so a new one, or another stream of a
+        /// connection that still takes new streams.
         case resend
         /// The task fails with the exchange's error.
         case fail
