@@ -23,7 +23,8 @@ public final class NGINXOrigin: Sendable {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         let (certificate, key) = try pki.writeServerFiles(in: directory)
-        // Workers run as an unprivileged user when started as root: they only write the logs.
+        // Workers run as an unprivileged user when started as root: they only write the logs. Every
+        // temporary path is in the directory, so that nginx also starts as a user other than root.
         try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: directory.path)
         try FileManager.default.setAttributes([.posixPermissions: 0o777], ofItemAtPath: directory.appendingPathComponent("logs").path)
         for _ in 0..<5 {
@@ -39,6 +40,10 @@ public final class NGINXOrigin: Sendable {
                   log_format requests '$connection $connection_requests $request_method $request_uri $server_protocol $status';
                   access_log \(directory.path)/logs/access.log requests;
                   client_body_temp_path \(directory.path)/logs/body;
+                  proxy_temp_path \(directory.path)/logs/proxy;
+                  fastcgi_temp_path \(directory.path)/logs/fastcgi;
+                  uwsgi_temp_path \(directory.path)/logs/uwsgi;
+                  scgi_temp_path \(directory.path)/logs/scgi;
                   keepalive_requests \(keepaliveRequests);
                   server {
                     listen 127.0.0.1:\(port) ssl http2;
