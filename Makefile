@@ -26,7 +26,7 @@ endif
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
 # for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
 # which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server
+DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics.
 PYTHON_MODULES := prometheus_client websockets h2
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite

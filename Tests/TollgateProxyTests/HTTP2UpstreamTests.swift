@@ -13,8 +13,9 @@ import TollgateTesting
 )
 struct HTTP2UpstreamTests {
     /// A forward proxy logging JSON, trusting the test CA for 127.0.0.1, with `http2` for that host.
-    static func serve(pki: TestPKI, http2: String, in directory: URL) async throws -> (Served, Int) {
+    static func serve(pki: TestPKI, http2: String, in directory: URL, upstreamProxy: Int? = nil) async throws -> (Served, Int) {
         let file = directory.appendingPathComponent("tollgate.yaml")
+        let parent = upstreamProxy.map { "sessions:\n  default:\n    upstream-proxy: \"http://127.0.0.1:\($0)\"\n" } ?? ""
         try """
             listen:
               - address: "127.0.0.1:0"
@@ -22,6 +23,7 @@ struct HTTP2UpstreamTests {
               path: "\(directory.appendingPathComponent("cache").path)"
             log:
               format: json
+            \(parent)
             hosts:
               - match: "127.0.0.1"
                 http2: \(http2)
@@ -83,5 +85,56 @@ struct HTTP2UpstreamTests {
         )
         #expect(response.status == 502)
         #expect(!origin.process.standardOutput.contains("recv HEADERS"))
+    }
+
+    @Test("Through the proxy, a GET the origin refused (REFUSED_STREAM) is sent again and answered; a refused upload, which streams from the client and cannot go twice, is a 502 saying why")
+    func refusedThroughTheProxy() async throws {
+        guard PythonH2Origin.python != nil else { return }  // needs python3 with h2 (`make deps`)
+        let pki = try TestPKI()
+        let origin = try await PythonH2Origin.start(pki: pki, mode: "refuse")
+        defer { origin.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, proxy) = try await Self.serve(pki: pki, http2: "auto", in: directory)
+        defer { served.child.kill() }
+        let authority = "127.0.0.1:\(origin.port)"
+        let get = try await request("GET https://\(authority)/rst-get HTTP/1.1\r\nHost: \(authority)\r\n\r\n", port: proxy)
+        #expect(get.status == 200)
+        #expect(get.bodyText.hasPrefix("GET /rst-get 0 conn"))
+        #expect((await origin.lines("refused", path: "/rst-get", atLeast: 1)).count == 1)
+        #expect((await origin.lines("answered", path: "/rst-get", atLeast: 1)).count == 1)
+        let upload = try await request(
+            "POST https://\(authority)/rst-upload HTTP/1.1\r\nHost: \(authority)\r\nContent-Length: 5\r\n\r\nhello", port: proxy
+        )
+        #expect(upload.status == 502)
+        #expect(upload.bodyText.contains("REFUSED_STREAM"))
+        #expect(upload.bodyText.contains("streamed body cannot be"))
+        #expect((await origin.lines("refused", path: "/rst-upload", atLeast: 1)).count == 1)
+        #expect(origin.lines("answered", path: "/rst-upload").isEmpty)
+    }
+
+    @Test("With upstream-proxy set, https requests reach the h2-only origin as h2 streams of ONE tunnel through the parent")
+    func throughTheParentsTunnel() async throws {
+        let pki = try TestPKI()
+        let origin = try await NGHTTPDOrigin.start(pki: pki, files: ["a.txt": Data("one".utf8), "b.txt": Data("two".utf8)])
+        defer { origin.stop() }
+        let parent = try await PythonConnectProxy.start()
+        defer { parent.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, proxy) = try await Self.serve(pki: pki, http2: "auto", in: directory, upstreamProxy: parent.port)
+        defer { served.child.kill() }
+        let authority = "127.0.0.1:\(origin.port)"
+        for (path, body) in [("/a.txt", "one"), ("/b.txt", "two")] {
+            let response = try await request("GET https://\(authority)\(path) HTTP/1.1\r\nHost: \(authority)\r\n\r\n", port: proxy)
+            #expect(response.status == 200)
+            #expect(response.bodyText == body)
+        }
+        #expect(try await Self.logLine(served, "/a.txt")["upstream_protocol"] as? String == "h2")
+        let second = try await Self.logLine(served, "/b.txt")
+        #expect(second["upstream_protocol"] as? String == "h2")
+        #expect(second["reused"] as? Bool == true)
+        #expect(parent.tunnels == ["127.0.0.1:\(origin.port)"])
+        #expect(origin.sessionCount == 1)
     }
 }

@@ -78,6 +78,23 @@ struct OriginPoolStreamsTests {
         #expect(pool.idle.isEmpty)
     }
 
+    @Test("A refused stream drains its connection: the request sent again waits for a new connection, the other streams finish, then it closes")
+    func refusedStream() {
+        var pool = OriginPoolState(limit: 2, mayMultiplex: true)
+        _ = pool.leaseRequested(waiter: 1, priority: 0.5)
+        _ = pool.connected(10, http2: true)
+        _ = pool.streamCapacityChanged(10, maximumConcurrentStreams: 10)
+        _ = pool.leaseRequested(waiter: 2, priority: 0.5)
+        #expect(pool.openStreams(on: 10) == 2)
+        #expect(pool.streamRefused(10) == [])
+        #expect(pool.openStreams(on: 10) == 1)
+        #expect(pool.freeStreams == 0)
+        // The resend: no stream of 10 for it, a new connection.
+        #expect(pool.leaseRequested(waiter: 3, priority: 0.5) == [.connect])
+        #expect(pool.released(10, reusable: true) == [.close(connection: 10)])
+        #expect(pool.connected(20, http2: true) == [.lease(connection: 20, waiter: 3)])
+    }
+
     @Test("A stream released as not reusable (trust refused) closes the connection; the next waiter gets a new one")
     func notReusable() {
         var pool = OriginPoolState(limit: 2, mayMultiplex: true)

@@ -192,11 +192,12 @@ struct TaskMachineRetryTests {
     )
     func resendOnce() {
         var machine = Self.exchanging()
-        #expect(machine.resendAfterLostConnection() == true)
-        #expect(machine.resendAfterLostConnection() == false)
+        let lost = Machine.LostExchange.connectionLost(reusedConnection: true, idempotent: true)
+        #expect(machine.exchangeLost(lost) == .resend)
+        #expect(machine.exchangeLost(lost) == .fail)
         let hold = machine.holdForRetry(.redirect, head: Self.redirect, newRequest: Self.target)
         _ = machine.retryEnded()
         _ = machine.followRetry(hold, with: Self.target)
-        #expect(machine.resendAfterLostConnection() == true)  // the redirect's request is a new one
+        #expect(machine.exchangeLost(lost) == .resend)  // the redirect's request is a new one
     }
 }

@@ -70,6 +70,23 @@ extension ConnectionPool {
         if let loop { run(actions, key: key, eventLoop: loop) }
     }
 
+    /// Releases the lease of an exchange the server did not process (RFC 9113 §8.7): an HTTP/2
+    /// connection that refused a stream (REFUSED_STREAM, or GOAWAY, whose frame NIOHTTP2 passes on
+    /// only after it failed the refused streams) takes no new stream — its open ones finish — so
+    /// the request sent again goes on another connection, not into the same refusal. An HTTP/1.1
+    /// connection is closed, as after any failure.
+    func releaseRefused(_ connection: OriginConnection) {
+        guard connection.http2 != nil else {
+            release(connection, reusable: false)
+            return
+        }
+        let actions: OriginPoolState.Actions = lock.withLock {
+            guard let entry = entries[connection.key] else { return [] }
+            return entry.state.streamRefused(connection.id)
+        }
+        run(actions, key: connection.key, eventLoop: connection.eventLoop)
+    }
+
     /// How many streams are open on the connections to `key` (for tests).
     func openStreamCount(for key: ConnectionKey) -> Int {
         lock.withLock { entries[key]?.state.multiplexed.values.reduce(0) { $0 + $1.open } ?? 0 }

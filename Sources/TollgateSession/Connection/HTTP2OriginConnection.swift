@@ -24,6 +24,10 @@ final class HTTP2OriginConnection: ChannelInboundHandler, @unchecked Sendable {
     private let approved = NIOLockedValueBox(false)
     /// Streams leased on this connection so far (touched under the pool's lock only).
     var streamsLeased = 0
+    /// The last stream id of the server's GOAWAY, once one came (on the loop). NIOHTTP2 hands the
+    /// GOAWAY frame on before it closes the streams above it (and closes them with CANCEL, not
+    /// REFUSED_STREAM), so a stream closing can tell it was refused (RFC 9113 §6.8).
+    private(set) var goAwayLastStreamID: HTTP2StreamID?
 
     init(tlsHandler: TLSHandler?, eventLoop: any EventLoop) {
         self.tlsHandler = tlsHandler
@@ -70,7 +74,8 @@ final class HTTP2OriginConnection: ChannelInboundHandler, @unchecked Sendable {
         case .settings(.settings(let settings)):
             let maximum = settings.last { $0.parameter == .maxConcurrentStreams }?.value
             onSettings?(maximum ?? Int.max)
-        case .goAway:
+        case .goAway(let lastStreamID, _, _):
+            goAwayLastStreamID = min(lastStreamID, goAwayLastStreamID ?? lastStreamID)
             onGoAway?()
             onGoAway = nil
         default:

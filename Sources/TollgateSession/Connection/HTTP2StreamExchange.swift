@@ -15,10 +15,12 @@ final class HTTP2StreamExchange: OriginExchangeHandler, @unchecked Sendable {
 
     func startExchange(head: RequestHeadEncoder, body: BodySource, sink: any ExchangeSink) {
         guard let multiplexer = connection.multiplexer else {
-            sink.exchangeDidFail(SessionError(.networkConnectionLost, nil, "the HTTP/2 connection closed before the request"), responseStarted: false)
+            var error = SessionError(.networkConnectionLost, nil, "the HTTP/2 connection closed before the request: not sent")
+            error.notProcessed = true
+            sink.exchangeDidFail(error, responseStarted: false)
             return
         }
-        let handler = HTTP2StreamHandler(head: head.head, body: body, sink: sink)
+        let handler = HTTP2StreamHandler(head: head.head, body: body, sink: sink, connection: connection)
         stream = handler
         let promise = connection.eventLoop.makePromise(of: (any Channel).self)
         multiplexer.createStreamChannel(promise: promise) { channel in
@@ -27,7 +29,10 @@ final class HTTP2StreamExchange: OriginExchangeHandler, @unchecked Sendable {
             }
         }
         promise.futureResult.whenFailure { error in
-            handler.streamFailed(SessionError(.networkConnectionLost, nil, "cannot open an HTTP/2 stream: \(error)"))
+            // No stream, no request sent: not processed.
+            var lost = SessionError(.networkConnectionLost, nil, "cannot open an HTTP/2 stream: \(error): not sent")
+            lost.notProcessed = true
+            handler.streamFailed(lost)
         }
     }
 

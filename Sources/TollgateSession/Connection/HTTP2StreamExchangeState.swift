@@ -79,15 +79,27 @@ struct HTTP2StreamExchangeState {
             return .failed(SessionError(.badServerResponse, nil, "HTTP/2 DATA before the response head"))
         case (.awaitingHead, .rstStream(let code)), (.body, .rstStream(let code)):
             phase = .done
-            let refused = code == .refusedStream
-            return .failed(
-                SessionError(
-                    .networkConnectionLost, nil,
-                    refused ? "the server refused the HTTP/2 stream (REFUSED_STREAM)" : "the server reset the HTTP/2 stream (\(code))"
-                )
-            )
+            return .failed(Self.resetError(code))
         default:
             return .ignored
         }
+    }
+
+    /// The error of a stream the server reset with `code`: REFUSED_STREAM means the request was
+    /// not processed (RFC 9113 §8.7), and the task may send it again whatever its method.
+    static func resetError(_ code: HTTP2ErrorCode) -> SessionError {
+        guard code == .refusedStream else {
+            return SessionError(.networkConnectionLost, nil, "the server reset the HTTP/2 stream (\(code))")
+        }
+        var error = SessionError(.networkConnectionLost, nil, "the server refused the HTTP/2 stream (REFUSED_STREAM): not processed")
+        error.notProcessed = true
+        return error
+    }
+
+    /// Whether the stream `id` was refused by the server's GOAWAY: above its last stream id, so
+    /// not processed (RFC 9113 §6.8). False while no GOAWAY came or the stream had no id yet.
+    static func refusedByGoAway(stream id: HTTP2StreamID?, lastStreamID: HTTP2StreamID?) -> Bool {
+        guard let id, let lastStreamID else { return false }
+        return id > lastStreamID
     }
 }

@@ -27,10 +27,14 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     /// Whether the request's last frame (END_STREAM) was written.
     private var requestSent = false
 
-    init(head: HTTPRequestHead, body: BodySource, sink: any ExchangeSink) {
+    /// The connection, asked whether its GOAWAY refused this stream (nil in tests).
+    private let connection: HTTP2OriginConnection?
+
+    init(head: HTTPRequestHead, body: BodySource, sink: any ExchangeSink, connection: HTTP2OriginConnection? = nil) {
         self.head = head
         self.body = body
         self.sink = sink
+        self.connection = connection
     }
 
     // MARK: the task's side
@@ -69,7 +73,15 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
         let headers = HTTP2Heads.requestHeaders(head)
         let noBody: Bool
         if case .none = body { noBody = true } else { noBody = false }
-        context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: noBody))), promise: nil)
+        let headWritten = context.eventLoop.makePromise(of: Void.self)
+        context.write(wrapOutboundOut(.headers(.init(headers: headers, endStream: noBody))), promise: headWritten)
+        headWritten.futureResult.whenFailure { [weak self] error in
+            // NIOHTTP2 refused the HEADERS (the connection is going away): nothing left for the
+            // server, so the request was not processed.
+            var lost = Self.sessionError(for: error)
+            if error is any NIOHTTP2Error { lost.notProcessed = true }
+            self?.fail(lost)
+        }
         sink.exchangeDidWriteRequestHead(bytes: HTTP2Heads.size(of: headers))
         switch body {
         case .none:
@@ -222,20 +234,36 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
     private func fail(_ error: SessionError) {
         guard state.isRunning else { return }
         let responseStarted = state.responseStarted
+        var error = error
+        // A stream above the last stream id of the server's GOAWAY (NIOHTTP2 closes it with
+        // CANCEL): refused, not processed.
+        if error.code == .networkConnectionLost, !error.notProcessed, !responseStarted, let context,
+            HTTP2StreamExchangeState.refusedByGoAway(
+                stream: try? context.channel.syncOptions?.getOption(HTTP2StreamChannelOptions.streamID),
+                lastStreamID: connection?.goAwayLastStreamID
+            )
+        {
+            error = SessionError(.networkConnectionLost, nil, "the server's GOAWAY refused the HTTP/2 stream (above its last stream id): not processed")
+            error.notProcessed = true
+        }
         state.finish()
         sink.exchangeDidFail(error, responseStarted: responseStarted)
         context?.close(promise: nil)
     }
 
-    /// NIOHTTP2's errors as the session's: a stream the server refused (REFUSED_STREAM, or above a
-    /// GOAWAY's last stream) is `networkConnectionLost`, which a task may send again.
+    /// NIOHTTP2's errors as the session's, `networkConnectionLost`; marked not processed (which a
+    /// task may send again whatever its method, RFC 9113 §8.7) for a stream the server reset with
+    /// REFUSED_STREAM and one opened after the server's GOAWAY (never sent). A stream above a
+    /// GOAWAY's last stream id, which NIOHTTP2 closes with CANCEL, is recognised in `fail`.
     static func sessionError(for error: any Error) -> SessionError {
         if let closed = error as? NIOHTTP2Errors.StreamClosed {
-            if closed.errorCode == .refusedStream {
-                return SessionError(.networkConnectionLost, nil, "the server refused the HTTP/2 stream (REFUSED_STREAM)")
-            }
-            return SessionError(.networkConnectionLost, nil, "the server reset the HTTP/2 stream (\(closed.errorCode))")
+            return HTTP2StreamExchangeState.resetError(closed.errorCode)
         }
-        return SessionError(.networkConnectionLost, nil, "HTTP/2: \(error)")
+        var lost = SessionError(.networkConnectionLost, nil, "HTTP/2: \(error)")
+        if error is NIOHTTP2Errors.CreatedStreamAfterGoaway {
+            lost.detail = "the server sent GOAWAY before the HTTP/2 stream opened: not processed"
+            lost.notProcessed = true
+        }
+        return lost
     }
 }

@@ -77,4 +77,11 @@ extension OriginPoolState {
         }
         return actions + connectWhileUseful()
     }
+
+    /// The server refused a stream of `connection` (REFUSED_STREAM, or above its GOAWAY's last
+    /// stream id): the connection takes no new stream, as after GOAWAY, so the request sent again
+    /// goes to another one; the refused stream is released.
+    mutating func streamRefused(_ connection: Int) -> Actions {
+        goAwayReceived(connection) + streamReleased(connection, reusable: true)
+    }
 }

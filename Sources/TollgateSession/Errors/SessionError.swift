@@ -104,6 +104,10 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     /// A failed or cancelled download's resume data, when it can be resumed
     /// (`NSURLSessionDownloadTaskResumeData`): pass it to ``Session/downloadTask(withResumeData:on:)``.
     public var resumeData: Data?
+    /// The server provably did not process the request (RFC 9113 §8.7: its stream was refused
+    /// with REFUSED_STREAM, was above a GOAWAY's last stream id, or never opened): the task may
+    /// send it again, whatever its method. Set by the HTTP/2 connection; not part of equality.
+    var notProcessed = false
 
     /// Creates an error.
     public init(_ code: Code, _ url: HTTPURL? = nil, _ detail: String = "") {

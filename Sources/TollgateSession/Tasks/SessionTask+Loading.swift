@@ -108,7 +108,9 @@ extension SessionTask {
     /// Sends `request` over the network (after the cache declined to answer it, or again for a
     /// retry): finds its body — bytes and files are read again for each send; a stream is asked
     /// of the delegate each time (`needNewBodyStream`) — then ``sendRequest(_:body:)``.
-    func sendToNetwork(_ request: Request) {
+    /// `resendingAfter`: the request goes again after this failure, which stays the task's error
+    /// when a streamed body cannot be given again.
+    func sendToNetwork(_ request: Request, resendingAfter lost: SessionError? = nil) {
         switch request.body {
         case .none:
             setExpectedToSend(0)
@@ -132,7 +134,14 @@ extension SessionTask {
             ) { [self] decision in
                 guard engine.machine.accepts(exchange: exchange) else { return }
                 guard case .stream(.some(let stream)) = decision?.base else {
-                    fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
+                    guard var lost else {
+                        fail(SessionError(.requestBodyStreamExhausted, request.url, "the delegate supplied no body stream"))
+                        return
+                    }
+                    // A resend that cannot be made: the loss stays the task's error (a 502 at the
+                    // proxy, whose client's upload streamed through once), saying why.
+                    lost.detail += "; not sent again: its streamed body cannot be (the delegate supplied no new body stream)"
+                    fail(lost)
                     return
                 }
                 engine.bodyStream = stream
@@ -197,15 +206,18 @@ extension SessionTask {
     }
 
     private func connectionKey(for url: HTTPURL) -> ConnectionKey {
+        var key: ConnectionKey
         if let proxy = session.configuration.upstreamProxy {
-            if url.scheme == "https" || self is WebSocketTask {
-                // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's
-                // (a WebSocket needs one for plain http too: the connection outlives the request).
-                return ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
+            guard url.scheme == "https" || self is WebSocketTask else {
+                return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
             }
-            return ConnectionKey(scheme: url.scheme, host: proxy.host, port: proxy.port, viaProxy: true)
+            // A CONNECT tunnel through the proxy: TLS, trust and requests are the origin's
+            // (a WebSocket needs one for plain http too: the connection outlives the request).
+            // The TLS inside is ours, so it offers h2 as a direct connection does.
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false, tunnelVia: proxy)
+        } else {
+            key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
         }
-        var key = ConnectionKey(scheme: url.scheme, host: url.host, port: url.effectivePort, viaProxy: false)
         key.offersHTTP2 = url.scheme == "https" && !(self is WebSocketTask)
         return key
     }

@@ -108,14 +108,23 @@ extension SessionTask {
         var error = error
         error.failingURL = engine.request?.url
         guard let connection = engine.machine.exchangeFailed() else { return }
-        session.pool.release(connection, reusable: false)
-        // A kept-alive connection the server closed before answering: send once more on a new one.
-        if !responseStarted, connection.exchangeCount > 1, error.code == .networkConnectionLost,
-            let request = engine.request, request.method.isIdempotent, engine.machine.resendAfterLostConnection()
-        {
-            engine.transactions.removeLast()
-            sendToNetwork(request)
-            return
+        if error.notProcessed {
+            session.pool.releaseRefused(connection)  // a new stream goes elsewhere
+        } else {
+            session.pool.release(connection, reusable: false)
+        }
+        // Lost before any response: a request the server did not process (RFC 9113 §8.7), or one
+        // on a kept-alive connection the server closed as it came, may go again (the machine's rule).
+        if !responseStarted, error.code == .networkConnectionLost, let request = engine.request {
+            let lost: TaskMachine<OriginConnection, Scheduled<Void>>.LostExchange =
+                error.notProcessed
+                ? .notProcessed
+                : .connectionLost(reusedConnection: connection.exchangeCount > 1, idempotent: request.method.isIdempotent)
+            if engine.machine.exchangeLost(lost) == .resend {
+                engine.transactions.removeLast()
+                sendToNetwork(request, resendingAfter: error)
+                return
+            }
         }
         if let failure = engine.machine.failureReceived(error) { fail(failure) }
     }

@@ -82,7 +82,9 @@ struct TaskMachine<Connection, Timer> {
     /// The id of the last retry hold (an answer carrying an older one is late).
     private var lastRetryID = 0
     /// The current request was sent once more after a kept-alive connection was lost.
-    private var resentCurrentRequest = false
+    var resentCurrentRequest = false
+    /// Requests of this task sent again because the server did not process them (RFC 9113 §8.7).
+    var unprocessedResends = 0
     /// Body pieces received but not yet delivered, in order.
     private var held: [ByteBuffer] = []
     private var heldEnd: HeldEnd?
@@ -232,14 +234,6 @@ struct TaskMachine<Connection, Timer> {
     func storedReadArrived() -> Bool {
         if case .servingStored = phase { return true }
         return false
-    }
-
-    /// A kept-alive connection was lost before the response began: true the first time for the
-    /// current request (send it once more, on a new connection), false after.
-    mutating func resendAfterLostConnection() -> Bool {
-        guard !resentCurrentRequest else { return false }
-        resentCurrentRequest = true
-        return true
     }
 
     /// The work is abandoned: the task is idle after, or stays completed.
