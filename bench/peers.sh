@@ -299,9 +299,9 @@ declare -A rps_of p99_of user_of sys_of tollgate_hwm_after
       wait "$perf_pid" || true
       perf report -i "$work/perf.data" --no-children --sort symbol --stdio 2>/dev/null \
         | grep -E '^ +[0-9.]+%' | head -10 | { if command -v swift >/dev/null; then swift demangle --simplified; else cat; fi; } \
-        | cut -c1-160 | sed 's/ *$//'
+        | cut -c1-160 | sed 's/ *$//' || true  # head closes the pipe early
       echo "by object:"
-      perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -4 | sed 's/ *$//'
+      perf report -i "$work/perf.data" --no-children --sort dso --stdio 2>/dev/null | grep -E '^ +[0-9.]+%' | head -4 | sed 's/ *$//' || true
       echo '```'
     done
   fi
@@ -312,6 +312,9 @@ declare -A rps_of p99_of user_of sys_of tollgate_hwm_after
   echo
   echo '```'
   grep -E '^(Rss|Pss|Shared_Clean|Shared_Dirty|Private_Clean|Private_Dirty|Anonymous):' "/proc/$tollgate_pid/smaps_rollup"
+  echo "largest mappings (KiB resident, mapping; anonymous ones unnamed: malloc's heaps):"
+  awk '/^[0-9a-f]+-[0-9a-f]+ / {name = $6; perms = $2} /^Rss:/ {if ($2 >= 1024) printf "%8d %s %s\n", $2, perms, (name == "" ? "[anonymous]" : name)}' \
+    "/proc/$tollgate_pid/smaps" | sort -rn | head -8 | sed "s|$work|WORK|" || true
   echo '```'
 } | tee "$out"
 echo "written: $out"
