@@ -26,6 +26,9 @@ DURATION=${DURATION:-3}
 CONNECTIONS=${CONNECTIONS:-64}
 ALL_ROWS="rh1k rh16k rh256k rh8m rh1k-close rp1k rp8m fh1k fh16k fh1k-close fp1k"
 ROWS=${ROWS:-$ALL_ROWS}
+for row in $ROWS; do
+  case " $ALL_ROWS " in *" $row "*) ;; *) echo "unknown row: $row (rows: $ALL_ROWS)" >&2; exit 1 ;; esac
+done
 ORIGIN_PORT=${ORIGIN_PORT:-18580}
 NGINX_PORT=${NGINX_PORT:-18581}
 ATS_PORT=${ATS_PORT:-18582}
