@@ -64,7 +64,6 @@ struct ServeCommand: AsyncParsableCommand {
     static let gracePeriod: Duration = .seconds(10)
 
     func run() async throws {
-        MallocTuning.apply(environment: ProcessInfo.processInfo.environment)
         var configuration = try loadConfiguration()
         try applyOverrides(to: &configuration)
         DiagnosticLog.bootstrap(level: configuration.log.level)

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import TollgateProxy
 
 /// `tollgate`: the command line of the proxy (CONTRACT.md "Command line").
 ///
@@ -19,6 +20,12 @@ struct TollgateCommand: AsyncParsableCommand {
 
     static func main() async {
         EventLoopSizing.applyAffinity()
+        // First, on the main thread: malloc's arena limit holds only for arenas created after it,
+        // and every thread that allocates before it gets one of its own.
+        let environment = ProcessInfo.processInfo.environment
+        let processors = EventLoopSizing.affinityCPUCount() ?? ProcessInfo.processInfo.activeProcessorCount
+        let eventLoops = MallocTuning.eventLoopCount(environment: environment, processors: processors)
+        MallocTuning.apply(environment: environment, eventLoops: eventLoops)
         var command: any ParsableCommand
         do {
             command = try parseAsRoot()

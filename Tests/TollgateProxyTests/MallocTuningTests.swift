@@ -16,15 +16,68 @@ struct MallocTuningTests {
     @Test("apply: in a fresh process a 512 KiB block comes from the heap")
     func thresholds() async {
         await #expect(processExitsWith: .success) {
-            guard MallocTuning.apply(environment: [:]), let block = malloc(512 * 1024) else { exit(2) }
+            guard MallocTuning.apply(environment: [:], eventLoops: 1), let block = malloc(512 * 1024) else { exit(2) }
             exit(MallocTuning.isMapped(block) ? 1 : 0)
         }
     }
 
     @Test("GLIBC_TUNABLES with malloc settings leaves glibc's settings as given; other tunables do not")
     func tunablesWin() {
-        #expect(!MallocTuning.apply(environment: ["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"]))
-        #expect(MallocTuning.apply(environment: ["GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=512"]))
+        let mallocTunable = ["GLIBC_TUNABLES": "glibc.malloc.mmap_threshold=65536"]
+        let other = ["GLIBC_TUNABLES": "glibc.rtld.optional_static_tls=512"]
+        #expect(!MallocTuning.apply(environment: mallocTunable, eventLoops: 1))
+        #expect(MallocTuning.apply(environment: other, eventLoops: 1))
+    }
+
+    /// Starts `threads` threads that each allocate and hold a block until all have, and returns
+    /// how many arenas malloc has then, less the count before (-100 when malloc could not say).
+    private static func arenasAddedByThreads(_ threads: Int = 6) -> Int {
+        guard let before = MallocTuning.arenaCount() else { return -100 }
+        let allocated = DispatchSemaphore(value: 0)
+        let release = DispatchSemaphore(value: 0)
+        for _ in 0..<threads {
+            // Each thread holds its block until all have allocated, so none hands its arena on.
+            Thread.detachNewThread {
+                let block = malloc(4096)
+                allocated.signal()
+                release.wait()
+                free(block)
+            }
+        }
+        for _ in 0..<threads { allocated.wait() }
+        let after = MallocTuning.arenaCount() ?? (before - 100)
+        for _ in 0..<threads { release.signal() }
+        return after - before
+    }
+
+    // In a fresh process: once applied for one event loop, threads that start and allocate
+    // together share the arenas there are.
+    @Test("apply: threads started afterwards allocate without adding malloc arenas")
+    func arenaLimit() async {
+        await #expect(processExitsWith: .success) {
+            guard MallocTuning.apply(environment: [:], eventLoops: 1) else { exit(2) }
+            exit(Self.arenasAddedByThreads() == 0 ? 0 : 1)
+        }
+    }
+
+    // The same without the settings: glibc gives each such thread an arena of its own (up to 8
+    // per core), which is what the test above would see if the limit were not applied.
+    @Test("without the settings, threads started together add malloc arenas")
+    func arenasWithoutLimit() async {
+        await #expect(processExitsWith: .success) {
+            exit(Self.arenasAddedByThreads() > 0 ? 0 : 1)
+        }
+    }
+
+    @Test("the arena limit is one per event loop, at least one; the loop count comes from NIO's variable")
+    func arenaLimitFromLoops() {
+        #expect(MallocTuning.arenaLimit(eventLoops: 1) == 1)
+        #expect(MallocTuning.arenaLimit(eventLoops: 4) == 4)
+        #expect(MallocTuning.arenaLimit(eventLoops: 0) == 1)
+        #expect(MallocTuning.eventLoopCount(environment: ["NIO_SINGLETON_GROUP_LOOP_COUNT": "3"], processors: 8) == 3)
+        let unreadable = ["NIO_SINGLETON_GROUP_LOOP_COUNT": "many"]
+        #expect(MallocTuning.eventLoopCount(environment: unreadable, processors: 8) == 8)
+        #expect(MallocTuning.eventLoopCount(environment: [:], processors: 2) == 2)
     }
 
     /// Minor page faults of a process so far (/proc/PID/stat, field 10).
