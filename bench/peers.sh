@@ -12,6 +12,9 @@
 # Usage: bash bench/peers.sh   (or make bench-peers)
 #   ROUNDS=3 DURATION=3 ROWS="rh1k rp1k" PROXIES="tollgate ats" TOLLGATE=/path/to/tollgate
 #   PERF=1 adds perf record -g profiles of Tollgate on the 1 KiB hit and pass-through rows.
+#   CEILING=0 leaves out the SwiftNIO ceiling column (bench/relay: `nio-relay serve` answering the
+#   reverse hit rows from memory, the byte relay carrying the reverse pass-through rows): the most
+#   any proxy on SwiftNIO does on this machine. It is not a peer: the ratio is against nginx/ATS.
 # Rows (ROWS= filters by these names; default all):
 #   rh1k rh16k rh256k rh8m   reverse hit          rh1k-close  reverse hit 1 KiB, new connection each
 #   rp1k rp8m                reverse pass-through (the origin answers no-store)
@@ -34,6 +37,8 @@ NGINX_PORT=${NGINX_PORT:-18581}
 ATS_PORT=${ATS_PORT:-18582}
 REVERSE_PORT=${REVERSE_PORT:-18583}
 FORWARD_PORT=${FORWARD_PORT:-18584}
+CEILING=${CEILING:-1}
+NIO_PORT=${NIO_PORT:-18590}  # 18590–18593 serve 1 KiB, 16 KiB, 256 KiB, 8 MiB; 18594 relays
 
 if ! command -v traffic_server >/dev/null; then
   if [ "$(id -u)" = 0 ]; then
@@ -150,6 +155,28 @@ taskset -c 0 "$TOLLGATE" serve --config "$work/tollgate.yaml" >"$work/tollgate.o
 pids+=($!)
 tollgate_pid=$!
 for port in "$ORIGIN_PORT" "$NGINX_PORT" "$ATS_PORT" "$REVERSE_PORT" "$FORWARD_PORT"; do wait_for_port "$port"; done
+# The SwiftNIO ceiling: one nio-relay per hit size (each answers every request with that many
+# bytes from memory) and one relay to the origin, each alone on core 0 while it is measured.
+declare -A nio_pid_of
+if [ "$CEILING" = 1 ]; then
+  swift build --package-path bench/relay "${release_flags[@]}" >/dev/null
+  relay=$(swift build --package-path bench/relay "${release_flags[@]}" --show-bin-path)/nio-relay
+  sizes=(1024 16384 262144 8388608)
+  for i in 0 1 2 3; do
+    taskset -c 0 "$relay" serve $((NIO_PORT + i)) "${sizes[$i]}" >"$work/nio-$i.log" 2>&1 &
+    pids+=($!); nio_pid_of[$((NIO_PORT + i))]=$!
+  done
+  taskset -c 0 "$relay" $((NIO_PORT + 4)) "$ORIGIN_PORT" >"$work/nio-relay.log" 2>&1 &
+  pids+=($!); nio_pid_of[$((NIO_PORT + 4))]=$!
+  for i in 0 1 2 3 4; do wait_for_port $((NIO_PORT + i)); done
+fi
+# The ceiling's port for a reverse row's path.
+nio_port() { # path
+  case "$1" in
+    /c/1k.bin) echo $((NIO_PORT + 0)) ;; /c/16k.bin) echo $((NIO_PORT + 1)) ;;
+    /c/256k.bin) echo $((NIO_PORT + 2)) ;; /c/8m.bin) echo $((NIO_PORT + 3)) ;; *) echo $((NIO_PORT + 4)) ;;
+  esac
+}
 ats_pid=${pids[0]}  # the subshell exec-ed into traffic_server
 nginx_pid=$(nginx_worker cache)
 forward_lua
@@ -198,7 +225,9 @@ fetch() { # proxy direction path
 PROXIES=${PROXIES:-tollgate nginx ats}
 proxies_for() { # direction
   local all="tollgate ats"; [ "$1" = reverse ] && all="tollgate nginx ats"
-  for proxy in $all; do case " $PROXIES " in *" $proxy "*) printf '%s ' "$proxy" ;; esac; done; echo
+  for proxy in $all; do case " $PROXIES " in *" $proxy "*) printf '%s ' "$proxy" ;; esac; done
+  if [ "$CEILING" = 1 ] && [ "$1" = reverse ]; then printf 'nio '; fi
+  echo
 }
 
 # Warm every cache for the rows asked for, and check that Tollgate then serves them as hits.
@@ -206,6 +235,7 @@ for row in $ROWS; do
   read -r direction path close _ < <(row_spec "$row")
   case "$path" in /c/*) ;; *) continue ;; esac
   for proxy in $(proxies_for "$direction"); do
+    [ "$proxy" = nio ] && continue
     fetch "$proxy" "$direction" "$path" >/dev/null; sleep 0.2; fetch "$proxy" "$direction" "$path" >/dev/null
   done
   status=$(fetch tollgate "$direction" "$path")
@@ -214,7 +244,12 @@ done
 
 run() { # proxy direction path close → "rps p99 non-2xx user sys"
   local pid base mode
-  read -r pid base mode < <(endpoint "$1" "$2")
+  if [ "$1" = nio ]; then
+    local port; port=$(nio_port "$3")
+    pid=${nio_pid_of[$port]}; base="http://127.0.0.1:$port"; mode=reverse
+  else
+    read -r pid base mode < <(endpoint "$1" "$2")
+  fi
   local args=(-t1 -c"$CONNECTIONS" -d"${DURATION}s" --latency)
   [ "$4" = close ] && args+=(-H "Connection: close")
   if [ "$mode" = forward ]; then
@@ -265,26 +300,29 @@ declare -A rps_of p99_of user_of sys_of tollgate_hwm_after
   echo
   echo "## Medians"
   echo
-  echo "requests/s (p99 ms; CPU user + system µs per request); ratio: Tollgate's requests/s over the faster peer's."
+  echo "requests/s (p99 ms; CPU user + system µs per request); ratio: Tollgate's requests/s over the faster peer's;"
+  echo "NIO ceiling: bench/relay in the same layout (not a peer), and Tollgate's share of it."
   echo
-  echo "| row | Tollgate | nginx | ATS | ratio |"
-  echo "|---|---|---|---|---|"
+  echo "| row | Tollgate | nginx | ATS | ratio | NIO ceiling | of ceiling |"
+  echo "|---|---|---|---|---|---|---|"
   for row in $ROWS; do
     read -r direction _ _ description < <(row_spec "$row")
-    cells=(); best=0; best_name=""
-    for proxy in tollgate nginx ats; do
+    cells=(); best=0; best_name=""; med_nio=""
+    for proxy in tollgate nginx ats nio; do
       key="$row $proxy"
       if [ -z "${rps_of[$key]:-}" ]; then cells+=("—"); continue; fi
       # shellcheck disable=SC2086
       r=$(median ${rps_of[$key]}); p=$(median ${p99_of[$key]}); u=$(median ${user_of[$key]}); s=$(median ${sys_of[$key]})
       eval "med_$proxy=$r"
       cells+=("$(human "$r") ($(awk -v p="$p" 'BEGIN {printf "%.2f", p / 1000}'); $u + $s)")
-      if [ "$proxy" != tollgate ] && awk -v a="$r" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$r; best_name=$proxy; fi
+      if [ "$proxy" != tollgate ] && [ "$proxy" != nio ] && awk -v a="$r" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$r; best_name=$proxy; fi
     done
     ratio=$(awk -v a="$med_tollgate" -v b="$best" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
-    echo "| ${description//_/ } | ${cells[0]} | ${cells[1]} | ${cells[2]} | $ratio (vs $best_name) |"
+    of_ceiling="—"
+    [ -n "$med_nio" ] && of_ceiling=$(awk -v a="$med_tollgate" -v b="$med_nio" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+    echo "| ${description//_/ } | ${cells[0]} | ${cells[1]} | ${cells[2]} | $ratio (vs $best_name) | ${cells[3]} | $of_ceiling |"
   done
-  echo "| peak RSS over the run (VmHWM) | $(mib "$(hwm_kib "$tollgate_pid")") | $(mib "$(hwm_kib "$nginx_pid")") (worker) | $(mib "$(hwm_kib "$ats_pid")") | |"
+  echo "| peak RSS over the run (VmHWM) | $(mib "$(hwm_kib "$tollgate_pid")") | $(mib "$(hwm_kib "$nginx_pid")") (worker) | $(mib "$(hwm_kib "$ats_pid")") | | | |"
   echo
   echo "Tollgate's peak RSS after each row: $(for row in $ROWS; do printf '%s %s; ' "$row" "$(mib "${tollgate_hwm_after[$row]}")"; done)"
   echo
