@@ -6,7 +6,7 @@ import CMalloc
 ///
 /// Why the thresholds: glibc maps every block of 128 KiB or more on its own (raising that bound
 /// only as such blocks are freed) and gives the top of a heap back to the kernel once 256 KiB of
-/// it is free. A stored body is read in 256 KiB pieces, each freed once the client's socket took
+/// it is free. A stored body is read in 128 KiB pieces, each freed once the client's socket took
 /// it, so serving an 8 MiB hit mapped, faulted in page by page (zeroed) and unmapped 32 buffers:
 /// two thirds of the system time of a large hit (`bench/cache.sh`, 8 MiB: 229 → 586 requests/s,
 /// system time 4.2 → 1.6 ms each; docs/performance.md, session 10). With these settings freed

@@ -84,6 +84,13 @@ extension SessionTask {
         return true
     }
 
+    /// How much of a stored body file one read takes. A connection holds about two pieces while its
+    /// client is slower than the disk (one queued for its socket, one being read), so this sets the
+    /// memory a large hit costs per connection: 256 KiB pieces made 64 connections of 8 MiB hits
+    /// add 32 MiB to the peak RSS (issue #29's bound is 64 MiB for the whole run); 128 KiB pieces
+    /// cost the same CPU per hit (docs/performance.md, session 18: large objects).
+    static var storedPieceSize: Int { 128 * 1024 }
+
     /// Reads the next piece of a stored body file, unless the task is paused.
     func pumpStoredFile() {
         guard let reader = engine.cache.storedFile, !reader.reading, engine.machine.isFlowing else { return }
@@ -100,7 +107,7 @@ extension SessionTask {
             if offerFileRegion(reader) { return }
         }
         reader.reading = true
-        let count = Int(min(reader.remaining, 256 * 1024))
+        let count = Int(min(reader.remaining, Int64(Self.storedPieceSize)))
         session.fileIO.read(fileHandle: reader.handle, byteCount: count, allocator: ByteBufferAllocator(), eventLoop: eventLoop)
             .whenComplete { [self] result in
                 reader.reading = false
