@@ -61,6 +61,31 @@ NGINX
   } > "$work/$1.conf"
 }
 
+# Writes WORK/cache.conf: nginx as its users run it as a cache — one worker, proxy_cache with
+# open_file_cache, sendfile, tcp_nopush, keep-alive in the millions both ways, an upstream keep-alive
+# pool of `pool` connections to 127.0.0.1:ORIGIN_PORT. Standard input is the server block's lines
+# before its `location /` (the listen line, TLS settings); the location adds Cache-Status.
+nginx_cache_conf() { # pool
+  local server; server=$(cat)
+  nginx_conf cache <<NGINX
+  sendfile on;
+  tcp_nopush on;
+  open_file_cache max=1000 inactive=60s;
+  proxy_cache_path $work/nginx-cache keys_zone=bench:10m max_size=1g inactive=1h use_temp_path=off;
+  upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive $1; keepalive_requests 1000000; }
+  server {
+$server
+    location / {
+      proxy_pass http://origin;
+      proxy_http_version 1.1;
+      proxy_set_header Connection "";
+      proxy_cache bench;
+      add_header Cache-Status \$upstream_cache_status;
+    }
+  }
+NGINX
+}
+
 # CPU time a process has used so far, user and system, in clock ticks: "UTIME STIME".
 cpu_ticks() { awk '{print $14, $15}' "/proc/$1/stat"; }
 

@@ -48,24 +48,11 @@ nginx_conf origin <<NGINX
 NGINX
 # nginx as its users run it as an HTTPS cache: one worker, proxy_cache with open_file_cache,
 # sendfile, long keep-alive both ways, an upstream keep-alive pool.
-nginx_conf cache <<NGINX
-  sendfile on;
-  tcp_nopush on;
-  open_file_cache max=1000 inactive=60s;
-  proxy_cache_path $work/nginx-cache keys_zone=bench:10m max_size=1g inactive=1h use_temp_path=off;
-  upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 32; keepalive_requests 1000000; }
-  server {
+nginx_cache_conf 32 <<NGINX
     listen 127.0.0.1:$NGINX_PORT ssl http2;
     ssl_certificate $work/srv.pem;
     ssl_certificate_key $work/nginx.key;
     http2_max_concurrent_streams 128;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_cache bench;
-    }
-  }
 NGINX
 cat > "$work/tollgate.yaml" <<YAML
 listen:

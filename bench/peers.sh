@@ -69,22 +69,8 @@ nginx_conf origin <<NGINX
   }
 NGINX
 # nginx as an operator runs a cache (bench/h2.sh has the same, over TLS).
-nginx_conf cache <<NGINX
-  sendfile on;
-  tcp_nopush on;
-  open_file_cache max=1000 inactive=60s;
-  proxy_cache_path $work/nginx-cache keys_zone=bench:10m max_size=1g inactive=1h use_temp_path=off;
-  upstream origin { server 127.0.0.1:$ORIGIN_PORT; keepalive 64; keepalive_requests 1000000; }
-  server {
+nginx_cache_conf 64 <<NGINX
     listen 127.0.0.1:$NGINX_PORT;
-    location / {
-      proxy_pass http://origin;
-      proxy_http_version 1.1;
-      proxy_set_header Connection "";
-      proxy_cache bench;
-      add_header Cache-Status \$upstream_cache_status;
-    }
-  }
 NGINX
 
 # ATS 9.2 from a runroot of its own (TS_RUNROOT): configuration, cache, logs and sockets in the

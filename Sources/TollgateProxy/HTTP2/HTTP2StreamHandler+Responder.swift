@@ -139,12 +139,10 @@ extension HTTP2StreamHandler: ClientResponder {
         case .none:
             break
         case .resetNoError:
-            // Closed once the RST_STREAM is out: a close at once dropped the answer's DATA still
-            // queued in the stream channel when the answer was written inside the read of its
-            // HEADERS (a refused CONNECT's 403); the client got HEADERS, then a reset.
             // The RST_STREAM waits for the answer's END_STREAM to be written: sent at once, it
             // overtook the DATA still held in NIO's flow-control buffer (written inside the read
-            // of the request's HEADERS, e.g. a refused CONNECT's 403), which the reset discarded.
+            // of the request's HEADERS, e.g. a refused CONNECT's 403), which the reset discarded;
+            // the stream closes once the reset is out.
             guard let context else { return }
             let channel = context.channel
             let reset = HTTP2Frame.FramePayload.rstStream(.noError)
