@@ -64,6 +64,19 @@ public final class ChildProcess: Sendable {
 
     public var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout.bytes }, as: UTF8.self) }
     public var standardError: String { String(decoding: output.withLockedValue { $0.stderr.bytes }, as: UTF8.self) }
+
+    /// The lines of standard output written whole so far (ended by a newline): a line a test waits
+    /// for may arrive in pieces (`print` in an unbuffered Python writes each argument on its own).
+    public var completeOutputLines: [String] {
+        let text = standardOutput
+        guard let end = text.lastIndex(of: "\n") else { return [] }
+        return text[..<end].split(separator: "\n", omittingEmptySubsequences: false).map(String.init)
+    }
+
+    /// The first whole line of standard output that begins with `prefix`, if one has arrived.
+    public func outputLine(startingWith prefix: String) -> String? {
+        completeOutputLines.first { $0.hasPrefix(prefix) }
+    }
     public var isRunning: Bool { process.isRunning }
 
     /// Sends SIGTERM.

@@ -138,10 +138,10 @@ struct HTTP2FrontTests {
             let client = try HTTP2Peers.runPython(HTTP2Peers.slowReader, ["\(proxy.port)", "/big", "2"])
             defer { client.kill() }
             try await eventually("the stall is over", timeout: .seconds(40)) {
-                client.standardOutput.contains("stalled")
+                client.outputLine(startingWith: "stalled") != nil
             }
             #expect(!originDone.isSet, "the proxy read the whole body although its client's window was shut")
-            let stalled = client.standardOutput.split(separator: "\n").first { $0.hasPrefix("stalled") }
+            let stalled = client.outputLine(startingWith: "stalled")
             #expect(stalled == "stalled 16", "only the 16-byte window went out")
             _ = try await client.waitForExit(timeout: .seconds(60))
             #expect(

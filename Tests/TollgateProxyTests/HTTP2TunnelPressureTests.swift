@@ -136,10 +136,10 @@ struct HTTP2TunnelPressureTests {
                 ["\(proxy.port)", "127.0.0.1:\(port)", "\(total)", "2"]
             )
             try await eventually(timeout: .seconds(20), "the client stalled") {
-                client.standardOutput.contains("stalled")
+                client.outputLine(startingWith: "stalled") != nil
             }
             let whileStalled = accepted.withLockedValue { $0 }
-            let stalledLine = client.standardOutput.split(separator: "\n").first { $0.hasPrefix("stalled") }
+            let stalledLine = client.outputLine(startingWith: "stalled")
             // The client's 64 KiB window, no more, reached it.
             #expect(stalledLine == "stalled 65535", "\(client.standardOutput) \(client.standardError)")
             // The kernel's socket buffers on both sides of the origin's connection hold some MiB;
