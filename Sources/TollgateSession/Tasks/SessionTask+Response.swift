@@ -40,7 +40,7 @@ extension SessionTask {
     func responseBodyReceived(_ buffer: ByteBuffer) {
         restartIdleTimer()
         engine.transaction.countOfResponseBodyBytesReceived += Int64(buffer.readableBytes)
-        switch engine.cache.networkRoute {
+        switch TaskCache.route(of: &engine.cache) {
         case .cacheAnswers:
             return  // the body of a 304 or of a 5xx the cache answers for is not the task's
         case .pieces:
@@ -74,7 +74,7 @@ extension SessionTask {
             }
             return
         }
-        let route = engine.cache.networkRoute
+        let route = TaskCache.route(of: &engine.cache)
         if engine.machine.awaitingDecision, route != .cacheAnswers {
             // The delegate may still answer becomeStream: the connection stays the task's until
             // it answers (releaseHeld lets it go).
