@@ -42,62 +42,86 @@ public struct StorabilityContext: Sendable, Hashable {
 
 /// One step of the gate: passes, or fails with its reason.
 public struct StorabilityCheck: Sendable {
-    /// The reason given when the check fails.
+    /// The reason given when the check fails (the check itself is ``CacheRules``'s rule for it).
     public let reason: StorabilityReason
-    let passes: @Sendable (StorabilityCandidate) -> Bool
-}
-
-/// The inputs of the gate's checks, parsed once.
-struct StorabilityCandidate {
-    let rules: CacheRules
-    let request: HTTPRequestHead
-    let response: HTTPResponseHead
-    let bodyLength: Int64?
-    let context: StorabilityContext
-    let requestControl: CacheControl
-    let responseControl: CacheControl
-
-    /// `must-understand` on a status this cache implements: `no-store` is then ignored (§5.2.2.3).
-    var understoodMustUnderstand: Bool {
-        responseControl.mustUnderstand && CacheRules.understoodStatuses.contains(response.status)
-    }
 }
 
 extension CacheRules {
     /// The gate, in order (the seeds' `willCacheResponse` conditions, then RFC 9111 §3 and
     /// §3.5 for a shared cache); the first check that fails gives the reason.
-    public static let storabilityChecks: [StorabilityCheck] = [
-        StorabilityCheck(reason: .scheme) { $0.request.url.scheme == "http" || $0.request.url.scheme == "https" },
-        StorabilityCheck(reason: .method) { candidate in
-            candidate.request.method == .get
-                || candidate.rules.postResponseAnswersGET(request: candidate.request, response: candidate.response)
-        },
-        // A 206 is kept as partial content, never whole; a 416 answers a range, not the resource,
-        // and stored under the URL's key it would answer requests without one.
-        StorabilityCheck(reason: .partial) { $0.response.status != 206 && $0.response.status != 416 },
-        StorabilityCheck(reason: .status) { isStorableStatus($0) },
-        StorabilityCheck(reason: .notFromNetwork) { $0.context.fromNetwork },
-        StorabilityCheck(reason: .policy) { $0.context.policy.allowsStoring && $0.context.sessionAllowsStoring },
-        StorabilityCheck(reason: .noStore) { candidate in
-            !candidate.requestControl.noStore
-                && (!candidate.responseControl.noStore || candidate.understoodMustUnderstand)
-        },
-        StorabilityCheck(reason: .private) { !$0.rules.isShared || $0.responseControl.private != .all },
-        StorabilityCheck(reason: .authorization) { candidate in
-            guard candidate.rules.isShared, candidate.request.headerFields.contains(.authorization) else {
-                return true
+    public static let storabilityChecks: [StorabilityCheck] = gate.map { StorabilityCheck(reason: $0.reason) }
+
+    /// The gate's checks, in order.
+    private enum GateCheck {
+        case scheme, method, partial, status, notFromNetwork, policy, noStore, `private`, authorization, varyStar, sizeLimit
+
+        /// The reason given when the check fails.
+        var reason: StorabilityReason {
+            switch self {
+            case .scheme: .scheme
+            case .method: .method
+            case .partial: .partial
+            case .status: .status
+            case .notFromNetwork: .notFromNetwork
+            case .policy: .policy
+            case .noStore: .noStore
+            case .private: .private
+            case .authorization: .authorization
+            case .varyStar: .varyStar
+            case .sizeLimit: .sizeLimit
             }
-            let control = candidate.responseControl
-            return control.public || control.sMaxAge != nil || control.mustRevalidate
-        },
-        StorabilityCheck(reason: .varyStar) {
-            !Vary(fieldValues: $0.response.headerFields.values(for: .vary)).isWildcard
-        },
-        StorabilityCheck(reason: .sizeLimit) { candidate in
-            guard let length = candidate.bodyLength else { return true }  // checked while streaming
-            return length <= candidate.rules.maximumBodyLength(capacity: candidate.context.capacity)
-        },
+        }
+    }
+
+    private static let gate: [GateCheck] = [
+        .scheme, .method, .partial, .status, .notFromNetwork, .policy, .noStore, .private, .authorization, .varyStar,
+        .sizeLimit,
     ]
+
+    /// Whether `check` passes. The inputs are parsed once and borrowed by each check: no copy of
+    /// the messages or the rules, and no closure, per check (the gate runs for every response
+    /// from the network).
+    private func passes(
+        _ check: GateCheck,
+        request: HTTPRequestHead,
+        response: HTTPResponseHead,
+        bodyLength: Int64?,
+        context: StorabilityContext,
+        requestControl: CacheControl,
+        responseControl: CacheControl
+    ) -> Bool {
+        switch check {
+        case .scheme:
+            return request.url.scheme == "http" || request.url.scheme == "https"
+        case .method:
+            return request.method == .get || postResponseAnswersGET(request: request, response: response)
+        case .partial:
+            // A 206 is kept as partial content, never whole; a 416 answers a range, not the
+            // resource, and stored under the URL's key it would answer requests without one.
+            return response.status != 206 && response.status != 416
+        case .status:
+            return isStorableStatus(response, control: responseControl)
+        case .notFromNetwork:
+            return context.fromNetwork
+        case .policy:
+            return context.policy.allowsStoring && context.sessionAllowsStoring
+        case .noStore:
+            // `must-understand` on a status this cache implements: `no-store` is then ignored (§5.2.2.3).
+            let understoodMustUnderstand =
+                responseControl.mustUnderstand && CacheRules.understoodStatuses.contains(response.status)
+            return !requestControl.noStore && (!responseControl.noStore || understoodMustUnderstand)
+        case .private:
+            return !isShared || responseControl.private != .all
+        case .authorization:
+            guard isShared, request.headerFields.contains(.authorization) else { return true }
+            return responseControl.public || responseControl.sMaxAge != nil || responseControl.mustRevalidate
+        case .varyStar:
+            return !Vary(fieldValues: response.headerFields.values(for: .vary)).isWildcard
+        case .sizeLimit:
+            guard let bodyLength else { return true }  // checked while streaming
+            return bodyLength <= maximumBodyLength(capacity: context.capacity)
+        }
+    }
 
     /// Whether `response`, answering `request`, may be stored, and if not why.
     ///
@@ -111,16 +135,13 @@ extension CacheRules {
         bodyLength: Int64?,
         context: StorabilityContext
     ) -> Storability {
-        let candidate = StorabilityCandidate(
-            rules: self,
-            request: request,
-            response: response,
-            bodyLength: bodyLength,
-            context: context,
-            requestControl: CacheControl(request: request.headerFields),
-            responseControl: responseControl(response.headerFields)
-        )
-        for check in Self.storabilityChecks where !check.passes(candidate) {
+        let requestControl = CacheControl(request: request.headerFields)
+        let responseControl = responseControl(response.headerFields)
+        for check in Self.gate
+        where !passes(
+            check, request: request, response: response, bodyLength: bodyLength, context: context,
+            requestControl: requestControl, responseControl: responseControl
+        ) {
             return .doNotStore(check.reason)
         }
         var notes: [StorabilityReason] = []
@@ -139,14 +160,13 @@ extension CacheRules {
 
     /// §3: a final status the cache understands, heuristically cacheable or made cacheable
     /// by explicit freshness or `public` (or `private` in a private cache).
-    private static func isStorableStatus(_ candidate: StorabilityCandidate) -> Bool {
-        let status = candidate.response.status
+    private func isStorableStatus(_ response: HTTPResponseHead, control: CacheControl) -> Bool {
+        let status = response.status
         guard (200..<600).contains(status), status != 304 else { return false }
-        let control = candidate.responseControl
         if control.mustUnderstand, !CacheRules.understoodStatuses.contains(status) { return false }
-        if heuristicallyCacheableStatuses.contains(status) { return true }
-        return candidate.response.headerFields.contains(.expires) || control.maxAge != nil || control.public
-            || (candidate.rules.isShared && control.sMaxAge != nil)
-            || (!candidate.rules.isShared && control.private != nil)
+        if Self.heuristicallyCacheableStatuses.contains(status) { return true }
+        return response.headerFields.contains(.expires) || control.maxAge != nil || control.public
+            || (isShared && control.sMaxAge != nil)
+            || (!isShared && control.private != nil)
     }
 }
