@@ -10,9 +10,15 @@ import TollgateLoop
 /// representation changed, or the origin ignores Range) is the task's response as usual; any
 /// other answer, or pieces that did not combine, send the client's request again, whole.
 extension SessionTask {
-    /// On a GET miss this task leads. Returns true when a request for the missing bytes went out.
+    /// On a GET miss this task leads (or looks again after waiting for a leader). Returns true
+    /// when a request for the missing bytes went out.
+    ///
+    /// A miss that passed instead (the key's latest response was not storable, a few seconds
+    /// ago: ``ResponseCache/noteUncacheable(_:)``) does not look for pieces: its response will
+    /// most likely not be storable either, and the pass-through then costs no storage read.
     func completePieces(_ request: Request, key: CacheKey, cache: ResponseCache) -> Bool {
-        guard request.method == .get, engine.cache.completingPieces == nil,
+        guard engine.cache.leadsFetch || engine.cache.collapsed,
+            request.method == .get, engine.cache.completingPieces == nil,
             !request.headerFields.contains(CacheRules.rangeField),
             !CacheRules.conditionalFieldNames.contains(where: { request.headerFields.contains($0) }),
             let partial = cache.store.partialContent(for: key),
