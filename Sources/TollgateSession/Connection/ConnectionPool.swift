@@ -106,6 +106,8 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Gives a connection back; a connection that is not reusable is closed.
     func release(_ connection: OriginConnection, reusable: Bool) {
+        let now = TickClock.now
+        var parked = false
         let actions: OriginPoolState.Actions = lock.withLock {
             guard let entry = entries[connection.key] else { return [] }
             if let http2 = connection.http2 {
@@ -119,8 +121,17 @@ final class ConnectionPool: @unchecked Sendable {
                 return drain + entry.state.released(connection.id, reusable: true)
             }
             let keep = reusable && !isShutDown && connection.id > retiredThrough
-            return entry.state.released(connection.id, reusable: keep)
+            var actions = entry.state.released(connection.id, reusable: keep)
+            // The usual answer, this connection parked: its idle time is noted under this lock
+            // (not a second one, with a second lookup of its key, in ``watchIdle(key:connectionID:)``).
+            if actions.first == .park(connection: connection.id) {
+                entry.idleSince[connection.id] = now
+                actions.removeFirst()
+                parked = true
+            }
+            return actions
         }
+        if parked { watchIdle(connection, since: now) }
         run(actions, key: connection.key, eventLoop: connection.eventLoop)
     }
 
@@ -213,6 +224,11 @@ final class ConnectionPool: @unchecked Sendable {
             return connection
         }
         guard let connection else { return }
+        watchIdle(connection, since: now)
+    }
+
+    /// Registers the idle deadline of `connection`, parked at `since`.
+    private func watchIdle(_ connection: OriginConnection, since now: NIODeadline) {
         let due = now + configuration.idleTimeout
         if connection.eventLoop.inEventLoop {
             LoopDeadlines.of(connection.eventLoop).watch(connection, until: due)

@@ -28,6 +28,12 @@ extension OriginPoolState {
         /// The first action, if any.
         var first: Action? { head.0 }
 
+        /// Removes the first action (there must be one).
+        mutating func removeFirst() {
+            precondition(head.0 != nil, "no action to remove")
+            head = (head.1, more.isEmpty ? nil : more.removeFirst())
+        }
+
         static func + (lhs: Actions, rhs: Actions) -> Actions {
             var result = lhs
             for action in rhs { result.append(action) }
