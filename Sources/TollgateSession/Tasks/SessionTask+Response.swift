@@ -34,7 +34,12 @@ extension SessionTask {
         }
         if handleAuthenticationRequired(head) || handleProxyAuthenticationRequired(head) { return }
         beginStoringIfAllowed(head)
-        deliverResponse(engine.cache.rangeCut == nil ? head : applyRangeCut(to: head))
+        // Not `deliverResponse(cut ? applyRangeCut(to: head) : head)`: the conditional copied the head.
+        if engine.cache.rangeCut == nil {
+            deliverResponse(head)
+        } else {
+            deliverResponse(applyRangeCut(to: head))
+        }
     }
 
     func responseBodyReceived(_ buffer: ByteBuffer) {
@@ -63,7 +68,8 @@ extension SessionTask {
 
     func responseEnded(reusable: Bool) {
         engine.transaction.responseEndDate = TickClock.date
-        if response?.status == 101 {
+        // The status alone, read under the lock (`response?.status` copied the whole head out).
+        if observed.withLock({ $0.response?.status }) == 101 {
             // The connection stays with the task until its delegate decides (become a stream or not).
             engine.upgradeEnded = true
             if engine.becomeStreamPending {
