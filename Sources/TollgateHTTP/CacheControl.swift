@@ -37,39 +37,44 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     }
 
     /// `max-age` (request §5.2.1.1, response §5.2.2.1), in seconds.
-    public var maxAge: Int?
+    public var maxAge: Int? = nil
     /// `s-maxage` (response §5.2.2.10), in seconds; shared caches use it instead of max-age.
-    public var sMaxAge: Int?
+    public var sMaxAge: Int? = nil
     /// `max-stale` (request §5.2.1.2).
-    public var maxStale: MaxStale?
+    public var maxStale: MaxStale? = nil
     /// `min-fresh` (request §5.2.1.3), in seconds.
-    public var minFresh: Int?
+    public var minFresh: Int? = nil
     /// `no-cache` (request §5.2.1.4, response §5.2.2.4).
-    public var noCache: FieldNames?
+    public var noCache: FieldNames? = nil
     /// `no-store` (request §5.2.1.5, response §5.2.2.5).
-    public var noStore: Bool
+    public var noStore = false
     /// `no-transform` (request §5.2.1.6, response §5.2.2.6).
-    public var noTransform: Bool
+    public var noTransform = false
     /// `only-if-cached` (request §5.2.1.7).
-    public var onlyIfCached: Bool
+    public var onlyIfCached = false
     /// `must-revalidate` (response §5.2.2.2).
-    public var mustRevalidate: Bool
+    public var mustRevalidate = false
     /// `proxy-revalidate` (response §5.2.2.8): must-revalidate for shared caches only.
-    public var proxyRevalidate: Bool
+    public var proxyRevalidate = false
     /// `must-understand` (response §5.2.2.3).
-    public var mustUnderstand: Bool
+    public var mustUnderstand = false
     /// `private` (response §5.2.2.7): a shared cache must not store the response (or the listed fields).
-    public var `private`: FieldNames?
+    public var `private`: FieldNames? = nil
     /// `public` (response §5.2.2.9).
-    public var `public`: Bool
+    public var `public` = false
     /// `immutable` (RFC 8246): the response will not change while fresh.
-    public var immutable: Bool
+    public var immutable = false
     /// `stale-while-revalidate` (RFC 5861 §3), in seconds.
-    public var staleWhileRevalidate: Int?
+    public var staleWhileRevalidate: Int? = nil
     /// `stale-if-error` (RFC 5861 §4), in seconds.
-    public var staleIfError: Int?
+    public var staleIfError: Int? = nil
     /// Directives this type does not know, in received order, names lowercased (§5.2.3).
-    public var extensions: [FieldDirective]
+    public var extensions: [FieldDirective] = []
+
+    /// No directives (what a message without Cache-Control has). Built in place, not through
+    /// the initializer below with its defaults: most requests parse no field, and that one
+    /// copied the whole value into `self` (a retain per array it holds) each time.
+    public init() {}
 
     /// Creates a value with the given directives (none by default).
     public init(
