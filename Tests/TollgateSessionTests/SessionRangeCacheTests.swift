@@ -224,4 +224,20 @@ struct SessionRangeCacheTests {
             #expect(origin.requestCount == 2)
         }
     }
+
+    @Test("A plain GET on a key just seen uncacheable goes whole: the pieces are not read or completed")
+    func passingMissSkipsPieces() async throws {
+        try await withCachedSession { origin, cache, session in
+            try await cutDownload(origin, cache, session, after: 60_000)
+            let key = CacheKey(url: origin.url)
+            // What a response failing the storability gate leaves (hit-for-miss): misses pass.
+            cache.cache.noteUncacheable(key)
+
+            let whole = try await get(session, origin.url)
+            #expect(whole.status == 200)
+            #expect(whole.body == Self.body)
+            #expect(origin.rangesAsked == [nil, nil])
+            #expect(origin.origin.requests.last?.headerFields["If-Range"] == nil)
+        }
+    }
 }
