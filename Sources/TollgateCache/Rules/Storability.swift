@@ -53,7 +53,8 @@ extension CacheRules {
 
     /// The gate's checks, in order.
     private enum GateCheck {
-        case scheme, method, partial, status, notFromNetwork, policy, noStore, `private`, authorization, varyStar, sizeLimit
+        case scheme, method, partial, status, notFromNetwork, policy, noStore, `private`, authorization, varyStar
+        case sizeLimit
 
         /// The reason given when the check fails.
         var reason: StorabilityReason {
