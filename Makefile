@@ -60,7 +60,7 @@ CONFDIR := /etc/tollgate
 # The binary installed; built with `make release` when missing.
 RELEASE_BINARY ?= .build/release/tollgate
 
-.PHONY: help deps build release run test test-release release-suite test-tsan test-asan sanitizer-suite bench bench-peers clean format lint install uninstall fuzz fuzz-build
+.PHONY: help deps build release run test test-release release-suite test-tsan test-asan sanitizer-suite bench bench-peers bench-instructions clean format lint install uninstall fuzz fuzz-build
 
 # `make fuzz` (issue #32, docs/operations.md "Fuzzing"): every target of Fuzz/Sources, built with
 # libFuzzer and AddressSanitizer into FUZZ_BUILD, runs FUZZ_SECONDS each; FUZZ_TARGETS picks some
@@ -284,6 +284,9 @@ bench: ## Run the benchmarks in bench/ (wrk and nginx; installed when missing, a
 
 bench-peers: ## Issue #29's table: Tollgate beside tuned nginx and Apache Traffic Server (ROUNDS, DURATION, ROWS, PROXIES)
 	exec bash bench/peers.sh
+
+bench-instructions: ## User-space instructions per request (valgrind callgrind): 1 KiB and 16 KiB hits, 1 KiB pass-through (N, TOLLGATE, KEEP)
+	exec bash bench/instructions.sh
 
 fuzz: deps ## Build the fuzz targets (Fuzz/) and run each for FUZZ_SECONDS (default 60); fails on a finding
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) SWIFT=$(SWIFT) bash Fuzz/run.sh $(FUZZ_TARGETS)
