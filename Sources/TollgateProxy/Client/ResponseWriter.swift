@@ -12,7 +12,7 @@ import TollgateHTTP
 /// the list of the proxy's added fields are kept for the next response.
 struct ResponseWriter {
     /// Bodies up to this size are copied behind a held head rather than written on their own.
-    static let coalescedBodyLimit = 16 * 1024
+    static let coalescedBodyLimit = 4 * 1024
     /// Response buffers up to this capacity are kept for the next response.
     static let spareBufferLimit = 8 * 1024
 
