@@ -55,11 +55,10 @@ enum HopByHopHeaders {
                 }
             }
         }
-        let keys = omission.namedKeys
-        guard fields.containsNameKey(where: { fixedKeys.contains($0) || keys.contains($0) }),
-            // A closure, not `omission.omits` itself: a method passed as a function allocates its context.
-            fields.containsLine(where: { omission.omits($0) })
-        else { return nil }
+        // A fixed key is present (checked above); whether a line really has a hop-by-hop name (keys
+        // are hashes) is for the names. A closure, not `omission.omits` itself: a method passed as
+        // a function allocates its context.
+        guard fields.containsLine(where: { omission.omits($0) }) else { return nil }
         return omission
     }
 

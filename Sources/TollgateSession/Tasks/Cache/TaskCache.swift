@@ -168,29 +168,15 @@ struct TaskCache {
 
     /// Where a network body piece goes, and what the end of the exchange does.
     var networkRoute: NetworkRoute {
-        Self.route(notModified: notModified, serveStale: serveStaleAfterExchange, completingPieces: completingPieces)
+        if notModified != nil || serveStaleAfterExchange { return .cacheAnswers }
+        if completingPieces != nil { return .pieces }
+        return .task
     }
 
     /// ``networkRoute`` of a task's cache part read in place: the task calls this for every body
     /// piece and end, and reading the getter through the task's engine copied the whole struct
     /// first (9 retains and as many releases each time).
-    static func route(of cache: inout TaskCache) -> NetworkRoute {
-        route(
-            notModified: cache.notModified,
-            serveStale: cache.serveStaleAfterExchange,
-            completingPieces: cache.completingPieces
-        )
-    }
-
-    private static func route(
-        notModified: HTTPResponseHead?,
-        serveStale: Bool,
-        completingPieces: Request?
-    ) -> NetworkRoute {
-        if notModified != nil || serveStale { return .cacheAnswers }
-        if completingPieces != nil { return .pieces }
-        return .task
-    }
+    static func route(of cache: inout TaskCache) -> NetworkRoute { cache.networkRoute }
 
     /// What a head answering the request for missing bytes does.
     enum PiecesHeadStep {
