@@ -22,6 +22,19 @@ extension Environment {
         }
     }
 
+    /// The id of the last committed write transaction (of any process), read from the meta page
+    /// without a transaction: cheap enough for every cache lookup. A read transaction begun now
+    /// sees this snapshot or a newer one (``ReadTransaction/id``).
+    public var lastCommittedTransactionID: Int {
+        get throws {
+            try withHandle { handle in
+                var info = MDB_envinfo()
+                try StoreError.check(mdb_env_info(handle, &info))
+                return info.me_last_txnid
+            }
+        }
+    }
+
     /// The statistics (entry count, pages) of one database, as of now.
     public func stats(for database: Database) throws -> DatabaseStats {
         try read { try $0.stats(for: database) }

@@ -7,58 +7,72 @@ extension CacheStore {
     /// The stored variant of `key` that a request with `requestHeaders` selects (RFC 9111
     /// §4.1: its Vary'd fields match; among several, the most recent response), or nil.
     ///
-    /// Synchronous and safe on an event loop: one memory-mapped read transaction, then an
-    /// in-memory note of the hit (written to the LRU index later, in a batch). Counts a
-    /// hit or a miss for ``statistics()``: these are storage-level counts (a variant was
-    /// found or not), whether or not it then turns out fresh.
+    /// Synchronous and safe on an event loop: the key's variants as remembered for the newest
+    /// snapshot (``LookupMemo``), or one memory-mapped read transaction; then an in-memory note
+    /// of the hit (written to the LRU index later, in a batch). Counts a hit or a miss for
+    /// ``statistics()``: these are storage-level counts (a variant was found or not), whether or
+    /// not it then turns out fresh.
     ///
     /// - Parameters:
     ///   - key: the request's key (``CacheKey/init(request:normalizer:)``).
     ///   - requestHeaders: the request's header fields, for Vary.
     public func lookup(_ key: CacheKey, requestHeaders: HeaderFields) throws -> CacheEntry? {
         try checkOpen()
+        let variants: [CacheEntry]
+        if let known = lookupMemo.variants(of: key, at: try environment.lastCommittedTransactionID) {
+            variants = known
+        } else {
+            let (read, snapshot) = try environment.read { txn in (try storedVariants(of: key, in: txn), try txn.id) }
+            lookupMemo.remember(read, of: key, at: snapshot)
+            variants = read
+        }
+        var best: CacheEntry?
+        for variant in variants where VaryMatching.matches(variant.response, request: requestHeaders) {
+            if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
+        }
+        noteLookup(best?.id.rawValue)
+        return best
+    }
+
+    /// Every stored variant of `key` in `txn`, decoded, with its body (inline bodies as buffers).
+    private func storedVariants(of key: CacheKey, in txn: ReadTransaction) throws -> [CacheEntry] {
         let db = self.db
         let allocator = self.allocator
-        let found: CacheEntry? = try environment.read { txn in
-            var best: CacheEntry?
-            // The variant ids are read in place from the key's entry (no array of them).
-            _ = try key.withStorageKey { storageKey in try txn.withValue(forKeyBytes: storageKey, in: db.entries) { ids in
-                var offset = 0
-                while offset + 8 <= ids.count {
-                    let id = UInt64(bigEndian: ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
-                    offset += 8
-                    // The last access recorded in the LRU index (newer than the record's) is read
-                    // first and decoded in, rather than set on the decoded response (a copy of it).
-                    let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
-                    let candidate: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                        guard let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
-                            VaryMatching.matches(decoded.response, request: requestHeaders),
-                            best.map({ decoded.response.responseTime > $0.response.responseTime }) ?? true
-                        else { return nil }
-                        let response = decoded.response
-                        let body: CacheBody
-                        switch response.bodyLocation {
-                        case .inline:
-                            if let kept = decoded.body {
-                                body = .inline(kept)
-                            } else {
-                                let range = decoded.inlineBody
-                                var buffer = allocator.buffer(capacity: range?.count ?? 0)
-                                if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
-                                body = .inline(buffer)
-                            }
-                        case .file(let name):
-                            body = .file(path: files.path(name), length: response.bodyLength)
-                        }
-                        return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
+        var variants: [CacheEntry] = []
+        // The variant ids are read in place from the key's entry (no array of them).
+        _ = try key.withStorageKey { storageKey in try txn.withValue(forKeyBytes: storageKey, in: db.entries) { ids in
+            var offset = 0
+            while offset + 8 <= ids.count {
+                let id = UInt64(bigEndian: ids.loadUnaligned(fromByteOffset: offset, as: UInt64.self))
+                offset += 8
+                // The last access recorded in the LRU index (newer than the record's) is read
+                // first and decoded in, rather than set on the decoded response (a copy of it).
+                let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
+                let variant: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
+                    guard let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess) else {
+                        return nil
                     }
-                    if let candidate = candidate ?? nil { best = candidate }
+                    let response = decoded.response
+                    let body: CacheBody
+                    switch response.bodyLocation {
+                    case .inline:
+                        if let kept = decoded.body {
+                            body = .inline(kept)
+                        } else {
+                            let range = decoded.inlineBody
+                            var buffer = allocator.buffer(capacity: range?.count ?? 0)
+                            if let range { buffer.writeBytes(UnsafeRawBufferPointer(rebasing: record[range])) }
+                            body = .inline(buffer)
+                        }
+                    case .file(let name):
+                        body = .file(path: files.path(name), length: response.bodyLength)
+                    }
+                    return CacheEntry(id: CacheEntryID(rawValue: id), response: response, body: body)
                 }
-            } }
-            return best
-        }
-        noteLookup(found?.id.rawValue)
-        return found
+                if let variant = variant ?? nil { variants.append(variant) }
+            }
+        } }
+        return variants
     }
 
     /// Records a hit (with the variant hit) or a miss, and starts a batch write when one is due.

@@ -52,6 +52,8 @@ public final class CacheStore: Sendable {
     let allocator = ByteBufferAllocator()
     /// Responses decoded by lookups, reused while their records are unchanged.
     let decodedRecords = DecodedRecords()
+    /// Lookups' variants by key, answered from memory while no write has committed.
+    let lookupMemo = LookupMemo()
     private let lockDescriptor: Int32
 
     /// The handles of the store's databases.
