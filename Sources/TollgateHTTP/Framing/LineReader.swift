@@ -34,6 +34,15 @@ package enum LineReader {
     ) -> Scan {
         var index = start
         while index < bytes.count {
+            // Eight bytes at a time while none of them can end the line or be refused: every byte
+            // at or above 0x0E (a test on the word, exact: "has a byte less than n"). A word that
+            // may hold one is read byte by byte below. The limit is checked for the whole word.
+            while index &+ 8 <= bytes.count, index &+ 8 < limit {
+                let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
+                if (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080 != 0 { break }
+                index &+= 8
+            }
+            guard index < bytes.count else { break }
             switch bytes[index] {
             case 0x0A:
                 let afterCR = index > lineStart && bytes[index - 1] == 0x0D

@@ -59,21 +59,32 @@ extension HeaderFields {
     }
 
     private mutating func add(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer, key: UInt32) {
-        let needed = bytes.count + Self.lineHeaderSize + name.count + value.count + 4
+        let lineCount = Self.lineHeaderSize + name.count + value.count + 4
+        let needed = bytes.count + lineCount
         if bytes.capacity < needed {
             // Growth from empty would go 16, 32, 64 … bytes: a head's lines need a few hundred.
             bytes.reserveCapacity(Swift.max(needed, 2 * bytes.capacity, 256))
         }
-        // Typed buffers: appending a raw buffer goes byte by byte, a typed one is one copy.
-        // In the machine's byte order: the bytes never leave memory (``line(at:in:)`` reads them).
-        let header = (key, UInt32(name.count), UInt32(value.count))
-        withUnsafeBytes(of: header) { raw in raw.withMemoryRebound(to: UInt8.self) { bytes.append(contentsOf: $0) } }
-        bytes.append(contentsOf: name.assumingMemoryBound(to: UInt8.self))
-        bytes.append(UInt8(ascii: ":"))
-        bytes.append(UInt8(ascii: " "))
-        bytes.append(contentsOf: value.assumingMemoryBound(to: UInt8.self))
-        bytes.append(UInt8(ascii: "\r"))
-        bytes.append(UInt8(ascii: "\n"))
+        // The line is put together once and appended in one copy: six appends each checked the
+        // array's uniqueness and capacity. In the machine's byte order: the bytes never leave
+        // memory (``line(at:in:)`` reads them).
+        withUnsafeTemporaryAllocation(of: UInt8.self, capacity: lineCount) { line in
+            let raw = UnsafeMutableRawBufferPointer(line)
+            raw.storeBytes(of: key, toByteOffset: 0, as: UInt32.self)
+            raw.storeBytes(of: UInt32(name.count), toByteOffset: 4, as: UInt32.self)
+            raw.storeBytes(of: UInt32(value.count), toByteOffset: 8, as: UInt32.self)
+            var offset = Self.lineHeaderSize
+            UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: name)
+            offset += name.count
+            raw[offset] = UInt8(ascii: ":")
+            raw[offset + 1] = UInt8(ascii: " ")
+            offset += 2
+            UnsafeMutableRawBufferPointer(rebasing: raw[offset...]).copyMemory(from: value)
+            offset += value.count
+            raw[offset] = UInt8(ascii: "\r")
+            raw[offset + 1] = UInt8(ascii: "\n")
+            bytes.append(contentsOf: UnsafeBufferPointer(line))
+        }
         count += 1
         keyMask |= Self.keyBit(key)
     }

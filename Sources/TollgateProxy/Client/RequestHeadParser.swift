@@ -30,7 +30,7 @@ enum RequestHeadParser {
                     switch parseField(line) {
                     case .failure(let error): return .failure(error)
                     case .success(let (name, value)):
-                        fields.add(name: UnsafeRawBufferPointer(rebasing: name), value: UnsafeRawBufferPointer(rebasing: value))
+                        fields.add(name: name, value: value)
                     }
                 }
             }
@@ -110,30 +110,49 @@ enum RequestHeadParser {
 
     /// `name ":" OWS value OWS`: a token name with no whitespace before the colon (RFC 9112
     /// §5.1), no obs-fold, and a value of visible bytes, spaces and tabs in valid UTF-8. Returns
-    /// the name's and the value's bytes (the value trimmed), as slices of `line`.
-    static func parseField<Line: BidirectionalCollection<UInt8>>(
-        _ line: Line
-    ) -> Result<(name: Line.SubSequence, value: Line.SubSequence), ClientRequestError> {
+    /// the name's and the value's bytes (the value trimmed), as views of `line`.
+    ///
+    /// One pass over the name and one over the value (its UTF-8 decoded only when it has a byte
+    /// past ASCII): this runs for every field of every request.
+    static func parseField(
+        _ line: UnsafeRawBufferPointer
+    ) -> Result<(name: UnsafeRawBufferPointer, value: UnsafeRawBufferPointer), ClientRequestError> {
         guard let first = line.first else { return .failure(.malformed("empty field line")) }
         if first == 0x20 || first == 0x09 {
             return .failure(.malformed("obs-fold (a field line starting with whitespace) is not accepted"))
         }
-        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-            return .failure(.malformed("a field line without a colon"))
+        var colon = 0
+        while colon < line.count, line[colon] != UInt8(ascii: ":") {
+            guard isTokenByte(line[colon]) else {
+                guard line[colon...].contains(UInt8(ascii: ":")) else {
+                    return .failure(.malformed("a field line without a colon"))
+                }
+                return .failure(
+                    .malformed("invalid field name (whitespace before the colon, or a byte a name may not have)")
+                )
+            }
+            colon += 1
         }
-        let name = line[line.startIndex..<colon]
-        guard !name.isEmpty, name.allSatisfy(isTokenByte) else {
+        guard colon < line.count else { return .failure(.malformed("a field line without a colon")) }
+        let name = UnsafeRawBufferPointer(rebasing: line[..<colon])
+        guard !name.isEmpty else {
             return .failure(
                 .malformed("invalid field name (whitespace before the colon, or a byte a name may not have)")
             )
         }
-        var value = line[line.index(after: colon)...]
-        while let first = value.first, first == 0x20 || first == 0x09 { value = value.dropFirst() }
-        while let last = value.last, last == 0x20 || last == 0x09 { value = value.dropLast() }
-        guard value.allSatisfy({ $0 == 0x09 || ($0 >= 0x20 && $0 != 0x7F) }) else {
-            return .failure(.malformed("a control byte in the value of \(String(decoding: name, as: UTF8.self))"))
+        var start = colon + 1
+        var end = line.count
+        while start < end, line[start] == 0x20 || line[start] == 0x09 { start += 1 }
+        while end > start, line[end - 1] == 0x20 || line[end - 1] == 0x09 { end -= 1 }
+        let value = UnsafeRawBufferPointer(rebasing: line[start..<end])
+        var seen: UInt8 = 0
+        for byte in value {
+            if (byte < 0x20 && byte != 0x09) || byte == 0x7F {
+                return .failure(.malformed("a control byte in the value of \(String(decoding: name, as: UTF8.self))"))
+            }
+            seen |= byte
         }
-        guard isValidUTF8(value) else {
+        if seen >= 0x80, !isValidUTF8(value) {
             return .failure(.malformed("the value of \(String(decoding: name, as: UTF8.self)) is not valid UTF-8"))
         }
         return .success((name, value))
@@ -195,8 +214,7 @@ enum RequestHeadParser {
 extension RequestHeadParser {
     /// Whether `bytes` are valid UTF-8 (a value that is not is refused, never repaired: a proxy
     /// must not forward bytes other than those it received).
-    fileprivate static func isValidUTF8<Bytes: Collection<UInt8>>(_ bytes: Bytes) -> Bool {
-        if bytes.allSatisfy({ $0 < 0x80 }) { return true }
+    fileprivate static func isValidUTF8(_ bytes: UnsafeRawBufferPointer) -> Bool {
         var iterator = bytes.makeIterator()
         var decoder = UTF8()
         while true {
