@@ -269,7 +269,7 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     private var shownPort: Int? { port.flatMap { $0 != defaultPort ? $0 : nil } }
 
     /// Whether the host is an IPv6 literal (written in brackets).
-    private var hostNeedsBrackets: Bool { host.utf8.contains(UInt8(ascii: ":")) }
+    private var hostNeedsBrackets: Bool { host.containsUTF8(UInt8(ascii: ":")) }
 
     /// Whether the scheme is `https`.
     public var isSecure: Bool { scheme == "https" }
@@ -294,14 +294,16 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// The path without the query.
     public var path: String {
         // Over the UTF-8 (an ASCII byte is a character boundary): no grapheme breaking.
-        if let q = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) { return String(pathAndQuery[..<q]) }
+        if let q = pathAndQuery.firstUTF8Offset(of: UInt8(ascii: "?")) {
+            return String(pathAndQuery[..<pathAndQuery.utf8Index(at: q)])
+        }
         return pathAndQuery
     }
 
     /// The query without its `?`, or nil.
     public var query: String? {
-        guard let q = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) else { return nil }
-        return String(pathAndQuery[pathAndQuery.index(after: q)...])
+        guard let q = pathAndQuery.firstUTF8Offset(of: UInt8(ascii: "?")) else { return nil }
+        return String(pathAndQuery[pathAndQuery.utf8Index(at: q + 1)...])
     }
 
     /// The whole URL.

@@ -20,6 +20,16 @@ struct FieldListTests {
         #expect(FieldList.elements(value).map(String.init) == expected)
     }
 
+    @Test("Token bytes are exactly tchar (RFC 9110 §5.6.2): letters, digits and !#$%&'*+-.^_`|~")
+    func tokenBytes() {
+        let punctuation = Set("!#$%&'*+-.^_`|~".utf8)
+        for value in 0...255 {
+            let byte = UInt8(value)
+            let isLetterOrDigit = (0x30...0x39).contains(byte) || (0x41...0x5A).contains(byte) || (0x61...0x7A).contains(byte)
+            #expect(FieldList.isTokenByte(byte) == (isLetterOrDigit || punctuation.contains(byte)), "byte \(value)")
+        }
+    }
+
     @Test("Several field lines give the elements of each in order")
     func elementsOfSeveralLines() {
         #expect(FieldList.elements(["a, b", "", "c"]).map(String.init) == ["a", "b", "c"])

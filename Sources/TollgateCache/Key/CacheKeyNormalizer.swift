@@ -32,11 +32,12 @@ public struct CacheKeyNormalizer: Sendable, Hashable {
 
     /// The path and query with this normalizer's rewriting applied.
     public func normalize(pathAndQuery: String) -> String {
-        // Over the UTF-8 (an ASCII byte is a character boundary): asked for every lookup.
+        // Asked for every lookup: the standard normalizer returns at once, without a search.
+        guard ignoresQuery || !droppedQueryParameters.isEmpty || sortsQueryParameters else { return pathAndQuery }
+        // Over the UTF-8 (an ASCII byte is a character boundary).
         guard let mark = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "?")) else { return pathAndQuery }
         let path = pathAndQuery[..<mark]
         if ignoresQuery { return String(path) }
-        guard !droppedQueryParameters.isEmpty || sortsQueryParameters else { return pathAndQuery }
         let query: Substring = pathAndQuery[pathAndQuery.index(after: mark)...]
         var parameters: [(name: Substring, text: Substring)] = query.split(separator: "&").map { part in
             (name: part.firstIndex(of: "=").map { part[..<$0] } ?? part, text: part)

@@ -35,11 +35,16 @@ package enum LineReader {
         var index = start
         while index < bytes.count {
             // Eight bytes at a time while none of them can end the line or be refused: every byte
-            // at or above 0x0E (a test on the word, exact: "has a byte less than n"). A word that
-            // may hold one is read byte by byte below. The limit is checked for the whole word.
+            // at or above 0x0E ("has a byte less than n" on the word; its lowest flagged byte is
+            // exactly the first such byte, as borrows only run upwards). The scan goes straight
+            // to that byte, read below. The limit is checked for the whole word.
             while index &+ 8 <= bytes.count, index &+ 8 < limit {
-                let word = bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self)
-                if (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080 != 0 { break }
+                let word = UInt64(littleEndian: bytes.loadUnaligned(fromByteOffset: index, as: UInt64.self))
+                let below = (word &- 0x0E0E_0E0E_0E0E_0E0E) & ~word & 0x8080_8080_8080_8080
+                if below != 0 {
+                    index &+= below.trailingZeroBitCount &>> 3
+                    break
+                }
                 index &+= 8
             }
             guard index < bytes.count else { break }

@@ -170,20 +170,32 @@ extension HeaderFields {
     public var contentLength: Int64? {
         let name = HeaderName.contentLength
         guard mayContainKey(in: Self.keyBit(name.key)) else { return nil }
-        var first: UnsafeRawBufferPointer?
-        var agree = true
-        var length: Int64?
-        walk { _, line in
-            guard line.isNamed(bytes: name.bytes, key: name.key) else { return true }
-            if let first {
-                agree = line.value.elementsEqual(first)
-            } else {
-                first = line.value
-                length = Self.decimal(line.value)
+        // A loop of its own over the lines' fixed parts (key, then the two counts): only a line
+        // whose key matches is made a ``Line``; asked twice or more for every response.
+        return bytes.withUnsafeBytes { raw -> Int64? in
+            var first: UnsafeRawBufferPointer?
+            var length: Int64?
+            var offset = 0
+            while offset < raw.count {
+                let key = raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
+                if key != name.key {
+                    let nameCount = Int(raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                    let valueCount = Int(raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
+                    offset += Self.lineHeaderSize + nameCount + valueCount + 4
+                    continue
+                }
+                let (line, next) = Self.line(at: offset, in: raw)
+                offset = next
+                guard line.isNamed(bytes: name.bytes, key: name.key) else { continue }
+                if let first {
+                    guard line.value.elementsEqual(first) else { return nil }
+                } else {
+                    first = line.value
+                    length = Self.decimal(line.value)
+                }
             }
-            return agree
+            return length
         }
-        return agree ? length : nil
     }
 
     /// The value of `1*DIGIT` bytes, at most 18 of them (so it cannot overflow); nil otherwise.

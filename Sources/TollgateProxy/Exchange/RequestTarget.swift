@@ -115,7 +115,9 @@ enum RequestTarget {
         } else {
             return .refuse(OwnResponse(.badRequest, "bad request target '\(head.target)'"))
         }
-        if let hash = pathAndQuery.utf8.firstIndex(of: UInt8(ascii: "#")) { pathAndQuery = String(pathAndQuery[..<hash]) }
+        if let hash = pathAndQuery.firstUTF8Offset(of: UInt8(ascii: "#")) {
+            pathAndQuery = String(pathAndQuery[..<pathAndQuery.utf8Index(at: hash)])
+        }
         let upstreamPath = upstream.path
         var url = upstream
         if upstreamPath == "/" || pathAndQuery == "*" {
