@@ -285,7 +285,7 @@ bench: ## Run the benchmarks in bench/ (wrk and nginx; installed when missing, a
 bench-peers: ## Issue #29's table: Tollgate beside tuned nginx and Apache Traffic Server (ROUNDS, DURATION, ROWS, PROXIES)
 	exec bash bench/peers.sh
 
-bench-instructions: ## User-space instructions per request (valgrind callgrind): 1 KiB and 16 KiB hits, 1 KiB pass-through (N, TOLLGATE, KEEP)
+bench-instructions: ## User-space instructions per request (valgrind callgrind): 1 KiB and 16 KiB hits, 1 KiB pass-through, 1 KiB hit on new connections (N, CLOSE_SECONDS, TOLLGATE, KEEP)
 	exec bash bench/instructions.sh
 
 fuzz: deps ## Build the fuzz targets (Fuzz/) and run each for FUZZ_SECONDS (default 60); fails on a finding

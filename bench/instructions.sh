@@ -7,13 +7,15 @@
 # Paths, each through a reverse listener in front of a local nginx origin (access log off):
 #   hit1k hit16k — cache hits of 1 KiB and 16 KiB (fetched once, then served from the cache)
 #   pass1k       — 1 KiB pass-through (the origin answers no-store)
+#   close1k      — the 1 KiB hit with a new connection for each request (`Connection: close`)
 # The proxy runs under callgrind; after a warm-up of 500 requests its counters are zeroed, N
 # requests are made (h2load --h1, 8 connections, keep-alive), and the counters are dumped:
-# instructions in the dump / N. Kernel work is not counted (system time is about nginx's; see
-# docs/performance.md). valgrind's own memcpy counts a copy's bytes more heavily than the CPU's
+# instructions in the dump / N. close1k: wrk (`-c4`, `CLOSE_SECONDS` 4 s, reconnecting after each
+# answer) instead of h2load, divided by the requests wrk counted. Kernel work is not counted
+# (system time is about nginx's; see docs/performance.md). valgrind's own memcpy counts a copy's bytes more heavily than the CPU's
 # `rep movsb`, so a saved copy shows larger here than on the clock.
 #
-# Usage: bash bench/instructions.sh [hit1k|hit16k|pass1k ...]   (default: all three)
+# Usage: bash bench/instructions.sh [hit1k|hit16k|pass1k|close1k ...]   (default: all four)
 #   N=2000, TOLLGATE=/path/to/tollgate (an older build, to compare), ORIGIN_PORT, PROXY_PORT.
 #   KEEP=DIR keeps each callgrind dump there (callgrind_annotate DIR/FILE shows where they go).
 # Needs valgrind and h2load (installed when missing, as root). Bounded: N requests per path;
@@ -24,13 +26,15 @@ N=${N:-2000}
 ORIGIN_PORT=${ORIGIN_PORT:-18380}
 PROXY_PORT=${PROXY_PORT:-18383}
 paths=("$@")
-[ ${#paths[@]} -gt 0 ] || paths=(hit1k hit16k pass1k)
+CLOSE_SECONDS=${CLOSE_SECONDS:-4}
+[ ${#paths[@]} -gt 0 ] || paths=(hit1k hit16k pass1k close1k)
 for path in "${paths[@]}"; do
-  case "$path" in hit1k | hit16k | pass1k) ;; *) echo "unknown path: $path (hit1k hit16k pass1k)" >&2; exit 1 ;; esac
+  case "$path" in hit1k | hit16k | pass1k | close1k) ;; *) echo "unknown path: $path (hit1k hit16k pass1k close1k)" >&2; exit 1 ;; esac
 done
 missing=()
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
+command -v wrk >/dev/null || missing+=(wrk)
 if [ ${#missing[@]} -gt 0 ]; then
   if [ "$(id -u)" = 0 ]; then
     apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
@@ -83,18 +87,25 @@ wait_for_port "$PROXY_PORT"
 echo "| path | instructions per request |"
 echo "|---|---|"
 for path in "${paths[@]}"; do
-  case "$path" in hit1k) url=/c/1k.bin ;; hit16k) url=/c/16k.bin ;; pass1k) url=/n/1k.bin ;; esac
+  case "$path" in hit1k | close1k) url=/c/1k.bin ;; hit16k) url=/c/16k.bin ;; pass1k) url=/n/1k.bin ;; esac
   base="http://127.0.0.1:$PROXY_PORT$url"
   curl -s -o /dev/null --max-time 30 "$base"
   status=$(curl -s -D - -o /dev/null --max-time 30 "$base" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status" {print $2}')
   case "$path:$status" in
-    hit*:*hit*) ;; pass*:*fwd=*) ;;
+    hit*:*hit* | close*:*hit*) ;; pass*:*fwd=*) ;;
     *) echo "$path: unexpected Cache-Status: ${status:-none}" >&2; exit 1 ;;
   esac
   h2load --h1 -n 500 -c 8 "$base" >/dev/null
   callgrind_control --zero "$proxy" >/dev/null 2>&1
-  answered=$(h2load --h1 -n "$N" -c 8 "$base" | awk '/^status codes:/ {print $3}')
-  [ "$answered" = "$N" ] || { echo "$path: $answered of $N requests answered 2xx" >&2; exit 1; }
+  if [ "$path" = close1k ]; then
+    report=$(wrk -t1 -c4 -d"${CLOSE_SECONDS}s" -H 'Connection: close' "$base")
+    count=$(awk '/requests in/ {print $1}' <<<"$report")
+    if grep -q 'Non-2xx\|Socket errors' <<<"$report"; then echo "$path: $report" >&2; exit 1; fi
+  else
+    count=$N
+    answered=$(h2load --h1 -n "$N" -c 8 "$base" | awk '/^status codes:/ {print $3}')
+    [ "$answered" = "$N" ] || { echo "$path: $answered of $N requests answered 2xx" >&2; exit 1; }
+  fi
   callgrind_control --dump="$path" "$proxy" >/dev/null 2>&1
   dump=""
   for _ in $(seq 1 100); do
@@ -104,7 +115,7 @@ for path in "${paths[@]}"; do
   done
   [ -n "$dump" ] || { echo "$path: no callgrind dump" >&2; exit 1; }
   total=$(awk '/^(totals|summary):/ {print $2; exit}' "$dump")
-  echo "| $path | $(awk -v t="$total" -v n="$N" 'BEGIN {printf "%.0f", t / n}') |"
+  echo "| $path | $(awk -v t="$total" -v n="$count" 'BEGIN {printf "%.0f", t / n}') |"
   if [ -n "${KEEP:-}" ]; then mkdir -p "$KEEP"; cp "$dump" "$KEEP/callgrind-$path.out"; fi
   rm -f "$dump"
 done

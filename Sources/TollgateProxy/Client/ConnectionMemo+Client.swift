@@ -11,7 +11,7 @@ extension ConnectionMemo {
     ) -> (memo: ConnectionMemo, allowed: Bool) {
         let addressBytes = remote?.networkBytes
         let memo = ConnectionMemo(
-            clientAddress: remote?.ipAddress ?? "-",
+            clientAddress: remote?.addressText ?? "-",
             clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
             clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
         )
