@@ -41,6 +41,27 @@ struct LookupMemoTests {
         }
     }
 
+    @Test("The store's own access batch (last-access times only) does not send lookups back to LMDB")
+    func accessBatchKeepsMemo() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var settings = options(directory)
+        settings.accessBatchSize = 1  // every hit's access is written at once, by the writer thread
+        let store = try CacheStore(options: settings)
+        defer { store.close() }
+        try put(store, url, body: pattern(16 << 10))
+        let before = try store.environment.lastCommittedTransactionID
+        let first = try #require(try lookup(store, url))
+        #expect(store.lookupMemo.currentSnapshot == before)
+        // The batch of that hit commits on the writer thread; the memo moves along with it.
+        let deadline = Date().addingTimeInterval(10)
+        while store.lookupMemo.currentSnapshot == before, Date() < deadline { usleep(2_000) }
+        #expect(try store.environment.lastCommittedTransactionID == before + 1)
+        #expect(store.lookupMemo.currentSnapshot == before + 1)
+        let second = try #require(try lookup(store, url))
+        #expect(address(of: second) == address(of: first))
+    }
+
     @Test("A commit made outside the store's own paths (another writer) is seen by the next lookup")
     func foreignCommit() throws {
         try withStore { store, _ in

@@ -101,8 +101,12 @@ extension CacheStore {
                 try applyAccesses(pending.accesses, txn)
                 try txn.put("hits", pending.hits, in: db.totals)
                 try txn.put("misses", pending.misses, in: db.totals)
+                return try txn.id
             },
-            completion: { _ in }
+            completion: { [lookupMemo] result in
+                // The writer groups only access batches: the commit changed nothing a lookup serves.
+                if case .success(let id) = result { lookupMemo.accessBatchCommitted(as: id) }
+            }
         )
     }
 

@@ -7,9 +7,10 @@ import NIOCore
 /// the variant's last access, its record) and a decoding. While no write has committed since,
 /// the same reads give the same variants, so a lookup answers from here: the memo belongs to
 /// the environment's last committed transaction id, which each lookup compares
-/// (`mdb_env_info`, no transaction), and any commit — a store, a 304 merge, an eviction, an
-/// access batch, another process's write — leaves it behind (the next lookup starts it anew at
-/// the newer snapshot). Nothing stale is served: an entry is only ever handed out while the
+/// (`mdb_env_info`, no transaction), and any commit — a store, a 304 merge, an eviction,
+/// another process's write — leaves it behind (the next lookup starts it anew at the newer
+/// snapshot). The store's own access batches, which change only last-access times, move it
+/// along instead (``accessBatchCommitted(as:)``). Nothing stale is served: an entry is only ever handed out while the
 /// snapshot it was read from is still the newest.
 ///
 /// Inline bodies stay in their entries, so every hit of a small object shares one buffer
@@ -55,6 +56,22 @@ final class LookupMemo: @unchecked Sendable {
         if byKey.count >= Self.capacity || bodyBytes + bytes > Self.bodyByteLimit { forgetAll() }
         byKey[key] = variants
         bodyBytes += bytes
+    }
+
+    /// An access batch committed as transaction `id`. It wrote last-access times only, which no
+    /// lookup serves: variants read at the snapshot just before it are as good at it, so the memo
+    /// moves on instead of starting anew once a second (or per 64 variants hit) under load.
+    func accessBatchCommitted(as id: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        if snapshot == id - 1 { snapshot = id }
+    }
+
+    /// The snapshot the memo belongs to (tests).
+    var currentSnapshot: Int {
+        lock.lock()
+        defer { lock.unlock() }
+        return snapshot
     }
 
     /// How many keys are remembered (tests).
