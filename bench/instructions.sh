@@ -6,6 +6,7 @@
 #
 # Paths, each through a reverse listener in front of a local nginx origin (access log off):
 #   hit1k hit16k — cache hits of 1 KiB and 16 KiB (fetched once, then served from the cache)
+#   hit256k      — a cache hit of 256 KiB (a body file: sendfile to the client; not in the default set)
 #   pass1k       — 1 KiB pass-through (the origin answers no-store)
 #   close1k      — the 1 KiB hit with a new connection for each request (`Connection: close`)
 # The proxy runs under callgrind; after a warm-up of 500 requests its counters are zeroed, N
@@ -15,7 +16,7 @@
 # (system time is about nginx's; see docs/performance.md). valgrind's own memcpy counts a copy's bytes more heavily than the CPU's
 # `rep movsb`, so a saved copy shows larger here than on the clock.
 #
-# Usage: bash bench/instructions.sh [hit1k|hit16k|pass1k|close1k ...]   (default: all four)
+# Usage: bash bench/instructions.sh [hit1k|hit16k|hit256k|pass1k|close1k ...]   (default: all but hit256k)
 #   N=2000, TOLLGATE=/path/to/tollgate (an older build, to compare), ORIGIN_PORT, PROXY_PORT.
 #   KEEP=DIR keeps each callgrind dump there (callgrind_annotate DIR/FILE shows where they go).
 # Needs valgrind and h2load (installed when missing, as root). Bounded: N requests per path;
@@ -29,7 +30,7 @@ paths=("$@")
 CLOSE_SECONDS=${CLOSE_SECONDS:-4}
 [ ${#paths[@]} -gt 0 ] || paths=(hit1k hit16k pass1k close1k)
 for path in "${paths[@]}"; do
-  case "$path" in hit1k | hit16k | pass1k | close1k) ;; *) echo "unknown path: $path (hit1k hit16k pass1k close1k)" >&2; exit 1 ;; esac
+  case "$path" in hit1k | hit16k | hit256k | pass1k | close1k) ;; *) echo "unknown path: $path (hit1k hit16k hit256k pass1k close1k)" >&2; exit 1 ;; esac
 done
 missing=()
 command -v valgrind >/dev/null || missing+=(valgrind)
@@ -51,6 +52,7 @@ objcopy --strip-debug "$TOLLGATE" "$work/tollgate"
 mkdir -p "$work/www" "$work/cache"
 head -c 1024 /dev/urandom > "$work/www/1k.bin"
 head -c 16384 /dev/urandom > "$work/www/16k.bin"
+head -c 262144 /dev/urandom > "$work/www/256k.bin"
 chmod 644 "$work"/www/*
 nginx_conf origin <<NGINX
   sendfile on;
@@ -87,7 +89,7 @@ wait_for_port "$PROXY_PORT"
 echo "| path | instructions per request |"
 echo "|---|---|"
 for path in "${paths[@]}"; do
-  case "$path" in hit1k | close1k) url=/c/1k.bin ;; hit16k) url=/c/16k.bin ;; pass1k) url=/n/1k.bin ;; esac
+  case "$path" in hit1k | close1k) url=/c/1k.bin ;; hit16k) url=/c/16k.bin ;; hit256k) url=/c/256k.bin ;; pass1k) url=/n/1k.bin ;; esac
   base="http://127.0.0.1:$PROXY_PORT$url"
   curl -s -o /dev/null --max-time 30 "$base"
   status=$(curl -s -D - -o /dev/null --max-time 30 "$base" | tr -d '\r' | awk -F': ' 'tolower($1)=="cache-status" {print $2}')

@@ -31,8 +31,11 @@ enum HopByHopHeaders {
         /// Whether `field` is hop-by-hop. Keys first: they are compared without touching (and
         /// retaining) any name.
         func omits(_ line: HeaderFields.Line) -> Bool {
-            (fixedKeys.contains(line.nameKey) && fixed.contains { line.isNamed($0) })
-                || (namedKeys.contains(line.nameKey) && named.contains { line.isNamed($0) })
+            // The key's bit against the fixed mask first: most lines fail it without touching the
+            // key list (this runs for every line of a message that has a Connection field).
+            (HeaderFields.keyBit(line.nameKey) & fixedKeyMask != 0 && fixedKeys.contains(line.nameKey)
+                && fixed.contains { line.isNamed($0) })
+                || (!namedKeys.isEmpty && namedKeys.contains(line.nameKey) && named.contains { line.isNamed($0) })
         }
     }
 
