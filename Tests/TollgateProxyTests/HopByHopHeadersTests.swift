@@ -39,5 +39,13 @@ struct HopByHopHeadersTests {
         #expect(fields.listContains("Connection", token: "KEEP-ALIVE"))
         #expect(!fields.listContains("Connection", token: "close"))
         #expect(!(["Connection": "upgraded"] as HeaderFields).listContains("Connection", token: "upgrade"))
+        // Empty elements, tabs, an element at either end, a token that is only part of one.
+        let edges: HeaderFields = ["Connection": ",\t, close\t,,", "Te": "trailers,gzip"]
+        #expect(edges.listContains("Connection", token: "close"))
+        #expect(!edges.listContains("Connection", token: "clos"))
+        #expect(!edges.listContains("Connection", token: "close,"))
+        #expect(edges.listContains("TE", token: "trailers"))
+        #expect(edges.listContains("TE", token: "GZIP"))
+        #expect(!edges.listContains("TE", token: "zip"))
     }
 }
