@@ -109,11 +109,15 @@ public enum FieldList {
     }
 
     /// `s` as a quoted-string, with `"` and `\` escaped.
+    ///
+    /// By Unicode scalar, not by Character: a backslash followed by a combining mark is one
+    /// Character that is not `\`, and was left unescaped (a fuzz finding: the value then read
+    /// back without its backslash).
     public static func quoted(_ s: String) -> String {
         var out = "\""
-        for character in s {
-            if character == "\"" || character == "\\" { out.append("\\") }
-            out.append(character)
+        for scalar in s.unicodeScalars {
+            if scalar == "\"" || scalar == "\\" { out.unicodeScalars.append("\\") }
+            out.unicodeScalars.append(scalar)
         }
         out.append("\"")
         return out

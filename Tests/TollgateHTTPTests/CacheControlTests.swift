@@ -194,6 +194,18 @@ struct CacheControlTests {
         #expect(CacheControl(cacheControlLinesOf: fields) == byValues, "\(lines)")
     }
 
+    @Test("A backslash before a combining mark is escaped when written, so the value reads back whole (fuzz finding)")
+    func backslashBeforeCombiningMark() {
+        // U+05C7 combines with the backslash into one Character that is not "\\".
+        let value = "ext=\"\\\\q\\\\\u{05C7}\""
+        let parsed = CacheControl(value)
+        #expect(CacheControl(parsed.description) == parsed, "\(value) → \(parsed.description)")
+        #expect(FieldList.quoted("q\\\u{05C7}") == "\"q\\\\\u{05C7}\"")
+        let found = "nI-che=\"Set-Co-kie[::1)d\", vate=\"a,t -so\"nore, imso=\"n[re, im\u{01}\0\0\0ble, ext=\"q\\\u{05C7}\""
+        let reparsed = CacheControl(found)
+        #expect(CacheControl(reparsed.description) == reparsed)
+    }
+
     @Test(
         "Pragma: no-cache is detected among other pragma directives",
         arguments: [
