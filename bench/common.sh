@@ -1,17 +1,21 @@
 # Shared by the bench scripts (sourced, not run): tools, the release build, a work directory that
 # is cleaned up with every process started in it, and waiting for a port.
 
-# nginx and wrk from Debian, installed when missing (as root), else the command to run.
+# Installs the Debian packages named (as root), else says the command to run and stops.
+install_packages() {
+  [ $# -gt 0 ] || return 0
+  if [ "$(id -u)" = 0 ]; then
+    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "$@"
+  else
+    echo "$(basename "$0") needs: sudo apt-get install -y $*" >&2; exit 1
+  fi
+}
+
+# nginx and wrk from Debian, installed when missing.
 need=()
 command -v nginx >/dev/null || [ -x /usr/sbin/nginx ] || need+=(nginx-light)
 command -v wrk >/dev/null || need+=(wrk)
-if [ ${#need[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}"
-  else
-    echo "bench needs: sudo apt-get install -y ${need[*]}" >&2; exit 1
-  fi
-fi
+install_packages "${need[@]}"
 NGINX=$(command -v nginx || echo /usr/sbin/nginx)
 
 # As `make release` builds (link-time optimization, the Swift runtime linked statically, no

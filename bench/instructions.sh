@@ -32,18 +32,11 @@ CLOSE_SECONDS=${CLOSE_SECONDS:-4}
 for path in "${paths[@]}"; do
   case "$path" in hit1k | hit16k | hit256k | pass1k | close1k) ;; *) echo "unknown path: $path (hit1k hit16k hit256k pass1k close1k)" >&2; exit 1 ;; esac
 done
+source bench/common.sh
 missing=()
 command -v valgrind >/dev/null || missing+=(valgrind)
 command -v h2load >/dev/null || missing+=(nghttp2-client)
-command -v wrk >/dev/null || missing+=(wrk)
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" = 0 ]; then
-    apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}"
-  else
-    echo "bench/instructions.sh needs: sudo apt-get install -y ${missing[*]}" >&2; exit 1
-  fi
-fi
-source bench/common.sh
+install_packages "${missing[@]}"
 
 # valgrind 3.19 cannot read the DWARF 5 of a Swift release binary: it runs a copy without debug
 # information (the symbol table stays, so dumps still name functions).

@@ -47,6 +47,22 @@ public enum FieldList {
             : byte < 128 && (0x57FF_FFFF_C7FF_FFFE as UInt64) &>> UInt64(byte &- 64) & 1 != 0
     }
 
+    /// The byte ranges of the comma-separated elements of `bytes`, trimmed of spaces and tabs,
+    /// empty ones skipped, to `body` until it returns false.
+    static func forEachTokenRange(in bytes: UnsafeRawBufferPointer, _ body: (Range<Int>) -> Bool) {
+        var start = 0
+        while start < bytes.count {
+            var end = start
+            while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
+            var first = start
+            var last = end
+            while first < last, bytes[first] == 0x20 || bytes[first] == 0x09 { first += 1 }
+            while last > first, bytes[last - 1] == 0x20 || bytes[last - 1] == 0x09 { last -= 1 }
+            if first < last, !body(first..<last) { return }
+            start = end + 1
+        }
+    }
+
     /// Calls `body` with each comma-separated element of a list of tokens, trimmed of spaces and
     /// tabs, empty ones skipped; slices of `value`, so nothing is allocated. (No quoted strings:
     /// for `Connection`, `Transfer-Encoding` and the like.)
@@ -56,17 +72,10 @@ public enum FieldList {
         // Over the string's bytes in place where it has them (native and small strings): walking
         // `utf8` by index cost about fifteen instructions a byte, for every Connection field.
         let read: Void? = utf8.withContiguousStorageIfAvailable { bytes in
-            var start = 0
-            while start < bytes.count {
-                var end = start
-                while end < bytes.count, bytes[end] != UInt8(ascii: ",") { end += 1 }
-                var first = start
-                var last = end
-                while first < last, isBlank(bytes[first]) { first += 1 }
-                while last > first, isBlank(bytes[last - 1]) { last -= 1 }
-                // Cut at ASCII bytes (comma, blanks), so the offsets fall on character boundaries.
-                if first < last { body(value[value.utf8Index(at: first)..<value.utf8Index(at: last)]) }
-                start = end + 1
+            // Cut at ASCII bytes (comma, blanks), so the offsets fall on character boundaries.
+            forEachTokenRange(in: UnsafeRawBufferPointer(bytes)) { range in
+                body(value[value.utf8Index(at: range.lowerBound)..<value.utf8Index(at: range.upperBound)])
+                return true
             }
         }
         if read != nil { return }

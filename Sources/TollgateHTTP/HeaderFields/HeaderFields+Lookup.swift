@@ -27,7 +27,7 @@ extension HeaderFields {
     func offset(of name: UnsafeRawBufferPointer, key: UInt32, from start: Int = 0) -> Int? {
         guard mayContainKey(in: Self.keyBit(key)) else { return nil }
         var found: Int?
-        walk(from: start) { offset, line in
+        walk(key: key, from: start) { offset, line in
             if line.isNamed(bytes: name, key: key) { found = offset }
             return found == nil
         }
@@ -161,22 +161,13 @@ extension HeaderFields {
     /// is `token`, ignoring ASCII case. Over the value's bytes in place: a string of the value
     /// and of each element cost about a thousand instructions for every response's Connection.
     static func bytes(list value: UnsafeRawBufferPointer, containsToken token: String) -> Bool {
-        var start = 0
-        while start <= value.count {
-            var end = start
-            while end < value.count, value[end] != UInt8(ascii: ",") { end += 1 }
-            var first = start
-            var last = end
-            while first < last, value[first] == 0x20 || value[first] == 0x09 { first += 1 }
-            while last > first, value[last - 1] == 0x20 || value[last - 1] == 0x09 { last -= 1 }
-            if last - first == token.utf8.count,
-                bytes(UnsafeRawBufferPointer(rebasing: value[first..<last]), equalIgnoringASCIICase: token)
-            {
-                return true
-            }
-            start = end + 1
+        var found = false
+        FieldList.forEachTokenRange(in: value) { range in
+            found = range.count == token.utf8.count
+                && bytes(UnsafeRawBufferPointer(rebasing: value[range]), equalIgnoringASCIICase: token)
+            return !found
         }
-        return false
+        return found
     }
 
     /// The body length `Content-Length` announces: its value when every line has the same one and
@@ -185,32 +176,20 @@ extension HeaderFields {
     public var contentLength: Int64? {
         let name = HeaderName.contentLength
         guard mayContainKey(in: Self.keyBit(name.key)) else { return nil }
-        // A loop of its own over the lines' fixed parts (key, then the two counts): only a line
-        // whose key matches is made a ``Line``; asked twice or more for every response.
-        return bytes.withUnsafeBytes { raw -> Int64? in
-            var first: UnsafeRawBufferPointer?
-            var length: Int64?
-            var offset = 0
-            while offset < raw.count {
-                let key = raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self)
-                if key != name.key {
-                    let nameCount = Int(raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
-                    let valueCount = Int(raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
-                    offset += Self.lineHeaderSize + nameCount + valueCount + 4
-                    continue
-                }
-                let (line, next) = Self.line(at: offset, in: raw)
-                offset = next
-                guard line.isNamed(bytes: name.bytes, key: name.key) else { continue }
-                if let first {
-                    guard line.value.elementsEqual(first) else { return nil }
-                } else {
-                    first = line.value
-                    length = Self.decimal(line.value)
-                }
+        var first: UnsafeRawBufferPointer?
+        var agree = true
+        var length: Int64?
+        walk(key: name.key) { _, line in
+            guard line.isNamed(bytes: name.bytes, key: name.key) else { return true }
+            if let first {
+                agree = line.value.elementsEqual(first)
+            } else {
+                first = line.value
+                length = Self.decimal(line.value)
             }
-            return length
+            return agree
         }
+        return agree ? length : nil
     }
 
     /// The value of `1*DIGIT` bytes, at most 18 of them (so it cannot overflow); nil otherwise.

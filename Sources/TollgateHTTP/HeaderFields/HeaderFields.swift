@@ -104,4 +104,24 @@ public struct HeaderFields: Hashable, Sendable, Sequence, ExpressibleByDictionar
             }
         }
     }
+
+    /// ``walk(from:_:)`` over the lines whose name key is `key` only: the others are stepped over
+    /// by their fixed part (key and counts) without being made ``Line``s. Keys may collide: the
+    /// caller still compares the name.
+    func walk(key: UInt32, from start: Int = 0, _ body: (Int, Line) throws -> Bool) rethrows {
+        try bytes.withUnsafeBytes { raw in
+            var offset = start
+            while offset < raw.count {
+                guard raw.loadUnaligned(fromByteOffset: offset, as: UInt32.self) == key else {
+                    let nameCount = Int(raw.loadUnaligned(fromByteOffset: offset + 4, as: UInt32.self))
+                    let valueCount = Int(raw.loadUnaligned(fromByteOffset: offset + 8, as: UInt32.self))
+                    offset += Self.lineHeaderSize + nameCount + valueCount + 4
+                    continue
+                }
+                let (line, next) = Self.line(at: offset, in: raw)
+                guard try body(offset, line) else { return }
+                offset = next
+            }
+        }
+    }
 }
