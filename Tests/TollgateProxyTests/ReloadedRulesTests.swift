@@ -111,6 +111,58 @@ struct ReloadedRulesTests {
     }
 }
 
+/// A listener's connections share the rules and the last route (ListenerMemo): a connection
+/// opened after a reload must go by the new ones, not by what the earlier connections shared.
+@Suite("Rules reloaded between two connections of a listener", .timeLimit(.minutes(1)))
+struct ReloadedRulesNewConnectionTests {
+    /// Serves `GET /` on two connections (the second takes what the first's listener kept),
+    /// applies `reloaded`, and returns the answer to a third connection's `GET /`.
+    private func answerAfterReload(to reloaded: PolicyConfiguration) async throws -> (RawResponse, originRequests: Int) {
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "ok") }
+        defer { origin.stop() }
+        let runtime = PolicyRuntime(configuration: PolicyConfiguration(), sourceFile: nil, prepareSession: { _, _, _ in })
+        var answer: RawResponse?
+        try await withForwardProxy(policy: runtime, closing: { runtime.shutdown() }) { port in
+            let request = "GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+            for _ in 0..<2 {
+                let client = try await RawClient.connect(port: port)
+                defer { client.close() }
+                try await client.send(request)
+                #expect(try await client.waitForResponses(1).last?.status == 200)
+            }
+            runtime.apply(reloaded)
+            let client = try await RawClient.connect(port: port)
+            defer { client.close() }
+            try await client.send(request)
+            answer = try await client.waitForResponses(1).last
+        }
+        return (try #require(answer), origin.requestCount)
+    }
+
+    @Test("A destination denied by a reload is refused on a connection opened after it")
+    func destinationDenied() async throws {
+        var denying = PolicyConfiguration()
+        denying.access.destinations = [.init(.deny, .network(CIDR("127.0.0.0/8")!, port: nil)), .init(.allow, .all)]
+        let (refused, originRequests) = try await answerAfterReload(to: denying)
+        #expect(refused.status == 403)
+        #expect(refused.header("Tollgate-Error") == "host-denied")
+        #expect(refused.bodyText.contains("access.destinations[0]"), "\(refused.bodyText)")
+        #expect(originRequests == 2)
+    }
+
+    @Test("A host rule added by a reload refuses the host on a connection opened after it")
+    func hostRuleAdded() async throws {
+        var denying = PolicyConfiguration()
+        var rule = HostRule(patterns: [try HostPattern("127.0.0.1")])
+        rule.trust.deny = true
+        denying.hosts = [rule]
+        let (refused, originRequests) = try await answerAfterReload(to: denying)
+        #expect(refused.status == 403)
+        #expect(refused.bodyText.contains("hosts[0]"), "\(refused.bodyText)")
+        #expect(originRequests == 2)
+    }
+}
+
 /// Counts the routes it is asked for; each route holds for `holds` (nil: not kept).
 private final class CountingPolicy: ProxyPolicy {
     let session: Session
@@ -165,6 +217,21 @@ struct KeptRouteTests {
             #expect(bodies == ["one", "one", "two", "two", "one"])
             // Only the last route is kept: back to the first origin asks again.
             #expect(policy.routed == ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)", "127.0.0.1:\(first.port)"])
+        }
+    }
+
+    @Test("A new connection takes the route its listener kept while it holds")
+    func keptAcrossConnections() async throws {
+        let (first, second) = try await origins()
+        defer { first.stop(); second.stop() }
+        try await withCountingProxy(holds: { PolicyDecisions.always }) { policy, port in
+            for origin in [first, first, second] {
+                let client = try await RawClient.connect(port: port)
+                defer { client.close() }
+                try await client.send("GET http://127.0.0.1:\(origin.port)/ HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+                #expect(try await client.waitForResponses(1).count == 1)
+            }
+            #expect(policy.routed == ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)"])
         }
     }
 

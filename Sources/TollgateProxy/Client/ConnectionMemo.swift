@@ -44,25 +44,31 @@ final class ConnectionMemo {
     }
 
     /// The rules in force for an exchange starting now: kept from the last exchange unless a
-    /// reload changed the policy since.
+    /// reload changed the policy since (then the listener's, ``ListenerMemo``).
     func exchangeRules(_ environment: ListenerEnvironment) -> ExchangeRules {
         if let rules, rules.generation == environment.policy.generation { return rules }
-        let fresh = ExchangeRules(environment)
+        let fresh = environment.memo.exchangeRules(environment)
         rules = fresh
         return fresh
     }
 
-
     /// The policy's route for a request to `url`: the last request's when it was to the same
-    /// host and port and still holds (``KeptRoute``).
-    func route(for url: HTTPURL, policy: any ProxyPolicy) -> ProxyRoute {
+    /// host and port and still holds (``KeptRoute``), this connection's or else its listener's.
+    func route(for url: HTTPURL, environment: ListenerEnvironment) -> ProxyRoute {
+        let policy = environment.policy
+        let listenerMemo = environment.memo
         let generation = policy.generation
         let port = url.effectivePort
         if let keptRoute, keptRoute.answers(host: url.host, port: port, generation: generation) {
             return keptRoute.route
         }
+        if let shared = listenerMemo.route(host: url.host, port: port, generation: generation) {
+            keptRoute = shared
+            return shared.route
+        }
         let route = policy.proxyRoute(for: url)
         keptRoute = route.holds == nil ? nil : KeptRoute(generation: generation, host: url.host, port: port, route: route)
+        if let keptRoute { listenerMemo.keep(keptRoute) }
         return route
     }
 

@@ -100,7 +100,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             )
             return
         }
-        let route = memo.route(for: url, policy: environment.policy)
+        let route = memo.route(for: url, environment: environment)
         record.route = route
         if route.isDenied {
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))

@@ -6,7 +6,7 @@ import TollgatePolicy
 /// Reading them from the policy per request took its lock three times and copied the access
 /// lists each time; a connection's requests now share one copy, checked with an atomic load.
 /// A class: each exchange keeps a reference (one retain, not one per list inside).
-final class ExchangeRules {
+final class ExchangeRules: Sendable {
     /// The ``ProxyPolicy/generation`` these were derived at.
     let generation: Int
     /// `limits.upstream-timeout`.

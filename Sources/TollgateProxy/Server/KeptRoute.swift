@@ -10,7 +10,7 @@ import TollgatePolicy
 /// remembered decision and the session name for its session: a few percent of a cache hit.
 /// A route is kept only when the policy says for how long it holds (``ProxyRoute/holds``), and
 /// only while the policy's ``ProxyPolicy/generation`` stays.
-final class KeptRoute {
+final class KeptRoute: Sendable {
     let generation: Int
     let host: String
     let port: Int

@@ -17,6 +17,7 @@ struct ListenerEnvironment: Sendable {
         var interceptor: Interceptor?
         var offline: OfflineMode
         var exchangesInFlight: ExchangesInFlight
+        var memo: ListenerMemo
     }
 
     @CopyOnWrite private var parts: Parts
@@ -71,6 +72,9 @@ struct ListenerEnvironment: Sendable {
     /// The listener's exchanges that have begun and not finished (a shutdown waits for them).
     var exchangesInFlight: ExchangesInFlight { parts.exchangesInFlight }
 
+    /// What the listener's connections share of their first request's work (rules, last route).
+    var memo: ListenerMemo { parts.memo }
+
     /// An environment of these parts.
     init(
         mode: ListenerMode,
@@ -95,7 +99,8 @@ struct ListenerEnvironment: Sendable {
                 resolver: resolver,
                 interceptor: interceptor,
                 offline: offline,
-                exchangesInFlight: exchangesInFlight
+                exchangesInFlight: exchangesInFlight,
+                memo: ListenerMemo()
             )
         )
     }

@@ -149,7 +149,8 @@ public final class ProxyServer: Sendable {
                         // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
                         try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
                     } else {
-                        try pipeline.addHandler(ClientConnectionHandler(environment: environment))
+                        // Named: an unnamed handler's name is made per connection ("handler0").
+                        try pipeline.addHandler(ClientConnectionHandler(environment: environment), name: "tollgate.client")
                     }
                 }
             }
