@@ -49,7 +49,7 @@ public enum FieldList {
 
     /// The byte ranges of the comma-separated elements of `bytes`, trimmed of spaces and tabs,
     /// empty ones skipped, to `body` until it returns false.
-    static func forEachTokenRange(in bytes: UnsafeRawBufferPointer, _ body: (Range<Int>) -> Bool) {
+    public static func forEachTokenRange(in bytes: UnsafeRawBufferPointer, _ body: (Range<Int>) -> Bool) {
         var start = 0
         while start < bytes.count {
             var end = start

@@ -266,7 +266,8 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     private var defaultPort: Int { scheme == "https" ? 443 : 80 }
 
     /// The port as the URL is written: nil when absent or the scheme's default.
-    private var shownPort: Int? { port.flatMap { $0 != defaultPort ? $0 : nil } }
+    /// The port when it is not the scheme's default (the one `authority` shows); nil otherwise.
+    public var shownPort: Int? { port.flatMap { $0 != defaultPort ? $0 : nil } }
 
     /// Whether the host is an IPv6 literal (written in brackets).
     private var hostNeedsBrackets: Bool { host.containsUTF8(UInt8(ascii: ":")) }

@@ -172,6 +172,9 @@ struct ResponseDecoderTests {
             ("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1\r\nabc", "chunk data"),
             ("HTTP/1.1 200 OK\r\nNo colon here\r\n\r\n", "without a colon"),
             ("HTTP/1.1 200 OK\r\nBad Name: x\r\n\r\n", "invalid field name"),
+            ("HTTP/1.1 200 OK\r\n: x\r\n\r\n", "invalid field name \"\""),
+            ("HTTP/1.1 200 OK\r\nX(y): z\r\n\r\n", "invalid field name \"X(y)\""),
+            ("HTTP/1.1 200 OK\r\nName\t x\r\n\r\n", "without a colon"),
         ]
     )
     func refused(text: String, expected: String) {
@@ -232,6 +235,12 @@ struct RequestHeadEncoderTests {
         #expect(!encoder.isHead)
         let (proxied, _) = Self.encode(HTTPRequestHead(method: .head, url: url, headerFields: ["Host": "h"]), viaProxy: true)
         #expect(proxied == "HEAD http://example.test:8080/a?b=1 HTTP/1.1\r\nHost: h\r\n\r\n")
+        // The Host line is written from the URL's parts: the default port left out, an IPv6
+        // literal in brackets.
+        let (plain, _) = Self.encode(HTTPRequestHead(method: .get, url: try HTTPURL.parse("https://example.test:443/")))
+        #expect(plain == "GET / HTTP/1.1\r\nHost: example.test\r\n\r\n")
+        let (literal, _) = Self.encode(HTTPRequestHead(method: .get, url: try HTTPURL.parse("http://[::1]:65535/x")))
+        #expect(literal == "GET /x HTTP/1.1\r\nHost: [::1]:65535\r\n\r\n")
     }
 
     @Test("Framing: a known length, chunked when unknown, an explicit zero for a POST without a body")

@@ -64,7 +64,7 @@ extension HeaderFields {
     private func firstValue(_ name: UnsafeRawBufferPointer, key: UInt32) -> String? {
         guard mayContainKey(in: Self.keyBit(key)) else { return nil }
         var value: String?
-        walk { _, line in
+        walk(key: key) { _, line in
             if line.isNamed(bytes: name, key: key) { value = line.valueString }
             return value == nil
         }
@@ -98,9 +98,20 @@ extension HeaderFields {
     }
 
     private func forEachValue(named name: UnsafeRawBufferPointer, key: UInt32, _ body: (String) -> Void) {
+        forEachValueBytes(named: name, key: key) { body(String(decoding: $0, as: UTF8.self)) }
+    }
+
+    /// Calls `body` with the bytes of the value of each line named `name`, in order: for a
+    /// value read in place, no string made (valid only during the call).
+    public func forEachValueBytes(named name: HeaderName, _ body: (UnsafeRawBufferPointer) -> Void) {
+        forEachValueBytes(named: name.bytes, key: name.key, body)
+    }
+
+    private func forEachValueBytes(named name: UnsafeRawBufferPointer, key: UInt32, _ body: (UnsafeRawBufferPointer) -> Void) {
         guard mayContainKey(in: Self.keyBit(key)) else { return }
-        forEachLine { line in
-            if line.isNamed(bytes: name, key: key) { body(line.valueString) }
+        walk(key: key) { _, line in
+            if line.isNamed(bytes: name, key: key) { body(line.value) }
+            return true
         }
     }
 
@@ -117,8 +128,9 @@ extension HeaderFields {
     private func count(named name: UnsafeRawBufferPointer, key: UInt32) -> Int {
         guard mayContainKey(in: Self.keyBit(key)) else { return 0 }
         var count = 0
-        forEachLine { line in
+        walk(key: key) { _, line in
             if line.isNamed(bytes: name, key: key) { count += 1 }
+            return true
         }
         return count
     }

@@ -49,13 +49,17 @@ enum HopByHopHeaders {
             fields.containsNameKey(where: { HeaderFields.keyBit($0) & fixedKeyMask != 0 && fixedKeys.contains($0) })
         else { return nil }
         var omission = Omission()
-        fields.forEachValue(named: .connection) { value in
-            FieldList.forEachToken(in: value) { token in
-                let key = HeaderFields.Field.nameKey(ofBytes: token.utf8)
+        // The Connection tokens read in the value's bytes: a string is made only for a token
+        // that names a field present.
+        fields.forEachValueBytes(named: .connection) { value in
+            FieldList.forEachTokenRange(in: value) { range in
+                let token = UnsafeRawBufferPointer(rebasing: value[range])
+                let key = HeaderFields.Field.nameKey(ofBytes: token)
                 if fields.containsNameKey(where: { $0 == key }) {
-                    omission.named.append(String(token))
+                    omission.named.append(String(decoding: token, as: UTF8.self))
                     omission.namedKeys.append(key)
                 }
+                return true
             }
         }
         // A fixed key is present (checked above); whether a line really has a hop-by-hop name (keys

@@ -37,9 +37,9 @@ struct RequestHeadEncoder {
         isHead = head.method == .head
         keepAlive = !fields.contains(.connection)
             || !FieldList.elements(fields.values(for: .connection)).contains { $0.lowercased() == "close" }
-        var before: (name: String, value: String)?
         var after: (name: String, value: String)?
-        if !fields.contains(.host) { before = ("Host", head.url.authority) }
+        // Host first when the request has none: written from the URL's parts, no string made.
+        let hostLine = fields.contains(.host) ? nil : (host: head.url.hostForURL, port: head.url.shownPort)
         let hasLength = fields.contains(.contentLength)
         let hasCoding = fields.contains(.transferEncoding)
         if hasBody {
@@ -63,7 +63,8 @@ struct RequestHeadEncoder {
         func lineSize(_ field: (name: String, value: String)?) -> Int {
             field.map { $0.name.utf8.count + $0.value.utf8.count + 4 } ?? 0
         }
-        let size = method.utf8.count + target.utf8.count + 12 + lineSize(before) + fields.wireSize
+        let hostLineSize = hostLine.map { 6 + $0.host.utf8.count + ($0.port == nil ? 0 : 21) + 2 } ?? 0
+        let size = method.utf8.count + target.utf8.count + 12 + hostLineSize + fields.wireSize
             + lineSize(after) + 2
         var buffer = allocator.buffer(capacity: size)
         buffer.writeString(method)
@@ -77,7 +78,15 @@ struct RequestHeadEncoder {
             buffer.writeString(field.value)
             buffer.writeStaticString("\r\n")
         }
-        writeLine(before)
+        if let hostLine {
+            buffer.writeStaticString("Host: ")
+            buffer.writeString(hostLine.host)
+            if let port = hostLine.port {
+                buffer.writeInteger(UInt8(ascii: ":"))
+                buffer.writeString(String(port))
+            }
+            buffer.writeStaticString("\r\n")
+        }
         let fieldBytes = fields.wireSize
         buffer.writeWithUnsafeMutableBytes(minimumWritableBytes: fieldBytes) { fields.writeWire(to: $0) }
         writeLine(after)

@@ -183,15 +183,16 @@ struct ResponseDecoder {
                     }
                     continue
                 }
-                guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
-                    return .failure(Failure(message: "a field line without a colon: \"\(FramingError.printable(line))\""))
+                // One pass over the name: token bytes, then blanks, then the colon. Anything else
+                // is refused below, by the first colon of the line as before.
+                var nameEnd = 0
+                while nameEnd < line.count, FieldList.isTokenByte(line[nameEnd]) { nameEnd += 1 }
+                var colon = nameEnd
+                while colon < line.count, line[colon] == 0x20 || line[colon] == 0x09 { colon += 1 }
+                guard nameEnd > 0, colon < line.count, line[colon] == UInt8(ascii: ":") else {
+                    return .failure(Self.invalidFieldLine(line))
                 }
-                var nameEnd = colon
-                while nameEnd > 0, line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09 { nameEnd -= 1 }
                 let name = UnsafeRawBufferPointer(rebasing: line[0..<nameEnd])
-                guard !name.isEmpty, name.allSatisfy(FieldList.isTokenByte) else {
-                    return .failure(Failure(message: "invalid field name \"\(FramingError.printable(name))\""))
-                }
                 fieldCount += 1
                 guard fieldCount <= maximumFields else {
                     return .failure(Failure(message: "more than \(maximumFields) header fields"))
@@ -214,6 +215,16 @@ struct ResponseDecoder {
         case .success(let head): return head
         case .failure(let failure): throw failure
         }
+    }
+
+    /// Why a field line whose name is not a token followed by a colon is refused.
+    private static func invalidFieldLine(_ line: UnsafeRawBufferPointer) -> Failure {
+        guard let colon = line.firstIndex(of: UInt8(ascii: ":")) else {
+            return Failure(message: "a field line without a colon: \"\(FramingError.printable(line))\"")
+        }
+        var nameEnd = colon
+        while nameEnd > 0, line[nameEnd - 1] == 0x20 || line[nameEnd - 1] == 0x09 { nameEnd -= 1 }
+        return Failure(message: "invalid field name \"\(FramingError.printable(UnsafeRawBufferPointer(rebasing: line[0..<nameEnd])))\"")
     }
 
     /// `HTTP/1.x SP 3DIGIT [SP reason]`; a missing reason is allowed with or without its space.
