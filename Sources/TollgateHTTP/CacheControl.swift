@@ -116,10 +116,8 @@ public struct CacheControl: Sendable, Hashable, CustomStringConvertible {
     /// (this runs for every response the cache sees and every request that carries the field).
     public init(cacheControlLinesOf fields: HeaderFields) {
         self.init()
-        guard fields.contains(.cacheControl) else { return }
-        fields.forEachLine { line in
-            guard line.isNamed(.cacheControl) else { return }
-            apply(directivesOf: FieldScanner(line.value.assumingMemoryBound(to: UInt8.self)))
+        fields.forEachValueBytes(named: .cacheControl) { value in
+            apply(directivesOf: FieldScanner(value.assumingMemoryBound(to: UInt8.self)))
         }
     }
 

@@ -30,6 +30,19 @@ struct CacheKeyTests {
         #expect(CacheKey(request: request(method: .options)) == nil)
     }
 
+    @Test("Keys made apart are equal and hash alike when their text is; others are not")
+    func equalityAndHash() throws {
+        let made = try #require(CacheKey(request: request(url: "HTTP://Example.com:80/a?b")))
+        let parsed = try #require(CacheKey(storedDescription: "GET http://example.com/a?b"))
+        #expect(made == parsed)
+        #expect(made.hashValue == parsed.hashValue)
+        #expect(Set([made, parsed]).count == 1)
+        let other = try #require(CacheKey(storedDescription: "GET http://example.com/a?c"))
+        #expect(made != other)
+        #expect(CacheKey(method: .head, normalizedURL: made.url) != made)
+        #expect(Set([made, other]).count == 2)
+    }
+
     @Test(
         "The normalizer drops, sorts or ignores query parameters",
         arguments: [
