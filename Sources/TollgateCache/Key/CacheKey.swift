@@ -13,11 +13,6 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
     public let method: HTTPMethod
     /// The normalized absolute URL.
     public let url: String
-    /// The key's hash, computed once: a request's key is looked up in several tables (the
-    /// lookup memo, the fetches in flight, the keys seen uncacheable), and hashing the URL's
-    /// text each time cost more than the lookups. Per process (Hasher is seeded per process):
-    /// never stored.
-    private let hash: Int
 
     /// The key for a request, or nil when its method's responses are never stored
     /// (anything but GET and HEAD).
@@ -31,27 +26,16 @@ public struct CacheKey: Hashable, Sendable, CustomStringConvertible {
 
     /// The GET key for a URL.
     public init(url: HTTPURL, normalizer: CacheKeyNormalizer = .standard) {
+        self.method = .get
         // HTTPURL has already lowercased scheme and host and dropped the fragment; its absolute
         // form leaves the port out when it is the scheme's default. One allocation for the text.
-        self.init(method: .get, normalizedURL: url.absoluteString(pathAndQuery: normalizer.normalize(pathAndQuery: url.pathAndQuery)))
+        self.url = url.absoluteString(pathAndQuery: normalizer.normalize(pathAndQuery: url.pathAndQuery))
     }
 
     /// A key from its parts as stored (no normalization applied).
     init(method: HTTPMethod, normalizedURL: String) {
         self.method = method
         self.url = normalizedURL
-        var hasher = Hasher()
-        hasher.combine(method)
-        hasher.combine(normalizedURL)
-        hash = hasher.finalize()
-    }
-
-    public static func == (lhs: CacheKey, rhs: CacheKey) -> Bool {
-        lhs.hash == rhs.hash && lhs.url == rhs.url && lhs.method == rhs.method
-    }
-
-    public func hash(into hasher: inout Hasher) {
-        hasher.combine(hash)
     }
 
     /// `GET https://example.com/a?b`, the text the key is stored under.
