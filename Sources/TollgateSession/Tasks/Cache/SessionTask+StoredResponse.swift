@@ -135,7 +135,7 @@ extension SessionTask {
             engine.download == nil, engine.cache.writer == nil, !engine.machine.holdsPieces,
             let receiver = delegate as? any StoredFileReceiving,
             reader.remaining > 0, reader.remaining <= Int64(Int.max),
-            Self.fileSize(reader.handle, restoring: reader.offset).map({ $0 >= reader.offset + reader.remaining }) == true,
+            Self.fileSize(reader.handle).map({ $0 >= reader.offset + reader.remaining }) == true,
             receiver.dataTask(dataTask, acceptsFileRegionOf: reader.remaining)
         else { return false }
         let length = reader.remaining
@@ -171,12 +171,12 @@ extension SessionTask {
 
     /// The size of an open file (nil when it cannot be known): a body file whose size is not the
     /// recorded length is not served (``serveStored(hit:entry:request:stale:outcome:now:)``).
-    /// Called before anything was read: the file offset is left at `restoring` (where reading starts).
-    private static func fileSize(_ handle: NIOFileHandle, restoring offset: Int64 = 0) -> Int64? {
+    /// One `fstat`, which leaves the file offset alone (two `lseek`s, to the end and back, did not).
+    private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
         try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
-            let end = lseek(descriptor, 0, SEEK_END)
-            guard lseek(descriptor, off_t(offset), SEEK_SET) == off_t(offset), end >= 0 else { return nil }
-            return Int64(end)
+            var status = stat()
+            guard fstat(descriptor, &status) == 0 else { return nil }
+            return Int64(status.st_size)
         } ?? nil
     }
 }
