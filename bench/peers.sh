@@ -6,7 +6,9 @@
 # forward. Layout: the proxy under test alone on core 0; wrk (-t1 -c64) and the origin (nginx
 # serving files) on core 1. Each row: ROUNDS rounds of DURATION seconds per proxy, the order of
 # the proxies rotating between rounds; medians of requests/s, p99 and the proxy's own CPU per
-# request (user and system µs, /proc/PID/stat across the run). At the end, each proxy's peak RSS
+# request (user and system µs, /proc/PID/stat across the run), and the faster peer's CPU per request
+# over Tollgate's (the CPU ratio: where a row is bound by the proxy's core, what requests/s say
+# too). At the end, each proxy's peak RSS
 # over the whole run (VmHWM) and Tollgate's memory by kind (smaps_rollup) and peak after each row.
 #
 # Usage: bash bench/peers.sh   (or make bench-peers)
@@ -287,28 +289,33 @@ declare -A rps_of p99_of user_of sys_of tollgate_hwm_after
   echo "## Medians"
   echo
   echo "requests/s (p99 ms; CPU user + system µs per request); ratio: Tollgate's requests/s over the faster peer's;"
+  echo "CPU ratio: that peer's CPU per request (user + system) over Tollgate's — equal to the ratio where the row is"
+  echo "bound by the proxy's own core (small kept-alive rows), apart from it where the row is bound elsewhere (wrk's core);"
   echo "NIO ceiling: bench/relay in the same layout (not a peer), and Tollgate's share of it."
   echo
-  echo "| row | Tollgate | nginx | ATS | ratio | NIO ceiling | of ceiling |"
-  echo "|---|---|---|---|---|---|---|"
+  echo "| row | Tollgate | nginx | ATS | ratio | CPU ratio | NIO ceiling | of ceiling |"
+  echo "|---|---|---|---|---|---|---|---|"
   for row in $ROWS; do
     read -r direction _ _ description < <(row_spec "$row")
-    cells=(); best=0; best_name=""; med_nio=""
+    cells=(); best=0; best_name=""; best_cpu=0; cpu_tollgate=0; med_nio=""
     for proxy in tollgate nginx ats nio; do
       key="$row $proxy"
       if [ -z "${rps_of[$key]:-}" ]; then cells+=("—"); continue; fi
       # shellcheck disable=SC2086
       r=$(median ${rps_of[$key]}); p=$(median ${p99_of[$key]}); u=$(median ${user_of[$key]}); s=$(median ${sys_of[$key]})
       eval "med_$proxy=$r"
+      cpu=$(awk -v u="$u" -v s="$s" 'BEGIN {print u + s}')
+      [ "$proxy" = tollgate ] && cpu_tollgate=$cpu
       cells+=("$(human "$r") ($(awk -v p="$p" 'BEGIN {printf "%.2f", p / 1000}'); $u + $s)")
-      if [ "$proxy" != tollgate ] && [ "$proxy" != nio ] && awk -v a="$r" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$r; best_name=$proxy; fi
+      if [ "$proxy" != tollgate ] && [ "$proxy" != nio ] && awk -v a="$r" -v b="$best" 'BEGIN {exit !(a > b)}'; then best=$r; best_name=$proxy; best_cpu=$cpu; fi
     done
     ratio=$(awk -v a="$med_tollgate" -v b="$best" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
+    cpu_ratio=$(awk -v a="$best_cpu" -v b="$cpu_tollgate" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
     of_ceiling="—"
     [ -n "$med_nio" ] && of_ceiling=$(awk -v a="$med_tollgate" -v b="$med_nio" 'BEGIN {printf "%.2f", (b > 0 ? a / b : 0)}')
-    echo "| ${description//_/ } | ${cells[0]} | ${cells[1]} | ${cells[2]} | $ratio (vs $best_name) | ${cells[3]} | $of_ceiling |"
+    echo "| ${description//_/ } | ${cells[0]} | ${cells[1]} | ${cells[2]} | $ratio (vs $best_name) | $cpu_ratio | ${cells[3]} | $of_ceiling |"
   done
-  echo "| peak RSS over the run (VmHWM) | $(mib "$(hwm_kib "$tollgate_pid")") | $(mib "$(hwm_kib "$nginx_pid")") (worker) | $(mib "$(hwm_kib "$ats_pid")") | | | |"
+  echo "| peak RSS over the run (VmHWM) | $(mib "$(hwm_kib "$tollgate_pid")") | $(mib "$(hwm_kib "$nginx_pid")") (worker) | $(mib "$(hwm_kib "$ats_pid")") | | | | |"
   echo
   echo "Tollgate's peak RSS after each row: $(for row in $ROWS; do printf '%s %s; ' "$row" "$(mib "${tollgate_hwm_after[$row]}")"; done)"
   echo
