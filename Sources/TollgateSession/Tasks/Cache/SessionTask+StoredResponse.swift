@@ -173,10 +173,6 @@ extension SessionTask {
     /// recorded length is not served (``serveStored(hit:entry:request:stale:outcome:now:)``).
     /// One `fstat`, which leaves the file offset alone (two `lseek`s, to the end and back, did not).
     private static func fileSize(_ handle: NIOFileHandle) -> Int64? {
-        try? handle.withUnsafeFileDescriptor { descriptor -> Int64? in
-            var status = stat()
-            guard fstat(descriptor, &status) == 0 else { return nil }
-            return Int64(status.st_size)
-        } ?? nil
+        try? handle.withUnsafeFileDescriptor { OpenFileSize.of(descriptor: $0) } ?? nil
     }
 }
