@@ -265,8 +265,8 @@ public struct HTTPURL: Hashable, Sendable, CustomStringConvertible {
     /// The scheme's port: 443 for https, 80 for http.
     private var defaultPort: Int { scheme == "https" ? 443 : 80 }
 
-    /// The port as the URL is written: nil when absent or the scheme's default.
-    /// The port when it is not the scheme's default (the one `authority` shows); nil otherwise.
+    /// The port as the URL is written (the one `authority` shows): nil when absent or the
+    /// scheme's default.
     public var shownPort: Int? { port.flatMap { $0 != defaultPort ? $0 : nil } }
 
     /// Whether the host is an IPv6 literal (written in brackets).

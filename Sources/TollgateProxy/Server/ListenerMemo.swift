@@ -26,18 +26,14 @@ final class ListenerMemo: Sendable {
     /// listener while the policy's generation stays, else made now and kept.
     func exchangeRules(_ environment: ListenerEnvironment) -> ExchangeRules {
         let generation = environment.policy.generation
-        let forward: Bool
-        if case .forward = environment.mode { forward = true } else { forward = false }
-        let found = kept.withLockedValue { forward ? $0.forwardRules : $0.otherRules }
+        let slot: WritableKeyPath<Kept, ExchangeRules?>
+        if case .forward = environment.mode { slot = \.forwardRules } else { slot = \.otherRules }
+        let found = kept.withLockedValue { $0[keyPath: slot] }
         if let found, found.generation == generation { return found }
         let fresh = ExchangeRules(environment)
         kept.withLockedValue { kept in
             // A reload between the two reads keeps the newer rules.
-            if forward {
-                if (kept.forwardRules?.generation ?? .min) <= fresh.generation { kept.forwardRules = fresh }
-            } else {
-                if (kept.otherRules?.generation ?? .min) <= fresh.generation { kept.otherRules = fresh }
-            }
+            if (kept[keyPath: slot]?.generation ?? .min) <= fresh.generation { kept[keyPath: slot] = fresh }
         }
         return fresh
     }
