@@ -134,6 +134,17 @@ struct CheckConfigGoldenTests {
         #expect(limits.websocketIdleTimeout == .seconds(30))
     }
 
+    @Test("limits.tunnel-idle-timeout: 15 minutes by default, read, and zero refused with file, line and key")
+    func tunnelIdleTimeout() throws {
+        #expect(
+            Fixture.problems("limits:\n  tunnel-idle-timeout: 0s") == [
+                #"t.yaml:2: limits.tunnel-idle-timeout: must be longer than zero"#
+            ]
+        )
+        #expect(try Fixture.load("limits: {}").limits.tunnelIdleTimeout == .seconds(900))
+        #expect(try Fixture.load("limits: { tunnel-idle-timeout: 2h }").limits.tunnelIdleTimeout == .seconds(7200))
+    }
+
     @Test func anUnknownSessionNameIsReported() {
         let yaml = """
             sessions:

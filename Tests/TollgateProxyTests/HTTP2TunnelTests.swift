@@ -63,6 +63,33 @@ struct HTTP2TunnelTests {
         }
     }
 
+    @Test("A tunnel stream with no byte either way for tunnel-idle-timeout is reset with CONNECT_ERROR; the connection goes on")
+    func idleTunnelStreamReset() async throws {
+        let echo = try await LoopbackEchoServer.start()
+        defer { echo.stop() }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, body: "plain \(request.target)")
+        }
+        defer { origin.stop() }
+        var configuration = PolicyConfiguration()
+        configuration.access.connectPorts = [echo.port]
+        configuration.limits.tunnelIdleTimeout = .milliseconds(400)
+        try await withProxy(configuration: configuration, h2c: true) { proxy in
+            let steps: [[String: Any]] = [
+                ["connect": "127.0.0.1:\(echo.port)", "send": ["hello "], "close": false],
+                ["authority": "127.0.0.1:\(origin.port)", "path": "/a"],
+            ]
+            let started = ContinuousClock.now
+            let lines = try await runClient(HTTP2Peers.connectTunnels, ["\(proxy.port)", "-", try plan(steps)])
+            try #require(lines.count == 2, "\(lines)")
+            #expect(lines[0] == "stream 1 status 200 reset 10 data hello ")
+            #expect(lines[1] == "stream 3 status 200 ended data plain /a")
+            #expect(ContinuousClock.now - started >= .milliseconds(350))
+            try await eventually("two access log lines") { proxy.accessLog.count == 2 }
+            #expect(proxy.accessLog.contains { $0.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/2.0\" 200 6 ") }, "\(proxy.accessLog)")
+        }
+    }
+
     @Test("A CONNECT on a reverse listener's stream is answered 405, and the connection goes on")
     func reverseRefuses() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in respond.send(status: 200, body: "ok") }

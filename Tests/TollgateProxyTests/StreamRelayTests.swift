@@ -103,7 +103,7 @@ private final class RelayFixture {
     private(set) var relay: StreamRelay?
     private(set) var ended: (totals: StreamRelay.Totals, error: SessionError?)?
 
-    init(webSocket: WebSocketRelayLimits? = nil) throws {
+    init(webSocket: WebSocketRelayLimits? = nil, idleTimeout: Duration? = nil) throws {
         connection = try EmbeddedClientConnection()
         try connection.channel.pipeline.syncOperations.addHandler(socket, position: .first)
         connection.onStart = { [unowned self] exchange in
@@ -112,7 +112,8 @@ private final class RelayFixture {
                 stream: upstream,
                 connection: host,
                 eventLoop: connection.channel.eventLoop,
-                webSocket: webSocket
+                webSocket: webSocket,
+                idleTimeout: idleTimeout
             ) { [unowned self] totals, error in ended = (totals, error) }
             self.relay = relay
             host.sendInterim(HTTPResponseHead(status: 200, reason: "Connection Established"))
@@ -226,6 +227,39 @@ struct StreamRelayTests {
         failed.relay?.upstreamCompleted(SessionError(.secureConnectionFailed, nil, "the upstream's TLS failed"))
         #expect(failed.ended?.error?.code == .secureConnectionFailed)
         #expect(!failed.connection.isOpen)
+    }
+
+    @Test("An opaque relay with no byte either way for its idle timeout ends, closing both sides; each byte puts it off")
+    func idleTimeout() throws {
+        let fixture = try RelayFixture(idleTimeout: .seconds(5))
+        _ = try fixture.received()
+        let loop = fixture.connection.channel.embeddedEventLoop
+        loop.advanceTime(by: .seconds(4))
+        try fixture.connection.send("ping")  // the client at 4 s
+        loop.advanceTime(by: .seconds(4))
+        #expect(fixture.ended == nil)  // 8 s: 4 s since the last byte
+        fixture.upstream.send("pong")  // the upstream at 8 s
+        #expect(try fixture.received() == "pong")
+        loop.advanceTime(by: .seconds(4))
+        #expect(fixture.ended == nil)  // 12 s
+        #expect(fixture.connection.isOpen)
+        #expect(fixture.upstream.isRunning)
+        loop.advanceTime(by: .seconds(1))  // 13 s: 5 s with no byte either way
+        #expect(fixture.ended?.totals.idleTimedOut == true)
+        #expect(fixture.ended?.error == nil)
+        #expect(fixture.ended?.totals.toUpstream == 4)
+        #expect(fixture.ended?.totals.toClient == 4)
+        #expect(fixture.upstream.cancelled)
+        #expect(!fixture.connection.isOpen)
+    }
+
+    @Test("A relay without an idle timeout is left open however long it is quiet")
+    func noIdleTimeout() throws {
+        let fixture = try RelayFixture()
+        _ = try fixture.received()
+        fixture.connection.channel.embeddedEventLoop.advanceTime(by: .hours(24))
+        #expect(fixture.ended == nil)
+        #expect(fixture.connection.isOpen)
     }
 
     @Test("The client going away ends the relay and cancels the upstream")

@@ -194,6 +194,7 @@ extension PolicyConfiguration.Limits {
     /// | `upstream-timeout` | duration | `10s` |
     /// | `websocket-max-message` | size, 1 byte…1GiB | `16MiB` |
     /// | `websocket-idle-timeout` | duration | `10m` |
+    /// | `tunnel-idle-timeout` | duration | `15m` |
     /// | `http2-max-concurrent-streams` | integer 1…10000 | `100` |
     /// | `http2-max-header-list-size` | size, 1KiB…16MiB | `64KiB` |
     /// | `http2-max-resets` | integer 1…100000, per 30 s | `200` |
@@ -201,7 +202,7 @@ extension PolicyConfiguration.Limits {
         self.init()
         let keys = [
             "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
-            "websocket-max-message", "websocket-idle-timeout", "http2-max-concurrent-streams",
+            "websocket-max-message", "websocket-idle-timeout", "tunnel-idle-timeout", "http2-max-concurrent-streams",
             "http2-max-header-list-size", "http2-max-resets",
         ]
         guard let entry = node.mapping(keys: keys) else { return }
@@ -224,6 +225,7 @@ extension PolicyConfiguration.Limits {
             }
         }
         if let value = entry["websocket-idle-timeout"]?.duration() { websocketIdleTimeout = value }
+        if let value = entry["tunnel-idle-timeout"]?.duration() { tunnelIdleTimeout = value }
         if let count = entry["http2-max-concurrent-streams"]?.int(in: 1...10_000) { http2MaxConcurrentStreams = count }
         if let sizeNode = entry["http2-max-header-list-size"], let size = sizeNode.size() {
             if size < 1 << 10 || size > 16 << 20 {

@@ -21,6 +21,10 @@ extension PolicyConfiguration {
         /// A relayed WebSocket connection with no frame either way for this long is closed with
         /// 1001 on both sides (`websocket-idle-timeout`). Default: 10 minutes.
         public var websocketIdleTimeout: Duration = .seconds(600)
+        /// A CONNECT tunnel (or an upgraded connection other than WebSocket) with no byte either
+        /// way for this long is closed on both sides (`tunnel-idle-timeout`), as Squid's
+        /// `read_timeout` closes one. Default: 15 minutes.
+        public var tunnelIdleTimeout: Duration = .seconds(900)
         /// The most streams an HTTP/2 client may have open at once on one connection
         /// (`http2-max-concurrent-streams`, SETTINGS_MAX_CONCURRENT_STREAMS); a client that opens
         /// more gets GOAWAY PROTOCOL_ERROR (its open streams finish). Default: 100.

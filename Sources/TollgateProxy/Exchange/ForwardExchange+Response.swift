@@ -175,7 +175,7 @@ extension ForwardExchange {
         let isWebSocket = Self.upgradesTo("websocket", record.head.headerFields) && Self.upgradesTo("websocket", response.headerFields)
         let relay = StreamRelay(
             stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true,
-            webSocket: isWebSocket ? rules.webSocket : nil
+            webSocket: isWebSocket ? rules.webSocket : nil, idleTimeout: rules.tunnelIdleTimeout
         ) { [self] totals, _ in
             record.bodyBytes = totals.toClient
             record.webSocket = totals.webSocket

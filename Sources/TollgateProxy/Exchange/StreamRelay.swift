@@ -8,7 +8,8 @@ import TollgateSession
 /// (``WebSocketRelayFrames``): messages and bytes are counted, and a message over the limit,
 /// or no frame either way for the idle timeout, closes both sides with a close frame of the
 /// proxy's own (1009, 1001) where that side's stream is at a frame boundary. The bytes that
-/// pass are not changed.
+/// pass are not changed. Any other relay (a tunnel, another upgrade) with no byte either way for
+/// its idle timeout (`limits.tunnel-idle-timeout`) ends: both connections are closed.
 ///
 /// - client → upstream: each piece is written to the stream task; the client is not read again
 ///   until that write completes. The client's EOF becomes ``StreamTask/closeWrite()`` once every
@@ -33,6 +34,8 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         var toUpstream: Int64 = 0
         /// A WebSocket connection's messages, bytes and close (nil for other relays).
         var webSocket: WebSocketTotals?
+        /// The relay ended because no byte passed either way for its idle timeout.
+        var idleTimedOut = false
     }
 
     /// The most bytes one read from the upstream hands over.
@@ -50,10 +53,12 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     private var ended = false
     /// The frames of a WebSocket connection both ways (nil: opaque bytes).
     private var frames: WebSocketRelayFrames?
-    private let webSocketLimits: WebSocketRelayLimits?
     /// The proxy is closing both sides itself (its close frames are being written).
     private var closingItself = false
-    private var lastActivity = NIODeadline.now()
+    /// No byte (a WebSocket relay: no frame) either way for this long ends the relay (nil: never).
+    private let idleTimeout: Duration?
+    /// When a byte last passed either way, on the event loop's clock.
+    private var lastActivity: NIODeadline
     private var idleCheck: Scheduled<Void>?
     /// How long the next read of an upgraded connection waits before it is made again, until the
     /// first bytes arrive (nil after that, and for tunnels).
@@ -71,19 +76,23 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     /// - Parameters:
     ///   - upgraded: the stream task was a data task that got a 101 (see ``nudge``).
     ///   - webSocket: the limits of a WebSocket upgrade, whose frames are read (nil: opaque bytes).
+    ///   - idleTimeout: how long opaque bytes may stop both ways before the relay ends
+    ///     (`limits.tunnel-idle-timeout`; nil: no limit). A WebSocket relay has its own.
     init(
         stream: any RelayUpstream,
         connection: any RelayClientSide,
         eventLoop: any EventLoop,
         upgraded: Bool = false,
         webSocket: WebSocketRelayLimits? = nil,
+        idleTimeout: Duration? = nil,
         onEnd: @escaping (Totals, SessionError?) -> Void
     ) {
         self.stream = stream
         self.connection = connection
         self.eventLoop = eventLoop
         self.nudge = upgraded ? Self.firstNudge : nil
-        self.webSocketLimits = webSocket
+        self.idleTimeout = webSocket?.idleTimeout ?? idleTimeout
+        self.lastActivity = eventLoop.now
         self.frames = webSocket.map(WebSocketRelayFrames.init)
         self.onEnd = onEnd
     }
@@ -106,8 +115,8 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         guard !ended, !clientEOF, !closingItself else { return }
         var bytes = bytes
         var tooBig = false
+        lastActivity = eventLoop.now
         if frames != nil {
-            lastActivity = .now()
             switch frames!.fromClient(bytes) {
             case .forward(let passing): bytes = passing
             case .tooBig(let passing): (bytes, tooBig) = (passing, true)
@@ -186,9 +195,9 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
 
     private func forwardToClient(_ bytes: ByteBuffer, thenEOF atEOF: Bool) {
         var bytes = bytes
+        lastActivity = eventLoop.now
         if frames != nil {
             guard !closingItself else { return }
-            lastActivity = .now()
             switch frames!.fromUpstream(bytes) {
             case .forward(let passing): bytes = passing
             case .tooBig(let passing):
@@ -222,7 +231,9 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     }
 
     private func upstreamEnded() {
-        guard !upstreamEOF else { return }
+        // After the end, nothing more goes to the client: cancelling the stream task in `end`
+        // completes it, which would otherwise half-close a connection about to be reset.
+        guard !ended, !upstreamEOF else { return }
         upstreamEOF = true
         connection?.closeOutput()
         endIfBothClosed()
@@ -282,12 +293,22 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         EventLoopFuture.whenAllComplete(written, on: eventLoop).whenComplete { [self] _ in onLoop { self.end(nil) } }
     }
 
-    /// Checks for the idle timeout at the earliest moment it can have passed.
+    /// Checks for the idle timeout at the earliest moment it can have passed (one timer per
+    /// relay, set again from the last activity rather than moved on every byte).
     private func scheduleIdleCheck() {
-        guard let idle = webSocketLimits?.idleTimeout, !ended else { return }
+        guard let idle = idleTimeout, !ended else { return }
         idleCheck = eventLoop.scheduleTask(deadline: lastActivity + TimeAmount(idle)) { [self] in
             guard !ended, !closingItself else { return }
-            if NIODeadline.now() >= lastActivity + TimeAmount(idle) { closeBothSides(code: 1001) } else { scheduleIdleCheck() }
+            guard eventLoop.now >= lastActivity + TimeAmount(idle) else {
+                scheduleIdleCheck()
+                return
+            }
+            if frames != nil {
+                closeBothSides(code: 1001)
+            } else {
+                totals.idleTimedOut = true
+                end(nil)
+            }
         }
     }
 

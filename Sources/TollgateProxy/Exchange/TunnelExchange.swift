@@ -207,7 +207,8 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         established = true
         connectTimer?.cancel()
         record.status = 200
-        let relay = StreamRelay(stream: task, connection: connection, eventLoop: eventLoop) { [self] totals, _ in
+        let relay = StreamRelay(stream: task, connection: connection, eventLoop: eventLoop, idleTimeout: rules.tunnelIdleTimeout) {
+            [self] totals, _ in
             record.bodyBytes = totals.toClient
             record.requestBodyBytes = totals.toUpstream
             record.upstreamBytesReceived = totals.toClient

@@ -22,6 +22,8 @@ final class ExchangeRules: Sendable {
     let harEntries: Int
     /// `limits.websocket-max-message` and `limits.websocket-idle-timeout`.
     let webSocket: WebSocketRelayLimits
+    /// `limits.tunnel-idle-timeout`: a tunnel's (or another upgrade's) relay with no byte either way.
+    let tunnelIdleTimeout: Duration
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
@@ -30,6 +32,7 @@ final class ExchangeRules: Sendable {
         let limits = environment.policy.limits
         upstreamTimeout = limits.upstreamTimeout
         webSocket = WebSocketRelayLimits(maximumMessageSize: limits.websocketMaxMessage, idleTimeout: limits.websocketIdleTimeout)
+        tunnelIdleTimeout = limits.tunnelIdleTimeout
         harEntries = environment.policy.configuration.log.harEntries
         offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(
