@@ -188,6 +188,7 @@ test: deps ## Build the tests, run the whole suite, then again as a release buil
 	if [ "$$status" -eq 124 ] || [ "$$status" -eq 137 ]; then \
 		echo "test: the suite did not finish within $(TEST_TIMEOUT) seconds" >&2; \
 	fi; \
+	if [ "$$status" -ne 0 ] && ! grep -qE 'Test run with [0-9]+ tests?' $(TEST_LOG); then .ci/unfinished-tests $(TEST_LOG); fi; \
 	exit $$status
 	@$(MAKE) --no-print-directory release-suite
 
@@ -201,6 +202,8 @@ test: deps ## Build the tests, run the whole suite, then again as a release buil
 # swift-testing's capture of a backtrace at each thrown error is turned off: libgcc's unwinder
 # crashes walking LTO-built frames (nothing else in the program unwinds; a Swift error is an
 # ordinary return).
+# A suite that stops before its end (a crash, the timeout) is followed by the names of the tests
+# that were running then (.ci/unfinished-tests): a crash prints none of its own.
 test-release: deps ## The whole suite again, compiled as a release build (at most 18 minutes)
 	@$(MAKE) --no-print-directory release-suite
 
@@ -216,6 +219,9 @@ release-suite:
 	grep -E '✘|Test run with [0-9]+ tests?' $(TEST_LOG_RELEASE) | tail -n 20 || true; \
 	if [ "$$status" -eq 124 ] || [ "$$status" -eq 137 ]; then \
 		echo "test-release: the build and suite did not finish within $(TEST_RELEASE_TIMEOUT) seconds" >&2; \
+	fi; \
+	if [ "$$status" -ne 0 ] && grep -q 'Test run started' $(TEST_LOG_RELEASE) && ! grep -qE 'Test run with [0-9]+ tests?' $(TEST_LOG_RELEASE); then \
+		.ci/unfinished-tests $(TEST_LOG_RELEASE); \
 	fi; \
 	exit $$status
 
