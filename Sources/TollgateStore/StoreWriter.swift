@@ -74,6 +74,16 @@ public final class StoreWriter: Sendable {
         }
     }
 
+    /// Blocks until every closure submitted before this call has committed or failed: a reader
+    /// then sees their writes. Returns at once on the writer thread itself (it would wait for
+    /// itself) and when the writer no longer takes work.
+    public func waitForQueuedWrites() {
+        guard !queue.isWriterThread else { return }
+        let done = DispatchSemaphore(value: 0)
+        submit({ _ in }, completion: { _ in done.signal() })
+        done.wait()
+    }
+
     /// Stops accepting work, lets the writer thread finish everything queued, and waits
     /// for it to exit (unless called from the writer thread itself, e.g. a completion).
     /// Later submits fail with `StoreError.writerStopped`.

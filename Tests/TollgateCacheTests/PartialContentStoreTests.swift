@@ -1,8 +1,11 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
-import TollgateCache
 import TollgateHTTP
+import TollgateStore
+
+@testable import TollgateCache
 
 @Suite("Partial content in the store: pieces kept, combined, replaced", .timeLimit(.minutes(1)))
 struct PartialContentStoreTests {
@@ -158,6 +161,64 @@ struct PartialContentStoreTests {
             try put(store, url, body: pattern(100))
             #expect(store.partialContent(for: key) == nil)
             #expect(!bodyFiles(directory).contains { $0.hasPrefix("partial-") })
+        }
+    }
+
+    @Test("Starting a piece does not wait for a commit: the record is written by the writer thread, and finishing waits for it")
+    func startsWithoutCommitting() throws {
+        try withStore { store, directory in
+            // The writer thread holds LMDB's write lock until released: a piece that committed
+            // its record as it starts (as an event loop once did) would wait for it.
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            let held = NIOLockedValueBox(true)
+            store.writer.submit(
+                { _ in
+                    holding.signal()
+                    _ = release.wait(timeout: .now() + 20)
+                    held.withLockedValue { $0 = false }
+                },
+                completion: { _ in }
+            )
+            holding.wait()
+            let head = response(["ETag: \"v1\"", "Content-Range: bytes 0-49/100", "Content-Length: 50"], status: 206)
+            let writer = try #require(try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now))
+            try writer.append(buffer(Array(pattern(100)[0..<50])))
+            #expect(held.withLockedValue { $0 }, "beginPiece waited for the writer")
+            #expect(store.partialContent(for: key) == nil)  // not written yet
+            release.signal()
+            #expect(try writer.finish() == .kept(presentBytes: 50))
+            #expect(store.partialContent(for: key)?.covered == [0..<50])
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 1)
+        }
+    }
+
+    @Test("Two new pieces of one validator begun at once: the first filed keeps its bytes; the other is superseded and its file removed")
+    func twoNewPiecesAtOnce() throws {
+        try withStore { store, directory in
+            let body = pattern(100)
+            func begin(_ range: Range<Int>) throws -> PartialPieceWriter {
+                let head = response(
+                    ["ETag: \"v1\"", "Content-Range: bytes \(range.lowerBound)-\(range.upperBound - 1)/100", "Content-Length: \(range.count)"],
+                    status: 206
+                )
+                let writer = try #require(try store.beginPiece(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now))
+                try writer.append(buffer(Array(body[range])))
+                return writer
+            }
+            // Both read an empty record before either is filed: each takes a file of its own.
+            let holding = DispatchSemaphore(value: 0)
+            let release = DispatchSemaphore(value: 0)
+            store.writer.submit({ _ in holding.signal(); _ = release.wait(timeout: .now() + 20) }, completion: { _ in })
+            holding.wait()
+            let first = try begin(0..<40)
+            let second = try begin(60..<100)
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 2)
+            release.signal()
+            #expect(try first.finish() == .kept(presentBytes: 40))
+            #expect(try second.finish() == .superseded)
+            #expect(store.partialContent(for: key)?.covered == [0..<40])
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 1)
         }
     }
 

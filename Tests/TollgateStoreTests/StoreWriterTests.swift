@@ -66,6 +66,28 @@ struct StoreWriterTests {
         }
     }
 
+    @Test("waitForQueuedWrites returns once what was submitted before it committed; in a completion, at once", .timeLimit(.minutes(1)))
+    func waitForQueuedWrites() throws {
+        try withEnvironment { environment throws in
+            let db = try environment.openDatabase(named: "entries")
+            let writer = StoreWriter(environment: environment)
+            let release = block(writer)
+            writer.submit({ try $0.put("queued", UInt64(1), in: db) }, completion: { _ in })
+            #expect(try environment.read { try $0.get("queued", as: UInt64.self, in: db) } == nil)
+            DispatchQueue.global().asyncAfter(deadline: .now() + .milliseconds(50)) { release.signal() }
+            writer.waitForQueuedWrites()
+            #expect(try environment.read { try $0.get("queued", as: UInt64.self, in: db) } == 1)
+            // On the writer thread it would wait for itself.
+            let returned = DispatchSemaphore(value: 0)
+            writer.submit({ _ in }, completion: { _ in
+                writer.waitForQueuedWrites()
+                returned.signal()
+            })
+            #expect(returned.wait(timeout: .now() + 10) == .success)
+            writer.shutdown()
+        }
+    }
+
     @Test("A closure that throws fails alone; the rest of its group commits", .timeLimit(.minutes(1)))
     func failureIsolation() throws {
         try withEnvironment { environment throws in

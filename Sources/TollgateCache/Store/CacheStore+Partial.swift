@@ -51,7 +51,9 @@ extension CacheStore {
     /// Starts keeping a piece of a response: a 206 (its Content-Range says where), or a 200
     /// whose body may be cut short (`start` 0). Nil when the response cannot be kept in pieces
     /// (Vary, no strong validator, no complete length, a multipart 206, over the size limit).
-    /// Blocking (opens and sizes the file, one LMDB write).
+    /// Opens and sizes the file and reads the record; the record is written on the store's
+    /// writer thread (see ``openPiece(key:response:start:completeLength:validator:)``), so an
+    /// event loop may call this.
     public func beginPiece(
         key: CacheKey,
         request: HTTPRequestHead,
@@ -95,32 +97,50 @@ extension CacheStore {
         return try openPiece(key: key, response: stored, start: start, completeLength: completeLength, validator: validator)
     }
 
-    /// Files the piece's response in the record (replacing one with another validator) and
-    /// opens the shared sparse file for writing.
+    /// Opens the piece's file for writing and files the piece's response in the record
+    /// (replacing one with another validator).
+    ///
+    /// Which file the piece goes to is decided by a read: the piece joins the kept file when the
+    /// record there has its validator and length, else it gets a new one. The record itself is
+    /// written by the store's writer thread, not here — a piece starts on an event loop, and a
+    /// commit waits for two fsyncs (milliseconds on a disk) during which the loop would serve no
+    /// one. ``PartialPieceWriter/finish()`` waits for that write before it records its bytes, so
+    /// calls made one after another act in their order. A record changed between the read and
+    /// the write (another validator replaced it; another new piece filed its own file first)
+    /// leaves this piece out: it finishes as superseded, and a file only it used is removed.
     func openPiece(
         key: CacheKey, response: StoredResponse, start: Int64, completeLength: Int64, validator: String
     ) throws -> PartialPieceWriter {
         let db = self.db
         let storageKey = key.storageKey
         let encodedResponse = Data(response.encodedRecord())
-        let candidate = BodyFiles.partialName(for: allocateID())
-        var freed: [String] = []
-        let fileName = try environment.write { txn -> String in
-            freed = []
-            var record = try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
-            if let kept = record, !validator.isEmpty, kept.validator == validator, kept.completeLength == completeLength {
-                record!.response = encodedResponse  // the newest piece's fields describe the whole (§3.4)
-            } else {
-                if let kept = record { freed.append(kept.file) }
+        let kept = try environment.read { txn in
+            try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+        }
+        let joins = kept.map { Self.sharesPieces($0, validator: validator, completeLength: completeLength) } ?? false
+        let fileName = joins ? kept!.file : BodyFiles.partialName(for: allocateID())
+        writer.submit(
+            { [self] txn -> [String] in
+                var record = try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+                if joins {
+                    guard record?.file == fileName else { return [] }
+                    record!.response = encodedResponse  // the newest piece's fields describe the whole (§3.4)
+                    try txn.put(storageKey, try record!.encoded(), in: db.partials)
+                    return []
+                }
+                if let other = record, Self.sharesPieces(other, validator: validator, completeLength: completeLength) { return [] }
+                var freed = record.map { [$0.file] } ?? []
                 record = PartialRecord(
-                    response: encodedResponse, completeLength: completeLength, covered: [], file: candidate, validator: validator
+                    response: encodedResponse, completeLength: completeLength, covered: [], file: fileName, validator: validator
                 )
                 freed += try trimPartials(txn)
+                try txn.put(storageKey, try record!.encoded(), in: db.partials)
+                return freed
+            },
+            completion: { [files] result in
+                if case .success(let freed) = result { for name in freed { files.remove(name) } }
             }
-            try txn.put(storageKey, try record!.encoded(), in: db.partials)
-            return record!.file
-        }
-        for name in freed { files.remove(name) }
+        )
         let path = files.path(fileName)
         let fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
@@ -135,12 +155,20 @@ extension CacheStore {
         )
     }
 
+    /// Whether a piece of `validator` and `completeLength` goes into `record`'s file: only pieces
+    /// with the same strong validator are combined (§3.4).
+    private static func sharesPieces(_ record: PartialRecord, validator: String, completeLength: Int64) -> Bool {
+        !validator.isEmpty && record.validator == validator && record.completeLength == completeLength
+    }
+
     /// Records the bytes a piece wrote (already synced) and combines the pieces into a complete
     /// entry when they cover the whole body. Blocking.
     func recordPiece(
         key: CacheKey, fileName: String, range: Range<Int64>, replacementFields: HeaderFields? = nil
     ) throws -> PartialPieceWriter.Outcome {
         guard !range.isEmpty else { return .kept(presentBytes: 0) }
+        // The record written when the piece (and any piece begun before it) opened.
+        writer.waitForQueuedWrites()
         let rules = options.rules
         let db = self.db
         let storageKey = key.storageKey
@@ -150,7 +178,10 @@ extension CacheStore {
             freed = []
             guard var record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil,
                 record.file == fileName
-            else { return .superseded }
+            else {
+                freed = [fileName]  // no record names it (any more): no piece can join it
+                return .superseded
+            }
             let merged = record.validator.isEmpty ? [range] : PartialContent.merge(record.ranges, range)
             record.ranges = merged
             if let replacementFields, var response = record.storedResponse {
