@@ -27,21 +27,39 @@ extension ForwardExchange {
                 completionHandler(decision)
                 return
             }
-            recheckDestination(next.url) { [self] verdict in
-                eventLoop.execute { [self] in
-                    guard let verdict else {
-                        completionHandler(decision)
-                        return
-                    }
-                    if !isFinished, !responseStarted {
-                        ownAnswer = OwnResponse(
-                            .hostDenied,
-                            "a redirect to \(next.url.authority) leads to a denied destination: \(verdict)"
-                        )
-                    }
-                    // Not followed; the redirect response is then refused in favour of the 403.
+            let check = { [self] in
+                // A 307 or 308 keeps the body: one that was not kept cannot be sent to the new
+                // target, so the redirect is the client's (which can send its body again).
+                if case .stream = next.body, !canResendBody {
                     completionHandler(.deliverRedirectResponse)
+                } else {
+                    followIfAllowed(next, decision: decision, completionHandler: completionHandler)
                 }
+            }
+            if eventLoop.inEventLoop { check() } else { eventLoop.execute(check) }
+        }
+    }
+
+    /// Follows `next` when the destination rules allow its target, else answers 403 instead.
+    private func followIfAllowed(
+        _ next: Request,
+        decision: RedirectDecision,
+        completionHandler: @escaping @Sendable (RedirectDecision) -> Void
+    ) {
+        recheckDestination(next.url) { [self] verdict in
+            eventLoop.execute { [self] in
+                guard let verdict else {
+                    completionHandler(decision)
+                    return
+                }
+                if !isFinished, !responseStarted {
+                    ownAnswer = OwnResponse(
+                        .hostDenied,
+                        "a redirect to \(next.url.authority) leads to a denied destination: \(verdict)"
+                    )
+                }
+                // Not followed; the redirect response is then refused in favour of the 403.
+                completionHandler(.deliverRedirectResponse)
             }
         }
     }

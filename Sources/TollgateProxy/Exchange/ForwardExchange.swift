@@ -40,6 +40,10 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     var bodyStreamGiven = false
     /// Body pieces that arrived before the session asked for the body.
     var heldBody: [ByteBuffer] = []
+    /// The client's body so far, kept to be sent again (a followed 307, an answered 401, a
+    /// refused stream); nil once it passed ``resendableBodyLimit``.
+    var keptBody: [ByteBuffer]? = []
+    var keptBodyBytes = 0
     var holdingReads = false
     var requestEnded = false
     /// Body pieces handed to the session and not yet taken.
@@ -281,6 +285,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     func clientBodyReceived(_ buffer: ByteBuffer) {
         guard !isFinished else { return }
         record.requestBodyBytes += Int64(buffer.readableBytes)
+        keepForResend(buffer)
         if bodyStreamGiven, let bodyStream {
             send(buffer, to: bodyStream)
         } else {
@@ -288,7 +293,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
     }
 
-    private func send(_ piece: ByteBuffer, to stream: BodyStream) {
+    func send(_ piece: ByteBuffer, to stream: BodyStream) {
         let taken = stream.write(piece, on: eventLoop)
         connection?.trackBodyPiece(taken)
         piecesWaiting += 1
@@ -357,9 +362,8 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         _ task: SessionTask,
         needNewBodyStream completionHandler: @escaping @Sendable (BodyStreamDecision) -> Void
     ) {
-        // The client's body streams through once; it cannot be given again for a retry.
         guard let bodyStream, !bodyStreamGiven else {
-            completionHandler(.stream(nil))
+            completionHandler(.stream(resendBodyStream()))
             return
         }
         bodyStreamGiven = true

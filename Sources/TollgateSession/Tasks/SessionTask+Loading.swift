@@ -144,6 +144,9 @@ extension SessionTask {
                     fail(lost)
                     return
                 }
+                // The stream of an earlier send is done with: the producer's writes still waiting
+                // on it fail rather than wait for ever.
+                if let earlier = engine.bodyStream, earlier !== stream { earlier.close() }
                 engine.bodyStream = stream
                 let declared = request.headerFields[.contentLength].flatMap { Int64($0) }
                 setExpectedToSend(declared ?? -1)
