@@ -5,6 +5,8 @@ import NIOConcurrencyHelpers
 public final class ChildProcess: Sendable {
     private let process: Process
     private let output = NIOLockedValueBox(Output())
+    private let stdoutPipe: Pipe
+    private let stderrPipe: Pipe
 
     /// What the process wrote on its two pipes.
     private struct Output {
@@ -38,6 +40,8 @@ public final class ChildProcess: Sendable {
         process.standardError = stderr
         process.standardInput = FileHandle.nullDevice
         self.process = process
+        self.stdoutPipe = stdout
+        self.stderrPipe = stderr
         Self.collect(stdout, into: \.stdout, of: output)
         Self.collect(stderr, into: \.stderr, of: output)
         try process.run()
@@ -57,6 +61,12 @@ public final class ChildProcess: Sendable {
                 if data.isEmpty { $0[keyPath: stream].ended = true }
             }
         }
+    }
+
+    /// Bytes waiting in `pipe` to be read (FIONREAD).
+    private static func unreadBytes(_ pipe: Pipe) -> Int {
+        var count: Int32 = 0
+        return ioctl(pipe.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : 1
     }
 
     /// The process's identifier.
@@ -98,11 +108,21 @@ public final class ChildProcess: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         // The last output arrives through the readability handlers after the exit: wait for both
-        // pipes' ends (a grandchild that keeps them open, like a daemon a script started, is given
-        // up on after five seconds).
+        // pipes' ends — or, since the end is not always reported (another process spawned
+        // meanwhile may hold a pipe's write end, and the handler sometimes misses the EOF: seen
+        // as five-second stalls), until nothing is left unread in either pipe and nothing more
+        // arrived for two looks in a row. A grandchild still writing is given up on after five
+        // seconds.
         let drained = ContinuousClock.now + .seconds(5)
+        var quiet = 0
+        var seen = -1
         while !output.withLockedValue({ $0.stdout.ended && $0.stderr.ended }) && ContinuousClock.now < drained {
             try await Task.sleep(for: .milliseconds(10))
+            let count = output.withLockedValue { $0.stdout.bytes.count + $0.stderr.bytes.count }
+            let unread = Self.unreadBytes(stdoutPipe) + Self.unreadBytes(stderrPipe)
+            quiet = unread == 0 && count == seen ? quiet + 1 : 0
+            seen = count
+            if quiet >= 2 { break }
         }
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
     }
