@@ -174,7 +174,7 @@ extension ForwardExchange {
         // A WebSocket upgrade is relayed frame by frame; any other protocol as opaque bytes.
         let isWebSocket = Self.upgradesTo("websocket", record.head.headerFields) && Self.upgradesTo("websocket", response.headerFields)
         let relay = StreamRelay(
-            stream: streamTask, connection: connection, eventLoop: eventLoop, upgraded: true,
+            stream: streamTask, connection: connection, eventLoop: eventLoop,
             webSocket: isWebSocket ? rules.webSocket : nil, idleTimeout: rules.tunnelIdleTimeout
         ) { [self] totals, _ in
             record.bodyBytes = totals.toClient

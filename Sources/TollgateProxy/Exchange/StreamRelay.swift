@@ -60,21 +60,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     /// When a byte last passed either way, on the event loop's clock.
     private var lastActivity: NIODeadline
     private var idleCheck: Scheduled<Void>?
-    /// How long the next read of an upgraded connection waits before it is made again, until the
-    /// first bytes arrive (nil after that, and for tunnels).
-    ///
-    /// Works around the session engine: after `becomeStream` the bytes that followed the 101 are
-    /// handed to the stream's connection handler by the HTTP decoder as it leaves the pipeline
-    /// (NIO removes a decoder on a later event-loop tick), which is after the stream task took its
-    /// first read; the handler keeps them without serving that read until the socket brings more.
-    /// A read made again finds them at once. The wait starts at 20 ms and doubles up to 1 s.
-    private var nudge: Duration?
-
-    private static let firstNudge: Duration = .milliseconds(20)
-    private static let maximumNudge: Duration = .seconds(1)
-
     /// - Parameters:
-    ///   - upgraded: the stream task was a data task that got a 101 (see ``nudge``).
     ///   - webSocket: the limits of a WebSocket upgrade, whose frames are read (nil: opaque bytes).
     ///   - idleTimeout: how long opaque bytes may stop both ways before the relay ends
     ///     (`limits.tunnel-idle-timeout`; nil: no limit). A WebSocket relay has its own.
@@ -82,7 +68,6 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         stream: any RelayUpstream,
         connection: any RelayClientSide,
         eventLoop: any EventLoop,
-        upgraded: Bool = false,
         webSocket: WebSocketRelayLimits? = nil,
         idleTimeout: Duration? = nil,
         onEnd: @escaping (Totals, SessionError?) -> Void
@@ -90,7 +75,6 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         self.stream = stream
         self.connection = connection
         self.eventLoop = eventLoop
-        self.nudge = upgraded ? Self.firstNudge : nil
         self.idleTimeout = webSocket?.idleTimeout ?? idleTimeout
         self.lastActivity = eventLoop.now
         self.frames = webSocket.map(WebSocketRelayFrames.init)
@@ -167,19 +151,9 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     // MARK: upstream → client
 
     private func readFromUpstream() {
-        let nudge = self.nudge
-        stream.readData(ofMinLength: 1, maxLength: Self.readSize, timeout: nudge ?? .zero) {
-            [self] bytes, atEOF, error in
+        stream.readData(ofMinLength: 1, maxLength: Self.readSize, timeout: .zero) { [self] bytes, atEOF, error in
             onLoop { [self] in
                 guard !ended else { return }
-                if let nudge {
-                    if error?.code == .timedOut {
-                        self.nudge = min(nudge * 2, Self.maximumNudge)
-                        readFromUpstream()
-                        return
-                    }
-                    self.nudge = nil
-                }
                 if let error {
                     end(error)
                 } else if let bytes, bytes.readableBytes > 0 {
