@@ -35,8 +35,7 @@ struct RequestHeadEncoder {
         self.head = head
         let fields = head.headerFields
         isHead = head.method == .head
-        keepAlive = !fields.contains(.connection)
-            || !FieldList.elements(fields.values(for: .connection)).contains { $0.lowercased() == "close" }
+        keepAlive = !fields.listContains(.connection, token: "close")
         var after: (name: String, value: String)?
         // Host first when the request has none: written from the URL's parts, no string made.
         let hostLine = fields.contains(.host) ? nil : (host: head.url.hostForURL, port: head.url.shownPort)
