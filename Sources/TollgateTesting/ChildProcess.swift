@@ -12,6 +12,8 @@ public final class ChildProcess: Sendable {
     private struct Output {
         var stdout = Stream()
         var stderr = Stream()
+        /// Readability handlers between taking bytes from a pipe and adding them here.
+        var reading = 0
     }
 
     /// One pipe's bytes so far, and whether it reached its end.
@@ -54,11 +56,14 @@ public final class ChildProcess: Sendable {
         of output: NIOLockedValueBox<Output>
     ) {
         pipe.fileHandleForReading.readabilityHandler = { handle in
+            // Counted while its bytes are out of the pipe and not yet here (see waitForExit).
+            output.withLockedValue { $0.reading += 1 }
             let data = handle.availableData
             if data.isEmpty { handle.readabilityHandler = nil }  // EOF
             output.withLockedValue {
                 $0[keyPath: stream].bytes += data
                 if data.isEmpty { $0[keyPath: stream].ended = true }
+                $0.reading -= 1
             }
         }
     }
@@ -108,21 +113,20 @@ public final class ChildProcess: Sendable {
             try await Task.sleep(for: .milliseconds(20))
         }
         // The last output arrives through the readability handlers after the exit: wait for both
-        // pipes' ends — or, since the end is not always reported (another process spawned
-        // meanwhile may hold a pipe's write end, and the handler sometimes misses the EOF: seen
-        // as five-second stalls), until nothing is left unread in either pipe and nothing more
-        // arrived for two looks in a row. A grandchild still writing is given up on after five
-        // seconds.
+        // pipes' ends — or, since the end is not always reported (a process spawned meanwhile may
+        // hold a pipe's write end, and the handler at times misses the EOF: seen as five-second
+        // stalls), until nothing is left in either pipe and no handler holds bytes it took out
+        // of one. The process has exited, so no more bytes come: checked under the lock the
+        // handlers count themselves in by, that is all of it. A grandchild still writing (a
+        // daemon a script started) is given up on after five seconds.
         let drained = ContinuousClock.now + .seconds(5)
-        var quiet = 0
-        var seen = -1
-        while !output.withLockedValue({ $0.stdout.ended && $0.stderr.ended }) && ContinuousClock.now < drained {
+        while ContinuousClock.now < drained {
+            let complete = output.withLockedValue {
+                ($0.stdout.ended && $0.stderr.ended)
+                    || ($0.reading == 0 && Self.unreadBytes(stdoutPipe) == 0 && Self.unreadBytes(stderrPipe) == 0)
+            }
+            if complete { break }
             try await Task.sleep(for: .milliseconds(10))
-            let count = output.withLockedValue { $0.stdout.bytes.count + $0.stderr.bytes.count }
-            let unread = Self.unreadBytes(stdoutPipe) + Self.unreadBytes(stderrPipe)
-            quiet = unread == 0 && count == seen ? quiet + 1 : 0
-            seen = count
-            if quiet >= 2 { break }
         }
         return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
     }

@@ -40,6 +40,7 @@ struct ConnectTunnelTests {
             let line = try #require(proxy.accessLog.first)
             #expect(line.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 200 14 "), "\(line)")
             try await eventually("the stream task ends") { proxy.session.allTasks.isEmpty }
+            #expect(proxy.server.configuration.metrics.exposition().contains("tollgate_tunnel_idle_closes_total 0\n"))
         }
     }
 
@@ -68,6 +69,7 @@ struct ConnectTunnelTests {
             let line = try #require(proxy.accessLog.first)
             #expect(line.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 200 6 "), "\(line)")
             try await eventually("the stream task ends") { proxy.session.allTasks.isEmpty }
+            #expect(proxy.server.configuration.metrics.exposition().contains("tollgate_tunnel_idle_closes_total 1\n"))
         }
     }
 

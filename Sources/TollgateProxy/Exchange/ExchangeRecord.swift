@@ -31,6 +31,7 @@ struct ExchangeRecord: Sendable {
         var upstreamBytesSent: Int64 = 0
         var isTunnel = false
         var webSocket: WebSocketTotals?
+        var closedIdle = false
     }
 
     @CopyOnWrite private var fields: Fields
@@ -87,6 +88,11 @@ struct ExchangeRecord: Sendable {
     var isTunnel: Bool {
         get { fields.isTunnel }
         set { fields.isTunnel = newValue }
+    }
+    /// Whether the proxy closed the tunnel (or upgraded connection) for `limits.tunnel-idle-timeout`.
+    var closedIdle: Bool {
+        get { fields.closedIdle }
+        set { fields.closedIdle = newValue }
     }
     /// What passed through a WebSocket upgrade (nil for anything else).
     var webSocket: WebSocketTotals? {

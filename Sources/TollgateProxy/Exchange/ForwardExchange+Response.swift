@@ -179,6 +179,7 @@ extension ForwardExchange {
         ) { [self] totals, _ in
             record.bodyBytes = totals.toClient
             record.webSocket = totals.webSocket
+            record.closedIdle = totals.idleTimedOut
             finish()
         }
         streamTask.delegate = relay

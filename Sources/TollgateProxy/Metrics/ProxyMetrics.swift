@@ -33,6 +33,7 @@ public final class ProxyMetrics: Sendable {
     private let upstreamBytesIn: Counter
     private let upstreamBytesOut: Counter
     private let webSocketConnections: Counter
+    private let tunnelIdleCloses: Counter
     /// WebSocket messages relayed: to the upstream, to the client.
     private let webSocketMessages: (toUpstream: Counter, toClient: Counter)
     /// Failed client handshakes on TLS listeners, in the order of ``ClientHandshakeFailure/allCases``.
@@ -95,6 +96,12 @@ public final class ProxyMetrics: Sendable {
             registry.makeCounter(descriptor: messages, labels: [("direction", "to_upstream")]),
             registry.makeCounter(descriptor: messages, labels: [("direction", "to_client")])
         )
+        tunnelIdleCloses = registry.makeCounter(
+            descriptor: .named(
+                "tollgate_tunnel_idle_closes_total",
+                help: "Tunnels and non-WebSocket upgrades the proxy closed for limits.tunnel-idle-timeout."
+            )
+        )
         let handshakeFailures = MetricNameDescriptor.named(
             "tollgate_client_tls_handshake_failures_total",
             help: "Client TLS handshakes on TLS listeners that failed, by reason: alert, failed, closed."
@@ -139,6 +146,7 @@ public final class ProxyMetrics: Sendable {
         if record.bodyBytes > 0 { clientBytesOut.increment(by: record.bodyBytes) }
         if record.upstreamBytesReceived > 0 { upstreamBytesIn.increment(by: record.upstreamBytesReceived) }
         if record.upstreamBytesSent > 0 { upstreamBytesOut.increment(by: record.upstreamBytesSent) }
+        if record.closedIdle { tunnelIdleCloses.increment() }
         if let webSocket = record.webSocket {
             webSocketConnections.increment()
             webSocketMessages.toUpstream.increment(by: Int64(webSocket.messagesToUpstream))
