@@ -17,15 +17,20 @@ struct RequestBodyResendTests {
         defer { try? FileManager.default.removeItem(at: file) }
         let result = try await ChildProcess.run(
             "/usr/bin/curl",
-            ["-s", "--noproxy", "", "-x", "http://127.0.0.1:\(port)", "-H", "Expect:", "--data-binary", "@\(file.path)",
-             "-w", "\n%{http_code}", url]
+            [
+                "-s", "--noproxy", "", "-x", "http://127.0.0.1:\(port)", "-H", "Expect:", "--data-binary",
+                "@\(file.path)",
+                "-w", "\n%{http_code}", url,
+            ]
         )
         #expect(result.status == 0, "curl failed: \(result.stderr)")
         let lines = result.stdout.split(separator: "\n", omittingEmptySubsequences: false)
         return (String(lines.last ?? ""), lines.dropLast().joined(separator: "\n"))
     }
 
-    private func body(_ size: Int) -> String { String(decoding: (0..<size).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self) }
+    private func body(_ size: Int) -> String {
+        String(decoding: (0..<size).map { UInt8(ascii: "a") + UInt8($0 % 26) }, as: UTF8.self)
+    }
 
     /// An origin that redirects `POST /a` to `/b` with 307 and answers `/b` with the body's length
     /// and its first bytes.
@@ -34,14 +39,20 @@ struct RequestBodyResendTests {
             if request.path == "/a" {
                 respond.send(status: 307, headers: ["Location": "/b"], body: "moved")
             } else {
-                respond.send(status: 200, body: "\(request.method) \(request.path) \(request.body.count) \(request.bodyText.prefix(8))")
+                respond.send(
+                    status: 200,
+                    body: "\(request.method) \(request.path) \(request.body.count) \(request.bodyText.prefix(8))"
+                )
             }
         }
     }
 
     /// A proxy whose session follows redirects and answers challenges from its credential storage
     /// (no delegate), as a rule with `redirects: follow` and `credentials` does.
-    private func withFollowingProxy(credential: (ProtectionSpace, Credential)? = nil, _ body: (Int) async throws -> Void) async throws {
+    private func withFollowingProxy(
+        credential: (ProtectionSpace, Credential)? = nil,
+        _ body: (Int) async throws -> Void
+    ) async throws {
         var configuration = SessionConfiguration.ephemeral
         configuration.credentialStorage = CredentialStorage()
         if let (space, credential) = credential { configuration.credentialStorage?.set(credential, for: space) }
@@ -58,6 +69,24 @@ struct RequestBodyResendTests {
             throw error
         }
         await server.shutdown(gracePeriod: .seconds(1))
+    }
+
+    /// ``withFollowingProxy(credential:_:)`` whose storage answers `origin`'s Basic realm `r` as `u:p`.
+    private func withFollowingProxy(
+        credentialFor origin: LoopbackOrigin,
+        _ body: (Int) async throws -> Void
+    ) async throws {
+        let space = ProtectionSpace(
+            host: "127.0.0.1",
+            port: origin.port,
+            protocol: "http",
+            realm: "r",
+            authenticationMethod: .httpBasic
+        )
+        try await withFollowingProxy(
+            credential: (space, Credential(user: "u", password: "p", persistence: .forSession)),
+            body
+        )
     }
 
     @Test("A POST redirected with 307 reaches the new target with its whole body, small and up to 256 KiB")
@@ -89,7 +118,9 @@ struct RequestBodyResendTests {
         }
     }
 
-    @Test("A 401 answered with the session's credential gets the POST's body again; once the space authenticated, a large body goes with Basic at once")
+    @Test(
+        "A 401 answered with the session's credential gets the POST's body again; once the space authenticated, a large body goes with Basic at once"
+    )
     func challengeWithBody() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in
             if request.headerFields["Authorization"] == "Basic dTpw" {
@@ -99,8 +130,7 @@ struct RequestBodyResendTests {
             }
         }
         defer { origin.stop() }
-        let space = ProtectionSpace(host: "127.0.0.1", port: origin.port, protocol: "http", realm: "r", authenticationMethod: .httpBasic)
-        try await withFollowingProxy(credential: (space, Credential(user: "u", password: "p", persistence: .forSession))) { port in
+        try await withFollowingProxy(credentialFor: origin) { port in
             let small = try await post(1_000, to: "http://127.0.0.1:\(origin.port)/upload", through: port)
             #expect(small.status == "200")
             #expect(small.body == "in 1000")
@@ -118,10 +148,8 @@ struct RequestBodyResendTests {
             respond.send(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"r\""], body: "who?")
         }
         defer { origin.stop() }
-        let space = ProtectionSpace(host: "127.0.0.1", port: origin.port, protocol: "http", realm: "r", authenticationMethod: .httpBasic)
-        try await withFollowingProxy(credential: (space, Credential(user: "u", password: "p", persistence: .forSession))) { port in
+        try await withFollowingProxy(credentialFor: origin) { port in
             let answer = try await post(300_000, to: "http://127.0.0.1:\(origin.port)/upload", through: port)
-
             #expect(answer.status == "401")
             #expect(answer.body == "who?")
             #expect(origin.requestCount == 1)
