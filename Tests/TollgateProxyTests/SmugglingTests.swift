@@ -71,7 +71,11 @@ struct SmugglingTests {
             try await client.send(
                 "POST http://127.0.0.1:\(origin.port)/a HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n"
             )
-            try await Task.sleep(for: .milliseconds(200))
+            // The request is under way upstream before the bad chunk comes (a fixed sleep was not
+            // always long enough under a sanitizer's load: the connection then opened after the
+            // task was cancelled, and stayed in the pool).
+            try await eventually("the upstream connection") { origin.openConnectionCount == 1 }
+            try await Task.sleep(for: .milliseconds(50))
             try await client.send("zz\r\nGET /smuggled HTTP/1.1\r\n\r\n0\r\n\r\n")
             try await client.waitForClose()
             let response = try #require(client.responses.first)
