@@ -20,10 +20,10 @@ extension ForwardExchange {
     var canResendBody: Bool { keptBody != nil }
 
     /// Keeps a piece of the client's body for a resend, or stops keeping past the limit.
+    /// Called once the record counted the piece (its `requestBodyBytes` is the body so far).
     func keepForResend(_ piece: ByteBuffer) {
         guard keptBody != nil else { return }
-        keptBodyBytes += piece.readableBytes
-        if keptBodyBytes > Self.resendableBodyLimit {
+        if record.requestBodyBytes > Int64(Self.resendableBodyLimit) {
             keptBody = nil
         } else {
             keptBody!.append(piece)

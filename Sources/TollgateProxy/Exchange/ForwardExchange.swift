@@ -43,7 +43,6 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     /// The client's body so far, kept to be sent again (a followed 307, an answered 401, a
     /// refused stream); nil once it passed ``resendableBodyLimit``.
     var keptBody: [ByteBuffer]? = []
-    var keptBodyBytes = 0
     var holdingReads = false
     var requestEnded = false
     /// Body pieces handed to the session and not yet taken.
