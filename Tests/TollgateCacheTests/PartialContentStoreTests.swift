@@ -193,8 +193,10 @@ struct PartialContentStoreTests {
         }
     }
 
-    @Test("Two new pieces of one validator begun at once: the first filed keeps its bytes; the other is superseded and its file removed")
+    @Test("Two new pieces of one validator begun at once each take a file; the one filed second copies its bytes into the first's, and they combine")
     func twoNewPiecesAtOnce() throws {
+        // As a cut download's salvaged prefix and the 206 of its resume can: both read an empty
+        // record before either is filed.
         try withStore { store, directory in
             let body = pattern(100)
             func begin(_ range: Range<Int>) throws -> PartialPieceWriter {
@@ -206,19 +208,26 @@ struct PartialContentStoreTests {
                 try writer.append(buffer(Array(body[range])))
                 return writer
             }
-            // Both read an empty record before either is filed: each takes a file of its own.
             let holding = DispatchSemaphore(value: 0)
             let release = DispatchSemaphore(value: 0)
             store.writer.submit({ _ in holding.signal(); _ = release.wait(timeout: .now() + 20) }, completion: { _ in })
             holding.wait()
             let first = try begin(0..<40)
-            let second = try begin(60..<100)
-            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 2)
+            let second = try begin(40..<70)
+            let third = try begin(70..<100)
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 3)
             release.signal()
             #expect(try first.finish() == .kept(presentBytes: 40))
-            #expect(try second.finish() == .superseded)
-            #expect(store.partialContent(for: key)?.covered == [0..<40])
-            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 1)
+            #expect(try second.finish() == .kept(presentBytes: 70))
+            #expect(store.partialContent(for: key)?.covered == [0..<70])
+            #expect(bodyFiles(directory).filter { $0.hasPrefix("partial-") }.count == 2)  // the second's copied and gone
+            guard case .combined = try third.finish() else {
+                Issue.record("the pieces did not combine")
+                return
+            }
+            let entry = try #require(try store.lookup(key, requestHeaders: HeaderFields()))
+            #expect(try contents(entry) == body)
+            #expect(!bodyFiles(directory).contains { $0.hasPrefix("partial-") })
         }
     }
 

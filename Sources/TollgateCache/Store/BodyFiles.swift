@@ -122,6 +122,34 @@ struct BodyFiles: Sendable {
         }
     }
 
+    /// Copies the bytes at `range` of the file open on `source` to the same offsets of the file at
+    /// `path`, and syncs that file (a piece moved into the file another piece of its response
+    /// was filed with).
+    static func copyRange(_ range: Range<Int64>, from source: Int32, toFileAt path: String) throws {
+        let target = open(path, O_WRONLY | O_CLOEXEC)
+        guard target >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
+        defer { systemClose(target) }
+        var buffer = [UInt8](repeating: 0, count: 256 << 10)
+        var offset = range.lowerBound
+        while offset < range.upperBound {
+            let wanted = Int(min(range.upperBound - offset, Int64(buffer.count)))
+            let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, wanted, off_t(offset)) }
+            if count < 0 { throw CacheStoreError.io(errno, "cannot read a piece to copy it to \(path)") }
+            if count == 0 { throw CacheStoreError.truncatedBody }
+            var done = 0
+            while done < count {
+                let written = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    throw CacheStoreError.io(errno, "cannot write \(path)")
+                }
+                done += written
+            }
+            offset += Int64(count)
+        }
+        guard fsync(target) == 0 else { throw CacheStoreError.io(errno, "cannot sync \(path)") }
+    }
+
     /// The SHA-256 and length of a file's contents.
     func digest(of name: String) throws -> (length: Int64, digest: [UInt8]) {
         try Self.digest(atPath: path(name))

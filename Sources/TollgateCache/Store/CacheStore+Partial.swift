@@ -106,8 +106,11 @@ extension CacheStore {
     /// commit waits for two fsyncs (milliseconds on a disk) during which the loop would serve no
     /// one. ``PartialPieceWriter/finish()`` waits for that write before it records its bytes, so
     /// calls made one after another act in their order. A record changed between the read and
-    /// the write (another validator replaced it; another new piece filed its own file first)
-    /// leaves this piece out: it finishes as superseded, and a file only it used is removed.
+    /// the write leaves this piece's file unfiled: when another validator replaced the record, the
+    /// piece finishes as superseded; when another piece of the same response filed its own file
+    /// first (a cut download's salvaged prefix and the 206 of its resume, started at once), the
+    /// piece's bytes are copied into that file as it finishes (``recordPiece``). A file no record
+    /// names is then removed.
     func openPiece(
         key: CacheKey, response: StoredResponse, start: Int64, completeLength: Int64, validator: String
     ) throws -> PartialPieceWriter {
@@ -151,7 +154,8 @@ extension CacheStore {
             throw CacheStoreError.io(error, "cannot size \(path)")
         }
         return PartialPieceWriter(
-            store: self, key: key, fileName: fileName, descriptor: fd, start: start, limit: completeLength - start
+            store: self, key: key, fileName: fileName, descriptor: fd, start: start, limit: completeLength - start,
+            validator: validator
         )
     }
 
@@ -161,10 +165,13 @@ extension CacheStore {
         !validator.isEmpty && record.validator == validator && record.completeLength == completeLength
     }
 
-    /// Records the bytes a piece wrote (already synced) and combines the pieces into a complete
-    /// entry when they cover the whole body. Blocking.
+    /// Records the bytes a piece wrote (already synced) to `fileName`, open on `source`, and
+    /// combines the pieces into a complete entry when they cover the whole body. When the record
+    /// names another file of the same validator and length (another piece was filed first), the
+    /// bytes are copied there first. Blocking.
     func recordPiece(
-        key: CacheKey, fileName: String, range: Range<Int64>, replacementFields: HeaderFields? = nil
+        key: CacheKey, fileName: String, range: Range<Int64>, replacementFields: HeaderFields? = nil,
+        validator: String, completeLength: Int64, source: Int32
     ) throws -> PartialPieceWriter.Outcome {
         guard !range.isEmpty else { return .kept(presentBytes: 0) }
         // The record written when the piece (and any piece begun before it) opened.
@@ -172,14 +179,25 @@ extension CacheStore {
         let rules = options.rules
         let db = self.db
         let storageKey = key.storageKey
+        // Copied outside the write transaction (it can be megabytes); the transaction below
+        // records the range only if the record still names the file copied to.
+        var target = fileName
+        if let kept = try environment.read({ txn in
+            try txn.withValue(forKey: storageKey, in: db.partials) { PartialRecord.decode($0) } ?? nil
+        }), kept.file != fileName, Self.sharesPieces(kept, validator: validator, completeLength: completeLength) {
+            try BodyFiles.copyRange(range, from: source, toFileAt: files.path(kept.file))
+            target = kept.file
+        }
         enum Step { case superseded, kept(Int64), whole(PartialRecord) }
         var freed: [String] = []
         let step = try environment.write { txn -> Step in
-            freed = []
+            // This piece's own file, once its bytes went to the filed one or when no record names
+            // it (any more): no piece can join it.
+            freed = target == fileName ? [] : [fileName]
             guard var record = try txn.withValue(forKey: storageKey, in: db.partials, { PartialRecord.decode($0) }) ?? nil,
-                record.file == fileName
+                record.file == target
             else {
-                freed = [fileName]  // no record names it (any more): no piece can join it
+                freed = [fileName]
                 return .superseded
             }
             let merged = record.validator.isEmpty ? [range] : PartialContent.merge(record.ranges, range)
@@ -196,7 +214,7 @@ extension CacheStore {
                 return .whole(record)
             }
             try txn.put(storageKey, try record.encoded(), in: db.partials)
-            freed = try trimPartialBytes(txn, keeping: storageKey)
+            freed += try trimPartialBytes(txn, keeping: storageKey)
             return .kept(merged.reduce(Int64(0)) { $0 + Int64($1.count) })
         }
         for name in freed { files.remove(name) }

@@ -43,14 +43,19 @@ public final class PartialPieceWriter: Sendable {
     public let start: Int64
     /// How many bytes the piece may hold (up to the end of the whole body).
     private let limit: Int64
+    /// The validator pieces must share to be combined with this one ("" for none).
+    private let validator: String
     private let state: Locked<State>
 
-    init(store: CacheStore, key: CacheKey, fileName: String, descriptor: Int32, start: Int64, limit: Int64) {
+    init(
+        store: CacheStore, key: CacheKey, fileName: String, descriptor: Int32, start: Int64, limit: Int64, validator: String
+    ) {
         self.store = store
         self.key = key
         self.fileName = fileName
         self.start = start
         self.limit = limit
+        self.validator = validator
         self.state = Locked(State(descriptor: descriptor))
     }
 
@@ -99,15 +104,23 @@ public final class PartialPieceWriter: Sendable {
     /// Syncs the bytes written and records them; combines the pieces when they are whole.
     @discardableResult
     public func finish() throws -> Outcome {
-        let (written, replacement) = try state.withLock { state -> (Int64, HeaderFields?) in
+        let (written, replacement, descriptor) = try state.withLock { state -> (Int64, HeaderFields?, Int32) in
             guard !state.finished else { throw CacheStoreError.writerFinished }
-            let synced = fsync(state.descriptor) == 0
-            let error = errno
-            Self.close(&state)
-            guard synced else { throw CacheStoreError.io(error, "cannot sync \(fileName)") }
-            return (state.written, state.replacement)
+            guard fsync(state.descriptor) == 0 else {
+                let error = errno
+                Self.close(&state)
+                throw CacheStoreError.io(error, "cannot sync \(fileName)")
+            }
+            // Finished, and the descriptor kept open for recording: the bytes may have to be
+            // copied to the file another piece was filed with (even when this one is gone).
+            state.finished = true
+            return (state.written, state.replacement, state.descriptor)
         }
-        return try store.recordPiece(key: key, fileName: fileName, range: start..<(start + written), replacementFields: replacement)
+        defer { systemClose(descriptor) }
+        return try store.recordPiece(
+            key: key, fileName: fileName, range: start..<(start + written), replacementFields: replacement,
+            validator: validator, completeLength: start + limit, source: descriptor
+        )
     }
 
     /// Records nothing (the bytes written stay unaccounted and are overwritten or removed later).
