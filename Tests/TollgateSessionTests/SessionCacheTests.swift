@@ -181,6 +181,37 @@ struct SessionCacheTests {
         #expect(reloaded.cacheOutcome?.result == .request)
     }
 
+    @Test("Offline policy: a miss while another task is storing the key waits for it and is served what it stored")
+    func offlineWaitsForTheStoringTask() async throws {
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "being stored")
+        }
+        defer { origin.stop() }
+        // Holds the first task between its whole body and its commit (the window a proxy that
+        // went offline just after answering has to cover).
+        final class Holding: SessionDelegate, DataTaskDelegate, @unchecked Sendable {
+            let held = NIOLockedValueBox<(@Sendable () -> Void)?>(nil)
+            func dataTask(_ task: DataTask, willCacheResponse proposed: CachedResponse, completionHandler: @escaping @Sendable (CacheDecision) -> Void) {
+                held.withLockedValue { $0 = { completionHandler(.store(proposed)) } }
+            }
+        }
+        let holding = Holding()
+        let fixture = try CacheFixture()
+        let online = try fixture.session(delegate: holding).dataTask(with: Request(url: origin.url("/o")))
+        online.resume()
+        try await eventually("the first body received, its storing held") { holding.held.withLockedValue { $0 != nil } }
+
+        let offline = Task { try await load(fixture.session(policy: .returnCacheDontLoad), Request(url: origin.url("/o"))) }
+        try await Task.sleep(for: .milliseconds(200))
+        #expect(origin.requestCount == 1)
+        holding.held.withLockedValue { $0 }?()
+        let (served, body) = try await offline.value
+        #expect(body == "being stored")
+        #expect(served.cacheOutcome?.result == .hit)
+        #expect(origin.requestCount == 1)
+        try await eventually("the first task done") { online.state == .completed }
+    }
+
     @Test("stale-if-error serves the stored response when the origin answers 500 or is gone")
     func staleIfError() async throws {
         let failing = NIOLockedValueBox(false)

@@ -53,6 +53,10 @@ extension SessionTask {
             return completePieces(request, key: key, cache: cache)
         case .unavailable(let why, let tryPartial):
             if tryPartial, serveFromPartial(request, key: key, cache: cache, policy: policy, now: now) { return true }
+            // A fetch of this key still in flight (its body arriving, or its commit not yet
+            // done) is waited for, then looked up again: a request that came after the response
+            // was delivered, when the proxy had gone offline meanwhile, gets what it stores.
+            if collapseIfAnotherTaskFetches(request, key: key, cache: cache, mayLead: false) { return true }
             engine.cache.outcome = CacheOutcome(result: .hit, detail: "not-stored")
             engine.transactions.append(TransactionMetrics(request: request))
             fail(SessionError(.resourceUnavailable, request.url, why))
