@@ -198,7 +198,7 @@ final class AdminHandler: ChannelInboundHandler {
                 }
                 limit = value
             }
-            let har = HARLog.json(metrics.journal.recent(limit: limit))
+            let har = HARLog.json(HARLog.inStartOrder(metrics.journal.recent(), limit: limit))
             return (.ok, "application/json", String(decoding: har, as: UTF8.self))
         case (.GET, "/"):
             return (.ok, "text/html; charset=utf-8", LiveViewPage.html)

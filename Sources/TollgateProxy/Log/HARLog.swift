@@ -30,6 +30,18 @@ enum HARLog {
         return (try? JSONSerialization.data(withJSONObject: log, options: [.sortedKeys])) ?? Data("{}".utf8)
     }
 
+    /// The latest `limit` (all when nil) of `exchanges` by when they started, oldest first: HAR
+    /// prefers its entries sorted by `startedDateTime`, while the journal keeps them in the order
+    /// they ended — a request answered from the cache can end before the one it followed, whose
+    /// exchange ends only once its response is committed to storage.
+    static func inStartOrder(_ exchanges: [RecentExchange], limit: Int?) -> [RecentExchange] {
+        let sorted = exchanges.enumerated()
+            .sorted { ($0.element.record.started, $0.offset) < ($1.element.record.started, $1.offset) }
+            .map(\.element)
+        guard let limit else { return sorted }
+        return Array(sorted.suffix(max(0, limit)))
+    }
+
     /// One exchange as a HAR entry.
     static func entry(_ exchange: RecentExchange) -> [String: Any] {
         let record = exchange.record
