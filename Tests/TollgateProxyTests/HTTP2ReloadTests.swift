@@ -93,7 +93,7 @@ struct HTTP2ReloadTests {
             defer { client.kill() }
             try await eventually("stream 1 answered") { client.standardOutput.contains("answer 1") }
             if reload { runtime.apply(PolicyConfiguration()) }
-            FileManager.default.createFile(atPath: signal, contents: nil)
+            _ = FileManager.default.createFile(atPath: signal, contents: nil)
             _ = try await client.waitForExit(timeout: .seconds(30))
             let lines = client.standardOutput.split(separator: "\n").map(String.init)
             #expect(lines.contains("answer 3"), "reload \(reload): \(lines) \(client.standardError)")

@@ -27,7 +27,7 @@ extension ForwardExchange {
                 completionHandler(decision)
                 return
             }
-            let check = { [self] in
+            let check: @Sendable () -> Void = { [self] in
                 // A 307 or 308 keeps the body: one that was not kept cannot be sent to the new
                 // target, so the redirect is the client's (which can send its body again).
                 if case .stream = next.body, !canResendBody {
