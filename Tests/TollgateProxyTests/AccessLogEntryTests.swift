@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateHTTP
 
 @testable import TollgateProxy
 
@@ -62,6 +63,31 @@ struct AccessLogEntryTests {
         let overTLS = try #require(try JSONSerialization.jsonObject(with: Data(entry.jsonLine.utf8)) as? [String: Any])
         #expect(overTLS["client_tls"] as? String == "TLSv1.3")
         #expect(!entry.combinedLogLine.contains("TLS"))
+    }
+
+    @Test("tunnel: a relay that is not WebSocket logs its bytes each way and how it ended; other exchanges and WebSocket have null")
+    func tunnelObject() throws {
+        func object(_ record: ExchangeRecord) throws -> [String: Any] {
+            try #require(try JSONSerialization.jsonObject(with: Data(record.entry().jsonLine.utf8)) as? [String: Any])
+        }
+        let head = ClientRequestHead(
+            method: "CONNECT", target: "a.test:443", minorVersion: 1, headerFields: [:], framing: .none, byteCount: 0
+        )
+        var record = ExchangeRecord(head: head, clientAddress: "127.0.0.1")
+        #expect(try object(record)["tunnel"] is NSNull)
+        record.bodyBytes = 300
+        record.requestBodyBytes = 120
+        record.relayEnd = .clientClosed
+        let tunnel = try #require(try object(record)["tunnel"] as? [String: Any])
+        #expect(tunnel["bytes_to_upstream"] as? Int == 120)
+        #expect(tunnel["bytes_to_client"] as? Int == 300)
+        #expect(tunnel["end"] as? String == "client-closed")
+        #expect(!record.closedIdle)
+        record.relayEnd = .idleTimeout
+        #expect(record.closedIdle)
+        record.webSocket = WebSocketTotals()
+        #expect(try object(record)["tunnel"] is NSNull)
+        #expect(!record.entry().combinedLogLine.contains("idle"))
     }
 
     @Test("A line has the client, time, request line, status, bytes, referer and user agent")

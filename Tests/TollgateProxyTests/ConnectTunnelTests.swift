@@ -19,7 +19,7 @@ struct ConnectTunnelTests {
     func echoAndHalfClose() async throws {
         let echo = try await LoopbackEchoServer.start(farewell: "bye")
         defer { echo.stop() }
-        try await withProxy(configuration: allowing(ports: [echo.port])) { proxy in
+        try await withProxy(configuration: allowing(ports: [echo.port]), logFormat: .json) { proxy in
             let client = try await RawClient.connect(port: proxy.port, halfClosure: true)
             defer { client.close() }
             // Bytes right behind the head, in the same packet, go through the tunnel too.
@@ -38,7 +38,15 @@ struct ConnectTunnelTests {
             #expect(echo.receivedBytes == Array("early hello".utf8))
             try await eventually("the access log line") { !proxy.accessLog.isEmpty }
             let line = try #require(proxy.accessLog.first)
-            #expect(line.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 200 14 "), "\(line)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["method"] as? String == "CONNECT")
+            #expect(object["status"] as? Int == 200)
+            #expect(object["bytes"] as? Int == 14)
+            let tunnel = try #require(object["tunnel"] as? [String: Any], "\(line)")
+            #expect(tunnel["bytes_to_upstream"] as? Int == 11)
+            #expect(tunnel["bytes_to_client"] as? Int == 14)
+            #expect(tunnel["end"] as? String == "closed")
+            #expect(object["websocket"] is NSNull)
             try await eventually("the stream task ends") { proxy.session.allTasks.isEmpty }
             #expect(proxy.server.configuration.metrics.exposition().contains("tollgate_tunnel_idle_closes_total 0\n"))
         }
@@ -51,7 +59,7 @@ struct ConnectTunnelTests {
         defer { echo.stop() }
         var configuration = allowing(ports: [echo.port])
         configuration.limits.tunnelIdleTimeout = .milliseconds(500)
-        try await withProxy(configuration: configuration) { proxy in
+        try await withProxy(configuration: configuration, logFormat: .json) { proxy in
             let client = try await RawClient.connect(port: proxy.port)
             defer { client.close() }
             try await client.send("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\nping")
@@ -61,7 +69,11 @@ struct ConnectTunnelTests {
             #expect(ContinuousClock.now - quiet >= .milliseconds(400))
             try await eventually("the access log line") { !proxy.accessLog.isEmpty }
             let line = try #require(proxy.accessLog.first)
-            #expect(line.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 200 4 "), "\(line)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["bytes"] as? Int == 4)
+            let tunnel = try #require(object["tunnel"] as? [String: Any], "\(line)")
+            #expect(tunnel["bytes_to_upstream"] as? Int == 4)
+            #expect(tunnel["end"] as? String == "idle-timeout")
             try await eventually("the stream task ends") { proxy.session.allTasks.isEmpty }
             #expect(proxy.server.configuration.metrics.exposition().contains("tollgate_tunnel_idle_closes_total 1\n"))
         }

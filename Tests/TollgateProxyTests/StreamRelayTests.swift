@@ -184,6 +184,7 @@ struct StreamRelayTests {
         #expect(fixture.ended?.error == nil)
         #expect(fixture.ended?.totals.toUpstream == 10)
         #expect(fixture.ended?.totals.toClient == 10)
+        #expect(fixture.ended?.totals.end == .closed)
         #expect(!fixture.connection.isOpen)
     }
 
@@ -199,7 +200,7 @@ struct StreamRelayTests {
         #expect(fixture.upstream.writtenText == "still talking")
         fixture.clientSendsEOF()
         #expect(fixture.upstream.writeClosed)
-        #expect(fixture.ended != nil)
+        #expect(fixture.ended?.totals.end == .closed)
         #expect(fixture.ended?.error == nil)
         #expect(!fixture.connection.isOpen)
     }
@@ -210,6 +211,7 @@ struct StreamRelayTests {
         fixture.upstream.fail(SessionError(.networkConnectionLost, nil, "reset by the upstream"))
         fixture.connection.channel.embeddedEventLoop.run()
         #expect(fixture.ended?.error?.code == .networkConnectionLost)
+        #expect(fixture.ended?.totals.end == .upstreamFailed)
         #expect(!fixture.connection.isOpen)
     }
 
@@ -226,6 +228,7 @@ struct StreamRelayTests {
         let failed = try RelayFixture()
         failed.relay?.upstreamCompleted(SessionError(.secureConnectionFailed, nil, "the upstream's TLS failed"))
         #expect(failed.ended?.error?.code == .secureConnectionFailed)
+        #expect(failed.ended?.totals.end == .upstreamFailed)
         #expect(!failed.connection.isOpen)
     }
 
@@ -245,7 +248,7 @@ struct StreamRelayTests {
         #expect(fixture.connection.isOpen)
         #expect(fixture.upstream.isRunning)
         loop.advanceTime(by: .seconds(1))  // 13 s: 5 s with no byte either way
-        #expect(fixture.ended?.totals.idleTimedOut == true)
+        #expect(fixture.ended?.totals.end == .idleTimeout)
         #expect(fixture.ended?.error == nil)
         #expect(fixture.ended?.totals.toUpstream == 4)
         #expect(fixture.ended?.totals.toClient == 4)
@@ -271,6 +274,7 @@ struct StreamRelayTests {
         fixture.connection.channel.embeddedEventLoop.run()
         #expect(fixture.upstream.cancelled)
         #expect(fixture.ended?.error == nil)
+        #expect(fixture.ended?.totals.end == .clientClosed)
         #expect(fixture.ended?.totals.toUpstream == 7)
     }
 
@@ -326,6 +330,7 @@ struct StreamRelayTests {
         // To the client: an unmasked close frame with 1009, then the connection closes.
         #expect(try fixture.receivedBytes().suffix(4) == [0x88, 0x02, 0x03, 0xF1])
         #expect(fixture.ended?.totals.webSocket?.closeCode == 1009)
+        #expect(fixture.ended?.totals.end == .proxyClosed)
         #expect(!fixture.connection.isOpen)
     }
 

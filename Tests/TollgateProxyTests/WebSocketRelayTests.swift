@@ -19,6 +19,7 @@ private func webSocketLogged(_ proxy: ProxyFixture) throws -> [String: Any] {
     let line = try #require(proxy.accessLog.last)
     let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
     #expect(object["status"] as? Int == 101)
+    #expect(object["tunnel"] is NSNull, "a WebSocket connection is logged as websocket only")
     return try #require(object["websocket"] as? [String: Any], "no websocket object in \(line)")
 }
 

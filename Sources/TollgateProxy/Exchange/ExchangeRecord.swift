@@ -31,7 +31,7 @@ struct ExchangeRecord: Sendable {
         var upstreamBytesSent: Int64 = 0
         var isTunnel = false
         var webSocket: WebSocketTotals?
-        var closedIdle = false
+        var relayEnd: RelayEnd?
     }
 
     @CopyOnWrite private var fields: Fields
@@ -89,11 +89,13 @@ struct ExchangeRecord: Sendable {
         get { fields.isTunnel }
         set { fields.isTunnel = newValue }
     }
-    /// Whether the proxy closed the tunnel (or upgraded connection) for `limits.tunnel-idle-timeout`.
-    var closedIdle: Bool {
-        get { fields.closedIdle }
-        set { fields.closedIdle = newValue }
+    /// How the tunnel or upgraded connection ended (nil for any other exchange).
+    var relayEnd: RelayEnd? {
+        get { fields.relayEnd }
+        set { fields.relayEnd = newValue }
     }
+    /// Whether the proxy closed the tunnel (or upgraded connection) for `limits.tunnel-idle-timeout`.
+    var closedIdle: Bool { relayEnd == .idleTimeout }
     /// What passed through a WebSocket upgrade (nil for anything else).
     var webSocket: WebSocketTotals? {
         get { fields.webSocket }
@@ -160,7 +162,8 @@ struct ExchangeRecord: Sendable {
             upstreamProtocol: upstream?.networkProtocolName,
             upstreamAddress: upstream?.remoteAddress,
             reused: upstream?.isReusedConnection,
-            webSocket: webSocket
+            webSocket: webSocket,
+            tunnel: webSocket == nil ? relayEnd.map { TunnelTotals(toUpstream: requestBodyBytes, toClient: bodyBytes, end: $0) } : nil
         )
     }
 }

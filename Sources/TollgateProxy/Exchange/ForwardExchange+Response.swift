@@ -178,8 +178,10 @@ extension ForwardExchange {
             webSocket: isWebSocket ? rules.webSocket : nil, idleTimeout: rules.tunnelIdleTimeout
         ) { [self] totals, _ in
             record.bodyBytes = totals.toClient
+            // After the 101 the client's bytes are the upgraded protocol's: counted as a tunnel's are.
+            record.requestBodyBytes += totals.toUpstream
             record.webSocket = totals.webSocket
-            record.closedIdle = totals.idleTimedOut
+            record.relayEnd = totals.end
             finish()
         }
         streamTask.delegate = relay

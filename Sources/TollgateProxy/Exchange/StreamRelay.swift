@@ -34,8 +34,8 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
         var toUpstream: Int64 = 0
         /// A WebSocket connection's messages, bytes and close (nil for other relays).
         var webSocket: WebSocketTotals?
-        /// The relay ended because no byte passed either way for its idle timeout.
-        var idleTimedOut = false
+        /// How the relay ended (nil while it runs).
+        var end: RelayEnd?
     }
 
     /// The most bytes one read from the upstream hands over.
@@ -113,7 +113,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
                 onLoop { [self] in
                     writesInFlight -= 1
                     if let error {
-                        end(error)
+                        end(.upstreamFailed, error)
                         return
                     }
                     if clientEOF, writesInFlight == 0 { closeUpstreamWrite() }
@@ -138,7 +138,9 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     /// The client connection is gone.
     func clientClosed() {
         connection = nil
-        end(nil)
+        // With EOF both ways the connection closing (the client's side shutting down after the
+        // proxy closed its output) is the natural end.
+        end(clientEOF && upstreamEOF ? .closed : .clientClosed)
     }
 
     private func closeUpstreamWrite() {
@@ -155,7 +157,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
             onLoop { [self] in
                 guard !ended else { return }
                 if let error {
-                    end(error)
+                    end(.upstreamFailed, error)
                 } else if let bytes, bytes.readableBytes > 0 {
                     forwardToClient(bytes, thenEOF: atEOF)
                 } else if atEOF {
@@ -185,7 +187,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
             }
         }
         guard let written = connection?.writeRaw(bytes) else {
-            end(nil)
+            end(.clientClosed)
             return
         }
         totals.toClient += Int64(bytes.readableBytes)
@@ -194,7 +196,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
                 guard !ended else { return }
                 switch result {
                 case .failure:
-                    end(SessionError(.networkConnectionLost, nil, "the client connection failed"))
+                    end(.clientFailed, SessionError(.networkConnectionLost, nil, "the client connection failed"))
                 case .success where atEOF:
                     upstreamEnded()
                 case .success:
@@ -236,14 +238,14 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
     /// closed and the client gets what was read, then EOF.
     func upstreamCompleted(_ error: SessionError?) {
         onLoop {
-            if error != nil { self.end(error) } else if !self.upstreamEOF { self.upstreamEnded() }
+            if let error { self.end(.upstreamFailed, error) } else if !self.upstreamEOF { self.upstreamEnded() }
         }
     }
 
     // MARK: ending
 
     private func endIfBothClosed() {
-        if upstreamEOF, upstreamWriteClosed { end(nil) }
+        if upstreamEOF, upstreamWriteClosed { end(.closed) }
     }
 
     // MARK: WebSocket
@@ -264,7 +266,7 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
             stream.write(WebSocketFrameMeter.closeFrame(code: code, masked: true), timeout: .seconds(1)) { _ in toUpstream.succeed() }
             written.append(toUpstream.futureResult)
         }
-        EventLoopFuture.whenAllComplete(written, on: eventLoop).whenComplete { [self] _ in onLoop { self.end(nil) } }
+        EventLoopFuture.whenAllComplete(written, on: eventLoop).whenComplete { [self] _ in onLoop { self.end(.proxyClosed) } }
     }
 
     /// Checks for the idle timeout at the earliest moment it can have passed (one timer per
@@ -280,15 +282,15 @@ final class StreamRelay: StreamTaskDelegate, @unchecked Sendable {
             if frames != nil {
                 closeBothSides(code: 1001)
             } else {
-                totals.idleTimedOut = true
-                end(nil)
+                end(.idleTimeout)
             }
         }
     }
 
-    private func end(_ error: SessionError?) {
+    private func end(_ reason: RelayEnd, _ error: SessionError? = nil) {
         guard !ended else { return }
         ended = true
+        totals.end = reason
         idleCheck?.cancel()
         totals.webSocket = frames?.totals
         if stream.isRunning { stream.cancel() }

@@ -211,7 +211,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             [self] totals, _ in
             record.bodyBytes = totals.toClient
             record.requestBodyBytes = totals.toUpstream
-            record.closedIdle = totals.idleTimedOut
+            record.relayEnd = totals.end
             record.upstreamBytesReceived = totals.toClient
             record.upstreamBytesSent = totals.toUpstream
             finish()

@@ -20,7 +20,9 @@ import Darwin
 /// `upstream_protocol`, `upstream_address` and `reused` (null unless the response came from
 /// the network); `client_tls`: the TLS version of the client's connection (`TLSv1.3`: a TLS
 /// listener or an intercepted CONNECT), null for plain HTTP; `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
-/// and who closed) for a WebSocket upgrade, written when it ends, else null. The combined
+/// and who closed) for a WebSocket upgrade, written when it ends, else null; `tunnel`
+/// (``TunnelTotals``: bytes each way and how it ended) for a CONNECT tunnel or an upgrade to
+/// another protocol, else null. The combined
 /// format has none of these.
 ///
 /// Only the request line, status, body bytes sent, Referer and User-Agent are logged — never
@@ -65,6 +67,8 @@ struct AccessLogEntry: Sendable {
     var reused: Bool?
     /// A WebSocket connection's messages and bytes each way and its close (JSON format only).
     var webSocket: WebSocketTotals?
+    /// A CONNECT tunnel's or another upgrade's bytes each way and how it ended (JSON format only).
+    var tunnel: TunnelTotals? = nil
 
     var combinedLogLine: String {
         // One pass into one buffer: this runs for every exchange (the log is on by default), and
@@ -157,6 +161,7 @@ struct AccessLogEntry: Sendable {
         add("upstream_address", upstreamAddress)
         fields.append("\"reused\":" + (reused.map { $0 ? "true" : "false" } ?? "null"))
         fields.append("\"websocket\":" + (webSocket?.json ?? "null"))
+        fields.append("\"tunnel\":" + (tunnel?.json ?? "null"))
         add("client_tls", clientTLS)
         return "{" + fields.joined(separator: ",") + "}"
     }
