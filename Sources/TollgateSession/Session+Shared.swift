@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 import Synchronization
 
 extension Session {
@@ -44,18 +44,47 @@ extension CredentialStorage {
 }
 
 extension ResponseCache {
-    /// The process's shared cache (`URLCache.shared`): 64 MiB in an LMDB environment under the
-    /// temporary directory, one per user (`tollgate-shared-cache-UID`); nil when it cannot be
-    /// opened (the shared session then does not cache).
-    public static let shared: ResponseCache? = {
-        let path = NSTemporaryDirectory() + "tollgate-shared-cache-\(getuid())"
+    /// The process's shared cache (`URLCache.shared`, which Apple keeps in the user's caches
+    /// directory): 64 MiB in an LMDB environment at ``sharedPath(environment:)``; nil when it
+    /// cannot be opened, or when its directory is not the user's own (the shared session then
+    /// does not cache).
+    public static let shared: ResponseCache? = openShared(environment: ProcessInfo.processInfo.environment)
+
+    /// `$XDG_CACHE_HOME/tollgate-shared-session` when `XDG_CACHE_HOME` is set and absolute, else
+    /// `$HOME/.cache/tollgate-shared-session` (the XDG base directory rules; beside, not inside,
+    /// the proxy's default cache `…/tollgate`, which is a store of its own).
+    static func sharedPath(environment: [String: String]) -> String {
+        let base: String
+        if let xdg = environment["XDG_CACHE_HOME"], xdg.hasPrefix("/") {
+            base = xdg
+        } else {
+            base = (environment["HOME"] ?? NSHomeDirectory()) + "/.cache"
+        }
+        return (base as NSString).appendingPathComponent("tollgate-shared-session")
+    }
+
+    /// Opens the shared cache at ``sharedPath(environment:)``, creating its directory (0700).
+    static func openShared(environment: [String: String]) -> ResponseCache? {
+        let path = sharedPath(environment: environment)
         do {
             try FileManager.default.createDirectory(
                 atPath: path, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700]
             )
+            guard isOwnPrivateDirectory(path) else { return nil }
             return try ResponseCache(path: path, maxSize: 64 << 20)
         } catch {
             return nil
         }
-    }()
+    }
+
+    /// Whether `path` is a directory, not a symbolic link, owned by this user, and (made) closed
+    /// to everyone else. What one cache stores, every task of the process is served: a directory
+    /// another user made, or can write in, would let them choose those responses (the cache was
+    /// under the shared temporary directory at a predictable name until session 23).
+    static func isOwnPrivateDirectory(_ path: String) -> Bool {
+        var info = stat()
+        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { return false }
+        if info.st_mode & 0o077 != 0 { return chmod(path, 0o700) == 0 }
+        return true
+    }
 }

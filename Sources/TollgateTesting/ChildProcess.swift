@@ -52,7 +52,7 @@ public final class ChildProcess: Sendable {
     /// Appends what arrives on `pipe` to one of `output`'s streams, and marks its end.
     private static func collect(
         _ pipe: Pipe,
-        into stream: WritableKeyPath<Output, Stream> & Sendable,
+        into stream: any WritableKeyPath<Output, Stream> & Sendable,
         of output: NIOLockedValueBox<Output>
     ) {
         pipe.fileHandleForReading.readabilityHandler = { handle in

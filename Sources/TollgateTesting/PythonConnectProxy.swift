@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 
 /// A minimal HTTP proxy in Python that only tunnels (`CONNECT host:port` → `200`, then bytes both
 /// ways), a parent that is not Tollgate, for sessions with an `upstreamProxy`. It prints

@@ -1,4 +1,4 @@
-public import Foundation
+import Foundation
 public import TollgateHTTP
 
 /// An h2-only https origin in Python (`h2` and `ssl`, the TestPKI's certificate) that misbehaves

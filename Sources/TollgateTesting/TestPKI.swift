@@ -8,7 +8,7 @@ public struct TestPKI: Sendable {
     public let authority: CertificateAuthority
     /// A server identity valid for 127.0.0.1 (IP SAN).
     public let server: Identity
-    /// A path to the CA certificate in PEM.
+    /// A path to the CA certificate in PEM (removed when the process exits).
     public let caFile: String
 
     /// Mints a new CA and leaf; `validity` and `notBeforeOffset` shape the leaf (an expired one, say).
@@ -22,6 +22,7 @@ public struct TestPKI: Sendable {
         server = try authority.issueLeaf(for: host, validity: validity, notBeforeOffset: notBeforeOffset)
         caFile = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-test-ca-\(UUID().uuidString).pem").path
         try authority.certificate.pemString.write(toFile: caFile, atomically: true, encoding: .utf8)
+        RemovedAtExit.add(caFile)
     }
 
     /// Writes ``server``'s certificate and key as PEM files into `directory` (for a server that is

@@ -191,7 +191,6 @@ struct SessionRangeCacheTests {
     func completesPieces() async throws {
         try await withCachedSession { origin, cache, session in
             try await cutDownload(origin, cache, session, after: 60_000)
-            let key = CacheKey(url: origin.url)
 
             let whole = try await get(session, origin.url)
             #expect(whole.status == 200)

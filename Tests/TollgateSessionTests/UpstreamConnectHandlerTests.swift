@@ -1,3 +1,4 @@
+import NIOConcurrencyHelpers
 import NIOCore
 import NIOEmbedded
 import Testing
@@ -26,9 +27,9 @@ struct UpstreamConnectHandlerTests {
     }
 
     private func state(of promise: EventLoopPromise<Void>) -> Result<Void, any Error>? {
-        var outcome: Result<Void, any Error>?
-        promise.futureResult.whenComplete { outcome = $0 }
-        return outcome
+        let outcome = NIOLockedValueBox<Result<Void, any Error>?>(nil)
+        promise.futureResult.whenComplete { result in outcome.withLockedValue { $0 = result } }
+        return outcome.withLockedValue { $0 }
     }
 
     @Test("It sends CONNECT with Host once active and opens on a 2xx split over two reads")

@@ -1,4 +1,4 @@
-public import TollgateCache
+import TollgateCache
 import TollgatePolicy
 
 /// What the listeners of an offline proxy share: whether `--offline` forces the mode (else the
