@@ -43,8 +43,10 @@ extension SessionTask {
         }
         let path = newDownloadFilePath()
         do {
+            // A new name each time (a UUID): one that exists, or a link, is not ours to write through.
             let handle = try NIOFileHandle(
-                _deprecatedPath: path, mode: .write, flags: .posix(flags: O_CREAT | O_TRUNC | O_WRONLY, mode: 0o600)
+                _deprecatedPath: path, mode: .write,
+                flags: .posix(flags: O_CREAT | O_EXCL | O_NOFOLLOW | O_WRONLY, mode: 0o600)
             )
             let file = DownloadFile(path: path, handle: handle, eventLoop: eventLoop)
             file.expectedTotal = countOfBytesExpectedToReceive
