@@ -145,6 +145,8 @@ struct ServeCommand: AsyncParsableCommand {
         await listeners.shutdown(gracePeriod: Self.gracePeriod)
         writeMissReport(offlineMode)
         runtime.shutdown()
+        // The hits noted in memory (LRU recency, the hit and miss totals) are written, not lost.
+        stores?.close()
         cookieCredentialStores.flush()
         await accessLog.flush()
     }

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateCache
 import TollgatePolicy
 import TollgateSession
 
@@ -21,6 +22,12 @@ struct SessionStores: Sendable {
         } catch {
             throw CommandFailure.user("cannot open the cache at \(path): \(error)")
         }
+    }
+
+    /// Closes the cache once every task has ended: the hits noted in memory (LRU recency, the
+    /// hit and miss totals) are written, not lost with the process.
+    func close() {
+        cache.store.close()
     }
 
     /// For PolicyRuntime's `prepareSession`: attaches the stores a session of this kind keeps.

@@ -101,6 +101,7 @@ struct WarmCommand: AsyncParsableCommand {
             // Every task has ended: the stores are written out and the identifiers released.
             for session in sessions { session.detachBackgroundTasksAndWait() }
             runtime.shutdown()
+            stores.close()
             cookieCredentialStores.flush()
         }
         if let refused = sessions.compactMap(\.backgroundError).first {
@@ -133,6 +134,7 @@ struct WarmCommand: AsyncParsableCommand {
             guard let number = await signals.next() else { return }
             display?.stop()
             for session in sessions { session.detachBackgroundTasksAndWait() }
+            stores.close()
             standardError(
                 "tollgate warm: interrupted after \(finished.withLockedValue { $0 }) of \(list.urls.count) URLs; "
                     + "run the same command again to go on where it stopped"

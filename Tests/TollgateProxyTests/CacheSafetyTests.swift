@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+import TollgateCache
 import TollgateHTTP
 import TollgateTesting
 
@@ -169,6 +170,72 @@ struct CacheSafetyTests {
             let after = try await request("GET \(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
             #expect(after.bodyText == "version \(version.value)", "round \(round): \(after.header("Cache-Status") ?? "-")")
         }
+    }
+
+    @Test("Two proxies with one cache directory never answer one URL with another's body; their entries, LRU index and counts all add up")
+    func twoProcessesShareOneCache() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // Bodies of equal length, each made of its path's letter: 100 KB (a body file) and 1 KB
+        // (inline in the record).
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let letter = request.path.dropFirst().first.map { UInt8($0.asciiValue ?? 0x3F) } ?? 0x3F
+            let size = request.path.hasSuffix("-small") ? 1_000 : 100_000
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], bytes: [UInt8](repeating: letter, count: size))
+        }
+        defer { origin.stop() }
+        let config = try writeForwardCacheConfiguration(in: directory)
+        let first = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { first.child.kill() }
+        let second = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { second.child.kill() }
+        let ports = [try first.port("forward"), try second.port("forward")]
+        func get(_ path: String, via port: Int) async throws -> (status: String?, body: [UInt8]) {
+            let answer = try await request("GET http://127.0.0.1:\(origin.port)\(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+            return (answer.header("Cache-Status"), Array(answer.bodyText.utf8))
+        }
+        // Each stores two of its own, one after the other's: ids counted on from the same last
+        // one collided here (the second commit replaced the first's record and body file).
+        for (path, port) in [("/a", ports[0]), ("/b", ports[1]), ("/c-small", ports[0]), ("/d-small", ports[1])] {
+            #expect(try await get(path, via: port).status == "tollgate; fwd=uri-miss; stored")
+        }
+        // Looked at from a third process while both run: one LRU entry for each variant (sequence
+        // numbers counted in memory from the same last one collided too, before any hit).
+        do {
+            let store = try CacheStore(options: CacheStoreOptions(path: directory.appendingPathComponent("cache").path))
+            defer { store.close() }
+            try await eventually("the four entries committed") { (try? store.list().count) == 4 }
+            #expect(Set(try store.leastRecentlyUsed()) == Set(try store.list().map(\.id)))
+            #expect(try store.leastRecentlyUsed().count == 4)
+        }
+        var hits = 0
+        for round in 0..<2 {
+            for port in ports {
+                for path in ["/a", "/b", "/c-small", "/d-small"] {
+                    let (status, body) = try await get(path, via: port)
+                    #expect(status == "tollgate; hit", "round \(round), \(path) via \(port)")
+                    let letter = UInt8(ascii: path.unicodeScalars.dropFirst().first!)
+                    #expect(body.count == (path.hasSuffix("-small") ? 1_000 : 100_000) && body.allSatisfy { $0 == letter }, "\(path) via \(port)")
+                    hits += 1
+                }
+            }
+        }
+        #expect(origin.requestCount == 4)
+        for served in [first, second] {
+            served.child.send(SIGTERM)
+            #expect(try await served.child.waitForExit() == 0)
+        }
+
+        let store = try CacheStore(options: CacheStoreOptions(path: directory.appendingPathComponent("cache").path))
+        defer { store.close() }
+        let listed = try store.list()
+        #expect(Set(listed.map(\.url)) == Set(["/a", "/b", "/c-small", "/d-small"].map { "http://127.0.0.1:\(origin.port)\($0)" }))
+        #expect(Set(try store.leastRecentlyUsed()) == Set(listed.map(\.id)), "one LRU entry for each variant")
+        #expect(try store.leastRecentlyUsed().count == 4)
+        #expect(try store.verify().problems.isEmpty)
+        // Each process adds its counts to the stored totals (each wrote its own over the other's).
+        let statistics = try store.statistics()
+        #expect(statistics.hits == UInt64(hits), "\(statistics)")
     }
 }
 

@@ -7,7 +7,6 @@ extension CacheStore {
     /// One recorded hit, ready to be written to the LRU index.
     struct Access: Sendable {
         let id: UInt64
-        let sequence: UInt64
         let time: Date
     }
 
@@ -93,7 +92,7 @@ extension CacheStore {
         ids.append(id)
         try txn.put(response.key.storageKey, Self.encodeIDs(ids), in: db.entries)
         try txn.put(id, record, in: db.variants)
-        let sequence = allocateSequence()
+        let sequence = try allocateSequence(txn)
         try txn.put(sequence, id, in: db.lru)
         try txn.put(id, Self.encodeAccess(sequence: sequence, time: now), in: db.access)
         try adjustTotal("bytes", by: Self.charge(recordCount: record.count, response: response), txn)
@@ -133,12 +132,12 @@ extension CacheStore {
     /// current position (a batch applied late) is ignored; a variant gone meanwhile too.
     func applyAccesses(_ accesses: [Access], _ txn: WriteTransaction) throws {
         for access in accesses {
-            guard let current = try txn.withValue(forKey: access.id, in: db.access, { Self.decodeAccess($0) }) ?? nil,
-                access.sequence > current.sequence
+            guard let current = try txn.withValue(forKey: access.id, in: db.access, { Self.decodeAccess($0) }) ?? nil
             else { continue }
+            let sequence = try allocateSequence(txn)
             try txn.delete(current.sequence, in: db.lru)
-            try txn.put(access.sequence, access.id, in: db.lru)
-            try txn.put(access.id, Self.encodeAccess(sequence: access.sequence, time: access.time), in: db.access)
+            try txn.put(sequence, access.id, in: db.lru)
+            try txn.put(access.id, Self.encodeAccess(sequence: sequence, time: access.time), in: db.access)
         }
     }
 
@@ -163,27 +162,40 @@ extension CacheStore {
         return (count, files)
     }
 
-    /// Takes the hits recorded in memory, ordered by time, with fresh sequence numbers.
-    func takePendingAccess() -> (accesses: [Access], hits: UInt64, misses: UInt64) {
+    /// Takes the hits recorded in memory, ordered by time (their sequence numbers are given in
+    /// the transaction that writes them, ``applyAccesses(_:_:)``).
+    func takePendingAccess() -> [Access] {
         state.withLock { state in
             let ordered = state.pendingAccess.sorted { $0.value < $1.value }
             state.pendingAccess.removeAll(keepingCapacity: true)
             state.lastFlush = options.clock()
-            let accesses = ordered.map { entry in
-                defer { state.nextSequence += 1 }
-                return Access(id: entry.key, sequence: state.nextSequence, time: entry.value)
-            }
-            return (accesses, state.hits, state.misses)
+            return ordered.map { Access(id: $0.key, time: $0.value) }
+        }
+    }
+
+    /// Takes the hits and misses counted since they were last written.
+    func takeUnwrittenCounts() -> (hits: UInt64, misses: UInt64) {
+        state.withLock { state in
+            defer { (state.unwrittenHits, state.unwrittenMisses) = (0, 0) }
+            return (state.unwrittenHits, state.unwrittenMisses)
+        }
+    }
+
+    /// Adds `counts` to the stored hit and miss totals: added, not set, since other processes
+    /// with the store open count theirs into the same totals.
+    func addCounts(_ counts: (hits: UInt64, misses: UInt64), _ txn: WriteTransaction) throws {
+        for (name, count) in [("hits", counts.hits), ("misses", counts.misses)] where count > 0 {
+            try txn.put(name, (try txn.get(name, as: UInt64.self, in: db.totals) ?? 0) &+ count, in: db.totals)
         }
     }
 
     /// Writes pending hits and the hit/miss counters now, in a transaction of its own.
     func writePendingAccess() throws {
-        let pending = takePendingAccess()
+        let accesses = takePendingAccess()
+        let counts = takeUnwrittenCounts()
         try environment.write { txn in
-            try applyAccesses(pending.accesses, txn)
-            try txn.put("hits", pending.hits, in: db.totals)
-            try txn.put("misses", pending.misses, in: db.totals)
+            try applyAccesses(accesses, txn)
+            try addCounts(counts, txn)
         }
     }
 }

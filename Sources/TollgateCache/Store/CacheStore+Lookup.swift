@@ -49,7 +49,11 @@ extension CacheStore {
                 // first and decoded in, rather than set on the decoded response (a copy of it).
                 let lastAccess = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.time } ?? nil
                 let variant: CacheEntry?? = try txn.withValue(forKey: id, in: db.variants) { record in
-                    guard let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess) else {
+                    // A record filed under another key is never served for this one (an index an
+                    // older build's id collision left inconsistent; see `reserveIDBlock`).
+                    guard let decoded = decodedRecords.decode(id: id, record: record, lastAccess: lastAccess),
+                        decoded.response.key == key
+                    else {
                         return nil
                     }
                     let response = decoded.response
@@ -81,9 +85,11 @@ extension CacheStore {
         let due = state.withLock { state -> Bool in
             guard let id else {
                 state.misses += 1
+                state.unwrittenMisses += 1
                 return false
             }
             state.hits += 1
+            state.unwrittenHits += 1
             state.pendingAccess[id] = now
             return state.pendingAccess.count >= options.accessBatchSize
                 || now.timeIntervalSince(state.lastFlush) >= options.accessFlushInterval
@@ -94,13 +100,12 @@ extension CacheStore {
     /// Hands the pending hits to the store's writer thread (group commit); never blocks.
     /// If the writer's queue is full the batch is dropped: recency is best-effort.
     func flushAccessInBackground() {
-        let pending = takePendingAccess()
-        let db = self.db
+        let accesses = takePendingAccess()
+        let counts = takeUnwrittenCounts()
         writer.submit(
             { [self] txn in
-                try applyAccesses(pending.accesses, txn)
-                try txn.put("hits", pending.hits, in: db.totals)
-                try txn.put("misses", pending.misses, in: db.totals)
+                try applyAccesses(accesses, txn)
+                try addCounts(counts, txn)
                 return try txn.id
             },
             completion: { [lookupMemo] result in

@@ -111,10 +111,10 @@ extension CacheStore {
     @discardableResult
     public func evict(toFit bytes: Int64 = 0) throws -> Int {
         try checkOpen()
-        let pending = takePendingAccess()
+        let accesses = takePendingAccess()
         var freed: [String] = []
         let count = try environment.write { txn -> Int in
-            try applyAccesses(pending.accesses, txn)
+            try applyAccesses(accesses, txn)
             let (count, files) = try evictLocked(toFit: bytes, protecting: nil, txn)
             freed = files
             return count

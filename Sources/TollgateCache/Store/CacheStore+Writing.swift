@@ -188,12 +188,12 @@ extension CacheStore {
             let record =
                 inlineBody.map { body in body.withUnsafeBytes { response.encodedRecord(inlineBody: $0) } }
                 ?? response.encodedRecord()
-            let pending = takePendingAccess()
+            let accesses = takePendingAccess()
             let now = options.clock()
             var freed: [String] = []
             try environment.write { txn in
                 freed = []  // the closure runs again if the map had to grow
-                try applyAccesses(pending.accesses, txn)
+                try applyAccesses(accesses, txn)
                 freed += try insertVariant(
                     id,
                     record: record,

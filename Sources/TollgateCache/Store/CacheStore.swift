@@ -79,13 +79,19 @@ public final class CacheStore: Sendable {
 
     /// What the store keeps in memory.
     struct State {
+        /// The next id of this opening's block (``reserveIDBlock(_:totals:)``).
         var nextID: UInt64
+        /// At least the next LRU sequence number; raised to above the index's last one in every
+        /// write transaction (``allocateSequence(_:)``), as another process may have used more.
         var nextSequence: UInt64
         /// Hits not yet written to the LRU index: id → time of the latest hit.
         var pendingAccess: [UInt64: Date] = [:]
         var lastFlush: Date
         var hits: UInt64
         var misses: UInt64
+        /// Hits and misses counted since they were last added to the stored totals.
+        var unwrittenHits: UInt64 = 0
+        var unwrittenMisses: UInt64 = 0
         /// Variants evicted to stay under the capacity since the store was opened.
         var evictions: UInt64 = 0
         var closed = false
@@ -117,18 +123,17 @@ public final class CacheStore: Sendable {
         // Alone (exclusive lock granted): sweep, then share the lock like every other opener.
         let alone = flock(fd, LOCK_EX | LOCK_NB) == 0
         let db = self.db
-        let (lastID, lastSequence, hits, misses) = try environment.read { txn in
-            let lastVariant: [(key: UInt64, value: [UInt8])] = try txn.entries(in: db.variants, reverse: true, limit: 1)
+        let (firstID, lastSequence, hits, misses) = try environment.write { txn in
             let lastAccess: [(key: UInt64, value: UInt64)] = try txn.entries(in: db.lru, reverse: true, limit: 1)
             return (
-                lastVariant.first?.key ?? 0, lastAccess.first?.key ?? 0,
+                try Self.reserveIDBlock(txn, totals: db.totals), lastAccess.first?.key ?? 0,
                 try txn.get("hits", as: UInt64.self, in: db.totals) ?? 0,
                 try txn.get("misses", as: UInt64.self, in: db.totals) ?? 0
             )
         }
         state = Locked(
             State(
-                nextID: lastID + 1,
+                nextID: firstID,
                 nextSequence: lastSequence + 1,
                 lastFlush: options.clock(),
                 hits: hits,
@@ -168,13 +173,38 @@ public final class CacheStore: Sendable {
     func allocateID() -> UInt64 {
         state.withLock { state in
             defer { state.nextID += 1 }
+            // 2^40 ids an opening: 35 years of a thousand stores a second.
+            precondition(state.nextID & Self.idsPerBlockMask != 0, "the store opening's block of ids is used up")
             return state.nextID
         }
     }
 
-    /// A fresh LRU sequence number.
-    func allocateSequence() -> UInt64 {
-        state.withLock { state in
+    /// Ids of one opening: its block number in the high 24 bits, a count in the low 40.
+    static let idBlockShift: UInt64 = 40
+    static let idsPerBlockMask: UInt64 = (1 << idBlockShift) - 1
+
+    /// Reserves this opening's block of ids in `txn` and returns its first id.
+    ///
+    /// Several processes may have the store open at once (a proxy and `tollgate warm`, two
+    /// proxies, the cache commands), and an id names both a variant's record and its body file:
+    /// ids counted on from the last one stored, as each process did, collided — one process's
+    /// commit replaced the other's record and renamed its body over the other's file, so a URL
+    /// was answered with another URL's body. Each opening now takes a block of its own from a
+    /// counter in the store. Ids stored before blocks existed counted up from 1: block 0.
+    static func reserveIDBlock(_ txn: WriteTransaction, totals: Database) throws -> UInt64 {
+        let block = (try txn.get("id-blocks", as: UInt64.self, in: totals) ?? 0) + 1
+        try txn.put("id-blocks", block, in: totals)
+        return block << idBlockShift | 1
+    }
+
+    /// A fresh LRU sequence number in `txn`: above every one in the index, which another process
+    /// may have added to since this one last wrote (write transactions are serialized across
+    /// processes, so the index's last key is current here).
+    func allocateSequence(_ txn: WriteTransaction) throws -> UInt64 {
+        let last: [(key: UInt64, value: UInt64)] = try txn.entries(in: db.lru, reverse: true, limit: 1)
+        let floor = (last.first?.key ?? 0) + 1
+        return state.withLock { state in
+            state.nextSequence = max(state.nextSequence, floor)
             defer { state.nextSequence += 1 }
             return state.nextSequence
         }
