@@ -82,9 +82,13 @@ extension ResponseCache {
     /// another user made, or can write in, would let them choose those responses (the cache was
     /// under the shared temporary directory at a predictable name until session 23).
     static func isOwnPrivateDirectory(_ path: String) -> Bool {
-        var info = stat()
-        guard lstat(path, &info) == 0, info.st_mode & S_IFMT == S_IFDIR, info.st_uid == getuid() else { return false }
-        if info.st_mode & 0o077 != 0 { return chmod(path, 0o700) == 0 }
+        // FileManager's attributes are the link's own (lstat), not its target's.
+        guard let attributes = try? FileManager.default.attributesOfItem(atPath: path),
+            attributes[.type] as? FileAttributeType == .typeDirectory,
+            (attributes[.ownerAccountID] as? NSNumber)?.uint32Value == getuid(),
+            let permissions = (attributes[.posixPermissions] as? NSNumber)?.intValue
+        else { return false }
+        if permissions & 0o077 != 0 { return chmod(path, 0o700) == 0 }
         return true
     }
 }

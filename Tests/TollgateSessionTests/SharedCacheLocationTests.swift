@@ -11,9 +11,8 @@ struct SharedCacheLocationTests {
         return path
     }
 
-    private func mode(_ path: String) -> mode_t {
-        var info = stat()
-        return lstat(path, &info) == 0 ? info.st_mode & 0o777 : 0
+    private func mode(_ path: String) -> Int {
+        ((try? FileManager.default.attributesOfItem(atPath: path))?[.posixPermissions] as? NSNumber)?.intValue ?? 0
     }
 
     @Test("$XDG_CACHE_HOME when absolute, else $HOME/.cache; beside the proxy's own cache, not inside it")

@@ -129,10 +129,12 @@ extension CacheStore {
     }
 
     /// Moves hit variants to the young end of the LRU index. A hit older than the variant's
-    /// current position (a batch applied late) is ignored; a variant gone meanwhile too.
+    /// recorded last access (a batch applied late, or after another process's) is ignored; a
+    /// variant gone meanwhile too.
     func applyAccesses(_ accesses: [Access], _ txn: WriteTransaction) throws {
         for access in accesses {
-            guard let current = try txn.withValue(forKey: access.id, in: db.access, { Self.decodeAccess($0) }) ?? nil
+            guard let current = try txn.withValue(forKey: access.id, in: db.access, { Self.decodeAccess($0) }) ?? nil,
+                access.time >= current.time
             else { continue }
             let sequence = try allocateSequence(txn)
             try txn.delete(current.sequence, in: db.lru)
