@@ -134,7 +134,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
             fail(SessionError(.requestBodyStreamExhausted, nil, "cannot open body file \(path): \(error)"))
             return
         }
-        var sent: Int64 = 0
+        // Both closures run on the loop: the count is loop-bound.
+        let sent = NIOLoopBoundBox(Int64(0), eventLoop: loop)
         fileIO.readChunked(
             fileHandle: handle, byteCount: Int(size), chunkSize: 64 * 1024,
             allocator: context.channel.allocator, eventLoop: loop
@@ -143,13 +144,13 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, @unchecked Sendable {
                 return loop.makeFailedFuture(SessionError(.cancelled))
             }
             let count = chunk.readableBytes
-            sent += Int64(count)
+            sent.value += Int64(count)
             return self.writePiece(chunk, context: context).map { self.sink.exchangeDidWriteBody(bytes: count) }
         }.whenComplete { [weak self] result in
             try? handle.close()
             guard let self, let context = self.context, self.state.isRunning else { return }
             switch result {
-            case .success where sent != size:
+            case .success where sent.value != size:
                 self.fail(SessionError(.requestBodyStreamExhausted, nil, "the body file changed size while it was sent"))
             case .success: self.finishRequest(context: context, last: nil)
             case .failure(let error): self.fail(SessionError(.networkConnectionLost, nil, "reading the body file: \(error)"))

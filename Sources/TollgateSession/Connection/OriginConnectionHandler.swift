@@ -151,8 +151,8 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         leftover: (ByteBuffer) -> Void
     ) throws {
         switch state {
-        case .upgraded: break
-        case .exchanging, .idle where midResponse: break
+        case .upgraded, .exchanging: break
+        case .idle where midResponse: break
         default: throw SessionError(.badServerResponse, nil, "the connection was not upgraded")
         }
         state = .closed
