@@ -1,10 +1,11 @@
-public import NIOConcurrencyHelpers
-public import NIOCore
+import NIOConcurrencyHelpers
+import NIOCore
 import TollgateTLS
 
 /// A STARTTLS-style server on 127.0.0.1 for stream tasks' `startSecureConnection`: plain text
 /// until the client sends `STARTTLS\n`, then it answers `GO\n`, starts TLS (OpenSSL, through
 /// TollgateTLS) with the PKI's server certificate, and echoes what it decrypts, keeping a copy.
+/// The client's EOF (under TLS its `close_notify`) is answered `bye\n` before the server closes.
 public final class StartTLSServer: Sendable {
     private let channel: any Channel
     private let received: NIOLockedValueBox<String>
@@ -23,7 +24,9 @@ public final class StartTLSServer: Sendable {
     public static func start(pki: TestPKI) async throws -> StartTLSServer {
         let context = try TLSContext(configuration: pki.serverConfiguration)
         let received = NIOLockedValueBox("")
-        let channel = try await LoopbackListener.bind { StartTLSHandler(context: context, decrypted: received) }
+        let channel = try await LoopbackListener.bind(halfClosure: true) {
+            StartTLSHandler(context: context, decrypted: received)
+        }
         return StartTLSServer(channel: channel, received: received)
     }
 
@@ -61,6 +64,22 @@ private final class StartTLSHandler: ChannelInboundHandler, @unchecked Sendable 
             try context.pipeline.syncOperations.addTLSServerHandler(context: self.context)
         } catch {
             context.close(promise: nil)
+        }
+    }
+
+    func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        guard case ChannelEvent.inputClosed = event else {
+            context.fireUserInboundEventTriggered(event)
+            return
+        }
+        guard secure else {
+            context.close(promise: nil)
+            return
+        }
+        // Writing goes on after the client's half-close; then our close.
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(ByteBuffer(string: "bye\n"))).whenComplete { _ in
+            channel.close(promise: nil)
         }
     }
 }

@@ -83,14 +83,7 @@ struct ConnectTunnelTests {
     func upstreamHalfClosesFirst() async throws {
         // A server that greets, closes its write side at once, and records what it reads after.
         let received = NIOLockedValueBoxBytes()
-        let server = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-            .childChannelOption(.allowRemoteHalfClosure, value: true)
-            .childChannelInitializer { child in
-                child.eventLoop.makeCompletedFuture {
-                    try child.pipeline.syncOperations.addHandler(GreetAndHalfClose(received: received))
-                }
-            }
-            .bind(host: "127.0.0.1", port: 0).get()
+        let server = try await GreetAndHalfClose.serve(received)
         defer { server.close(promise: nil) }
         let port = try #require(server.localAddress?.port)
         try await withProxy(configuration: allowing(ports: [port])) { proxy in
@@ -196,10 +189,22 @@ struct ConnectTunnelTests {
 }
 
 /// Sends a greeting, closes its write side, and keeps what it reads.
-private final class GreetAndHalfClose: ChannelInboundHandler, Sendable {
+final class GreetAndHalfClose: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     let received: NIOLockedValueBoxBytes
     init(received: NIOLockedValueBoxBytes) { self.received = received }
+
+    /// A server on 127.0.0.1 (any port) whose every connection greets and half-closes.
+    static func serve(_ received: NIOLockedValueBoxBytes) async throws -> any Channel {
+        try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .childChannelOption(.allowRemoteHalfClosure, value: true)
+            .childChannelInitializer { child in
+                child.eventLoop.makeCompletedFuture {
+                    try child.pipeline.syncOperations.addHandler(GreetAndHalfClose(received: received))
+                }
+            }
+            .bind(host: "127.0.0.1", port: 0).get()
+    }
 
     func channelActive(context: ChannelHandlerContext) {
         let channel = context.channel

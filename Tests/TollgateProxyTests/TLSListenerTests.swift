@@ -1,4 +1,5 @@
 import Foundation
+import NIOCore
 import Testing
 import TollgateHTTP
 import TollgateTLS
@@ -175,6 +176,47 @@ struct TLSListenerTests {
             #expect(load.stdout.contains("status codes: 400 2xx"), "\(load.stdout)")
             #expect(origin.requestCount == 1)
         }
+    }
+
+    @Test("Inside an HTTPS proxy's TLS, a tunnel's half-close is TLS's close_notify: the client reads the origin's EOF and can still send")
+    func tunnelHalfCloseInsideTLS() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let received = NIOLockedValueBoxBytes()
+        let origin = try await GreetAndHalfClose.serve(received)
+        defer { origin.close(promise: nil) }
+        let originPort = try #require(origin.localAddress?.port)
+        let configuration = try setup.write(
+            "tls: { certificate: \"srv.pem\", key: \"srv.key\" }", more: "access:\n  connect-ports: [\(originPort)]"
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        // Python's ssl (OpenSSL underneath, not ours) as the client: the CONNECT, the greeting,
+        // the EOF the origin's half-close became (close_notify), then bytes the other way.
+        let script = """
+            import socket, ssl, sys
+            context = ssl.create_default_context(cafile=sys.argv[2])
+            raw = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=10)
+            tls = context.wrap_socket(raw, server_hostname="127.0.0.1")
+            tls.sendall(b"CONNECT 127.0.0.1:%s HTTP/1.1\\r\\nHost: x\\r\\n\\r\\n" % sys.argv[3].encode())
+            received = b""
+            while True:
+                chunk = tls.recv(4096)
+                if not chunk:
+                    break
+                received += chunk
+            print(repr(received))
+            tls.sendall(b"still talking")
+            print("sent")
+            """
+        let run = try await ChildProcess.run(
+            "/usr/bin/python3",
+            ["-c", script, String(try served.port("forward")), setup.pki.caFile, String(originPort)]
+        )
+        #expect(run.status == 0, "\(run.stdout) \(run.stderr)")
+        #expect(run.stdout.contains("Connection Established\\r\\n\\r\\nhello, then EOF'"), "\(run.stdout)")
+        #expect(run.stdout.hasSuffix("sent\n"))
+        try await eventually("the origin reads what was sent after its EOF") { received.text == "still talking" }
     }
 
     @Test("An HTTPS forward proxy (curl --proxy https://) relays an absolute-form request and a CONNECT inside its TLS")

@@ -68,6 +68,31 @@ struct StreamTaskSecureConnectionTests {
         #expect(throws: SessionError(.unsupportedOperation)) { try task.stopSecureConnection() }
     }
 
+    @Test("Under TLS, closeWrite() sends close_notify: the server reads its EOF and still answers; the answer, then EOF, reach the task")
+    func closeWriteUnderTLS() async throws {
+        let pki = try TestPKI()
+        let server = try await StartTLSServer.start(pki: pki)
+        defer { server.stop() }
+        let session = session(trusting: pki, delegate: SessionTrustRecorder(answer: .performDefaultHandling))
+        defer { session.invalidateAndCancel() }
+        let task = try session.streamTask(withHostName: "127.0.0.1", port: server.port)
+        task.resume()
+        try await upgrade(task)
+        try await task.write(ByteBuffer(string: "last"), timeout: .seconds(5))
+        let echoed = try await task.readData(ofMinLength: 4, maxLength: 4, timeout: .seconds(5))
+        #expect(echoed.data.map { String(buffer: $0) } == "last")
+        task.closeWrite()
+        var answer = ""
+        var atEOF = false
+        while !atEOF {
+            let read = try await task.readData(ofMinLength: 1, maxLength: 100, timeout: .seconds(5))
+            answer += read.data.map { String(buffer: $0) } ?? ""
+            atEOF = read.atEOF
+        }
+        #expect(answer == "bye\n")
+        #expect(server.decrypted == "last")
+    }
+
     @Test("An untrusted certificate under default handling fails the stream with serverCertificateUntrusted; no byte flows")
     func untrustedFails() async throws {
         let pki = try TestPKI()

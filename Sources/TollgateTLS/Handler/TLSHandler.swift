@@ -23,8 +23,14 @@ import NIOCore
 /// ``TLSConfiguration/closeTimeout``). A `close_notify` from the peer delivers what was decrypted, answers
 /// with our own and closes the channel. A peer that closes TCP without `close_notify` leaves the handler
 /// treating it as EOF, after firing ``TLSError/uncleanShutdown`` when
-/// ``TLSConfiguration/reportsUncleanShutdown`` is set. Half-closing (`close(mode: .output)`) is not
-/// supported yet and fails with `ChannelError.operationUnsupported`.
+/// ``TLSConfiguration/reportsUncleanShutdown`` is set.
+///
+/// Half-closing is TLS's `close_notify` for one direction: `close(mode: .output)` encrypts the writes
+/// flushed so far, sends `close_notify` and goes on reading (later writes fail with
+/// `ChannelError.outputClosed`; the TCP connection stays open); the peer's `close_notify` then closes the
+/// channel. On a channel with `allowRemoteHalfClosure`, the peer's `close_notify` delivers what was
+/// decrypted and fires `ChannelEvent.inputClosed`, and writing goes on until the application closes —
+/// what a socket does with the peer's EOF. `close(mode: .input)` fails with `operationUnsupported`.
 ///
 /// Errors (``TLSError``) are fired with `errorCaught`, and the channel is closed after them.
 ///
@@ -154,10 +160,12 @@ public final class TLSHandler: ChannelDuplexHandler {
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // With allowRemoteHalfClosure the socket's EOF arrives here rather than as channelInactive.
-        if case .some(.inputClosed) = event as? ChannelEvent, self.stateMachine.decryptsApplicationData,
-            self.connection.context.configuration.reportsUncleanShutdown
-        {
-            context.fireErrorCaught(TLSError.uncleanShutdown)
+        if case .some(.inputClosed) = event as? ChannelEvent {
+            // The peer's close_notify already ended the input, and was told as inputClosed.
+            if self.stateMachine.isInputClosed { return }
+            if self.stateMachine.decryptsApplicationData, self.connection.context.configuration.reportsUncleanShutdown {
+                context.fireErrorCaught(TLSError.uncleanShutdown)
+            }
         }
         context.fireUserInboundEventTriggered(event)
     }
@@ -193,6 +201,10 @@ public final class TLSHandler: ChannelDuplexHandler {
             promise?.fail(ChannelError.ioOnClosedChannel)
             return
         }
+        guard !self.stateMachine.isOutputClosed else {
+            promise?.fail(ChannelError.outputClosed)
+            return
+        }
         self.pendingWrites.append(PendingWrite(data: self.unwrapOutboundIn(data), promise: promise))
     }
 
@@ -203,10 +215,43 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func close(context: ChannelHandlerContext, mode: CloseMode, promise: EventLoopPromise<Void>?) {
-        guard mode == .all else {
+        switch mode {
+        case .all:
+            break
+        case .output:
+            self.closeOutput(context: context, promise: promise)
+            return
+        case .input:
             promise?.fail(ChannelError.operationUnsupported)
             return
         }
+        self.attachClosePromise(promise)
+        self.run(self.stateMachine.closeRequested(), context: context)
+    }
+
+    /// `close(mode: .output)`: our `close_notify`, reading goes on (or, after the peer's, the close).
+    private func closeOutput(context: ChannelHandlerContext, promise: EventLoopPromise<Void>?) {
+        let closing = self.stateMachine.isClosingOrClosed
+        let action = self.stateMachine.outputCloseRequested()
+        switch action {
+        case .sendCloseNotify:
+            self.run(action, context: context)
+            // Complete once the close_notify (the last ciphertext) is written.
+            if let promise {
+                if let last = self.lastCiphertextWrite { last.cascade(to: promise) } else { promise.succeed() }
+            }
+        case .refuseOutputClose:
+            promise?.fail(closing ? ChannelError.alreadyClosed : ChannelError.operationUnsupported)
+        case .none:
+            promise?.succeed()
+        default:
+            self.attachClosePromise(promise)
+            self.run(action, context: context)
+        }
+    }
+
+    /// The promise of a close, completed when the socket closes.
+    private func attachClosePromise(_ promise: EventLoopPromise<Void>?) {
         if let promise {
             if let existing = self.closePromise {
                 existing.futureResult.cascade(to: promise)
@@ -214,7 +259,6 @@ public final class TLSHandler: ChannelDuplexHandler {
                 self.closePromise = promise
             }
         }
-        self.run(self.stateMachine.closeRequested(), context: context)
     }
 
     // MARK: - Actions
@@ -258,12 +302,27 @@ public final class TLSHandler: ChannelDuplexHandler {
             self.readFromSocketIfNeeded(context: context)
             if held { self.readAgainIfAutoRead(context: context) }
 
-        case .sendCloseNotifyAndClose(let deliverHeldData):
+        case .sendCloseNotifyAndClose(let deliverHeldData, let fireInputClosed):
             self.cancelTimers()
             if deliverHeldData { self.deliverPlaintext(context: context, force: true) }
+            if fireInputClosed { context.fireUserInboundEventTriggered(ChannelEvent.inputClosed) }
             self.failPendingWrites(ChannelError.ioOnClosedChannel)
-            self.connection.shutdown()
+            self.connection.shutdown()  // nothing more once ours was sent (a half-close)
             self.closeAfterWritingCiphertext(context: context)
+
+        case .sendCloseNotify:
+            // What was flushed goes out before the close_notify; what was not, never.
+            self.encryptPendingWrites(context: context)
+            self.failPendingWrites(ChannelError.outputClosed)
+            self.connection.shutdown()
+            self.writeCiphertext(context: context, flush: true)
+
+        case .deliverHeldDataAndFireInputClosed:
+            self.deliverPlaintext(context: context, force: true)
+            context.fireUserInboundEventTriggered(ChannelEvent.inputClosed)
+
+        case .refuseOutputClose:
+            break  // answered by closeOutput
 
         case .closeChannel:
             self.cancelTimers()
@@ -305,7 +364,8 @@ public final class TLSHandler: ChannelDuplexHandler {
         case .needsMoreData:
             break
         case .closeNotify:
-            self.run(self.stateMachine.closeNotifyReceived(), context: context)
+            let halfClosure = (try? context.channel.syncOptions?.getOption(.allowRemoteHalfClosure)) ?? false
+            self.run(self.stateMachine.closeNotifyReceived(halfClosureAllowed: halfClosure), context: context)
         case .failed(let error):
             self.run(self.stateMachine.connectionFailed(error), context: context)
         }

@@ -4,16 +4,28 @@
 /// idle ──channelActive──▶ handshaking ──completed──▶ active ──close / close_notify──▶ closing ──inactive──▶ closed
 ///                              │          (deferred) ──▶ awaitingApproval ──peerApproved──▶ active
 ///                              └──failed / timed out──▶ closed
+/// active ──close(.output)──▶ outputClosed ──close_notify / close──▶ closing
+/// active ──close_notify, half-closure allowed──▶ inputClosed ──close(.output) / close──▶ closing
 /// ```
 ///
 /// `awaitingApproval` is `active` with application data held in both directions until the application
 /// has checked the peer (pins, a server-trust challenge) and called ``TLSHandler/approvePeer()``.
+///
+/// Half-closing is TLS's own: `close_notify` ends one direction (RFC 8446 §6.1: "each party MUST send
+/// a close_notify alert before closing its write side"), the other goes on. Our `close(mode: .output)`
+/// sends it and keeps reading (`outputClosed`); the peer's, on a channel that allows remote half-closure,
+/// ends reading with a `ChannelEvent.inputClosed` and keeps writing (`inputClosed`), as a socket's EOF
+/// does. Without half-closure allowed, the peer's `close_notify` closes the channel, as before.
 struct TLSHandlerStateMachine {
     private enum State: Equatable {
         case idle
         case handshaking
         case awaitingApproval
         case active
+        /// Our `close_notify` is sent; the peer's data is still read.
+        case outputClosed
+        /// The peer's `close_notify` arrived (half-closure allowed); we may still write.
+        case inputClosed
         case closing
         case closed
     }
@@ -31,8 +43,15 @@ struct TLSHandlerStateMachine {
         /// Deliver held plaintext (when asked for) and encrypt held writes.
         case startDataFlow
         /// Send `close_notify`, then close the channel; with `deliverHeldData`, first deliver any decrypted
-        /// plaintext still held.
-        case sendCloseNotifyAndClose(deliverHeldData: Bool)
+        /// plaintext still held, and with `fireInputClosed` then tell the next handler its input ended.
+        case sendCloseNotifyAndClose(deliverHeldData: Bool, fireInputClosed: Bool = false)
+        /// Encrypt the flushed writes, send `close_notify`, go on reading (a half-close of ours).
+        case sendCloseNotify
+        /// Deliver the decrypted plaintext still held, then fire `ChannelEvent.inputClosed` (the peer's
+        /// half-close).
+        case deliverHeldDataAndFireInputClosed
+        /// Refuse a half-close (before the data flows, or after the close).
+        case refuseOutputClose
         /// Close the channel without a TLS shutdown.
         case closeChannel
         /// Send what OpenSSL queued (an alert), fire the error, close the channel.
@@ -51,13 +70,21 @@ struct TLSHandlerStateMachine {
     }
 
     /// Whether OpenSSL should be handed ciphertext to decrypt.
-    var decryptsApplicationData: Bool { self.state == .awaitingApproval || self.state == .active }
+    var decryptsApplicationData: Bool {
+        self.state == .awaitingApproval || self.state == .active || self.state == .outputClosed
+    }
 
     /// Whether decrypted data may go to the next handler.
-    var deliversApplicationData: Bool { self.state == .active }
+    var deliversApplicationData: Bool { self.state == .active || self.state == .outputClosed }
 
     /// Whether writes may be encrypted and sent.
-    var encryptsApplicationData: Bool { self.state == .active }
+    var encryptsApplicationData: Bool { self.state == .active || self.state == .inputClosed }
+
+    /// Whether our `close_notify` has ended the writing side while the channel is still open.
+    var isOutputClosed: Bool { self.state == .outputClosed }
+
+    /// Whether the peer's `close_notify` ended the reading side while the channel is still open.
+    var isInputClosed: Bool { self.state == .inputClosed }
 
     /// Whether the handshake is under way.
     var isHandshaking: Bool { self.state == .handshaking }
@@ -109,7 +136,7 @@ struct TLSHandlerStateMachine {
         case .awaitingApproval:
             self.state = .active
             return .startDataFlow
-        case .active, .closing, .closed:
+        case .active, .outputClosed, .inputClosed, .closing, .closed:
             return .none
         case .idle, .handshaking:
             preconditionFailure("approvePeer() before the handshake completed; state: \(self.state)")
@@ -123,9 +150,13 @@ struct TLSHandlerStateMachine {
             // Nothing to shut down cleanly: OpenSSL refuses close_notify in the middle of a handshake.
             self.state = .closed
             return .closeChannel
-        case .awaitingApproval, .active:
+        case .awaitingApproval, .active, .inputClosed:
             self.state = .closing
             return .sendCloseNotifyAndClose(deliverHeldData: false)
+        case .outputClosed:
+            // Our close_notify is already out.
+            self.state = .closing
+            return .closeChannel
         case .closing:
             return .none
         case .closed:
@@ -133,16 +164,40 @@ struct TLSHandlerStateMachine {
         }
     }
 
-    /// The peer sent `close_notify`.
-    mutating func closeNotifyReceived() -> Action {
+    /// The application half-closed the channel (`close(mode: .output)`).
+    mutating func outputCloseRequested() -> Action {
         switch self.state {
+        case .active:
+            self.state = .outputClosed
+            return .sendCloseNotify
+        case .inputClosed:
+            // Both directions are done.
+            self.state = .closing
+            return .sendCloseNotifyAndClose(deliverHeldData: false)
+        case .outputClosed, .closing:
+            return .none
+        case .idle, .handshaking, .awaitingApproval, .closed:
+            return .refuseOutputClose
+        }
+    }
+
+    /// The peer sent `close_notify`; `halfClosureAllowed`: the channel's `allowRemoteHalfClosure`.
+    mutating func closeNotifyReceived(halfClosureAllowed: Bool = false) -> Action {
+        switch self.state {
+        case .active where halfClosureAllowed:
+            self.state = .inputClosed
+            return .deliverHeldDataAndFireInputClosed
         case .active:
             self.state = .closing
             return .sendCloseNotifyAndClose(deliverHeldData: true)
+        case .outputClosed:
+            // Each side has closed its half: the connection is done.
+            self.state = .closing
+            return .sendCloseNotifyAndClose(deliverHeldData: true, fireInputClosed: halfClosureAllowed)
         case .awaitingApproval:
             self.state = .closing
             return .sendCloseNotifyAndClose(deliverHeldData: false)
-        case .closing, .closed:
+        case .inputClosed, .closing, .closed:
             return .none
         case .idle, .handshaking:
             preconditionFailure("Invalid state: \(self.state)")
@@ -154,7 +209,7 @@ struct TLSHandlerStateMachine {
         switch self.state {
         case .closed:
             return .none
-        case .idle, .handshaking, .awaitingApproval, .active, .closing:
+        case .idle, .handshaking, .awaitingApproval, .active, .outputClosed, .inputClosed, .closing:
             self.state = .closed
             return .failAndClose(error)
         }
@@ -165,11 +220,11 @@ struct TLSHandlerStateMachine {
         let previous = self.state
         self.state = .closed
         switch previous {
-        case .idle, .closing, .closed:
+        case .idle, .inputClosed, .closing, .closed:
             return .fireInactive(nil)
         case .handshaking:
             return .fireInactive(.closedDuringHandshake("the connection closed during the handshake"))
-        case .awaitingApproval, .active:
+        case .awaitingApproval, .active, .outputClosed:
             return .fireInactive(self.reportsUncleanShutdown ? .uncleanShutdown : nil)
         }
     }

@@ -90,6 +90,57 @@ struct TLSEmbeddedChannelTests {
         #expect(pair.serverLog.tlsErrors.isEmpty)
     }
 
+    @Test("A half-close is close_notify one way: the other side reads it as inputClosed and still writes; its own then closes both")
+    func halfClose() throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let pair = try Pair(pki: pki, serverBehaviour: .init())
+        try pair.server.setOption(ChannelOptions.allowRemoteHalfClosure, value: true).wait()
+        try pair.interact()
+        try pair.client.writeAndFlush(ByteBuffer(string: "question")).wait()
+        let halfClosed = pair.client.close(mode: .output)
+        try pair.interact()
+        try halfClosed.wait()
+        #expect(pair.serverLog.receivedText == "question")
+        #expect(pair.serverLog.inputCloses == 1)
+        #expect(pair.client.isActive && pair.server.isActive)
+        #expect(throws: ChannelError.outputClosed) { try pair.client.writeAndFlush(ByteBuffer(string: "more")).wait() }
+
+        // The half-closed side still reads; the other still writes.
+        try pair.server.writeAndFlush(ByteBuffer(string: "answer")).wait()
+        try pair.interact()
+        #expect(pair.clientLog.receivedText == "answer")
+        #expect(pair.client.isActive && pair.server.isActive)
+
+        // The other half: each side has closed its own, and both channels close, cleanly.
+        let serverHalf = pair.server.close(mode: .output)
+        try pair.interact()
+        pair.client.embeddedEventLoop.run()
+        pair.server.embeddedEventLoop.run()
+        try serverHalf.wait()
+        #expect(!pair.client.isActive && !pair.server.isActive)
+        #expect(pair.clientLog.inputCloses == 0, "the client did not allow half-closure: its channel closed instead")
+        #expect(pair.clientLog.tlsErrors.isEmpty && pair.serverLog.tlsErrors.isEmpty)
+        #expect(pair.serverLog.receivedText == "question")
+    }
+
+    @Test("Without half-closure allowed, the peer's close_notify closes the channel after what it carried")
+    func closeNotifyWithoutHalfClosure() throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let pair = try Pair(pki: pki, serverBehaviour: .init())
+        try pair.interact()
+        try pair.client.writeAndFlush(ByteBuffer(string: "last words")).wait()
+        pair.client.close(mode: .output, promise: nil)
+        try pair.interact()
+        pair.client.embeddedEventLoop.run()
+        pair.server.embeddedEventLoop.run()
+        #expect(pair.serverLog.receivedText == "last words")
+        #expect(pair.serverLog.inputCloses == 0)
+        #expect(!pair.server.isActive && !pair.client.isActive)
+        #expect(pair.clientLog.tlsErrors.isEmpty && pair.serverLog.tlsErrors.isEmpty)
+    }
+
     /// `count` bytes from a fixed-seed generator (the same bytes every run).
     static func noise(_ count: Int, seed: UInt64) -> [UInt8] {
         var state = seed

@@ -47,6 +47,49 @@ struct TLSHandlerStateMachineTests {
         #expect(waiting.closeNotifyReceived() == .sendCloseNotifyAndClose(deliverHeldData: false))
     }
 
+    @Test("half-closes: ours keeps reading, the peer's (when allowed) keeps writing; the second half closes")
+    func halfCloses() {
+        func active() -> Machine {
+            var machine = Machine(defersTrustDecision: false, reportsUncleanShutdown: true)
+            _ = machine.channelActive()
+            _ = machine.handshakeCompleted()
+            return machine
+        }
+        var ours = active()
+        #expect(ours.outputCloseRequested() == .sendCloseNotify)
+        #expect(ours.isOutputClosed && !ours.isClosingOrClosed)
+        #expect(ours.decryptsApplicationData && ours.deliversApplicationData && !ours.encryptsApplicationData)
+        #expect(ours.outputCloseRequested() == .none)
+        #expect(ours.closeNotifyReceived(halfClosureAllowed: true) == .sendCloseNotifyAndClose(deliverHeldData: true, fireInputClosed: true))
+        #expect(ours.isClosingOrClosed)
+
+        var oursThenClose = active()
+        _ = oursThenClose.outputCloseRequested()
+        #expect(oursThenClose.closeRequested() == .closeChannel, "close_notify is out already")
+        var oursThenEOF = active()
+        _ = oursThenEOF.outputCloseRequested()
+        #expect(oursThenEOF.channelInactive() == .fireInactive(.uncleanShutdown))
+
+        var theirs = active()
+        #expect(theirs.closeNotifyReceived(halfClosureAllowed: true) == .deliverHeldDataAndFireInputClosed)
+        #expect(theirs.isInputClosed && !theirs.decryptsApplicationData && theirs.encryptsApplicationData)
+        #expect(theirs.closeNotifyReceived(halfClosureAllowed: true) == .none)
+        #expect(theirs.outputCloseRequested() == .sendCloseNotifyAndClose(deliverHeldData: false))
+        var theirsThenEOF = active()
+        _ = theirsThenEOF.closeNotifyReceived(halfClosureAllowed: true)
+        #expect(theirsThenEOF.channelInactive() == .fireInactive(nil), "the peer closed cleanly")
+
+        var notAllowed = active()
+        #expect(notAllowed.closeNotifyReceived(halfClosureAllowed: false) == .sendCloseNotifyAndClose(deliverHeldData: true))
+
+        var handshaking = Machine(defersTrustDecision: true, reportsUncleanShutdown: true)
+        #expect(handshaking.outputCloseRequested() == .refuseOutputClose)
+        _ = handshaking.channelActive()
+        #expect(handshaking.outputCloseRequested() == .refuseOutputClose)
+        _ = handshaking.handshakeCompleted()
+        #expect(handshaking.outputCloseRequested() == .refuseOutputClose, "awaiting approval")
+    }
+
     @Test("EOF without close_notify is an unclean shutdown only when reported, and during the handshake a failure")
     func eof() {
         var reporting = Machine(defersTrustDecision: false, reportsUncleanShutdown: true)

@@ -14,6 +14,7 @@ final class ConnectionLog: Sendable {
         var tlsErrors: [TLSError] = []
         var otherErrors: [String] = []
         var inactive = 0
+        var inputCloses = 0
     }
 
     private let state = NIOLockedValueBox(State())
@@ -27,6 +28,8 @@ final class ConnectionLog: Sendable {
     var tlsErrors: [TLSError] { self.state.withLockedValue { $0.tlsErrors } }
     var otherErrors: [String] { self.state.withLockedValue { $0.otherErrors } }
     var isInactive: Bool { self.state.withLockedValue { $0.inactive > 0 } }
+    /// How many `ChannelEvent.inputClosed` the application saw.
+    var inputCloses: Int { self.state.withLockedValue { $0.inputCloses } }
 
     func record(received bytes: ByteBuffer) {
         self.state.withLockedValue {
@@ -41,6 +44,7 @@ final class ConnectionLog: Sendable {
         }
     }
     func recordInactive() { self.state.withLockedValue { $0.inactive += 1 } }
+    func recordInputClosed() { self.state.withLockedValue { $0.inputCloses += 1 } }
 }
 
 /// The application handler behind a ``TLSHandler`` in tests: records everything and optionally answers.
@@ -66,6 +70,7 @@ final class RecordingHandler: ChannelInboundHandler {
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
+        if case ChannelEvent.inputClosed = event { self.log.recordInputClosed() }
         if let completed = event as? TLSHandshakeCompleted {
             self.log.record(handshake: completed)
             if let greeting = self.behaviour.greeting {
