@@ -43,16 +43,10 @@ struct CacheStoreIDBlockTests {
             store.close()
         }
         // Swap the two records behind the store's back, as an id collision did.
-        do {
-            let environment = try Environment(path: directory.path)
-            defer { environment.close() }
-            let variants = try environment.openDatabase(named: "variants")
-            try environment.write { txn in
-                let records: [(key: UInt64, value: [UInt8])] = try txn.entries(in: variants)
-                try #require(records.count == 2)
-                try txn.put(records[0].key, records[1].value, in: variants)
-                try txn.put(records[1].key, records[0].value, in: variants)
-            }
+        try changeVariants(in: directory) { txn, variants, records in
+            try #require(records.count == 2)
+            try txn.put(records[0].key, records[1].value, in: variants)
+            try txn.put(records[1].key, records[0].value, in: variants)
         }
         let store = try CacheStore(options: options(directory))
         defer { store.close() }

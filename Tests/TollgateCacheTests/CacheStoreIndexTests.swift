@@ -17,16 +17,10 @@ struct CacheStoreIndexTests {
             store.close()
         }
         // Flip the last byte of the record (the body's last byte) behind the store's back.
-        do {
-            let environment = try Environment(path: directory.path)
-            defer { environment.close() }
-            let variants = try environment.openDatabase(named: "variants")
-            try environment.write { txn in
-                let entries: [(key: UInt64, value: [UInt8])] = try txn.entries(in: variants)
-                var record = try #require(entries.first).value
-                record[record.count - 1] ^= 0xFF
-                try txn.put(entries[0].key, record, in: variants)
-            }
+        try changeVariants(in: directory) { txn, variants, entries in
+            var record = try #require(entries.first).value
+            record[record.count - 1] ^= 0xFF
+            try txn.put(entries[0].key, record, in: variants)
         }
         let store = try CacheStore(options: options(directory))
         defer { store.close() }

@@ -94,14 +94,7 @@ struct StreamTaskErrorTests {
             "\(error)".contains("closeWrite")
         }
         // Reads go on after closeWrite: the echo, then the server's farewell and EOF.
-        var text = ""
-        var atEOF = false
-        while !atEOF {
-            let read = try await writing.readData(ofMinLength: 1, maxLength: 100, timeout: .seconds(5))
-            text += read.data.map { String(buffer: $0) } ?? ""
-            atEOF = read.atEOF
-        }
-        #expect(text == "beforebye")
+        #expect(try await readToEOF(writing) == "beforebye")
     }
 
     @Test("A write the peer does not take within its timeout fails with timedOut; the stream is then broken")

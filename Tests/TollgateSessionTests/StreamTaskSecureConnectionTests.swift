@@ -82,14 +82,7 @@ struct StreamTaskSecureConnectionTests {
         let echoed = try await task.readData(ofMinLength: 4, maxLength: 4, timeout: .seconds(5))
         #expect(echoed.data.map { String(buffer: $0) } == "last")
         task.closeWrite()
-        var answer = ""
-        var atEOF = false
-        while !atEOF {
-            let read = try await task.readData(ofMinLength: 1, maxLength: 100, timeout: .seconds(5))
-            answer += read.data.map { String(buffer: $0) } ?? ""
-            atEOF = read.atEOF
-        }
-        #expect(answer == "bye\n")
+        #expect(try await readToEOF(task) == "bye\n")
         #expect(server.decrypted == "last")
     }
 

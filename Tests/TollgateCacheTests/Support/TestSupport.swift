@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateCache
 import TollgateHTTP
+import TollgateStore
 
 /// The fixed "now" of every rule test.
 let now = Date(timeIntervalSince1970: 1_700_000_000)
@@ -167,4 +168,20 @@ func bytes(of entry: CacheEntry) throws -> [UInt8] {
 /// The file names in a store's `bodies/` directory.
 func bodyFiles(_ directory: TemporaryDirectory) -> [String] {
     ((try? FileManager.default.contentsOfDirectory(atPath: directory.path + "/bodies")) ?? []).sorted()
+}
+
+/// Changes the `variants` database of a closed store behind its back (a record corrupted on disk,
+/// an index an older build left inconsistent): `change` gets the transaction, the database and
+/// its records in id order.
+func changeVariants(
+    in directory: TemporaryDirectory,
+    _ change: (WriteTransaction, Database, [(key: UInt64, value: [UInt8])]) throws -> Void
+) throws {
+    let environment = try Environment(path: directory.path)
+    defer { environment.close() }
+    let variants = try environment.openDatabase(named: "variants")
+    try environment.write { txn in
+        let records: [(key: UInt64, value: [UInt8])] = try txn.entries(in: variants)
+        try change(txn, variants, records)
+    }
 }
