@@ -172,6 +172,40 @@ struct CacheSafetyTests {
         }
     }
 
+    @Test("A cache that cannot write (its bodies/ removed) passes responses on whole and unstored, logs storage-error, and says so on stderr once")
+    func storageFailure() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let body = (0..<100_000).map { UInt8(truncatingIfNeeded: $0 &* 7) }
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], bytes: body)
+        }
+        defer { origin.stop() }
+        let accessLog = directory.appendingPathComponent("access.log")
+        let config = try writeForwardCacheConfiguration(in: directory, more: "log:\n  access: \"\(accessLog.path)\"\n  format: json")
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("forward")
+        try FileManager.default.removeItem(at: directory.appendingPathComponent("cache/bodies"))
+        for path in ["/one", "/two", "/one"] {
+            let answer = try await request("GET http://127.0.0.1:\(origin.port)\(path) HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
+            #expect(answer.status == 200)
+            #expect(answer.body == body, "\(path) came whole")
+        }
+        #expect(origin.requestCount == 3, "nothing was stored")
+        try await eventually("three log lines") {
+            ((try? String(contentsOf: accessLog, encoding: .utf8)) ?? "").split(separator: "\n").count == 3
+        }
+        for line in try String(contentsOf: accessLog, encoding: .utf8).split(separator: "\n") {
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
+            #expect(object["stored"] as? Bool == false)
+            #expect(object["not_stored_reason"] as? String == "storage-error", "\(line)")
+        }
+        let reports = served.child.standardError.components(separatedBy: "the cache could not store a response").count - 1
+        #expect(reports == 1, "\(served.child.standardError)")
+        #expect(served.child.standardError.contains("No such file or directory"), "\(served.child.standardError)")
+    }
+
     @Test("Two proxies with one cache directory never answer one URL with another's body; their entries, LRU index and counts all add up")
     func twoProcessesShareOneCache() async throws {
         let directory = try temporaryDirectory()

@@ -169,14 +169,17 @@ struct TaskCacheTests {
         #expect(TaskCache.onlyGap(in: [0..<10], length: 10) == nil)
     }
 
-    @Test("A failed writer stores nothing and says why")
+    @Test("A failed writer stores nothing and says why: over the limit, not its length, or the storage failed")
     func writerFailure() {
         var cache = TaskCache()
         cache.outcome = CacheOutcome(result: .uriMiss, stored: true)
-        cache.writerFailed(bodyTooLarge: true)
+        cache.writerFailed(CacheStoreError.bodyTooLarge)
         #expect(cache.outcome == CacheOutcome(result: .uriMiss, stored: false, detail: "size-limit"))
-        cache.writerFailed(bodyTooLarge: false)
+        cache.writerFailed(CacheStoreError.truncatedBody)
         #expect(cache.outcome?.detail == "truncated")
+        struct DiskFull: Error {}
+        cache.writerFailed(DiskFull())
+        #expect(cache.outcome?.detail == "storage-error")
     }
 
     @Test("Ending hands over the led key once and forgets the writers")

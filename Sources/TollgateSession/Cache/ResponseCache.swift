@@ -51,6 +51,8 @@ public final class ResponseCache: Sendable {
 
     private let collapsing = NIOLockedValueBox(Collapsing())
     private let backgroundRevalidations = NIOLockedValueBox<Set<CacheKey>>([])
+    /// Storage failures since the last one logged, and when that was (``noteStorageFailure(_:url:)``).
+    private let storageFailures = NIOLockedValueBox<(count: Int, lastLogged: NIODeadline?)>((0, nil))
     /// Keys an unsafe request's success invalidated, with when, until storage has removed their
     /// entries (off the loop): a lookup in between must not serve what they invalidated.
     private let invalidated = NIOLockedValueBox<[CacheKey: Date]>([:])
@@ -146,6 +148,32 @@ public final class ResponseCache: Sendable {
 
     /// Where the cache's own events are logged.
     static let logger = Logger(label: "tollgate.cache")
+
+    /// Storing failed: an error that says the storage itself is in trouble (a failed write, a
+    /// directory gone, LMDB refusing) is logged — at most once every ten seconds, with how many
+    /// more there were, as a full disk fails every response — while a body over the limit or not
+    /// its Content-Length is the response's own matter and is not.
+    func noteStorageFailure(_ error: any Error, url: String?) {
+        guard TaskCache.notStoredDetail(for: error) == "storage-error", (error as? CacheStoreError) != .closed else { return }
+        let now = TickClock.now
+        let report: Int? = storageFailures.withLockedValue { state in
+            state.count += 1
+            guard state.lastLogged.map({ now - $0 >= Self.storageFailureLogInterval }) ?? true else { return nil }
+            defer { (state.lastLogged, state.count) = (now, 0) }
+            return state.count
+        }
+        guard let count = report else { return }
+        Self.logger.error(
+            "the cache could not store a response; it was passed on unstored",
+            metadata: [
+                "url": "\(url ?? "-")", "error": "\(error)", "path": "\(store.options.path)",
+                "failures_since_last_report": "\(count)",
+            ]
+        )
+    }
+
+    /// At most one storage failure is logged in this long.
+    static let storageFailureLogInterval: TimeAmount = .seconds(10)
 
     /// Empties the cache (`Session.reset()`).
     public func removeAll() {

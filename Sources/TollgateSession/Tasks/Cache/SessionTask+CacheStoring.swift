@@ -82,7 +82,8 @@ extension SessionTask {
         } catch {
             writer.abort()
             engine.cache.writer = nil
-            engine.cache.writerFailed(bodyTooLarge: (error as? CacheStoreError) == .bodyTooLarge)
+            engine.cache.writerFailed(error)
+            session.configuration.responseCache?.noteStorageFailure(error, url: engine.request?.url.absoluteString)
         }
     }
 
@@ -167,9 +168,9 @@ extension SessionTask {
         // GETs), which would otherwise remove the new entry too if it ran later.
         let removal = engine.cache.invalidationRemoval ?? eventLoop.makeSucceededVoidFuture()
         removal.flatMap { [eventLoop] in cache.offLoop(on: eventLoop) { try writer.commit() } }.whenComplete { [self] result in
-            if case .failure = result {
-                engine.cache.outcome?.stored = false
-                engine.cache.outcome?.detail = "truncated"
+            if case .failure(let error) = result {
+                engine.cache.writerFailed(error)
+                cache.noteStorageFailure(error, url: engine.request?.url.absoluteString)
             }
             settled.value()
         }

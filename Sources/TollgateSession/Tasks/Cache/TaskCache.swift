@@ -204,9 +204,20 @@ struct TaskCache {
     }
 
     /// A storage writer failed on a body piece: nothing is stored, and the outcome says why.
-    mutating func writerFailed(bodyTooLarge: Bool) {
+    mutating func writerFailed(_ error: any Error) {
         outcome?.stored = false
-        outcome?.detail = bodyTooLarge ? "size-limit" : "truncated"
+        outcome?.detail = Self.notStoredDetail(for: error)
+    }
+
+    /// Why storing failed, as Cache-Status and the access log say it: `size-limit` (over the
+    /// per-response limit), `truncated` (the body was not its Content-Length), else
+    /// `storage-error` (the disk or LMDB refused: no space, the directory gone, …).
+    static func notStoredDetail(for error: any Error) -> String {
+        switch error as? CacheStoreError {
+        case .bodyTooLarge?: "size-limit"
+        case .truncatedBody?: "truncated"
+        default: "storage-error"
+        }
     }
 
     // MARK: end
