@@ -74,6 +74,7 @@ extension SessionTask {
             } catch {
                 piece.abort()
                 engine.cache.pieceWriter = nil
+                session.configuration.responseCache?.noteStorageFailure(error, url: engine.request?.url.absoluteString)
             }
         }
         guard let writer = engine.cache.writer else { return }
