@@ -199,6 +199,7 @@ struct ServeCommand: AsyncParsableCommand {
         let problems = runtime.reload()
         if problems.isEmpty {
             standardError("tollgate: configuration reloaded")
+            if let waiting = runtime.awaitingRestartNotice { standardError("tollgate: \(waiting)") }
         } else {
             standardError("tollgate: configuration not reloaded; the rules in force stay:")
             for problem in problems { standardError(problem.description) }

@@ -66,7 +66,7 @@ struct ServeCommandTests {
         defer { origin.stop() }
         let file = directory.appendingPathComponent("tollgate.yaml")
         let logFile = directory.appendingPathComponent("access.log")
-        func writeConfiguration(maxHeaderBytes: String, broken: Bool = false) throws {
+        func writeConfiguration(maxHeaderBytes: String, broken: Bool = false, logFormat: String = "json") throws {
             let yaml = """
                 listen:
                   - address: "127.0.0.1:0"
@@ -89,7 +89,7 @@ struct ServeCommandTests {
                   \(broken ? "max-headers: lots" : "max-headers: 50")
                 log:
                   access: "\(logFile.path)"
-                  format: json
+                  format: \(logFormat)
 
                 """
             try Data(yaml.utf8).write(to: file)
@@ -166,13 +166,16 @@ struct ServeCommandTests {
         #expect(live["identifier"] is Int)
         #expect(live["bytes"] is Int)
 
-        // POST /config/reload: fine, then a broken file (400 with FILE:LINE), then SIGHUP.
+        // POST /config/reload: fine (a log format change is kept as started, and it says so), then
+        // a broken file (400 with FILE:LINE), then SIGHUP.
+        try writeConfiguration(maxHeaderBytes: "2KiB", logFormat: "combined")
         let reloaded = try await request(
             "POST /config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
             host: "127.0.0.3",
             port: admin
         )
         #expect(reloaded.status == 200)
+        #expect(reloaded.bodyText == "reloaded\nchanged in the file but kept as started until a restart: log\n")
         try writeConfiguration(maxHeaderBytes: "2KiB", broken: true)
         let refused = try await request(
             "POST /config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n",
@@ -190,6 +193,7 @@ struct ServeCommandTests {
         served.child.send(SIGHUP)
         try await eventually("the reload") { served.child.standardError.contains("configuration reloaded") }
         #expect(try await request(big, port: forward).status == 200, "the new limit is in force")
+        #expect(!served.child.standardError.contains("until a restart"), "the file is back to what the proxy started with")
 
         served.child.terminate()
         #expect(try await served.child.waitForExit() == 0)

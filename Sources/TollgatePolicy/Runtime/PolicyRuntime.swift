@@ -38,6 +38,9 @@ public final class PolicyRuntime: Sendable {
     /// The file ``reload()`` re-reads; nil when running on a configuration without a file (the
     /// embedded default).
     public let sourceFile: String?
+    /// The configuration the runtime was made with: what `serve` opened its listeners, cache,
+    /// access log and interception CA from, which no reload changes.
+    public let startedConfiguration: PolicyConfiguration
     /// Where the sessions run their tasks.
     public let eventLoopGroup: any EventLoopGroup
     /// The loader ``reload()`` uses (the one `check-config` uses by default).
@@ -143,9 +146,23 @@ public final class PolicyRuntime: Sendable {
             observer: taskObserver
         )
         self.current = NIOLockedValueBox(snapshot)
+        self.startedConfiguration = configuration
     }
 
     // MARK: reading
+
+    /// The sections whose values in the configuration in force differ from what the process
+    /// started with in what only a restart applies
+    /// (``PolicyConfiguration/restartOnlyChanges(to:)``): after a reload, what is still waiting.
+    public var sectionsAwaitingRestart: [String] { startedConfiguration.restartOnlyChanges(to: configuration) }
+
+    /// ``sectionsAwaitingRestart`` in words, as `serve` and `POST /config/reload` report them after a
+    /// reload; nil when nothing waits.
+    public var awaitingRestartNotice: String? {
+        let sections = sectionsAwaitingRestart
+        guard !sections.isEmpty else { return nil }
+        return "changed in the file but kept as started until a restart: " + sections.joined(separator: ", ")
+    }
 
     /// The configuration in force.
     public var configuration: PolicyConfiguration { snapshot.configuration }

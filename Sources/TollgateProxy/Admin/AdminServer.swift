@@ -182,7 +182,9 @@ final class AdminHandler: ChannelInboundHandler {
             return (.ok, "application/json", TaskListing.json(runtime: runtime) + "\n")
         case (.POST, "/config/reload"):
             let problems = runtime.reload()
-            if problems.isEmpty { return (.ok, "text/plain", "reloaded\n") }
+            if problems.isEmpty {
+                return (.ok, "text/plain", "reloaded\n" + (runtime.awaitingRestartNotice.map { $0 + "\n" } ?? ""))
+            }
             return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
         case (.GET, "/metrics"):
             let text = (metrics ?? ProxyMetrics()).exposition(
