@@ -122,6 +122,7 @@ struct CacheCommand: ParsableCommand {
             let report = try store.verify(repair: repair)
             print("checked \(report.checked), bad \(report.problems.count)")
             for problem in report.problems { print("bad: \(problem)") }
+            if repair { print("repaired: removed \(report.removed), mended \(report.indexRepairs) index records") }
             if !report.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
         }
 

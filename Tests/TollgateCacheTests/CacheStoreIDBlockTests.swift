@@ -55,4 +55,51 @@ struct CacheStoreIDBlockTests {
             #expect(try store.lookup(CacheKey(request: head)!, requestHeaders: head.headerFields) == nil, "\(url)")
         }
     }
+
+    @Test("verify finds what colliding ids left — an entry listing another URL's variant, a stale LRU rank, doubled totals — and repair mends it, keeping the whole variant")
+    func verifyRepairsCollision() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let store = try CacheStore(options: options(directory))
+            try put(store, "https://example.com/a", body: Array("body of a".utf8))
+            try put(store, "https://example.com/b", body: Array("body of b".utf8))
+            #expect(try store.verify().isClean)
+            store.close()
+        }
+        // What the second commit under one id did: /b's record over /a's id, /b's entry listing it,
+        // and nothing taken back from the totals or the LRU index.
+        do {
+            let environment = try Environment(path: directory.path)
+            defer { environment.close() }
+            let variants = try environment.openDatabase(named: "variants")
+            let entries = try environment.openDatabase(named: "entries")
+            try environment.write { txn in
+                let records: [(key: UInt64, value: [UInt8])] = try txn.entries(in: variants)
+                try #require(records.count == 2)
+                let (a, b) = (records[0], records[1])
+                try txn.put(a.key, b.value, in: variants)
+                _ = try txn.delete(b.key, in: variants)
+                let keys: [(key: [UInt8], value: [UInt8])] = try txn.entries(in: entries)
+                let bKey = try #require(keys.first { String(decoding: $0.key, as: UTF8.self).hasSuffix("/b") }).key
+                try txn.put(bKey, withUnsafeBytes(of: a.key.bigEndian) { Array($0) }, in: entries)
+            }
+        }
+        let store = try CacheStore(options: options(directory))
+        defer { store.close() }
+        let report = try store.verify()
+        #expect(Set(report.problems.map(\.kind)) == [.misfiled, .lruInconsistent, .totalsInconsistent], "\(report.problems)")
+        #expect(report.problems.first { $0.kind == .misfiled }?.url?.hasSuffix("https://example.com/a") == true)
+
+        let repaired = try store.verify(repair: true)
+        #expect(repaired.indexRepairs == 3)
+        #expect(try store.verify().isClean)
+        let b = request(url: "https://example.com/b")
+        let entry = try #require(try store.lookup(CacheKey(request: b)!, requestHeaders: b.headerFields))
+        #expect(try bytes(of: entry) == Array("body of b".utf8))
+        let a = request(url: "https://example.com/a")
+        #expect(try store.lookup(CacheKey(request: a)!, requestHeaders: a.headerFields) == nil)
+        #expect(try store.statistics().entries == 1)
+        #expect(try store.leastRecentlyUsed() == [entry.id])
+    }
 }

@@ -49,17 +49,20 @@ extension CacheStore {
         }
     }
 
-    /// Re-hashes every stored body and compares it with the recorded length and SHA-256.
+    /// Re-hashes every stored body and compares it with the recorded length and SHA-256, and
+    /// checks the index against itself (``checkIndex(_:)``: entries, LRU ranks, totals).
     ///
-    /// Inline bodies are checked inside one read transaction; body files afterwards, outside
-    /// it (so a long verify does not hold an old snapshot). With `repair`, the bad entries
-    /// are removed. Blocking; reads every byte stored.
+    /// Inline bodies and the index are checked inside one read transaction; body files
+    /// afterwards, outside it (so a long verify does not hold an old snapshot). With `repair`,
+    /// the index is mended and the bad entries are removed. Blocking; reads every byte stored.
     public func verify(repair: Bool = false) throws -> CacheVerification {
         try checkOpen()
         let db = self.db
         var problems: [CacheVerification.Problem] = []
         var fileBodies: [(id: UInt64, response: StoredResponse, name: String)] = []
+        var index = IndexFindings()
         let checked = try environment.read { txn -> Int in
+            index = try checkIndex(txn)
             var checked = 0
             try txn.withCursor(in: db.variants) { cursor in
                 try cursor.forEach { entry in
@@ -99,10 +102,14 @@ extension CacheStore {
             if let kind { problems.append(.init(id: CacheEntryID(rawValue: id), url: response.url, kind: kind)) }
         }
         var removed = 0
+        var indexRepairs = 0
         if repair {
+            indexRepairs = try repairIndex(index)
             for problem in problems where try remove(id: problem.id) { removed += 1 }
         }
-        return CacheVerification(checked: checked, problems: problems, removed: removed)
+        return CacheVerification(
+            checked: checked, problems: index.problems + problems, removed: removed, indexRepairs: indexRepairs
+        )
     }
 
     /// Evicts least recently used entries until `bytes` more fit under the capacity; returns
