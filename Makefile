@@ -206,8 +206,9 @@ test: deps ## Build the tests, run the whole suite, then again as a release buil
 # swift-testing's capture of a backtrace at each thrown error is turned off, and the tests run
 # with .ci/no-backtrace.c preloaded (glibc's backtrace() returning no frames): libgcc's unwinder
 # crashes walking LTO-built frames, and swift-testing walks them for every failed #expect — the
-# pass died without naming the test. Built first, then run with the shim (only the test process
-# gets it, not the compiler).
+# pass died without naming the test. (`swift test` builds and runs in one command, so the compiler
+# gets the shim too: it calls backtrace() only to print its own crash, which would then have no
+# stack; `swift build` cannot make the testable release build that `swift test` makes.)
 # A suite that stops before its end (a crash, the timeout) is followed by the names of the tests
 # that were running then (.ci/unfinished-tests): a crash prints none of its own.
 test-release: deps ## The whole suite again, compiled as a release build (at most 18 minutes)
@@ -218,11 +219,9 @@ release-suite:
 	@mkdir -p .build
 	@$(SHIM_CC) -shared -fPIC -O2 -o $(NO_BACKTRACE_SHIM) .ci/no-backtrace.c
 	@set +e; \
-	timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) sh -c '\
-		$(SWIFT) build --build-tests -c release $(LTO_FLAGS) $(DEPENDENCY_FLAGS) --build-path $(RELEASE_TEST_BUILD) $(SWIFT_FLAGS) && \
+	timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) \
 		$(TEST_ENV) LD_PRELOAD=$(CURDIR)/$(NO_BACKTRACE_SHIM) SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 \
-			$(SWIFT) test --skip-build -c release $(LTO_FLAGS) $(DEPENDENCY_FLAGS) --build-path $(RELEASE_TEST_BUILD) $(TEST_MODE) $(SWIFT_FLAGS)' \
-		>$(TEST_LOG_RELEASE) 2>&1; \
+		$(SWIFT) test -c release $(LTO_FLAGS) $(DEPENDENCY_FLAGS) --build-path $(RELEASE_TEST_BUILD) $(TEST_MODE) $(SWIFT_FLAGS) >$(TEST_LOG_RELEASE) 2>&1; \
 	status=$$?; \
 	set -e; \
 	echo "--- release-build test summary ($(TEST_LOG_RELEASE))"; \
