@@ -8,6 +8,15 @@ import TollgateStore
 /// under one id (CacheSafetyTests has two proxies on one cache).
 @Suite("CacheStore ids: a block for each opening", .timeLimit(.minutes(1)))
 struct CacheStoreIDBlockTests {
+    /// Stores small bodies for `/a` and `/b` in a store of its own, calls `beforeClosing`, closes it.
+    private func storeAAndB(in directory: TemporaryDirectory, beforeClosing: (CacheStore) throws -> Void = { _ in }) throws {
+        let store = try CacheStore(options: options(directory))
+        defer { store.close() }
+        try put(store, "https://example.com/a", body: Array("body of a".utf8))
+        try put(store, "https://example.com/b", body: Array("body of b".utf8))
+        try beforeClosing(store)
+    }
+
     @Test("Each opening takes the next block of ids; what earlier ones stored stays theirs")
     func blockPerOpening() throws {
         let directory = TemporaryDirectory()
@@ -36,12 +45,7 @@ struct CacheStoreIDBlockTests {
     func recordOfAnotherKey() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        do {
-            let store = try CacheStore(options: options(directory))
-            try put(store, "https://example.com/a", body: Array("body of a".utf8))
-            try put(store, "https://example.com/b", body: Array("body of b".utf8))
-            store.close()
-        }
+        try storeAAndB(in: directory)
         // Swap the two records behind the store's back, as an id collision did.
         try changeVariants(in: directory) { txn, variants, records in
             try #require(records.count == 2)
@@ -60,13 +64,7 @@ struct CacheStoreIDBlockTests {
     func verifyRepairsCollision() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        do {
-            let store = try CacheStore(options: options(directory))
-            try put(store, "https://example.com/a", body: Array("body of a".utf8))
-            try put(store, "https://example.com/b", body: Array("body of b".utf8))
-            #expect(try store.verify().isClean)
-            store.close()
-        }
+        try storeAAndB(in: directory) { store throws in #expect(try store.verify().isClean) }
         // What the second commit under one id did: /b's record over /a's id, /b's entry listing it,
         // and nothing taken back from the totals or the LRU index.
         do {

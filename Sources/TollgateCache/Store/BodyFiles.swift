@@ -129,6 +129,10 @@ struct BodyFiles: Sendable {
         let target = open(path, O_WRONLY | O_CLOEXEC)
         guard target >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
         defer { systemClose(target) }
+        // The copy is sequential: one seek, then ``write(_:_:name:)`` for each piece read.
+        guard lseek(target, off_t(range.lowerBound), SEEK_SET) >= 0 else {
+            throw CacheStoreError.io(errno, "cannot seek in \(path)")
+        }
         var buffer = [UInt8](repeating: 0, count: 256 << 10)
         var offset = range.lowerBound
         while offset < range.upperBound {
@@ -136,15 +140,7 @@ struct BodyFiles: Sendable {
             let count = buffer.withUnsafeMutableBytes { pread(source, $0.baseAddress, wanted, off_t(offset)) }
             if count < 0 { throw CacheStoreError.io(errno, "cannot read a piece to copy it to \(path)") }
             if count == 0 { throw CacheStoreError.truncatedBody }
-            var done = 0
-            while done < count {
-                let written = buffer.withUnsafeBytes { pwrite(target, $0.baseAddress! + done, count - done, off_t(offset) + off_t(done)) }
-                if written < 0 {
-                    if errno == EINTR { continue }
-                    throw CacheStoreError.io(errno, "cannot write \(path)")
-                }
-                done += written
-            }
+            try buffer.withUnsafeBytes { try write(target, UnsafeRawBufferPointer(rebasing: $0[..<count]), name: path) }
             offset += Int64(count)
         }
         guard fsync(target) == 0 else { throw CacheStoreError.io(errno, "cannot sync \(path)") }

@@ -154,7 +154,7 @@ public final class ResponseCache: Sendable {
     /// more there were, as a full disk fails every response — while a body over the limit or not
     /// its Content-Length is the response's own matter and is not.
     func noteStorageFailure(_ error: any Error, url: String?) {
-        guard TaskCache.notStoredDetail(for: error) == "storage-error", (error as? CacheStoreError) != .closed else { return }
+        guard TaskCache.isStorageFailure(error), (error as? CacheStoreError) != .closed else { return }
         let now = TickClock.now
         let report: Int? = storageFailures.withLockedValue { state in
             state.count += 1

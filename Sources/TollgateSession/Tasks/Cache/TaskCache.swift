@@ -220,6 +220,11 @@ struct TaskCache {
         }
     }
 
+    /// Whether `error` is the storage's own trouble (`storage-error`), not the response's.
+    static func isStorageFailure(_ error: any Error) -> Bool {
+        notStoredDetail(for: error) == "storage-error"
+    }
+
     // MARK: end
 
     /// What the task still holds of storage when it ends.
