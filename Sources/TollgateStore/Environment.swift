@@ -69,7 +69,14 @@ public final class Environment: @unchecked Sendable {
             // MDB_NOTLS: reader slots belong to the transaction, not the OS thread, so
             // SwiftNIO event loops and thread pools can share them freely.
             var flags = UInt32(MDB_NOTLS)
-            if options.readOnly { flags |= UInt32(MDB_RDONLY) }
+            if options.readOnly {
+                flags |= UInt32(MDB_RDONLY)
+                // LMDB keeps its reader table in lock.mdb and opens it read-write even for a
+                // read-only environment; only a read-only file system lets it go without. A copy
+                // of a cache the process may not write (another user's, a mount made read-only
+                // by permissions) is read without the table, which is safe while nobody writes it.
+                if !Self.lockFileIsWritable(path + "/lock.mdb") { flags |= UInt32(MDB_NOLOCK) }
+            }
             try StoreError.check(mdb_env_open(env, path, flags, options.fileMode))
         } catch let error as StoreError {
             mdb_env_close(env)  // required after a failed mdb_env_open
@@ -148,6 +155,18 @@ public final class Environment: @unchecked Sendable {
         defer { if needsLock { mapLock.unlock() } }
         guard let handle else { throw StoreError.closed }
         return try body(handle)
+    }
+
+    /// Whether LMDB can open (or create) its lock file read-write.
+    static func lockFileIsWritable(_ lockPath: String) -> Bool {
+        if access(lockPath, F_OK) == 0 { return access(lockPath, W_OK) == 0 && !isDirectory(lockPath) }
+        let directory = String(lockPath[..<(lockPath.lastIndex(of: "/") ?? lockPath.startIndex)])
+        return access(directory.isEmpty ? "/" : directory, W_OK) == 0
+    }
+
+    private static func isDirectory(_ path: String) -> Bool {
+        var isDirectory: ObjCBool = false
+        return FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory) && isDirectory.boolValue
     }
 
     /// `size` rounded up to whole OS pages, as LMDB recommends for map sizes.

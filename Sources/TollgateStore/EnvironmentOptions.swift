@@ -24,7 +24,10 @@ public struct EnvironmentOptions: Sendable, Hashable {
     /// (default 0o600). Applied exactly, whatever the process umask. A directory created
     /// by the open gets the same bits plus search (x) wherever read is set.
     public var fileMode: mode_t
-    /// Opens without writing: writes throw `StoreError.readOnly` and nothing is created.
+    /// Opens without writing: writes throw `StoreError.readOnly` and nothing is created but
+    /// LMDB's `lock.mdb` (its reader table) where the directory allows. Where `lock.mdb` cannot
+    /// be opened read-write, the environment is read without the reader table (`MDB_NOLOCK`):
+    /// correct only while no process writes it, which is what a read-only copy is for.
     public var readOnly: Bool
 
     /// Options with the defaults above unless given.

@@ -25,7 +25,9 @@ struct CacheCommand: ParsableCommand {
             try ConfigurationSource.load(config)
         }
 
-        func open(_ loaded: PolicyConfiguration? = nil) throws -> CacheStore {
+        /// Opens the cache; `readOnly` for the commands that only read it (they write nothing,
+        /// and work on a cache directory they may not write).
+        func open(_ loaded: PolicyConfiguration? = nil, readOnly: Bool = false) throws -> CacheStore {
             let configuration = try loaded ?? self.configuration()
             let path = cacheDir ?? configuration.cache.resolvedPath(environment: ProcessInfo.processInfo.environment)
             guard FileManager.default.fileExists(atPath: path) else {
@@ -35,7 +37,8 @@ struct CacheCommand: ParsableCommand {
                 return try CacheStore(
                     options: CacheStoreOptions(
                         path: path, maxSize: configuration.cache.maxSize,
-                        rules: configuration.cache.kind == .shared ? .shared : .private
+                        rules: configuration.cache.kind == .shared ? .shared : .private,
+                        readOnly: readOnly
                     )
                 )
             } catch {
@@ -49,7 +52,7 @@ struct CacheCommand: ParsableCommand {
         @OptionGroup var location: Location
 
         func run() throws {
-            let store = try location.open()
+            let store = try location.open(readOnly: true)
             defer { store.close() }
             let stats = try store.statistics()
             print("path: \(store.options.path)")
@@ -67,7 +70,7 @@ struct CacheCommand: ParsableCommand {
         @Option(help: "At most this many lines.") var limit: Int = .max
 
         func run() throws {
-            let store = try location.open()
+            let store = try location.open(readOnly: true)
             defer { store.close() }
             let formatter = ISO8601DateFormatter()
             for entry in try store.list(limit: limit) {
@@ -113,7 +116,7 @@ struct CacheCommand: ParsableCommand {
         }
 
         func run() throws {
-            let store = try location.open()
+            let store = try location.open(readOnly: !repair)
             defer { store.close() }
             if let manifest {
                 try verify(against: manifest, store: store)

@@ -6,12 +6,13 @@ extension ServeCommand {
     /// the cache (or that it runs without one), the data directory (credentials, cookies) and the
     /// access log — so a new user knows where to look without reading the configuration.
     static func placesLine(
-        _ configuration: PolicyConfiguration, hasCache: Bool, environment: [String: String] = ProcessInfo.processInfo.environment
+        _ configuration: PolicyConfiguration, hasCache: Bool, readOnlyCache: Bool = false,
+        environment: [String: String] = ProcessInfo.processInfo.environment
     ) -> String {
         let cache =
             hasCache
             ? "cache \(configuration.cache.resolvedPath(environment: environment)) "
-                + "(\(configuration.cache.kind), \(Self.size(configuration.cache.maxSize)))"
+                + "(\(configuration.cache.kind), \(Self.size(configuration.cache.maxSize))\(readOnlyCache ? ", read-only" : ""))"
             : "no cache"
         let data = CookieCredentialStores.defaultDirectory(environment: environment)
         let log = "access log \(configuration.log.access) (\(configuration.log.format))"

@@ -79,14 +79,19 @@ struct ServeCommand: AsyncParsableCommand {
 
         let stores: SessionStores?
         do {
-            stores = try SessionStores(configuration: configuration)
+            // An offline proxy only reads its cache: one it may not write (a read-only mount, a
+            // copy another user warmed) is opened read-only rather than refused.
+            let unwritable =
+                (offline || configuration.offline)
+                && SessionStores.isUnwritableDirectory(configuration.cache.resolvedPath(environment: ProcessInfo.processInfo.environment))
+            stores = try SessionStores(configuration: configuration, readOnly: unwritable)
         } catch let failure as CommandFailure where config == nil {
             // The embedded default must start; it runs without a cache then.
             standardError("tollgate: warning: running without a cache: \(failure.message)")
             stores = nil
         }
         let cookieCredentialStores = Self.openCookieCredentialStores()
-        standardError(Self.placesLine(configuration, hasCache: stores != nil))
+        standardError(Self.placesLine(configuration, hasCache: stores != nil, readOnlyCache: stores?.isReadOnly ?? false))
         // The destination rules again where the session connects: a name that resolves to
         // something else than when the proxy checked it is refused there (DNS rebinding).
         let ownListeners = OwnListeners()

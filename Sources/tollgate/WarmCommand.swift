@@ -81,6 +81,9 @@ struct WarmCommand: AsyncParsableCommand {
         DiagnosticLog.bootstrap(level: configuration.log.level)
         let list = try readList()
         for problem in list.problems { standardError(problem) }
+        if configuration.cache.readOnly {
+            throw CommandFailure.user("warm fills the cache, and cache.read-only is set in \(config ?? "the configuration")")
+        }
         let stores = try SessionStores(configuration: configuration)
         let cookieCredentialStores = ServeCommand.openCookieCredentialStores()
         let tracker = WarmTracker()

@@ -7,7 +7,7 @@ import TollgateTesting
 /// A warmed cache in a temporary directory: an origin with a small artifact (stored inline)
 /// and a large one (stored in a body file), a configuration with a forward listener, an admin
 /// listener and a JSON access log, and `warm --manifest` run over both.
-private struct WarmedCache {
+struct WarmedCache {
     let directory: URL
     let origin: LoopbackOrigin
     let config: URL

@@ -81,6 +81,11 @@ extension CacheStore {
 
     /// Records a hit (with the variant hit) or a miss, and starts a batch write when one is due.
     private func noteLookup(_ id: UInt64?) {
+        if options.readOnly {
+            // Counted for statistics(), never written: no recency, no batches.
+            state.withLock { state in if id == nil { state.misses += 1 } else { state.hits += 1 } }
+            return
+        }
         let now = options.clock()
         let due = state.withLock { state -> Bool in
             guard let id else {
@@ -119,6 +124,6 @@ extension CacheStore {
     /// (blocking; `close()` does it too).
     public func flush() throws {
         try checkOpen()
-        try writePendingAccess()
+        if !options.readOnly { try writePendingAccess() }
     }
 }

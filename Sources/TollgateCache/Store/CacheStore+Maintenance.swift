@@ -56,7 +56,7 @@ extension CacheStore {
     /// afterwards, outside it (so a long verify does not hold an old snapshot). With `repair`,
     /// the index is mended and the bad entries are removed. Blocking; reads every byte stored.
     public func verify(repair: Bool = false) throws -> CacheVerification {
-        try checkOpen()
+        if repair { try checkWritable() } else { try checkOpen() }
         let db = self.db
         var problems: [CacheVerification.Problem] = []
         var fileBodies: [(id: UInt64, response: StoredResponse, name: String)] = []
@@ -117,7 +117,7 @@ extension CacheStore {
     /// configuration reload, or to make room ahead of a large write. Blocking.
     @discardableResult
     public func evict(toFit bytes: Int64 = 0) throws -> Int {
-        try checkOpen()
+        try checkWritable()
         let accesses = takePendingAccess()
         var freed: [String] = []
         let count = try environment.write { txn -> Int in

@@ -61,7 +61,7 @@ extension CacheStore {
         requestTime: Date,
         responseTime: Date
     ) throws -> PartialPieceWriter? {
-        try checkOpen()
+        try checkWritable()
         let fields = response.headerFields
         guard !fields.contains(.vary) else { return nil }
         // Without a strong validator a piece is kept for reuse alone: it replaces what was kept
@@ -244,7 +244,7 @@ extension CacheStore {
     /// Removes what is held in pieces for `key`; returns whether anything was. Blocking.
     @discardableResult
     public func removePartial(key: CacheKey) throws -> Bool {
-        try checkOpen()
+        try checkWritable()
         let db = self.db
         let storageKey = key.storageKey
         let file = try environment.write { txn -> String? in

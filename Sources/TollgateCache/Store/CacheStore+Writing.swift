@@ -35,7 +35,7 @@ extension CacheStore {
         requestTime: Date,
         responseTime: Date
     ) throws -> CacheEntryWriter {
-        try checkOpen()
+        try checkWritable()
         let limit = options.rules.maximumBodyLength(capacity: options.maxSize)
         if let length = response.contentLength, length > limit { throw CacheStoreError.bodyTooLarge }
         return CacheEntryWriter(
@@ -118,7 +118,7 @@ extension CacheStore {
         requestTime: Date,
         responseTime: Date
     ) throws -> CacheEntryID {
-        try checkOpen()
+        try checkWritable()
         let source = BodyFiles(directory: (path as NSString).deletingLastPathComponent)
         let (length, digest) = try source.digest(of: (path as NSString).lastPathComponent)
         if let expected = response.contentLength, expected != length { throw CacheStoreError.truncatedBody }
@@ -184,7 +184,7 @@ extension CacheStore {
         file: String?
     ) throws -> CacheEntryID {
         do {
-            try checkOpen()
+            try checkWritable()
             let record =
                 inlineBody.map { body in body.withUnsafeBytes { response.encodedRecord(inlineBody: $0) } }
                 ?? response.encodedRecord()
@@ -254,7 +254,7 @@ extension CacheStore {
     /// Replaces a variant's metadata with `merge`'s answer for it (nil: left as it is, and nil
     /// returned), in one write transaction, keeping an inline body and the last access time.
     private func rewriteHeaders(of id: CacheEntryID, _ merge: (StoredResponse) -> StoredResponse?) throws -> StoredResponse? {
-        try checkOpen()
+        try checkWritable()
         let db = self.db
         return try environment.write { txn -> StoredResponse? in
             guard
@@ -282,7 +282,7 @@ extension CacheStore {
     /// Removes every variant stored under `key` (invalidation, purge); returns how many. Blocking.
     @discardableResult
     public func remove(key: CacheKey) throws -> Int {
-        try checkOpen()
+        try checkWritable()
         var freed: [String] = []
         let count = try environment.write { txn -> Int in
             freed = []
@@ -313,7 +313,7 @@ extension CacheStore {
     /// Removes one variant; returns whether it was there. Blocking.
     @discardableResult
     public func remove(id: CacheEntryID) throws -> Bool {
-        try checkOpen()
+        try checkWritable()
         var file: String?
         let existed = try environment.write { txn -> Bool in
             let existed = try txn.contains(id.rawValue, in: db.variants)
@@ -326,7 +326,7 @@ extension CacheStore {
 
     /// Removes everything stored (`Session.reset()`); the hit and miss counters stay. Blocking.
     public func removeAll() throws {
-        try checkOpen()
+        try checkWritable()
         _ = takePendingAccess()
         try environment.write { txn in
             for database in [db.entries, db.variants, db.lru, db.access, db.partials] { try txn.clear(database) }

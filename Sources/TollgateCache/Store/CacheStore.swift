@@ -103,17 +103,36 @@ public final class CacheStore: Sendable {
     /// - Throws: `StoreError` from LMDB, ``CacheStoreError`` for the directory or lock file.
     public init(options: CacheStoreOptions) throws {
         self.options = options
-        let environment = try Environment(path: options.path, options: EnvironmentOptions(mapSize: options.mapSize))
+        let environment = try Environment(
+            path: options.path, options: EnvironmentOptions(mapSize: options.mapSize, readOnly: options.readOnly)
+        )
         self.environment = environment
+        func openDatabase(_ name: String) throws -> Database {
+            do {
+                return try environment.openDatabase(named: name)
+            } catch let error as StoreError where options.readOnly && error == .notFound {
+                // A read-only opening creates nothing: a store an older build wrote lacks it.
+                throw CacheStoreError.io(ENOENT, "\(options.path) has no \(name) database (not a cache this version wrote; open it once read-write)")
+            }
+        }
         db = Databases(
-            entries: try environment.openDatabase(named: "entries"),
-            variants: try environment.openDatabase(named: "variants"),
-            lru: try environment.openDatabase(named: "lru"),
-            access: try environment.openDatabase(named: "access"),
-            totals: try environment.openDatabase(named: "totals"),
-            partials: try environment.openDatabase(named: "partials")
+            entries: try openDatabase("entries"), variants: try openDatabase("variants"), lru: try openDatabase("lru"),
+            access: try openDatabase("access"), totals: try openDatabase("totals"), partials: try openDatabase("partials")
         )
         files = BodyFiles(directory: options.path + "/bodies")
+        let db = self.db
+        writer = StoreWriter(environment: environment)
+        if options.readOnly {
+            // Nothing is written, so no ids, no sweep and no lock: the counters are read to
+            // start from, and hits are counted in memory only.
+            lockDescriptor = -1
+            sweptOrphans = 0
+            let (hits, misses) = try environment.read { txn in
+                (try txn.get("hits", as: UInt64.self, in: db.totals) ?? 0, try txn.get("misses", as: UInt64.self, in: db.totals) ?? 0)
+            }
+            state = Locked(State(nextID: 0, nextSequence: 0, lastFlush: options.clock(), hits: hits, misses: misses))
+            return
+        }
         try files.create()
 
         let lockPath = options.path + "/cache.lock"
@@ -122,7 +141,6 @@ public final class CacheStore: Sendable {
         lockDescriptor = fd
         // Alone (exclusive lock granted): sweep, then share the lock like every other opener.
         let alone = flock(fd, LOCK_EX | LOCK_NB) == 0
-        let db = self.db
         let (firstID, lastSequence, hits, misses) = try environment.write { txn in
             let lastAccess: [(key: UInt64, value: UInt64)] = try txn.entries(in: db.lru, reverse: true, limit: 1)
             return (
@@ -140,7 +158,6 @@ public final class CacheStore: Sendable {
                 misses: misses
             )
         )
-        writer = StoreWriter(environment: environment)
         sweptOrphans = alone ? Self.sweep(files, environment: environment, variants: db.variants, partials: db.partials) : 0
         flock(fd, LOCK_SH)
     }
@@ -159,15 +176,25 @@ public final class CacheStore: Sendable {
         }
         guard !wasClosed else { return }
         writer.shutdown()
-        try? writePendingAccess()
+        if !options.readOnly { try? writePendingAccess() }
         environment.close()
-        systemClose(lockDescriptor)
+        if lockDescriptor >= 0 { systemClose(lockDescriptor) }
     }
 
     /// Throws ``CacheStoreError/closed`` once closed.
     func checkOpen() throws {
         if state.withLock({ $0.closed }) { throw CacheStoreError.closed }
     }
+
+    /// Throws ``CacheStoreError/closed`` once closed, ``CacheStoreError/readOnly`` when opened so:
+    /// every change to the store begins with it.
+    func checkWritable() throws {
+        try checkOpen()
+        if options.readOnly { throw CacheStoreError.readOnly }
+    }
+
+    /// Whether the store was opened read-only (``CacheStoreOptions/readOnly``).
+    public var isReadOnly: Bool { options.readOnly }
 
     /// A fresh variant id.
     func allocateID() -> UInt64 {

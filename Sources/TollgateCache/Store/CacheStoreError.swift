@@ -16,6 +16,7 @@ public struct CacheStoreError: Error, Hashable, Sendable, CustomStringConvertibl
         case truncatedBody
         case writerFinished
         case invalidURL
+        case readOnly
         case io
     }
 
@@ -41,6 +42,9 @@ public struct CacheStoreError: Error, Hashable, Sendable, CustomStringConvertibl
     public static let writerFinished = CacheStoreError(.writerFinished, "the cache entry writer has finished")
     /// A URL given to the store is not an absolute http(s) URL.
     public static let invalidURL = CacheStoreError(.invalidURL, "not an absolute http or https URL")
+
+    /// The store was opened read-only (``CacheStoreOptions/readOnly``): nothing is written.
+    public static let readOnly = CacheStoreError(.readOnly, "the cache is read-only")
 
     /// A failed system call on a body file.
     static func io(_ errorNumber: Int32, _ context: String) -> CacheStoreError {

@@ -23,6 +23,11 @@ public struct CacheStoreOptions: Sendable {
     public var mapSize: Int
     /// The wall clock (default `Date()`); tests inject their own.
     public var clock: @Sendable () -> Date
+    /// Opens an existing store without writing anything to it (default false): lookups serve
+    /// what it holds, every write throws ``CacheStoreError/readOnly``, hits are counted in memory
+    /// only. For a cache handed to a build as it was warmed (a read-only mount, a copy the build
+    /// may not change). The store must not be written by another process meanwhile.
+    public var readOnly: Bool
 
     /// Options with the defaults above unless given.
     public init(
@@ -34,7 +39,8 @@ public struct CacheStoreOptions: Sendable {
         accessBatchSize: Int = 64,
         accessFlushInterval: TimeInterval = 1,
         mapSize: Int = 64 << 20,
-        clock: @escaping @Sendable () -> Date = { Date() }
+        clock: @escaping @Sendable () -> Date = { Date() },
+        readOnly: Bool = false
     ) {
         self.path = path
         self.maxSize = maxSize
@@ -45,5 +51,6 @@ public struct CacheStoreOptions: Sendable {
         self.accessFlushInterval = accessFlushInterval
         self.mapSize = mapSize
         self.clock = clock
+        self.readOnly = readOnly
     }
 }

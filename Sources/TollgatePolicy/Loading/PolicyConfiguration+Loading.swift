@@ -137,11 +137,15 @@ extension PolicyConfiguration.Cache {
     /// | `set-cookie` | `strip` \| `store` | `strip` |
     /// | `targeted-fields` | list of field names | `[Tollgate-Cache-Control, CDN-Cache-Control]` with a reverse listener, else `[]` |
     /// | `range-offset-limit` | size, `0` or `none` | `0` |
+    /// | `read-only` | bool | `false` |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit"]) else {
+        guard
+            let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit", "read-only"])
+        else {
             return
         }
+        if let value = entry["read-only"]?.bool() { readOnly = value }
         if let limit = entry["range-offset-limit"] {
             switch limit.string("a size, 0 or none") {
             case "none": rangeOffsetLimit = nil

@@ -31,6 +31,10 @@ extension PolicyConfiguration {
         /// (`range-offset-limit`, Squid's `range_offset_limit`): when its range starts before this
         /// many bytes. 0 (the default): never; nil (`none`): always.
         public var rangeOffsetLimit: Int64? = 0
+        /// Serve from the cache without ever writing to it (`read-only`): nothing is stored,
+        /// updated, removed or evicted, and hits are counted in memory only — for a cache a build
+        /// was handed as it was warmed (a read-only mount, a copy it must not change). Default: false.
+        public var readOnly = false
 
         /// `cache.set-cookie`.
         public enum SetCookie: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {

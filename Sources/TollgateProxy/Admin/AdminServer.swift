@@ -217,6 +217,7 @@ final class AdminHandler: ChannelInboundHandler {
             guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
                 return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
             }
+            guard !cache.store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
             // Stored under the rule's cache.key normalization, as the session stores it.
             let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
             let removed = (try? cache.store.remove(url: keyURL)) ?? 0

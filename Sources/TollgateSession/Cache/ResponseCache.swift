@@ -68,16 +68,17 @@ public final class ResponseCache: Sendable {
 
     /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes; `targetedFields`
     /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``), `rangeOffsetLimit`
-    /// when a Range miss is fetched whole (``CacheRules/rangeOffsetLimit``).
+    /// when a Range miss is fetched whole (``CacheRules/rangeOffsetLimit``); `readOnly` opens an
+    /// existing store without writing to it (``CacheStoreOptions/readOnly``).
     public convenience init(
         path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = [], storesSetCookie: Bool = false,
-        rangeOffsetLimit: Int64? = 0
+        rangeOffsetLimit: Int64? = 0, readOnly: Bool = false
     ) throws {
         var rules: CacheRules = shared ? .shared : .private
         rules.targetedFields = targetedFields
         rules.storesSetCookie = storesSetCookie
         rules.rangeOffsetLimit = rangeOffsetLimit
-        let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules))
+        let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules, readOnly: readOnly))
         self.init(store: store)
     }
 
@@ -110,6 +111,8 @@ public final class ResponseCache: Sendable {
             hasInvalidations.store(true, ordering: .releasing)
         }
         let store = self.store
+        // A read-only store keeps its entries: the marks stay for the life of the process.
+        if store.isReadOnly { return eventLoop.makeSucceededVoidFuture() }
         let removed = offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }
         removed.whenComplete { [self] _ in
             // Entries stored up to `time` are gone now; a later invalidation keeps its own mark.
@@ -143,6 +146,7 @@ public final class ResponseCache: Sendable {
             ]
         )
         let store = self.store
+        guard !store.isReadOnly else { return }
         _ = offLoop(on: eventLoop) { _ = try? store.remove(id: entry.id) }
     }
 
@@ -191,7 +195,9 @@ public final class ResponseCache: Sendable {
     /// pass when the key's latest response was not storable. With `mayLead` false the caller
     /// only waits for a leader there is (a Range request, which fetches no whole response).
     func joinOrLead(_ key: CacheKey, on eventLoop: any EventLoop, mayLead: Bool = true) -> MissRole {
-        collapsing.withLockedValue { state -> MissRole in
+        // Nothing is stored in a read-only cache: a waiter would find nothing after the leader.
+        if store.isReadOnly { return .pass }
+        return collapsing.withLockedValue { state -> MissRole in
             if state.leaders[key] != nil {
                 let promise = eventLoop.makePromise(of: Void.self)
                 state.leaders[key]!.waiters.append(promise)

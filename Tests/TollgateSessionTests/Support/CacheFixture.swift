@@ -19,10 +19,10 @@ final class CacheFixture: @unchecked Sendable {
         return Session(configuration: configuration, delegate: delegate)
     }
 
-    /// Closes and opens the store again (as after a restart).
-    func reopen() throws {
+    /// Closes and opens the store again (as after a restart), read-only if asked.
+    func reopen(readOnly: Bool = false) throws {
         cache.store.close()
-        cache = try ResponseCache(path: directory, maxSize: cache.store.options.maxSize)
+        cache = try ResponseCache(path: directory, maxSize: cache.store.options.maxSize, readOnly: readOnly)
     }
 
     deinit {

@@ -18,6 +18,11 @@ extension SessionTask {
         guard let key = engine.cache.key ?? (answersGET ? cache.key(method: .get, url: cacheKeyURL(of: request)) : nil) else {
             return
         }
+        if cache.store.isReadOnly {
+            engine.cache.outcome?.detail = "read-only"  // nor is a stored response updated from a HEAD
+            if request.method == .get { notStoring(key, cache: cache) }
+            return
+        }
         let policy = request.cachePolicy ?? session.configuration.requestCachePolicy
         if sessionAuthorizationForbidsStoring(head) {
             engine.cache.outcome?.detail = StorabilityReason.authorization.rawValue

@@ -34,25 +34,36 @@ extension SessionTask {
         engine.cache.notModified = nil
         let requestTime = engine.requestDate ?? TickClock.date
         let responseTime = engine.responseDate ?? TickClock.date
+        if cache.store.isReadOnly {
+            // Nothing is written: the stored response is served as the 304 updates it.
+            let merged = cache.rules.merge304(stored: entry.response, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
+            serveRevalidated(merged, entry: entry, request: original, cache: cache)
+            return
+        }
         let mark = engine.machine.mark
         cache.offLoop(on: eventLoop) {
             try cache.store.updateHeaders(of: entry.id, notModified: notModified, requestTime: requestTime, responseTime: responseTime)
         }.whenComplete { [self] result in
             guard engine.machine.isStill(at: mark) else { return }  // cancelled meanwhile
-            guard case .success(let updated?) = result else {
-                // The 304 does not match what is stored: ask again without conditions (§4.3.4).
-                engine.cache.outcome = CacheOutcome(result: .stale, forwardStatus: 304, detail: "validator-mismatch")
-                sendToNetwork(original)
-                return
-            }
-            let hit = CacheHit(stored: updated, freshness: Freshness(
-                headerFields: updated.headerFields, status: updated.status, requestTime: updated.requestTime,
-                responseTime: updated.responseTime, now: TickClock.date, rules: cache.rules
-            ))
-            let outcome = CacheOutcome(result: .stale, forwardStatus: 304)
-            if !serveStored(hit: hit, entry: entry, request: original, stale: false, outcome: outcome) {
-                sendToNetwork(original)
-            }
+            serveRevalidated(try? result.get(), entry: entry, request: original, cache: cache)
+        }
+    }
+
+    /// Serves the stored response as a 304 updated it (`updated`), or asks again without
+    /// conditions when the 304 did not identify it or it is gone (nil, §4.3.4).
+    private func serveRevalidated(_ updated: StoredResponse?, entry: CacheEntry, request original: Request, cache: ResponseCache) {
+        guard let updated else {
+            engine.cache.outcome = CacheOutcome(result: .stale, forwardStatus: 304, detail: "validator-mismatch")
+            sendToNetwork(original)
+            return
+        }
+        let hit = CacheHit(stored: updated, freshness: Freshness(
+            headerFields: updated.headerFields, status: updated.status, requestTime: updated.requestTime,
+            responseTime: updated.responseTime, now: TickClock.date, rules: cache.rules
+        ))
+        let outcome = CacheOutcome(result: .stale, forwardStatus: 304)
+        if !serveStored(hit: hit, entry: entry, request: original, stale: false, outcome: outcome) {
+            sendToNetwork(original)
         }
     }
 

@@ -210,12 +210,14 @@ struct TaskCache {
     }
 
     /// Why storing failed, as Cache-Status and the access log say it: `size-limit` (over the
-    /// per-response limit), `truncated` (the body was not its Content-Length), else
+    /// per-response limit), `truncated` (the body was not its Content-Length), `read-only` (the
+    /// cache was opened read-only), else
     /// `storage-error` (the disk or LMDB refused: no space, the directory gone, …).
     static func notStoredDetail(for error: any Error) -> String {
         switch error as? CacheStoreError {
         case .bodyTooLarge?: "size-limit"
         case .truncatedBody?: "truncated"
+        case .readOnly?: "read-only"
         default: "storage-error"
         }
     }
