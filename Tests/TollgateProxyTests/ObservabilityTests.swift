@@ -9,18 +9,21 @@ func executableOnPath(_ name: String) -> String? {
     return directories.map { "\($0)/\(name)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
 }
 
-/// python3 when it can import prometheus_client (`make test` installs it).
-let pythonWithPrometheusClient: String? = {
+/// python3 on PATH when it can import `module`, else nil.
+func python3(importing module: String) -> String? {
     guard let python = executableOnPath("python3") else { return nil }
     let process = Process()
     process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = ["-c", "import prometheus_client"]
+    process.arguments = ["-c", "import \(module)"]
     process.standardOutput = FileHandle.nullDevice
     process.standardError = FileHandle.nullDevice
     guard (try? process.run()) != nil else { return nil }
     process.waitUntilExit()
     return process.terminationStatus == 0 ? python : nil
-}()
+}
+
+/// python3 when it can import prometheus_client (`make test` installs it).
+let pythonWithPrometheusClient: String? = python3(importing: "prometheus_client")
 
 /// Parses Prometheus text with prometheus_client's own parser and prints each sample as
 /// `name{label=value,…} value`, labels sorted; exits 1 with the parser's error.

@@ -129,6 +129,12 @@ struct ReadOnlyCacheServeTests {
         served.child.send(SIGTERM)
         #expect(try await served.child.waitForExit() == 0)
         #expect(try contents(cache) == before)
+        // The access log counts the offline miss a miss (Cache-Status has no fwd reason for it).
+        let log = try String(contentsOf: logs.appendingPathComponent("access.log"), encoding: .utf8)
+        let missLine = try #require(log.split(separator: "\n").first { $0.contains("/not-warmed") })
+        #expect(missLine.contains("\"cache\":\"miss\""), "\(missLine)")
+        #expect(missLine.contains("\"not_stored_reason\":\"error\""), "\(missLine)")
+        #expect(missLine.contains("\"error\":\"offline-miss\""), "\(missLine)")
     }
 
     /// Sets the mode of `directory`, every directory under it and every file under it.

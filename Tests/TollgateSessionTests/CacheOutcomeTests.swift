@@ -23,4 +23,14 @@ struct CacheOutcomeTests {
             staleWithDetail.cacheStatus() == "tollgate; fwd=stale; fwd-status=503; detail=\"stale,stale-if-error\""
         )
     }
+
+    @Test("A request that could not go forward and found nothing stored is a hit to Cache-Status only: nothing came from storage")
+    func unansweredMiss() {
+        let missed = CacheOutcome(result: .hit, detail: CacheOutcome.notStoredDetail)
+        #expect(missed.cacheStatus() == "tollgate; hit; detail=\"not-stored\"")
+        #expect(missed.isUnansweredMiss)
+        #expect(!missed.isHit)
+        #expect(CacheOutcome(result: .hit).isHit)
+        #expect(!CacheOutcome(result: .hit).isUnansweredMiss)
+    }
 }

@@ -126,6 +126,7 @@ struct ExchangeRecord: Sendable {
     var notStoredReason: String? {
         guard let outcome = cacheOutcome else { return errorCode != nil ? "error" : "bypass" }
         if outcome.stored || outcome.isHit { return nil }
+        if outcome.isUnansweredMiss, errorCode != nil { return "error" }  // the proxy's 504
         if let detail = outcome.detail { return detail }
         if errorCode != nil { return "error" }
         switch outcome.result {

@@ -188,7 +188,7 @@ public final class ProxyMetrics: Sendable {
         guard let outcome else { return 4 }
         if outcome.servedStale { return 3 }
         switch outcome.result {
-        case .hit: return 0
+        case .hit: return outcome.isUnansweredMiss ? 1 : 0
         case .stale: return outcome.forwardStatus == 304 ? 2 : 1
         case .uriMiss, .varyMiss, .request, .partial: return 1
         case .method, .bypass: return 4

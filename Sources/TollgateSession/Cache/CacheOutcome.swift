@@ -39,8 +39,20 @@ public struct CacheOutcome: Sendable, Hashable, CustomStringConvertible {
         self.detail = detail
     }
 
+    /// The ``detail`` of a request that could not go forward (`only-if-cached`, offline) and found
+    /// nothing usable stored.
+    public static let notStoredDetail = "not-stored"
+
+    /// Nothing came from storage and nothing went forward (an `only-if-cached` or offline request
+    /// answered 504). Cache-Status says `hit; detail="not-stored"`, as RFC 9211 has no `fwd`
+    /// reason for a request that was not forwarded; logs and metrics count it a miss, as Squid
+    /// logs `TCP_MISS/504`.
+    public var isUnansweredMiss: Bool { result == .hit && detail == Self.notStoredDetail }
+
     /// Whether the response came from storage.
-    public var isHit: Bool { result == .hit || (result == .stale && forwardStatus == 304) || servedStale }
+    public var isHit: Bool {
+        (result == .hit && !isUnansweredMiss) || (result == .stale && forwardStatus == 304) || servedStale
+    }
 
     /// The `Cache-Status` member for a cache named `cacheName`, e.g. `tollgate; fwd=uri-miss; stored`.
     public func cacheStatus(cacheName: String = "tollgate") -> String {

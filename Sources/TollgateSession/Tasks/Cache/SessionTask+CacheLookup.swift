@@ -57,7 +57,7 @@ extension SessionTask {
             // done) is waited for, then looked up again: a request that came after the response
             // was delivered, when the proxy had gone offline meanwhile, gets what it stores.
             if collapseIfAnotherTaskFetches(request, key: key, cache: cache, mayLead: false) { return true }
-            engine.cache.outcome = CacheOutcome(result: .hit, detail: "not-stored")
+            engine.cache.outcome = CacheOutcome(result: .hit, detail: CacheOutcome.notStoredDetail)
             engine.transactions.append(TransactionMetrics(request: request))
             fail(SessionError(.resourceUnavailable, request.url, why))
             return true
