@@ -70,11 +70,13 @@ private func curl(
     _ urls: String...,
     proxyPort: Int,
     cacert: String,
-    version: String = "--http1.1"
+    version: String = "--http1.1",
+    from source: String = "127.0.0.1"
 ) async throws -> (status: Int32, stdout: String, stderr: String) {
     try await ChildProcess.run(
         "/usr/bin/curl",
-        ["-sS", "-i", "-v", version, "--max-time", "20", "--cacert", cacert, "-x", "http://127.0.0.1:\(proxyPort)"] + urls
+        ["-sS", "-i", "-v", version, "--max-time", "20", "--cacert", cacert, "--interface", source, "-x", "http://127.0.0.1:\(proxyPort)"]
+            + urls
     )
 }
 
@@ -214,7 +216,7 @@ struct InterceptionTests {
         #expect(metrics.bodyText.contains("tollgate_requests_total{cache=\"hit\"} 2\n"))
     }
 
-    @Test("A client that refuses the minted certificate makes the host tunnelled untouched from then on, logged once")
+    @Test("A client that refuses the minted certificate has the host tunnelled untouched from then on, logged once; other clients are still intercepted")
     func refusedCertificateIsRemembered() async throws {
         let setup = try await InterceptionSetup.make()
         defer { setup.stop() }
@@ -241,6 +243,12 @@ struct InterceptionTests {
         let again = try await curl(url, proxyPort: proxy, cacert: setup.pki.caFile)
         #expect(again.status == 0)
         #expect(served.child.standardError.components(separatedBy: "refused the certificate minted").count == 2)
+
+        // Another client address (one that trusts the proxy's CA) is still intercepted and cached.
+        let other = try await curl(url, proxyPort: proxy, cacert: setup.interceptionCA, from: "127.0.0.2")
+        #expect(other.status == 0, "curl: \(other.stderr)")
+        #expect(other.stdout.contains("Cache-Status: tollgate;"), "\(other.stdout)")
+        #expect(other.stderr.contains("issuer: CN=Tollgate"), "\(other.stderr)")
     }
 
     @Test("log.level: warning hides the refusal notice; the host is still tunnelled from then on")

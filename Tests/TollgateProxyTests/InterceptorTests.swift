@@ -56,15 +56,18 @@ struct InterceptorTests {
         #expect(interceptor.expiryWarning(now: now)?.contains("expires on") == true)
     }
 
-    @Test("A refused host is remembered once; others are not")
+    @Test("A refused host is remembered once for the client that refused it; other hosts and other clients are not")
     func remembersRefusals() throws {
         let interceptor = try Interceptor(authority: try CertificateAuthority.create(commonName: "CA"))
-        #expect(!interceptor.tunnelsUntouched("pinned.test"))
-        #expect(interceptor.rememberRefusal(of: "Pinned.test", reason: "unknown CA"))
-        #expect(!interceptor.rememberRefusal(of: "pinned.test", reason: "bad certificate"))
-        #expect(interceptor.tunnelsUntouched("PINNED.test"))
-        #expect(!interceptor.tunnelsUntouched("other.test"))
+        #expect(!interceptor.tunnelsUntouched("pinned.test", for: "10.0.0.2"))
+        #expect(interceptor.rememberRefusal(of: "Pinned.test", by: "10.0.0.2", reason: "unknown CA"))
+        #expect(!interceptor.rememberRefusal(of: "pinned.test", by: "10.0.0.2", reason: "bad certificate"))
+        #expect(interceptor.tunnelsUntouched("PINNED.test", for: "10.0.0.2"))
+        #expect(!interceptor.tunnelsUntouched("other.test", for: "10.0.0.2"))
+        #expect(!interceptor.tunnelsUntouched("pinned.test", for: "10.0.0.3"))
+        #expect(interceptor.rememberRefusal(of: "pinned.test", by: "10.0.0.3", reason: "unknown CA"))
         #expect(interceptor.refusedHosts == ["pinned.test"])
+        #expect(interceptor.figures.refusedHosts == 1)
     }
 
     @Test("Loading the CA directory: a good CA loads; missing, world-readable key and expired CA are refused by name")

@@ -72,14 +72,14 @@ extension ClientConnectionHandler: ClientTunnelHost {
     }
 
     /// The client ended the TLS handshake of an intercepted CONNECT. An alert from it means it
-    /// refused the minted certificate (it does not trust the CA, or pins the real key): the host
-    /// is tunnelled untouched from now on, and this is logged once.
+    /// refused the minted certificate (it does not trust the CA, or pins the real key): this
+    /// client's CONNECTs to the host are tunnelled untouched from now on, and this is logged once.
     func interceptedHandshakeFailed(host: String, _ error: TLSError) {
         guard error == .alertReceived, let interceptor = environment.interceptor else { return }
         let alert = error.alert ?? "an alert"
-        if interceptor.rememberRefusal(of: host, reason: alert) {
+        if interceptor.rememberRefusal(of: host, by: clientAddress, reason: alert) {
             Interceptor.logger.notice(
-                "the client \(clientAddress) refused the certificate minted for \(host) (\(alert)); CONNECTs to \(host) are tunnelled untouched from now on",
+                "the client \(clientAddress) refused the certificate minted for \(host) (\(alert)); its CONNECTs to \(host) are tunnelled untouched from now on",
                 metadata: ["host": "\(host)", "client": "\(clientAddress)", "alert": "\(alert)"]
             )
         }

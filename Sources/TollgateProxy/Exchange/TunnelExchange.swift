@@ -17,7 +17,7 @@ import TollgateTLS
 ///
 /// When the host's rule says `intercept: true` the tunnel is not opened: the client gets `200` at
 /// once and its connection continues as an intercepted one (``ClientTunnelHost/beginInterception(of:context:)``),
-/// unless a client refused the host's minted certificate before (``Interceptor/tunnelsUntouched(_:)``).
+/// unless this client refused the host's minted certificate before (``Interceptor/tunnelsUntouched(_:for:)``).
 final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Sendable {
     let head: ClientRequestHead
     let host: CanonicalHost
@@ -72,7 +72,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         }
         if route.intercepts {
             if let interceptor = environment.interceptor {
-                if !interceptor.tunnelsUntouched(host.text) {
+                if !interceptor.tunnelsUntouched(host.text, for: record.clientAddress) {
                     intercept(with: interceptor, route: route)
                     return
                 }
@@ -148,7 +148,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     /// Offline: an intercepted host is intercepted without a lookup (its requests are then served
     /// from the cache); any other tunnel needs the network and is answered `504 offline-miss`.
     private func startOffline(on route: ProxyRoute) {
-        guard route.intercepts, let interceptor = environment.interceptor, !interceptor.tunnelsUntouched(host.text) else {
+        guard route.intercepts, let interceptor = environment.interceptor, !interceptor.tunnelsUntouched(host.text, for: record.clientAddress) else {
             let authority = "\(host.forURL):\(port)"
             environment.offline.misses.record(method: "CONNECT", url: authority, reason: .tunnel)
             respond(

@@ -14,9 +14,10 @@ public import TollgateTLS
 /// is within ``renewalMargin`` of its end (at most ``capacity`` hosts; the oldest goes first).
 ///
 /// A client that refuses the minted certificate (a pinned client, or one that does not trust the CA)
-/// ends the handshake with an alert; the host is then remembered for the life of the process and
-/// CONNECTs to it are tunnelled untouched (``tunnelsUntouched(_:)``), as Squid's
-/// `ssl_bump splice` would for it.
+/// ends the handshake with an alert; the host is then remembered for that client address for the
+/// life of the process, and its CONNECTs to the host are tunnelled untouched
+/// (``tunnelsUntouched(_:for:)``), as Squid's `ssl_bump splice` would for it. Other clients are
+/// still intercepted: one build container without the CA does not turn caching off for the rest.
 ///
 /// Thread-safe: connections on every event loop share one interceptor.
 public final class Interceptor: Sendable {
@@ -38,8 +39,8 @@ public final class Interceptor: Sendable {
         var minted: [String: Minted] = [:]
         /// Hosts in the order they were minted, for eviction.
         var order: [String] = []
-        /// Hosts whose clients refused a minted certificate: host → why.
-        var refused: [String: String] = [:]
+        /// Hosts a client refused a minted certificate for, by client address: → why.
+        var refused: [Refusal: String] = [:]
         var interceptions = 0
         var leavesMinted = 0
     }
@@ -143,17 +144,29 @@ public final class Interceptor: Sendable {
         return context
     }
 
-    /// Whether CONNECTs to `host` go through untouched because a client refused its minted leaf.
-    public func tunnelsUntouched(_ host: String) -> Bool {
-        state.withLockedValue { $0.refused[host.lowercased()] != nil }
+    /// A host one client refused the minted certificate for.
+    private struct Refusal: Hashable {
+        let client: String
+        let host: String
     }
 
-    /// Remembers that a client refused the leaf minted for `host`; returns false when the host was
+    /// At most this many refusals are remembered (clients × hosts); past it they are forgotten
+    /// all at once, and a client that still refuses is remembered again at its next CONNECT.
+    static let refusalCapacity = 10_000
+
+    /// Whether `client`'s CONNECTs to `host` go through untouched because it refused the host's
+    /// minted leaf.
+    public func tunnelsUntouched(_ host: String, for client: String) -> Bool {
+        state.withLockedValue { $0.refused.isEmpty ? false : $0.refused[Refusal(client: client, host: host.lowercased())] != nil }
+    }
+
+    /// Remembers that `client` refused the leaf minted for `host`; returns false when that was
     /// already remembered.
     @discardableResult
-    public func rememberRefusal(of host: String, reason: String) -> Bool {
+    public func rememberRefusal(of host: String, by client: String, reason: String) -> Bool {
         state.withLockedValue { state in
-            state.refused.updateValue(reason, forKey: host.lowercased()) == nil
+            if state.refused.count >= Self.refusalCapacity { state.refused.removeAll() }
+            return state.refused.updateValue(reason, forKey: Refusal(client: client, host: host.lowercased())) == nil
         }
     }
 
@@ -165,12 +178,12 @@ public final class Interceptor: Sendable {
     /// The interception figures `/metrics` reports: CONNECTs intercepted, leaves minted, hosts
     /// tunnelled untouched after a refusal.
     public var figures: (interceptions: Int, leavesMinted: Int, refusedHosts: Int) {
-        state.withLockedValue { ($0.interceptions, $0.leavesMinted, $0.refused.count) }
+        state.withLockedValue { ($0.interceptions, $0.leavesMinted, Set($0.refused.keys.map(\.host)).count) }
     }
 
-    /// The hosts tunnelled untouched after a refusal, sorted.
+    /// The hosts tunnelled untouched for some client after a refusal, sorted.
     public var refusedHosts: [String] {
-        state.withLockedValue { $0.refused.keys.sorted() }
+        state.withLockedValue { Set($0.refused.keys.map(\.host)).sorted() }
     }
 
     private static func day(_ date: Date) -> String {
