@@ -69,4 +69,5 @@ extension HeaderName {
     public static let xForwardedProto = HeaderName("X-Forwarded-Proto")
     public static let xForwardedPort = HeaderName("X-Forwarded-Port")
     public static let forwarded = HeaderName("Forwarded")
+    public static let cdnLoop = HeaderName("CDN-Loop")
 }

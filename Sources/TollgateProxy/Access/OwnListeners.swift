@@ -24,8 +24,18 @@ public final class OwnListeners: Sendable {
     private let listeners = NIOLockedValueBox<Set<Listener>>([])
     private let interfaceAddresses = NIOLockedValueBox<[[UInt8]]?>(nil)
 
+    /// This proxy's member of `CDN-Loop` (RFC 8586), `tollgate-` and 8 random hex digits, new at
+    /// each start: added to every request it forwards, and a request that already carries it has
+    /// come round to this proxy again (``CDNLoop``) — the loops the address check above cannot see
+    /// (through a parent proxy, or a load balancer in front of this instance).
+    public let loopIdentifier: String
+
     /// An empty registry; servers add their bound addresses as they start.
-    public init() {}
+    public init() {
+        let random = UInt32.random(in: 0...UInt32.max)
+        let hex = String(random, radix: 16)
+        loopIdentifier = "tollgate-" + String(repeating: "0", count: 8 - hex.count) + hex
+    }
 
     /// Adds a bound listener (host must be an IP address; a name is resolved by the system at bind
     /// time, so the bound address is what is registered).

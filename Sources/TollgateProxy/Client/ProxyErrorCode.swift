@@ -53,6 +53,9 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// Offline with a manifest: what is stored is not what the manifest locks (status, size or
     /// SHA-256) (502). A body found to differ while it is sent is cut short instead.
     public static let manifestMismatch = ProxyErrorCode("manifest-mismatch", 502)
+    /// The request came back to this proxy: it carries the proxy's own `CDN-Loop` member (508,
+    /// Loop Detected, as CDNs answer a loop).
+    public static let forwardingLoop = ProxyErrorCode("forwarding-loop", 508)
     /// The task was cancelled (502).
     public static let cancelled = ProxyErrorCode("cancelled", 502)
     /// Something that should not happen (500).

@@ -88,6 +88,10 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
 
     /// Routes the request, checks its destination, and creates and resumes the task.
     func start() {
+        if CDNLoop.names(environment.ownListeners.loopIdentifier, in: head.headerFields) {
+            respond(Self.loopDetected(environment.ownListeners.loopIdentifier))
+            return
+        }
         if head.hasBody, head.method == "GET" || head.method == "HEAD" {
             // RFC 9110 §9.3.1: a body on a GET has no defined meaning, and a cache keys a GET by its
             // URL alone: forwarded, the body could change what the origin answers, and that answer
@@ -127,6 +131,15 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         rules.destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
             proceed(after: verdict, on: route)
         }
+    }
+
+    /// The answer to a request that came round to this proxy again.
+    static func loopDetected(_ identifier: String) -> OwnResponse {
+        OwnResponse(
+            .forwardingLoop,
+            "a forwarding loop: this request has passed this proxy before (CDN-Loop: \(identifier)); check the "
+                + "upstream-proxy of the sessions and the upstreams of reverse listeners on the way"
+        )
     }
 
     /// The URL's host in canonical form; nil when it is not a valid host (answered 400).
@@ -215,7 +228,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     func forwardedHeaderFields() -> HeaderFields {
         let upgrades = head.isUpgrade ? head.headerFields.values(for: .upgrade) : []
         var fields = HopByHopHeaders.removing(from: head.headerFields)
-        fields.reserveCapacity(fields.count + 4)  // Via and the X-Forwarded-* fields: one copy, not two
+        fields.reserveCapacity(fields.count + 5)  // Via, CDN-Loop and the X-Forwarded-* fields: one copy, not two
         let originalHost = fields.take(.host)
         if head.expectsContinue { fields.remove(.expect) }
         if head.framing == .chunked { fields.remove(.contentLength) }
@@ -240,12 +253,14 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             let host = reverse ? originalHost : nil
             // The connection's TLS is fixed for its life, so the remembered lines stay right.
             let scheme = memo.clientTLS == nil ? "http" : "https"
-            let make = { Self.addedLines(via: via, client: client, originalHost: host, reverse: reverse, scheme: scheme) }
+            let loop = environment.ownListeners.loopIdentifier
+            let make = { Self.addedLines(via: via, loop: loop, client: client, originalHost: host, reverse: reverse, scheme: scheme) }
             // (A connection's requests are all HTTP/2 or all HTTP/1.x: the memo's key needs no more.)
             fields.append(contentsOf: memo.forwardingLines(minorVersion: head.minorVersion, originalHost: host, make: make))
             return fields
         }
         fields.add(name: .via, value: Self.via(head))
+        fields.add(name: .cdnLoop, value: environment.ownListeners.loopIdentifier)
         let client = memo.clientAddress
         if let earlier = fields[.xForwardedFor] {
             fields[.xForwardedFor] = earlier + ", " + client
@@ -266,12 +281,15 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         return head.minorVersion == 1 ? "1.1 tollgate" : "1.\(head.minorVersion) tollgate"
     }
 
-    /// The lines the proxy adds to a request whose client sent no X-Forwarded-* field: Via, and
-    /// on a reverse listener X-Forwarded-For, -Host (when the client sent a Host) and -Proto
-    /// (`scheme`: `https` over a TLS listener).
-    private static func addedLines(via: String, client: String, originalHost: String?, reverse: Bool, scheme: String) -> HeaderFields {
+    /// The lines the proxy adds to a request whose client sent no X-Forwarded-* field: Via, its
+    /// `CDN-Loop` member (`loop`), and on a reverse listener X-Forwarded-For, -Host (when the
+    /// client sent a Host) and -Proto (`scheme`: `https` over a TLS listener).
+    private static func addedLines(
+        via: String, loop: String, client: String, originalHost: String?, reverse: Bool, scheme: String
+    ) -> HeaderFields {
         var lines = HeaderFields()
         lines.add(name: .via, value: via)
+        lines.add(name: .cdnLoop, value: loop)
         guard reverse else { return lines }
         lines.add(name: .xForwardedFor, value: client)
         if let originalHost { lines.add(name: .xForwardedHost, value: originalHost) }
