@@ -74,5 +74,40 @@ struct LiveViewTests {
         #expect(dom.contains("<small>entries</small>"), "the cache's figures")
         #expect(!dom.contains("/har?limit=100: 403"), "the page's own reads were refused")
         #expect(!dom.contains("loading…"), "the page never refreshed")
+        #expect(dom.contains("<section id=\"offline\" hidden=\"\">"), "an online proxy shows no offline misses")
+    }
+
+    @Test(
+        "Offline, the live view says so and lists what the proxy could not serve",
+        .enabled(if: chromiumBinary != nil, "chromium is not installed")
+    )
+    func chromiumShowsOfflineMisses() async throws {
+        let warmed = try await WarmedCache.make()
+        defer { warmed.remove() }
+        warmed.origin.stop()
+        let served = try await warmed.serve(["--offline"])
+        defer { served.child.kill() }
+        let admin = try served.port("admin")
+        let miss = try await request("GET \(warmed.base)/not-warmed-for-the-view HTTP/1.1\r\nHost: x\r\n\r\n", port: try served.port("forward"))
+        #expect(miss.status == 504)
+        let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin)
+        #expect(stats.bodyText.contains("\"read_only\":false,\"offline\":true"), "\(stats.bodyText)")
+
+        let profile = warmed.directory.appendingPathComponent("chromium-profile")
+        let browser = try ChildProcess(
+            try #require(chromiumBinary),
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom", "http://127.0.0.1:\(admin)/",
+            ],
+            environment: ["HOME": warmed.directory.path]
+        )
+        defer { browser.kill() }
+        #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
+        let dom = browser.standardOutput
+        #expect(dom.contains("<span class=\"mode\">offline</span>"), "\(dom)")
+        #expect(dom.contains("<section id=\"offline\">"), "the misses section is shown")
+        #expect(dom.contains("\(warmed.base)/not-warmed-for-the-view"), "\(dom)")
+        #expect(dom.contains("not-cached"), "the miss's reason")
     }
 }

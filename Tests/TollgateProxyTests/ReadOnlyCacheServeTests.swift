@@ -52,6 +52,8 @@ struct ReadOnlyCacheServeTests {
             port: try served.port("admin")
         )
         #expect(purge.status == 409)
+        let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin"))
+        #expect(stats.bodyText.contains("\"read_only\":true,\"offline\":false"), "\(stats.bodyText)")
         served.child.send(SIGTERM)
         #expect(try await served.child.waitForExit() == 0)
         let log = try String(contentsOf: warmed.accessLog, encoding: .utf8)

@@ -208,9 +208,13 @@ final class AdminHandler: ChannelInboundHandler {
             guard let cache, let stats = try? cache.store.statistics() else {
                 return (.notFound, "text/plain", "no cache\n")
             }
+            // Whether the cache is written to, and whether the proxy goes upstream at all: what a
+            // build's failures depend on (the live view shows both).
+            let isOffline = offline?.isOffline(runtime) ?? runtime.configuration.offline
             let json =
                 "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
-                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses),\"evictions\":\(stats.evictions)}\n"
+                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses),\"evictions\":\(stats.evictions),"
+                + "\"read_only\":\(cache.store.isReadOnly),\"offline\":\(isOffline)}\n"
             return (.ok, "application/json", json)
         case (.POST, "/cache/purge"):
             guard let cache else { return (.notFound, "text/plain", "no cache\n") }

@@ -1,8 +1,9 @@
 /// The live view (`GET /` on the admin listener): one self-contained page — its CSS and script
 /// inline, nothing fetched from anywhere but the admin listener itself — that reads `/tasks`,
-/// `/har?limit=100` and `/cache/stats` every two seconds and shows the live tasks with their
-/// state and progress, the recent exchanges with their cache result, why a response was not
-/// stored and a timing waterfall, and the cache's figures.
+/// `/har?limit=100`, `/cache/stats` and `/offline/misses` every two seconds and shows the live
+/// tasks with their state and progress, the recent exchanges with their cache result, why a
+/// response was not stored and a timing waterfall, the cache's figures, whether the proxy is
+/// offline and its cache read-only, and — offline — what it could not serve.
 ///
 /// Everything the proxy saw (URLs, reasons) is put in the page as text nodes, never as markup:
 /// a URL cannot inject script into the admin origin.
@@ -44,12 +45,19 @@ enum LiveViewPage {
         .empty { color:var(--muted); font-style:italic; }
         .legend i { display:inline-block; width:.8em; height:.8em; margin:0 .2em 0 .8em; vertical-align:middle; }
         .error { color:#b00020; }
+        .mode { padding:0 .6em; border-radius:9px; font-size:.8em; background:#b5541c; color:#fff; }
+        #offline[hidden] { display:none; }
         </style>
         </head>
         <body>
-        <header><h1>Tollgate</h1><span id="updated">loading…</span></header>
+        <header><h1>Tollgate</h1><span id="modes"></span><span id="updated">loading…</span></header>
         <main>
         <section><h2>Cache</h2><div class="figures" id="cache"><span class="empty">no cache</span></div></section>
+        <section id="offline" hidden><h2>Missed offline</h2>
+        <table><colgroup><col style="width:5em"><col><col style="width:11em"><col style="width:4em">
+        <col style="width:7em"></colgroup>
+        <thead><tr><th>method</th><th>URL</th><th>reason</th><th>count</th><th>last</th></tr></thead>
+        <tbody id="misses"></tbody></table></section>
         <section><h2>Live tasks</h2>
         <table><colgroup><col style="width:9em"><col style="width:4em"><col style="width:7em"><col style="width:7em">
         <col><col style="width:14em"></colgroup>
@@ -101,6 +109,16 @@ enum LiveViewPage {
             const f = el("div", null, "figure"); f.appendChild(el("b", value)); f.appendChild(el("small", name));
             box.appendChild(f);
           }
+          const modes = [];
+          if (stats.offline) modes.push(el("span", "offline", "mode"));
+          if (stats.read_only) modes.push(el("span", "read-only cache", "mode"));
+          $("modes").replaceChildren(...modes);
+          $("offline").hidden = !stats.offline;
+        }
+        function showMisses(misses) {
+          const rows = misses.map((m) => row([cell(m.method), cell(m.url, "url"), cell(m.reason), cell(m.count),
+            cell(new Date(m.last).toLocaleTimeString())]));
+          replace($("misses"), rows, 5, "nothing missed");
         }
         function showTasks(tasks) {
           const rows = tasks.map((t) => {
@@ -142,10 +160,12 @@ enum LiveViewPage {
           replace($("exchanges"), rows, 8, "no exchanges yet");
         }
         async function refresh() {
-          const results = await Promise.allSettled([json("/tasks"), json("/har?limit=100"), json("/cache/stats")]);
+          const results = await Promise.allSettled([json("/tasks"), json("/har?limit=100"), json("/cache/stats"),
+            json("/offline/misses")]);
           if (results[0].status === "fulfilled") showTasks(results[0].value);
           if (results[1].status === "fulfilled") showExchanges(results[1].value);
           if (results[2].status === "fulfilled") showCache(results[2].value);
+          if (results[3].status === "fulfilled") showMisses(results[3].value);
           const failed = results.filter((r) => r.status === "rejected").map((r) => r.reason.message);
           $("updated").textContent = "updated " + new Date().toLocaleTimeString()
             + (failed.length ? " — " + failed.join("; ") : "");
