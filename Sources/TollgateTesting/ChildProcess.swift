@@ -94,6 +94,9 @@ public final class ChildProcess: Sendable {
     }
     public var isRunning: Bool { process.isRunning }
 
+    /// The process id.
+    public var pid: Int32 { process.processIdentifier }
+
     /// Sends SIGTERM.
     public func terminate() { process.terminate() }
 

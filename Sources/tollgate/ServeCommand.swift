@@ -73,6 +73,9 @@ struct ServeCommand: AsyncParsableCommand {
         } catch {
             throw CommandFailure.user(error.description)
         }
+        // Two descriptors a relayed connection, more for pools and cache files: the usual soft
+        // limit (1024) is a few hundred clients, the hard limit far more.
+        OpenFileLimit.raiseToHardLimit()
         // Watch the signals before binding, so a signal right after the "listening" line is never lost.
         let signals = SignalWaiter([SIGTERM, SIGINT, SIGHUP])
         signal(SIGPIPE, SIG_IGN)

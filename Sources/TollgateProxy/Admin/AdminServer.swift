@@ -56,6 +56,7 @@ public final class AdminServer: Sendable {
         let channel: any Channel
         do {
             channel = try await ServerBootstrap(group: group)
+                .backingOffAcceptFailures(label: "admin \(address)")
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
                 .childChannelInitializer { child in
                     child.eventLoop.makeCompletedFuture {

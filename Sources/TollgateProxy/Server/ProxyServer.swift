@@ -131,6 +131,7 @@ public final class ProxyServer: Sendable {
         )
         let h2c = configuration.h2c
         let bootstrap = ServerBootstrap(group: group)
+            .backingOffAcceptFailures(label: configuration.listen.description)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             // TCP_NODELAY: NIO sets it on the listening socket, and accepted sockets inherit it;
