@@ -121,7 +121,7 @@ public final class Session: @unchecked Sendable {
                 connectionAddressCheck: configuration.connectionAddressCheck,
                 proxyAuthentication: proxyAuthentication
             ),
-            threadPool: .singleton
+            threadPool: NameLookupThreads.pool
         )
         self.fileIO = NonBlockingFileIO(threadPool: .singleton)
         if let identifier = configuration.kind.backgroundIdentifier {

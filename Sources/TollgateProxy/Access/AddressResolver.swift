@@ -35,7 +35,7 @@ struct AddressResolver: Sendable {
     let threadPool: NIOThreadPool
     private let cache = Cache()
 
-    init(threadPool: NIOThreadPool = .singleton) {
+    init(threadPool: NIOThreadPool = NameLookupThreads.pool) {
         self.threadPool = threadPool
     }
 

@@ -51,6 +51,7 @@ final class ConnectionPool: @unchecked Sendable {
     /// Connections with an identifier up to this one are closed instead of reused (`flush`/`reset`).
     private var retiredThrough = 0
 
+    /// `threadPool` runs the name lookups (``NameLookupThreads``).
     init(configuration: Configuration, threadPool: NIOThreadPool) {
         self.configuration = configuration
         self.resolver = NameResolver(threadPool: threadPool)

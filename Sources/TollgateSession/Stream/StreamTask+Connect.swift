@@ -22,7 +22,7 @@ extension StreamTask {
         engine.transaction.isProxyConnection = proxy != nil
         let dialled = proxy.map { ($0.host, $0.port) } ?? (host, port)
         let tunnel = proxy.map { _ in (host: host, port: port) }
-        NameResolver(threadPool: .singleton).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap { [self] addresses -> EventLoopFuture<any Channel> in
+        NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap { [self] addresses -> EventLoopFuture<any Channel> in
             engine.transaction.domainLookupEndDate = Date()
             engine.transaction.connectStartDate = Date()
             return connect(to: addresses, tunnel: tunnel)
