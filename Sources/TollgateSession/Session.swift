@@ -119,7 +119,8 @@ public final class Session: @unchecked Sendable {
                     return try contexts.context(for: chosen)
                 },
                 connectionAddressCheck: configuration.connectionAddressCheck,
-                proxyAuthentication: proxyAuthentication
+                proxyAuthentication: proxyAuthentication,
+                connectHeaderFields: configuration.upstreamProxyConnectHeaderFields
             ),
             threadPool: NameLookupThreads.pool
         )

@@ -106,6 +106,8 @@ struct ServeCommand: AsyncParsableCommand {
             prepareSession: cookieCredentialStores.preparation(then: { name, settings, configuration in
                 cacheStores?(name, settings, &configuration)
                 configuration.connectionAddressCheck = addressCheck.sessionCheck
+                // CONNECTs to a parent proxy carry this proxy's CDN-Loop member, as its requests do.
+                configuration.upstreamProxyConnectHeaderFields = [HeaderName.cdnLoop.text: ownListeners.loopIdentifier]
                 // Every proxied exchange is a data task, which a background session refuses (the
                 // seeds): `configuration: background` means something to `warm` only; serve runs
                 // such a session as a default one (same stores).

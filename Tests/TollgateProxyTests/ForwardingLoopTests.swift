@@ -10,8 +10,14 @@ import TollgateTesting
 /// A policy whose one session is made after the server started (so that two proxies can each be
 /// the other's parent).
 private final class LaterSessionPolicy: ProxyPolicy {
-    let configuration = PolicyConfiguration()
+    let configuration: PolicyConfiguration
     private let session = NIOLockedValueBox<Session?>(nil)
+
+    init(connectPorts: [Int] = [443]) {
+        var configuration = PolicyConfiguration()
+        configuration.access.connectPorts = connectPorts
+        self.configuration = configuration
+    }
 
     /// Makes the session, going to `parent` as its upstream proxy when given.
     func makeSession(parent: Int?) {
@@ -31,8 +37,40 @@ private final class LaterSessionPolicy: ProxyPolicy {
 /// that comes back with it is answered 508 instead of going round again.
 @Suite("Forwarding loops (CDN-Loop)", .serialized, .timeLimit(.minutes(1)))
 struct ForwardingLoopTests {
-    private func start(_ policy: LaterSessionPolicy) async throws -> ProxyServer {
-        try await ProxyServer.start(ProxyServer.Configuration(listen: ListenAddress(host: "127.0.0.1", port: 0)), policy: policy)
+    private func start(_ policy: LaterSessionPolicy, log: NIOLockedValueBox<[String]> = NIOLockedValueBox([])) async throws -> ProxyServer {
+        try await ProxyServer.start(
+            ProxyServer.Configuration(
+                listen: ListenAddress(host: "127.0.0.1", port: 0),
+                accessLog: AccessLog(format: .combined) { line in log.withLockedValue { $0.append(line) } }
+            ),
+            policy: policy
+        )
+    }
+
+    @Test("A CONNECT between two proxies that are each other's parent ends at the first proxy it comes back to (508), not in a ring of tunnels")
+    func connectLoop() async throws {
+        let echo = try await LoopbackEchoServer.start()
+        defer { echo.stop() }
+        let (first, second) = (LaterSessionPolicy(connectPorts: [echo.port]), LaterSessionPolicy(connectPorts: [echo.port]))
+        let (firstLog, secondLog) = (NIOLockedValueBox<[String]>([]), NIOLockedValueBox<[String]>([]))
+        let a = try await start(first, log: firstLog)
+        let b = try await start(second, log: secondLog)
+        first.makeSession(parent: b.boundAddress.port)
+        second.makeSession(parent: a.boundAddress.port)
+        defer { first.stop(); second.stop() }
+
+        let response = try await request("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n", port: a.boundAddress.port)
+        // The client's answer: its proxy's parent refused the CONNECT (the parent's own parent said 508).
+        #expect(response.status == 502)
+        #expect(response.bodyText.contains("the upstream proxy refused CONNECT"), "\(response.bodyText)")
+        try await eventually("the loop's 508 in the first proxy's log") {
+            firstLog.withLockedValue { $0.contains { $0.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 508") } }
+        }
+        // One CONNECT each way and the one that came back: no ring.
+        #expect(firstLog.withLockedValue { $0.filter { $0.contains("CONNECT") }.count } <= 2)
+        #expect(secondLog.withLockedValue { $0.filter { $0.contains("CONNECT") }.count } <= 1)
+        await a.shutdown(gracePeriod: .seconds(1))
+        await b.shutdown(gracePeriod: .seconds(1))
     }
 
     @Test("Two proxies that are each other's parent answer 508 forwarding-loop at once; the origin is never asked")

@@ -49,6 +49,12 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     }
 
     func start() {
+        // A CONNECT carrying this proxy's own CDN-Loop member has come round to it again (through
+        // parents that pass members on, as this proxy does below).
+        if CDNLoop.names(environment.ownListeners.loopIdentifier, in: head.headerFields) {
+            respond(ForwardExchange.loopDetected(environment.ownListeners.loopIdentifier))
+            return
+        }
         let connectPorts = rules.destinations.access.connectPorts
         guard connectPorts.contains(port) else {
             let allowed = connectPorts.map(String.init).joined(separator: ", ")
@@ -183,6 +189,12 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
         }
         self.task = task
         task.delegate = self
+        // Through a parent proxy, the CONNECT carries the client's CDN-Loop members and this
+        // proxy's own, so a parent that leads back here is found out.
+        var loop = HeaderFields()
+        for value in head.headerFields.values(for: .cdnLoop) { loop.add(name: .cdnLoop, value: value) }
+        loop.add(name: .cdnLoop, value: environment.ownListeners.loopIdentifier)
+        task.connectHeaderFields = loop
         task.resume()
         let timeout = rules.upstreamTimeout
         connectTimer = eventLoop.scheduleTask(in: TimeAmount(timeout)) { [self] in

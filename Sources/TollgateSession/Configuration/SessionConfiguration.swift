@@ -82,6 +82,11 @@ public struct SessionConfiguration: Sendable {
     /// the 407 is sent once more with it). A secret: it is never logged and never appears in a
     /// task's request. Default: none (a 407 is the task's response, or fails its CONNECT).
     public var upstreamProxyCredential: Credential?
+    /// Header fields sent with every `CONNECT` to ``upstreamProxy`` (CFNetwork's
+    /// `kCFStreamPropertyCONNECTAdditionalHeaders`); a stream task may give its own instead
+    /// (``StreamTask/connectHeaderFields``). The proxy sends its `CDN-Loop` member this way, so
+    /// that a parent leading back to it can tell. Default: none.
+    public var upstreamProxyConnectHeaderFields: HeaderFields = [:]
     /// The lowest TLS version accepted from https servers. Default: TLS 1.2.
     public var tlsMinimumSupportedProtocolVersion: TLSVersion = .tlsv1_2
     /// The TLS settings of https connections to a host (trust roots, client identity), given the

@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
+import TollgateHTTP
 import TollgateLoop
 import TollgateTLS
 
@@ -20,6 +21,8 @@ final class ConnectionPool: @unchecked Sendable {
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
         var proxyAuthentication: UpstreamProxyAuthentication? = nil
+        /// ``SessionConfiguration/upstreamProxyConnectHeaderFields``.
+        var connectHeaderFields: HeaderFields = [:]
     }
 
     /// A class, not a struct: reading `entries[key]?.connections[id]` or the state through the
@@ -296,7 +299,8 @@ final class ConnectionPool: @unchecked Sendable {
             return Self.connectToFirst(
                 addresses, tls: tls, serverHostname: key.host,
                 tunnel: key.tunnelVia.map { _ in (key.host, key.port) },
-                authentication: self.configuration.proxyAuthentication, on: eventLoop
+                authentication: self.configuration.proxyAuthentication,
+                connectHeaderFields: self.configuration.connectHeaderFields, on: eventLoop
             )
                 .flatMap { channel, handler in
                     guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
@@ -402,6 +406,7 @@ final class ConnectionPool: @unchecked Sendable {
         serverHostname: String,
         tunnel: (host: String, port: Int)? = nil,
         authentication: UpstreamProxyAuthentication? = nil,
+        connectHeaderFields: HeaderFields = [:],
         retried: Bool = false,
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
@@ -418,7 +423,8 @@ final class ConnectionPool: @unchecked Sendable {
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
                         let connect = UpstreamConnectHandler(
-                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, authentication: authentication
+                            host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, authentication: authentication,
+                            headerFields: connectHeaderFields
                         )
                         try channel.pipeline.syncOperations.addHandler(connect)
                         connectBox.withLockedValue { $0 = connect }
@@ -450,7 +456,7 @@ final class ConnectionPool: @unchecked Sendable {
                     ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
                     : connectToFirst(
                         addresses, tls: tls, serverHostname: serverHostname, tunnel: tunnel,
-                        authentication: authentication, retried: true, on: eventLoop
+                        authentication: authentication, connectHeaderFields: connectHeaderFields, retried: true, on: eventLoop
                     )
             }
             if error is SessionError { return eventLoop.makeFailedFuture(error) }
@@ -461,7 +467,8 @@ final class ConnectionPool: @unchecked Sendable {
                 )
             }
             return connectToFirst(
-                rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, authentication: authentication, on: eventLoop
+                rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, authentication: authentication,
+                connectHeaderFields: connectHeaderFields, on: eventLoop
             )
         }
     }

@@ -1,5 +1,6 @@
 import Foundation
 import NIOCore
+import TollgateHTTP
 
 /// Opens a tunnel through an HTTP upstream proxy: sends `CONNECT host:port`, reads the proxy's
 /// answer, and completes ``established`` once a 2xx came back (any other answer fails it with
@@ -50,6 +51,8 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
     let established: EventLoopPromise<Void>
     /// Whether bytes after the answer's head go on down the pipeline (else they are an error).
     private let passesLeftover: Bool
+    /// Fields the CONNECT carries besides Host and Proxy-Authorization.
+    private let headerFields: HeaderFields
 
     /// A handler for a tunnel to `host:port` (IPv6 literals without brackets).
     init(
@@ -57,8 +60,10 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         port: Int,
         eventLoop: any EventLoop,
         passesLeftover: Bool = false,
-        authentication: UpstreamProxyAuthentication? = nil
+        authentication: UpstreamProxyAuthentication? = nil,
+        headerFields: HeaderFields = [:]
     ) {
+        self.headerFields = headerFields
         self.target = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
         self.authentication = authentication
         self.established = eventLoop.makePromise(of: Void.self)
@@ -76,6 +81,7 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
 
     private func sendConnect(context: ChannelHandlerContext, authorization: String? = nil) {
         var request = "CONNECT \(target) HTTP/1.1\r\nHost: \(target)\r\n"
+        for field in headerFields { request += "\(field.name): \(field.value)\r\n" }
         if let authorization = authorization ?? authentication?.preemptiveValue {
             request += "Proxy-Authorization: \(authorization)\r\n"
             sentAuthorization = true

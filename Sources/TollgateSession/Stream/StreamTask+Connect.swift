@@ -107,6 +107,7 @@ extension StreamTask {
         }
         let connectBox = NIOLockedValueBox<UpstreamConnectHandler?>(nil)
         let authentication = session.upstreamProxyAuthentication
+        let connectFields = connectHeaderFields ?? session.configuration.upstreamProxyConnectHeaderFields
         return ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.allowRemoteHalfClosure, value: true)
@@ -117,7 +118,7 @@ extension StreamTask {
                     if let tunnel {
                         let connect = UpstreamConnectHandler(
                             host: tunnel.host, port: tunnel.port, eventLoop: channel.eventLoop, passesLeftover: true,
-                            authentication: authentication
+                            authentication: authentication, headerFields: connectFields
                         )
                         try channel.pipeline.syncOperations.addHandler(connect)
                         connectBox.withLockedValue { $0 = connect }

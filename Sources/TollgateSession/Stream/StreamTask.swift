@@ -2,6 +2,7 @@ import Foundation
 import NIOConcurrencyHelpers
 public import NIOCore
 import NIOPosix
+public import TollgateHTTP
 
 /// A task that gives its owner a TCP connection as a byte stream (`URLSessionStreamTask`):
 /// reads and writes with completion handlers, and half-close with ``closeRead()`` and
@@ -27,6 +28,16 @@ public final class StreamTask: SessionTask, @unchecked Sendable {
     var streamError: SessionError?
     /// ``startSecureConnection()`` was called.
     var secureConnectionStarted = false
+    private let connectFields = NIOLockedValueBox<HeaderFields?>(nil)
+
+    /// Header fields for the `CONNECT` this task sends through the session's upstream proxy,
+    /// instead of the session's ``SessionConfiguration/upstreamProxyConnectHeaderFields``; nil
+    /// (the default): the session's. Set before `resume()`. A proxy relaying its client's
+    /// CONNECT passes the client's `CDN-Loop` members on with its own.
+    public var connectHeaderFields: HeaderFields? {
+        get { connectFields.withLockedValue { $0 } }
+        set { connectFields.withLockedValue { $0 = newValue } }
+    }
 
     /// `request`: the original request of the data task an upgraded stream task comes from.
     init(
