@@ -19,6 +19,7 @@ struct SessionStores: Sendable {
                 targetedFields: configuration.cache.effectiveTargetedFields(listeners: configuration.listeners),
                 storesSetCookie: configuration.cache.setCookie == .store,
                 rangeOffsetLimit: configuration.cache.rangeOffsetLimit,
+                maximumVariantsPerKey: configuration.cache.maxVariants,
                 readOnly: readOnly || configuration.cache.readOnly
             )
         } catch {

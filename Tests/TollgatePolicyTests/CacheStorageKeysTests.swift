@@ -35,4 +35,17 @@ struct CacheStorageKeysTests {
         let bad = loader.problems(inYAML: "cache:\n  range-offset-limit: all\n", file: "t.yaml", baseDirectory: nil)
         #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:2: cache.range-offset-limit:") }, "\(bad)")
     }
+
+    @Test("read-only is a bool and max-variants a whole number from 1 to 1000; anything else names the file, line and key")
+    func readOnlyAndMaxVariants() throws {
+        let loader = PolicyLoader(checkFiles: false)
+        #expect(PolicyConfiguration().cache.readOnly == false)
+        #expect(PolicyConfiguration().cache.maxVariants == 16)
+        let loaded = try loader.load(yaml: "cache:\n  read-only: true\n  max-variants: 4\n", file: "t.yaml", baseDirectory: nil)
+        #expect(loaded.cache.readOnly)
+        #expect(loaded.cache.maxVariants == 4)
+        let bad = loader.problems(inYAML: "cache:\n  read-only: sometimes\n  max-variants: 0\n", file: "t.yaml", baseDirectory: nil)
+        #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:2: cache.read-only:") }, "\(bad)")
+        #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:3: cache.max-variants:") }, "\(bad)")
+    }
 }

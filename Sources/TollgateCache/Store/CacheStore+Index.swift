@@ -89,6 +89,13 @@ extension CacheStore {
             }
         }
         var ids = try variantIDs(response.key, txn)
+        // At most `maximumVariantsPerKey` variants of one URL (ATS's `max_alts`): a URL that varies
+        // on a field clients fill at will (User-Agent, a cookie) would otherwise gather one variant
+        // per value, and every lookup of it reads them all. The one used longest ago goes.
+        while ids.count >= max(1, options.maximumVariantsPerKey), let victim = try leastRecentlyUsed(of: ids, txn) {
+            if let file = try removeVariant(victim, txn) { freed.append(file) }
+            ids.removeAll { $0 == victim }
+        }
         ids.append(id)
         try txn.put(response.key.storageKey, Self.encodeIDs(ids), in: db.entries)
         try txn.put(id, record, in: db.variants)
@@ -98,6 +105,16 @@ extension CacheStore {
         try adjustTotal("bytes", by: Self.charge(recordCount: record.count, response: response), txn)
         try adjustTotal("variants", by: 1, txn)
         return freed
+    }
+
+    /// Of `ids`, the one whose last use is oldest in the LRU index (one with no access record first).
+    private func leastRecentlyUsed(of ids: [UInt64], _ txn: ReadTransaction) throws -> UInt64? {
+        var oldest: (id: UInt64, sequence: UInt64)?
+        for id in ids {
+            let sequence = try txn.withValue(forKey: id, in: db.access) { Self.decodeAccess($0)?.sequence } ?? nil
+            if oldest.map({ (sequence ?? 0) < $0.sequence }) ?? true { oldest = (id, sequence ?? 0) }
+        }
+        return oldest?.id
     }
 
     /// Removes a variant and its index entries; returns its body file, if it has one (to

@@ -23,6 +23,10 @@ public struct CacheStoreOptions: Sendable {
     public var mapSize: Int
     /// The wall clock (default `Date()`); tests inject their own.
     public var clock: @Sendable () -> Date
+    /// The most variants (responses Vary selects between) kept for one key (default 16; the
+    /// policy file's `cache.max-variants`): storing one more removes the key's least recently
+    /// used.
+    public var maximumVariantsPerKey: Int
     /// Opens an existing store without writing anything to it (default false): lookups serve
     /// what it holds, every write throws ``CacheStoreError/readOnly``, hits are counted in memory
     /// only. For a cache handed to a build as it was warmed (a read-only mount, a copy the build
@@ -40,8 +44,10 @@ public struct CacheStoreOptions: Sendable {
         accessFlushInterval: TimeInterval = 1,
         mapSize: Int = 64 << 20,
         clock: @escaping @Sendable () -> Date = { Date() },
+        maximumVariantsPerKey: Int = 16,
         readOnly: Bool = false
     ) {
+        self.maximumVariantsPerKey = maximumVariantsPerKey
         self.path = path
         self.maxSize = maxSize
         self.inlineBodyLimit = inlineBodyLimit

@@ -138,14 +138,16 @@ extension PolicyConfiguration.Cache {
     /// | `targeted-fields` | list of field names | `[Tollgate-Cache-Control, CDN-Cache-Control]` with a reverse listener, else `[]` |
     /// | `range-offset-limit` | size, `0` or `none` | `0` |
     /// | `read-only` | bool | `false` |
+    /// | `max-variants` | integer 1…1000 | `16` |
     init(node: ConfigNode) {
         self.init()
         guard
-            let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit", "read-only"])
+            let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit", "read-only", "max-variants"])
         else {
             return
         }
         if let value = entry["read-only"]?.bool() { readOnly = value }
+        if let value = entry["max-variants"]?.int(in: 1...1000) { maxVariants = value }
         if let limit = entry["range-offset-limit"] {
             switch limit.string("a size, 0 or none") {
             case "none": rangeOffsetLimit = nil

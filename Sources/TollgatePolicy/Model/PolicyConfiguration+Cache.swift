@@ -35,6 +35,10 @@ extension PolicyConfiguration {
         /// updated, removed or evicted, and hits are counted in memory only — for a cache a build
         /// was handed as it was warmed (a read-only mount, a copy it must not change). Default: false.
         public var readOnly = false
+        /// The most variants (responses a `Vary` selects between) kept for one URL
+        /// (`max-variants`); storing one more removes the URL's least recently used, as ATS's
+        /// `max_alts`. Default: 16.
+        public var maxVariants = 16
 
         /// `cache.set-cookie`.
         public enum SetCookie: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {

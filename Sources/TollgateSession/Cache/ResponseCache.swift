@@ -68,17 +68,22 @@ public final class ResponseCache: Sendable {
 
     /// Opens (or creates) the store at `path` with a capacity of `maxSize` bytes; `targetedFields`
     /// are the RFC 9213 fields its rules honour (``CacheRules/targetedFields``), `rangeOffsetLimit`
-    /// when a Range miss is fetched whole (``CacheRules/rangeOffsetLimit``); `readOnly` opens an
+    /// when a Range miss is fetched whole (``CacheRules/rangeOffsetLimit``), `maximumVariantsPerKey`
+    /// the most Vary variants kept for one URL; `readOnly` opens an
     /// existing store without writing to it (``CacheStoreOptions/readOnly``).
     public convenience init(
         path: String, maxSize: Int64, shared: Bool = true, targetedFields: [String] = [], storesSetCookie: Bool = false,
-        rangeOffsetLimit: Int64? = 0, readOnly: Bool = false
+        rangeOffsetLimit: Int64? = 0, maximumVariantsPerKey: Int = 16, readOnly: Bool = false
     ) throws {
         var rules: CacheRules = shared ? .shared : .private
         rules.targetedFields = targetedFields
         rules.storesSetCookie = storesSetCookie
         rules.rangeOffsetLimit = rangeOffsetLimit
-        let store = try CacheStore(options: CacheStoreOptions(path: path, maxSize: maxSize, rules: rules, readOnly: readOnly))
+        let store = try CacheStore(
+            options: CacheStoreOptions(
+                path: path, maxSize: maxSize, rules: rules, maximumVariantsPerKey: maximumVariantsPerKey, readOnly: readOnly
+            )
+        )
         self.init(store: store)
     }
 
