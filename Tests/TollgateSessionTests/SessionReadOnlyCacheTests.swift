@@ -74,6 +74,10 @@ struct SessionReadOnlyCacheTests {
             let (after, _) = try await load(session, Request(url: origin.url("/fresh")))
             #expect(after.cacheOutcome?.result == .uriMiss)
         }
+        // Only what the store holds is marked (the marks last as long as the process; any client may POST).
+        _ = try await load(session, Request(method: .post, url: origin.url("/never-stored"), body: .bytes(ByteBuffer(string: "x"))))
+        #expect(fixture.cache.isInvalidated(CacheKey(url: origin.url("/fresh")), storedAt: .distantPast))
+        #expect(!fixture.cache.isInvalidated(CacheKey(url: origin.url("/never-stored")), storedAt: .distantPast))
         session.invalidateAndCancel()
         fixture.cache.store.close()
         #expect(try contents(fixture.directory) == before)

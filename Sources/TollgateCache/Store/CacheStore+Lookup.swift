@@ -34,6 +34,13 @@ extension CacheStore {
         return best
     }
 
+    /// Whether anything is stored under `key` (no hit or miss counted).
+    public func holds(_ key: CacheKey) -> Bool {
+        guard (try? checkOpen()) != nil else { return false }
+        let db = self.db
+        return (try? environment.read { txn in try key.withStorageKey { try txn.withValue(forKeyBytes: $0, in: db.entries) { _ in true } } ?? false }) ?? false
+    }
+
     /// Every stored variant of `key` in `txn`, decoded, with its body (inline bodies as buffers).
     private func storedVariants(of key: CacheKey, in txn: ReadTransaction) throws -> [CacheEntry] {
         let db = self.db

@@ -111,12 +111,14 @@ public final class ResponseCache: Sendable {
     /// Returns when the entries are removed from storage.
     @discardableResult
     func invalidate(_ keys: [CacheKey], at time: Date, on eventLoop: any EventLoop) -> EventLoopFuture<Void> {
+        // A read-only store keeps its entries, so its marks stay for the life of the process: only
+        // keys it holds are marked, which bounds them by what it holds (any client may POST).
+        let store = self.store
+        let keys = store.isReadOnly ? keys.filter { store.holds($0) } : keys
         invalidated.withLockedValue { marks in
             for key in keys { marks[key] = max(time, marks[key] ?? time) }
-            hasInvalidations.store(true, ordering: .releasing)
+            if !marks.isEmpty { hasInvalidations.store(true, ordering: .releasing) }
         }
-        let store = self.store
-        // A read-only store keeps its entries: the marks stay for the life of the process.
         if store.isReadOnly { return eventLoop.makeSucceededVoidFuture() }
         let removed = offLoop(on: eventLoop) { for key in keys { _ = try? store.remove(key: key) } }
         removed.whenComplete { [self] _ in
