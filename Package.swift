@@ -142,7 +142,9 @@ let package = Package(
         .testTarget(name: "TollgateHTTPTests", dependencies: ["TollgateHTTP"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TollgateCacheTests",
-            dependencies: ["TollgateCache", "TollgateStore", "TollgateHTTP", .product(name: "NIOCore", package: "swift-nio")],
+            dependencies: [
+                "TollgateCache", "TollgateStore", "TollgateHTTP", "TollgateTesting", .product(name: "NIOCore", package: "swift-nio"),
+            ],
             swiftSettings: swiftSettings
         ),
         .testTarget(

@@ -3,6 +3,7 @@ import Testing
 import TollgateCache
 import TollgateHTTP
 import TollgateStore
+import TollgateTesting
 
 /// A store opened read-only: a cache handed to a build as it was warmed (a read-only mount, a
 /// copy the build may not change) serves what it holds and writes nothing.
@@ -14,20 +15,6 @@ struct CacheStoreReadOnlyTests {
         return options
     }
 
-    /// Every file of the store but LMDB's reader table, with its bytes.
-    private func contents(_ directory: TemporaryDirectory) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = try #require(FileManager.default.enumerator(atPath: directory.path))
-        while let name = enumerator.nextObject() as? String {
-            let path = directory.path + "/" + name
-            var isDirectory: ObjCBool = false
-            guard name != "lock.mdb", FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
-            else { continue }
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: path))
-        }
-        return files
-    }
-
     @Test("Lookups serve inline and file bodies; every write throws readOnly; not a byte of the store changes")
     func servesAndWritesNothing() throws {
         let directory = TemporaryDirectory()
@@ -36,7 +23,7 @@ struct CacheStoreReadOnlyTests {
         try put(writable, "https://example.com/small", body: Array("small body".utf8))
         try put(writable, "https://example.com/large", body: pattern(200_000))
         writable.close()
-        let before = try contents(directory)
+        let before = try directoryContents(directory.path, excluding: ["lock.mdb"])
         #expect(bodyFiles(directory).count == 1)
 
         let store = try CacheStore(options: readOnlyOptions(directory))
@@ -80,7 +67,7 @@ struct CacheStoreReadOnlyTests {
         #expect(statistics.misses == 1)
         try store.flush()
         store.close()
-        #expect(try contents(directory) == before)  // no file added, none changed
+        #expect(try directoryContents(directory.path, excluding: ["lock.mdb"]) == before)  // no file added, none changed
 
         // Nothing of the read-only opening reached the store.
         let reopened = try CacheStore(options: options(directory))

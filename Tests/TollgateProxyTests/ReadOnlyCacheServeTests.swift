@@ -10,26 +10,12 @@ import Glibc
 /// proxy given a cache directory it may not write (a read-only mount, another user's copy).
 @Suite("Serving a cache read-only (the built executable)", .serialized, .timeLimit(.minutes(2)), .enabled(if: tollgateBinary != nil))
 struct ReadOnlyCacheServeTests {
-    /// Every file of the cache directory but LMDB's reader table, with its bytes.
-    private func contents(_ directory: URL) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = try #require(FileManager.default.enumerator(atPath: directory.path))
-        while let name = enumerator.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            let path = directory.appendingPathComponent(name).path
-            guard name != "lock.mdb", FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue
-            else { continue }
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: path))
-        }
-        return files
-    }
-
     @Test("cache.read-only: hits served, a miss fetched and passed on unstored, warm refused, not a byte of the cache changed")
     func readOnlyByConfiguration() async throws {
         let warmed = try await WarmedCache.make()
         defer { warmed.remove() }
         let cache = warmed.directory.appendingPathComponent("cache")
-        let before = try contents(cache)
+        let before = try directoryContents(cache.path, excluding: ["lock.mdb"])
         let text = try String(contentsOf: warmed.config, encoding: .utf8)
         try text.replacingOccurrences(of: "cache:\n", with: "cache:\n  read-only: true\n").write(to: warmed.config, atomically: true, encoding: .utf8)
 
@@ -62,7 +48,7 @@ struct ReadOnlyCacheServeTests {
         let warm = try await warmed.run(["warm", "--config", warmed.config.path, warmed.directory.appendingPathComponent("urls.txt").path])
         #expect(warm.status == 1)
         #expect(warm.stderr.contains("cache.read-only is set"), "\(warm.stderr)")
-        #expect(try contents(cache) == before)
+        #expect(try directoryContents(cache.path, excluding: ["lock.mdb"]) == before)
     }
 
     @Test("An offline proxy that may not write its cache directory serves it read-only; online it is refused with the way out")
@@ -72,7 +58,7 @@ struct ReadOnlyCacheServeTests {
         warmed.origin.stop()
         let cache = warmed.directory.appendingPathComponent("cache")
         try FileManager.default.removeItem(at: cache.appendingPathComponent("lock.mdb"))  // as a copy of it would be
-        let before = try contents(cache)
+        let before = try directoryContents(cache.path, excluding: ["lock.mdb"])
         // Not writable by the proxy: as root (who may write anything) the proxy runs as nobody on
         // a copy others may read; otherwise the copy's write permissions are taken away.
         var launcher: [String] = []
@@ -130,7 +116,7 @@ struct ReadOnlyCacheServeTests {
         #expect(miss.status == 504)
         served.child.send(SIGTERM)
         #expect(try await served.child.waitForExit() == 0)
-        #expect(try contents(cache) == before)
+        #expect(try directoryContents(cache.path, excluding: ["lock.mdb"]) == before)
         // The access log counts the offline miss a miss (Cache-Status has no fwd reason for it).
         let log = try String(contentsOf: logs.appendingPathComponent("access.log"), encoding: .utf8)
         let missLine = try #require(log.split(separator: "\n").first { $0.contains("/not-warmed") })

@@ -10,20 +10,6 @@ import TollgateTesting
 /// to the network for the rest, and writes nothing back.
 @Suite("The session on a read-only cache", .timeLimit(.minutes(1)))
 struct SessionReadOnlyCacheTests {
-    /// Every file of the cache directory but LMDB's reader table, with its bytes.
-    private func contents(_ directory: String) throws -> [String: Data] {
-        var files: [String: Data] = [:]
-        let enumerator = try #require(FileManager.default.enumerator(atPath: directory))
-        while let name = enumerator.nextObject() as? String {
-            var isDirectory: ObjCBool = false
-            guard name != "lock.mdb", FileManager.default.fileExists(atPath: directory + "/" + name, isDirectory: &isDirectory),
-                !isDirectory.boolValue
-            else { continue }
-            files[name] = try Data(contentsOf: URL(fileURLWithPath: directory + "/" + name))
-        }
-        return files
-    }
-
     @Test("Hits served, misses fetched and not stored (read-only), a 304 served merged and not written, invalidations kept")
     func servesAndWritesNothing() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in
@@ -43,7 +29,7 @@ struct SessionReadOnlyCacheTests {
         _ = try await load(warming, Request(url: origin.url("/stale")))
         warming.invalidateAndCancel()
         try fixture.reopen(readOnly: true)
-        let before = try contents(fixture.directory)
+        let before = try directoryContents(fixture.directory, excluding: ["lock.mdb"])
         let requestsBefore = origin.requestCount
 
         let session = fixture.session()
@@ -80,6 +66,6 @@ struct SessionReadOnlyCacheTests {
         #expect(!fixture.cache.isInvalidated(CacheKey(url: origin.url("/never-stored")), storedAt: .distantPast))
         session.invalidateAndCancel()
         fixture.cache.store.close()
-        #expect(try contents(fixture.directory) == before)
+        #expect(try directoryContents(fixture.directory, excluding: ["lock.mdb"]) == before)
     }
 }
