@@ -38,7 +38,10 @@ extension CacheStore {
     public func holds(_ key: CacheKey) -> Bool {
         guard (try? checkOpen()) != nil else { return false }
         let db = self.db
-        return (try? environment.read { txn in try key.withStorageKey { try txn.withValue(forKeyBytes: $0, in: db.entries) { _ in true } } ?? false }) ?? false
+        let found = try? environment.read { txn in
+            try key.withStorageKey { storageKey in try txn.withValue(forKeyBytes: storageKey, in: db.entries) { _ in true } }
+        }
+        return (found ?? nil) ?? false
     }
 
     /// Every stored variant of `key` in `txn`, decoded, with its body (inline bodies as buffers).
