@@ -77,7 +77,7 @@ struct ServeCommand: AsyncParsableCommand {
         // limit (1024) is a few hundred clients, the hard limit far more.
         OpenFileLimit.raiseToHardLimit()
         // Watch the signals before binding, so a signal right after the "listening" line is never lost.
-        let signals = SignalWaiter([SIGTERM, SIGINT, SIGHUP])
+        let signals = SignalWaiter([SIGTERM, SIGINT, SIGHUP, SIGUSR1])
         signal(SIGPIPE, SIG_IGN)
 
         let stores: SessionStores?
@@ -146,9 +146,15 @@ struct ServeCommand: AsyncParsableCommand {
         let serviceNotifier = ServiceNotifier.fromEnvironment(ProcessInfo.processInfo.environment)
         serviceNotifier?.ready(status: listeners.listeningLines.joined(separator: "; "))
         while let signal = await signals.next() {
+            if signal == SIGUSR1 {
+                await Self.reopen(accessLog)
+                continue
+            }
             guard signal == SIGHUP else { break }
             serviceNotifier?.reloading()
             reload(runtime)
+            // logrotate's postrotate usually reloads (systemctl reload): the log file starts anew too.
+            await Self.reopen(accessLog)
             serviceNotifier?.ready(status: listeners.listeningLines.joined(separator: "; "))
         }
         serviceNotifier?.stopping()
@@ -198,6 +204,14 @@ struct ServeCommand: AsyncParsableCommand {
                 upstream: upstream
             )
         ]
+    }
+
+    /// SIGUSR1 (and SIGHUP): a file access log is opened again at its path, as nginx does on
+    /// SIGUSR1, for `logrotate`; a failure is reported and the old file kept.
+    private static func reopen(_ accessLog: AccessLog) async {
+        if let failure = await accessLog.reopen() {
+            standardError("tollgate: \(failure.description); the access log goes on in the file it had")
+        }
     }
 
     /// SIGHUP: the file is read again; problems are reported and the rules in force stay.

@@ -9,6 +9,7 @@ public import TollgatePolicy
 public struct AccessLog: Sendable {
     private let writeLine: @Sendable (String) -> Void
     private let flushLines: @Sendable () async -> Void
+    private let reopenFile: (@Sendable () async -> OpenError?)?
     /// The line format.
     public var format: PolicyConfiguration.Log.Format
     /// Whether lines are dropped (`log.access: off`): they are then not even formatted.
@@ -21,9 +22,19 @@ public struct AccessLog: Sendable {
         _ writeLine: @escaping @Sendable (String) -> Void,
         flush: @escaping @Sendable () async -> Void = {}
     ) {
+        self.init(format: format, writeLine, flush: flush, reopen: nil)
+    }
+
+    private init(
+        format: PolicyConfiguration.Log.Format,
+        _ writeLine: @escaping @Sendable (String) -> Void,
+        flush: @escaping @Sendable () async -> Void,
+        reopen: (@Sendable () async -> OpenError?)?
+    ) {
         self.format = format
         self.writeLine = writeLine
         self.flushLines = flush
+        self.reopenFile = reopen
         self.isOff = false
     }
 
@@ -31,6 +42,7 @@ public struct AccessLog: Sendable {
         self.format = format
         self.writeLine = { _ in }
         self.flushLines = {}
+        self.reopenFile = nil
         self.isOff = true
     }
 
@@ -55,11 +67,38 @@ public struct AccessLog: Sendable {
     /// `access_log … buffer= flush=` makes the same trade). A line reaches the file at most that
     /// late; ``flush()`` (shutdown) writes what is gathered at once.
     public static func writing(to handle: FileHandle, format: PolicyConfiguration.Log.Format = .combined) -> AccessLog {
+        writing(to: handle, format: format, reopening: nil)
+    }
+
+    /// ``writing(to:format:)``; `reopening` (a file's) opens the file again for ``reopen()``: the
+    /// lines gathered go to the old file, later ones to the new.
+    private static func writing(
+        to handle: FileHandle, format: PolicyConfiguration.Log.Format, reopening: (@Sendable () -> Result<FileHandle, OpenError>)?
+    ) -> AccessLog {
         let queue = DispatchQueue(label: "tollgate.access-log")
         let batch = NIOLockedValueBox(LineBatch())
+        // Read and replaced on `queue` only.
+        let target = NIOLockedValueBox(handle)
         let drain: @Sendable () -> Void = {
             let bytes = batch.withLockedValue { $0.take() }
-            if !bytes.isEmpty { handle.write(Data(bytes)) }
+            if !bytes.isEmpty { target.withLockedValue { $0 }.write(Data(bytes)) }
+        }
+        var reopen: (@Sendable () async -> OpenError?)?
+        if let reopening {
+            reopen = {
+                await withCheckedContinuation { (done: CheckedContinuation<OpenError?, Never>) in
+                    queue.async {
+                        drain()
+                        switch reopening() {
+                        case .success(let fresh):
+                            target.withLockedValue { $0 = fresh }  // the old handle closes as it goes
+                            done.resume(returning: nil)
+                        case .failure(let error):
+                            done.resume(returning: error)
+                        }
+                    }
+                }
+            }
         }
         return AccessLog(
             format: format,
@@ -70,7 +109,8 @@ public struct AccessLog: Sendable {
                 case .added: break
                 }
             },
-            flush: { await withCheckedContinuation { done in queue.async { drain(); done.resume() } } }
+            flush: { await withCheckedContinuation { done in queue.async { drain(); done.resume() } } },
+            reopen: reopen
         )
     }
 
@@ -84,12 +124,22 @@ public struct AccessLog: Sendable {
         case .standardOutput: return .writing(to: .standardOutput, format: log.format)
         case .off: return AccessLog(off: log.format)
         case .file(let path):
-            let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
-            guard descriptor >= 0 else {
-                throw OpenError(description: "cannot open the access log \(path): \(String(cString: strerror(errno)))")
+            let open: @Sendable () -> Result<FileHandle, OpenError> = {
+                let descriptor = Foundation.open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o640)
+                guard descriptor >= 0 else {
+                    return .failure(OpenError(description: "cannot open the access log \(path): \(String(cString: strerror(errno)))"))
+                }
+                return .success(FileHandle(fileDescriptor: descriptor, closeOnDealloc: true))
             }
-            return .writing(to: FileHandle(fileDescriptor: descriptor, closeOnDealloc: true), format: log.format)
+            return .writing(to: try open().get(), format: log.format, reopening: open)
         }
+    }
+
+    /// Opens a file log again at its path (after `logrotate` moved it away: SIGUSR1 or SIGHUP);
+    /// the lines gathered so far are written to the old file first. Nil when done (or when the log
+    /// is not a file); the reason when the file could not be opened (lines keep going to the old one).
+    public func reopen() async -> OpenError? {
+        await reopenFile?()
     }
 
     /// Why an access log could not be opened.
