@@ -16,11 +16,12 @@ struct ServeCommand: AsyncParsableCommand {
             proxy on 127.0.0.1:3128 and the admin API on 127.0.0.1:9090 (when 9090 is taken, the proxy \
             starts without it). Prints one line `listening on ADDRESS (MODE)` per listener once it accepts \
             connections, and writes the access log where `log.access` says. SIGHUP reloads the configuration \
-            file (problems go to standard error and the rules in force stay). SIGTERM or SIGINT: stops \
+            file (problems go to standard error and the rules in force stay) and opens a file access log \
+            again; SIGUSR1 only opens the access log again (after logrotate). SIGTERM or SIGINT: stops \
             accepting, lets requests in flight finish (at most 10 s), exits 0. \
             --offline (or offline: true in the file): nothing goes upstream — no name lookup, connection or \
             TLS handshake; stored responses are served whatever their age and a miss is answered \
-            504 offline-miss. --manifest FILE (from tollgate warm --manifest): serve only what it lists, each \
+            504 offline-miss (a cache directory the proxy may not write is opened read-only). --manifest FILE (from tollgate warm --manifest): serve only what it lists, each \
             entry checked against the cache at start and each body against its SHA-256 while it is sent.
             """
     )
