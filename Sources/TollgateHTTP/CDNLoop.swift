@@ -3,10 +3,13 @@
 /// has come round to it again — a forwarding loop (a parent proxy that leads back, a load
 /// balancer in front of the instance that sends to it).
 public enum CDNLoop {
+    private static let field = HeaderNameList([.cdnLoop])
+
     /// Whether `fields` carry `identifier` as one of their `CDN-Loop` members (compared without
     /// case; a member's parameters after `;` are ignored).
     public static func names(_ identifier: String, in fields: HeaderFields) -> Bool {
-        guard fields.contains(.cdnLoop) else { return false }
+        // Nearly every head has no such line: the key mask says so without a walk.
+        guard fields.containsAny(of: field) else { return false }
         for value in fields.values(for: .cdnLoop) {
             for member in value.split(separator: ",") {
                 let id = member.split(separator: ";", maxSplits: 1).first.map { String($0).trimmingASCIIWhitespace() } ?? ""

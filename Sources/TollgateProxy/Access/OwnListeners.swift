@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+public import TollgateHTTP
 import TollgatePolicy
 
 #if canImport(Glibc)
@@ -29,6 +30,12 @@ public final class OwnListeners: Sendable {
     /// come round to this proxy again (``CDNLoop``) — the loops the address check above cannot see
     /// (through a parent proxy, or a load balancer in front of this instance).
     public let loopIdentifier: String
+
+    /// Whether a request with `fields` has passed this proxy before: it carries ``loopIdentifier``
+    /// in `CDN-Loop`.
+    public func hasForwarded(_ fields: HeaderFields) -> Bool {
+        CDNLoop.names(loopIdentifier, in: fields)
+    }
 
     /// An empty registry; servers add their bound addresses as they start.
     public init() {

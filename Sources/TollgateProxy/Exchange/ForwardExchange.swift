@@ -88,8 +88,7 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
 
     /// Routes the request, checks its destination, and creates and resumes the task.
     func start() {
-        // The field is rare (a chain of proxies): the identifier is fetched only when it is there.
-        if head.headerFields.containsAny(of: Self.loopFields), CDNLoop.names(environment.ownListeners.loopIdentifier, in: head.headerFields) {
+        if environment.ownListeners.hasForwarded(head.headerFields) {
             respond(Self.loopDetected(environment.ownListeners.loopIdentifier))
             return
         }
@@ -133,9 +132,6 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
             proceed(after: verdict, on: route)
         }
     }
-
-    /// `CDN-Loop`, as a list: its key mask says without a walk that a head has no such line.
-    private static let loopFields = HeaderNameList([.cdnLoop])
 
     /// The answer to a request that came round to this proxy again.
     static func loopDetected(_ identifier: String) -> OwnResponse {

@@ -51,7 +51,7 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
     func start() {
         // A CONNECT carrying this proxy's own CDN-Loop member has come round to it again (through
         // parents that pass members on, as this proxy does below).
-        if CDNLoop.names(environment.ownListeners.loopIdentifier, in: head.headerFields) {
+        if environment.ownListeners.hasForwarded(head.headerFields) {
             respond(ForwardExchange.loopDetected(environment.ownListeners.loopIdentifier))
             return
         }

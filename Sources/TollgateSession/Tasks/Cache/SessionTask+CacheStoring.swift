@@ -19,7 +19,9 @@ extension SessionTask {
             return
         }
         if cache.store.isReadOnly {
-            engine.cache.outcome?.detail = "read-only"  // nor is a stored response updated from a HEAD
+            // Nor is a stored response updated from a HEAD. The reason is the one a write refused
+            // by the store would give.
+            engine.cache.outcome?.detail = TaskCache.notStoredDetail(for: CacheStoreError.readOnly)
             if request.method == .get { notStoring(key, cache: cache) }
             return
         }
