@@ -1,3 +1,4 @@
+import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgateLoop
@@ -192,6 +193,25 @@ extension ForwardExchange {
     /// Whether `fields` name `protocolName` in `Upgrade`.
     private static func upgradesTo(_ protocolName: String, _ fields: HeaderFields) -> Bool {
         FieldList.elements(fields.values(for: .upgrade)).contains { $0.lowercased() == protocolName }
+    }
+
+    // MARK: the body's end before the commit (BodyEndReceiving)
+
+    /// The whole body was relayed and the task now commits it to the cache: the client gets the
+    /// response's end (and its next request may start) without waiting for the commit's fsyncs.
+    /// The exchange stays open until the task completes, and logs then whether it was stored; a
+    /// request for the same URL meanwhile waits for the commit, as a collapsed miss does.
+    func dataTaskDidReceiveWholeBody(_ task: DataTask) {
+        guard !isFinished, responseStarted, !becameStream, manifestCheck == nil, let connection else { return }
+        bodyDelivered = true
+        clientEnded = Date()
+        if deadlineSlot.isWatched { LoopDeadlines.of(eventLoop).unwatch(self) }
+        if holdingReads {
+            holdingReads = false
+            connection.releaseReads()
+        }
+        self.connection = nil
+        connection.sendEnd()
     }
 
     func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {

@@ -20,7 +20,9 @@ import TollgateSession
 /// The task runs on the client channel's event loop, so its delegate messages and the channel's
 /// events arrive on the same thread: all state here is touched only on ``eventLoop`` (hence
 /// `@unchecked Sendable`, which `TaskDelegate` requires).
-final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, ClientExchange, DeadlineWatcher, @unchecked Sendable {
+final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateResponseDeciding, ClientExchange, DeadlineWatcher,
+    @unchecked Sendable
+{
     let head: ClientRequestHead
     /// The URL loaded (canonical host; for a reverse listener, on the upstream).
     let url: HTTPURL
@@ -54,6 +56,11 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     var closeAfterResponse = false
     var suspendedForClient = false
     var isFinished = false
+    /// The response's end was written to the client while the task still stores it: the exchange
+    /// waits only for the task's completion, to log what was stored (``dataTaskDidReceiveWholeBody(_:)``).
+    var bodyDelivered = false
+    /// When the response's end was written, when that came before the exchange finished.
+    var clientEnded: Date?
     /// The upstream timeout's place in the loop's deadline list.
     package var deadlineSlot = DeadlineSlot()
     /// Inside `task.resume()` in ``startTask(on:)`` (the upstream timer is armed after it).
@@ -412,14 +419,14 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
     func noteUpstreamProgress() {
         // Inside `resume()` the clock is not read: ``startTask(on:)`` notes progress after it
         // (and a hit finishes the exchange before then).
-        guard !isFinished, !startingTask else { return }
+        guard !isFinished, !startingTask, !bodyDelivered else { return }
         lastUpstreamProgress = TickClock.now
         guard !deadlineSlot.isWatched, task != nil else { return }
         LoopDeadlines.of(eventLoop).watch(self, until: lastUpstreamProgress + TimeAmount(rules.upstreamTimeout))
     }
 
     private var waitsForUpstream: Bool {
-        task != nil && !isFinished && !suspendedForClient && !sendingStoredFile
+        task != nil && !isFinished && !bodyDelivered && !suspendedForClient && !sendingStoredFile
             && (requestEnded || piecesWaiting > 0 || !head.hasBody)
     }
 
@@ -473,7 +480,8 @@ final class ForwardExchange: StoredFileReceiving, ImmediateResponseDeciding, Cli
         }
         let connection = self.connection
         self.connection = nil
-        let ended = Date()
+        // Measured to the response's end, as nginx's $request_time: not to a commit after it.
+        let ended = clientEnded ?? Date()
         environment.accessLog.record(record.entry(ended: ended))
         environment.exchangesInFlight.end()
         let metrics = environment.metrics

@@ -17,6 +17,13 @@ extension SessionTask {
             finishDownload()
             return
         }
+        if engine.cache.writer != nil, engine.cache.pieceWriter == nil, let dataTask = self as? DataTask,
+            let receiver = delegate as? any BodyEndReceiving
+        {
+            // The commit that follows can take a while (its fsyncs): the receiver may end its
+            // side of the response now. (A completion handler's task has no delegate messages.)
+            if engine.completionHandler == nil { receiver.dataTaskDidReceiveWholeBody(dataTask) }
+        }
         finishStoring { [self] in complete(with: nil) }
     }
 
