@@ -119,6 +119,7 @@ public final class Session: @unchecked Sendable {
                     return try contexts.context(for: chosen)
                 },
                 connectionAddressCheck: configuration.connectionAddressCheck,
+                connectionTargets: configuration.connectionTargets,
                 proxyAuthentication: proxyAuthentication,
                 connectHeaderFields: configuration.upstreamProxyConnectHeaderFields
             ),

@@ -90,6 +90,7 @@ public struct PolicyDecision: Sendable {
         var credentials: [CredentialSummary]
         var intercept: Bool
         var http2: HostRule.HTTP2Use
+        var connectTo: [PolicyConfiguration.Address]
     }
 
     @CopyOnWrite private var parts: Parts
@@ -172,6 +173,13 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.http2 }
     }
 
+    /// Where the host's connections are made instead of its own addresses (`connect-to`); empty
+    /// for the host itself.
+    public var connectTo: [PolicyConfiguration.Address] {
+        _read { yield parts.connectTo }
+        _modify { yield &parts.connectTo }
+    }
+
     /// A decision of these parts.
     init(
         rule: MatchedRule?,
@@ -186,7 +194,8 @@ public struct PolicyDecision: Sendable {
         clientIdentity: HostRule.ClientIdentity?,
         credentials: [CredentialSummary],
         intercept: Bool,
-        http2: HostRule.HTTP2Use = .auto
+        http2: HostRule.HTTP2Use = .auto,
+        connectTo: [PolicyConfiguration.Address] = []
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -202,7 +211,8 @@ public struct PolicyDecision: Sendable {
                 clientIdentity: clientIdentity,
                 credentials: credentials,
                 intercept: intercept,
-                http2: http2
+                http2: http2,
+                connectTo: connectTo
             )
         )
     }

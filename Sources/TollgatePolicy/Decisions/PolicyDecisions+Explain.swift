@@ -68,6 +68,11 @@ extension PolicyDecisions {
         // The source of the password, never the password.
         if let credentials = session.upstreamProxyCredentials { proxyText += " (credentials: \(credentials))" }
         lines.append("upstream-proxy: \(proxyText)")
+        if !decision.connectTo.isEmpty {
+            // Shown only when set: the host's own addresses otherwise, as before the key existed.
+            let targets = decision.connectTo.map(\.description).joined(separator: ", ")
+            lines.append("connect-to: \(targets) (in turn; one that cannot be connected to goes last for 10s)")
+        }
         if decision.additionalHeaders.isEmpty {
             lines.append("headers: none added")
         } else {

@@ -139,7 +139,8 @@ public struct PolicyDecisions: Sendable {
                 )
             },
             intercept: rule.intercept,
-            http2: rule.http2
+            http2: rule.http2,
+            connectTo: rule.connectTo
         )
         let holds: Range<Date>
         if let expiry = rule.trust.pinsExpire {

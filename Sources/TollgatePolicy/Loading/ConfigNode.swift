@@ -11,6 +11,9 @@ final class LoadContext {
     var addresses: [(address: PolicyConfiguration.Address, line: Int, key: String)] = []
     /// Every `hosts[].session` value, for the unknown-session check.
     var sessionReferences: [(name: String, line: Int, key: String)] = []
+    /// Each rule's `connect-to`, with its rule's session: refused where that session connects
+    /// through an `upstream-proxy`.
+    var connectToUses: [(session: String, line: Int, key: String)] = []
 
     init(file: String, loader: PolicyLoader, baseDirectory: String?) {
         self.file = file

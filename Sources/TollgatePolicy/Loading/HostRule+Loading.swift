@@ -3,7 +3,7 @@ import Yams
 import TollgateTLS
 
 extension HostRule {
-    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2"]
+    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to"]
 
     /// Reads one entry of `hosts`.
     ///
@@ -18,6 +18,7 @@ extension HostRule {
     /// | `cache` | mapping (``CacheOverride``) | store allowed, key unchanged |
     /// | `intercept` | boolean | `false` |
     /// | `http2` | `auto` \| `off` | `auto` |
+    /// | `connect-to` | `HOST:PORT`, or a list of them | none |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -44,7 +45,30 @@ extension HostRule {
         if let cacheNode = entry["cache"] { cache = CacheOverride(node: cacheNode) }
         if let value = entry["intercept"]?.bool() { intercept = value }
         if let use = entry["http2"]?.choice(HTTP2Use.self) { http2 = use }
+        if let targetsNode = entry["connect-to"], let items = targetsNode.scalarOrList("HOST:PORT or a list of them") {
+            connectTo = items.compactMap(Self.connectTarget)
+            if items.isEmpty { targetsNode.report("list at least one HOST:PORT (or leave connect-to out)") }
+            node.context.connectToUses.append((session, targetsNode.line, targetsNode.path))
+        }
         guard !patterns.isEmpty else { return nil }
+    }
+}
+
+extension HostRule {
+    /// One entry of `connect-to`: `HOST:PORT` or `[IPv6]:PORT`, a port from 1.
+    private static func connectTarget(_ item: ConfigNode) -> PolicyConfiguration.Address? {
+        guard let text = item.nonEmptyString("HOST:PORT") else { return nil }
+        do throws(PolicyConfiguration.Address.ParseError) {
+            let address = try PolicyConfiguration.Address.parse(text)
+            guard address.port > 0 else {
+                item.report("\"\(text)\": the port must be a number from 1 to 65535")
+                return nil
+            }
+            return address
+        } catch {
+            item.report(error.description)
+            return nil
+        }
     }
 }
 

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateSession
 import Yams
 
 /// Reads a policy file (CONTRACT.md "Configuration file") into a ``PolicyConfiguration``, or says
@@ -144,6 +145,14 @@ public struct PolicyLoader: Sendable {
                 KeySuggestion.closest(to: reference.name, in: names).map { "; did you mean \"\($0)\"?" }
                 ?? "; sessions are: \(names.joined(separator: ", "))"
             context.report(line: reference.line, key: reference.key, "unknown session \"\(reference.name)\"\(hint)")
+        }
+        for use in context.connectToUses {
+            guard let proxy = configuration.session(named: use.session)?.upstreamProxy else { continue }
+            context.report(
+                line: use.line, key: use.key,
+                "session \"\(use.session)\" connects through upstream-proxy \(proxy.host):\(proxy.port): the parent makes the connection, "
+                    + "so connect-to would not be used; send these hosts through a session without upstream-proxy"
+            )
         }
         let addresses = context.addresses
         for (index, later) in addresses.enumerated() where later.address.port != 0 {

@@ -20,6 +20,10 @@ public struct HostRule: Hashable, Sendable {
     public var intercept: Bool = false
     /// Whether the session offers HTTP/2 to these hosts' https origins (`http2`). Default: `auto`.
     public var http2: HTTP2Use = .auto
+    /// Where connections for these hosts are made instead of their own addresses (`connect-to`):
+    /// tried in turn, a new connection starting at the next, one that fails going last for 10 s.
+    /// URL, `Host`, TLS name, trust and cache key stay the host's. Default: none.
+    public var connectTo: [PolicyConfiguration.Address] = []
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

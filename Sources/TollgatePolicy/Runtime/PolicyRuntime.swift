@@ -323,6 +323,10 @@ public final class PolicyRuntime: Sendable {
             sessionConfiguration.tlsConfiguration = { host, port, defaults in
                 delegate.tlsConfiguration(host: host, port: port, defaults: defaults)
             }
+            // A rule's `connect-to`, under the rules in force when the connection is made.
+            sessionConfiguration.connectionTargets = { host, port in
+                delegate.decisions.decide(host: host, port: port).connectTo.map { ConnectionTarget(host: $0.host, port: $0.port) }
+            }
             // A rule's `cache.key` normalization, under the rules in force when the task looks up.
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
             prepare(name, settings, &sessionConfiguration)

@@ -129,6 +129,12 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             connection?.holdReads()
         }
         guard let host = canonicalHost() else { return }
+        if route.connectsElsewhere {
+            // The name's own addresses are not where the task connects: the session checks each
+            // `connect-to` target's (``SessionConfiguration/connectionAddressCheck``).
+            startTask(on: route)
+            return
+        }
         // An address is decided now, without a closure for later (`check(_:port:on:then:)` takes one
         // even when it answers at once): a reverse listener's upstream is usually an address.
         if let verdict = rules.destinations.verdictWithoutLookup(for: host, port: url.effectivePort) {

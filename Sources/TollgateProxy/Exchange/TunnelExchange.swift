@@ -94,6 +94,12 @@ final class TunnelExchange: ClientExchange, StreamTaskDelegate, @unchecked Senda
             }
         }
         let viaParent = route.session.configuration.upstreamProxy != nil
+        if route.connectsElsewhere, !viaParent {
+            // By name: the stream task connects to the host's `connect-to` targets and checks
+            // their addresses against the destination rules.
+            connect(to: host, on: route)
+            return
+        }
         rules.destinations.check(host, port: port, on: eventLoop) { [self] verdict in
             guard !isFinished else { return }
             switch verdict {

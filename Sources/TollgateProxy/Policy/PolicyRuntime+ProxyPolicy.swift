@@ -21,7 +21,8 @@ extension ProxyRoute {
             isDenied: route.isDenied,
             ruleLabel: route.ruleLabel,
             intercepts: route.decision.intercept,
-            holds: route.holds
+            holds: route.holds,
+            connectsElsewhere: !route.decision.connectTo.isEmpty
         )
     }
 }

@@ -57,6 +57,10 @@ public final class ProxyRoute: Sendable {
     /// The times this route holds for any URL of the same host and port, while the policy's
     /// ``ProxyPolicy/generation`` stays; nil: it is asked for again for every request.
     public let holds: Range<Date>?
+    /// Whether the host's connections go to `connect-to` targets, not to its own addresses: the
+    /// destination rules are then checked on each target's addresses as it is connected to, not
+    /// on the name's before the task.
+    public let connectsElsewhere: Bool
 
     /// Creates a route.
     public init(
@@ -65,7 +69,8 @@ public final class ProxyRoute: Sendable {
         isDenied: Bool = false,
         ruleLabel: String = "-",
         intercepts: Bool = false,
-        holds: Range<Date>? = nil
+        holds: Range<Date>? = nil,
+        connectsElsewhere: Bool = false
     ) {
         self.session = session
         self.sessionName = sessionName
@@ -73,6 +78,7 @@ public final class ProxyRoute: Sendable {
         self.ruleLabel = ruleLabel
         self.intercepts = intercepts
         self.holds = holds
+        self.connectsElsewhere = connectsElsewhere
     }
 }
 

@@ -101,6 +101,14 @@ public struct SessionConfiguration: Sendable {
     /// leaves: a name that resolves differently the second time (DNS rebinding). Not called for
     /// connections through ``upstreamProxy`` (the parent resolves the origin). Default: nil.
     public var connectionAddressCheck: (@Sendable (_ host: String, _ port: Int, _ address: SocketAddress) -> String?)?
+    /// Where connections for a host are made instead of its own addresses (a Tollgate addition,
+    /// as curl's `--connect-to`): nil or an empty list for a host connects to the host itself.
+    /// The targets are tried in turn, each new connection starting at the next one; a target that
+    /// cannot be connected to is tried last for ten seconds (``ConnectionTargetHealth``). The
+    /// request's URL is unchanged: its host is what `Host`, the TLS server name, trust and the
+    /// cache key go by. Each target's addresses pass ``connectionAddressCheck``. Not used for
+    /// connections through ``upstreamProxy`` (the parent connects). Default: nil.
+    public var connectionTargets: (@Sendable (_ host: String, _ port: Int) -> [ConnectionTarget])?
     /// How long an idle keep-alive connection stays in the pool. Default: 60 s.
     public var connectionIdleTimeout: Duration = .seconds(60)
     /// Redirects followed by one task before it fails with `httpTooManyRedirects` (whether or not a

@@ -19,6 +19,8 @@ final class ConnectionPool: @unchecked Sendable {
         var tlsContext: @Sendable (ConnectionKey) throws -> TLSContext? = { _ in nil }
         /// ``SessionConfiguration/connectionAddressCheck``.
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
+        /// ``SessionConfiguration/connectionTargets``.
+        var connectionTargets: (@Sendable (String, Int) -> [ConnectionTarget])? = nil
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
         var proxyAuthentication: UpstreamProxyAuthentication? = nil
         /// ``SessionConfiguration/upstreamProxyConnectHeaderFields``.
@@ -262,6 +264,12 @@ final class ConnectionPool: @unchecked Sendable {
         try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
     }
 
+    /// How long a connection to a `connect-to` target may take while other targets are left.
+    static let connectTimeoutBeforeNextTarget: TimeAmount = .seconds(3)
+
+    /// The order of each host's connection targets, and which failed lately.
+    let targetHealth = NIOLockedValueBox(ConnectionTargetHealth())
+
     /// How many connections the pool has started to make (for tests of offline mode).
     var connectionsStarted: Int { started.withLockedValue { $0 } }
     private let started = NIOLockedValueBox(0)
@@ -270,55 +278,34 @@ final class ConnectionPool: @unchecked Sendable {
         started.withLockedValue { $0 += 1 }
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
-        let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)
-        resolver.resolve(host: dialled.0, port: dialled.1, on: eventLoop).flatMap { addresses -> EventLoopFuture<(any Channel, OriginConnectionHandler)> in
+        let direct = !key.viaProxy && key.tunnelVia == nil
+        let targets = direct ? configuration.connectionTargets?(key.host, key.port) ?? [] : []
+        let made: EventLoopFuture<(any Channel, OriginConnectionHandler)>
+        if targets.isEmpty {
+            let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)
+            made = resolver.resolve(host: dialled.0, port: dialled.1, on: eventLoop).flatMap { addresses in
+                self.connect(key: key, to: addresses, record: record, on: eventLoop)
+            }
+        } else {
+            let ordered = targetHealth.withLockedValue { $0.order(targets, for: "\(key.host):\(key.port)", now: .now()) }
+            made = connect(key: key, toFirstOf: ordered[...], failures: [], record: record, on: eventLoop)
+        }
+        made.flatMap { channel, handler in
+            guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
             record.withLockedValue {
-                $0.domainLookupEnd = Date()
-                $0.connectStart = Date()
+                $0.connectEnd = Date()
+                $0.secureConnectionStart = Date()
             }
-            var addresses = addresses
-            if let check = self.configuration.connectionAddressCheck, !key.viaProxy, key.tunnelVia == nil {
-                var refusals: [String] = []
-                addresses = addresses.filter { address in
-                    guard let why = check(key.host, key.port, address) else { return true }
-                    refusals.append(why)
-                    return false
+            return handshake.futureResult.map { evaluation in
+                record.withLockedValue {
+                    $0.secureConnectionEnd = Date()
+                    $0.tlsEvaluation = evaluation
                 }
-                if addresses.isEmpty, let why = refusals.first {
-                    return eventLoop.makeFailedFuture(
-                        SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): refused: \(why)")
-                    )
-                }
+                return (channel, handler)
+            }.flatMapErrorThrowing { error in
+                channel.close(promise: nil)
+                throw error
             }
-            let tls: TLSContext?
-            do {
-                tls = key.scheme == "https" && !key.viaProxy ? try self.configuration.tlsContext(key) : nil
-            } catch {
-                return eventLoop.makeFailedFuture(SessionError(.secureConnectionFailed, nil, "TLS settings for \(key.host): \(error)"))
-            }
-            return Self.connectToFirst(
-                addresses, tls: tls, serverHostname: key.host,
-                tunnel: key.tunnelVia.map { _ in (key.host, key.port) },
-                authentication: self.configuration.proxyAuthentication,
-                connectHeaderFields: self.configuration.connectHeaderFields, on: eventLoop
-            )
-                .flatMap { channel, handler in
-                    guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
-                    record.withLockedValue {
-                        $0.connectEnd = Date()
-                        $0.secureConnectionStart = Date()
-                    }
-                    return handshake.futureResult.map { evaluation in
-                        record.withLockedValue {
-                            $0.secureConnectionEnd = Date()
-                            $0.tlsEvaluation = evaluation
-                        }
-                        return (channel, handler)
-                    }.flatMapErrorThrowing { error in
-                        channel.close(promise: nil)
-                        throw error
-                    }
-                }
         }.flatMapError { error in
             if error is SessionError { return eventLoop.makeFailedFuture(error) }
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): \(error)"))
@@ -335,6 +322,77 @@ final class ConnectionPool: @unchecked Sendable {
             case .failure(let error):
                 self.connectFailed(key: key, error: error as? SessionError ?? SessionError(.cannotConnectToHost, nil, "\(error)"))
             }
+        }
+    }
+
+    /// Connects to the first of `addresses` that answers (after the destination check), with the
+    /// key's TLS handlers installed; the handshake is not awaited here.
+    private func connect(
+        key: ConnectionKey, to addresses: [SocketAddress], record: NIOLockedValueBox<OriginConnection.Establishment>,
+        connectTimeout: TimeAmount = .seconds(10), on eventLoop: any EventLoop
+    ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
+        record.withLockedValue {
+            $0.domainLookupEnd = Date()
+            $0.connectStart = Date()
+        }
+        var addresses = addresses
+        if let check = configuration.connectionAddressCheck, !key.viaProxy, key.tunnelVia == nil {
+            var refusals: [String] = []
+            addresses = addresses.filter { address in
+                guard let why = check(key.host, key.port, address) else { return true }
+                refusals.append(why)
+                return false
+            }
+            if addresses.isEmpty, let why = refusals.first {
+                return eventLoop.makeFailedFuture(
+                    SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): refused: \(why)")
+                )
+            }
+        }
+        let tls: TLSContext?
+        do {
+            tls = key.scheme == "https" && !key.viaProxy ? try configuration.tlsContext(key) : nil
+        } catch {
+            return eventLoop.makeFailedFuture(SessionError(.secureConnectionFailed, nil, "TLS settings for \(key.host): \(error)"))
+        }
+        return Self.connectToFirst(
+            addresses, tls: tls, serverHostname: key.host,
+            tunnel: key.tunnelVia.map { _ in (key.host, key.port) },
+            authentication: configuration.proxyAuthentication,
+            connectHeaderFields: configuration.connectHeaderFields, connectTimeout: connectTimeout, on: eventLoop
+        )
+    }
+
+    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached, in the order
+    /// ``ConnectionTargetHealth`` gave; each target that cannot be (its name not found, no address
+    /// answering, every address refused by the destination check) is noted and the next tried.
+    private func connect(
+        key: ConnectionKey, toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String],
+        record: NIOLockedValueBox<OriginConnection.Establishment>, on eventLoop: any EventLoop
+    ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
+        guard let target = targets.first else {
+            return eventLoop.makeFailedFuture(
+                SessionError(
+                    .cannotConnectToHost, nil,
+                    "\(key.host):\(key.port): no connect-to target could be reached (\(failures.joined(separator: "; ")))"
+                )
+            )
+        }
+        // A target that does not answer is given up sooner while others are left to try (a SYN
+        // lost on the way is sent again after 1 s, so 3 s is two more tries), so the request that
+        // met it still gets an answer within the upstream timeout.
+        let timeout: TimeAmount = targets.count > 1 ? Self.connectTimeoutBeforeNextTarget : .seconds(10)
+        return resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
+            self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
+        }.map { made in
+            self.targetHealth.withLockedValue { $0.succeeded(target) }
+            return made
+        }.flatMapError { error in
+            self.targetHealth.withLockedValue { $0.failed(target, now: .now()) }
+            let why = (error as? SessionError)?.detail ?? Self.reason(error)
+            return self.connect(
+                key: key, toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], record: record, on: eventLoop
+            )
         }
     }
 
@@ -408,6 +466,7 @@ final class ConnectionPool: @unchecked Sendable {
         authentication: UpstreamProxyAuthentication? = nil,
         connectHeaderFields: HeaderFields = [:],
         retried: Bool = false,
+        connectTimeout: TimeAmount = .seconds(10),
         on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
         guard let first = addresses.first else {
@@ -418,7 +477,7 @@ final class ConnectionPool: @unchecked Sendable {
         let bootstrap = ClientBootstrap(group: eventLoop)
             .channelOption(.autoRead, value: false)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
@@ -456,7 +515,8 @@ final class ConnectionPool: @unchecked Sendable {
                     ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
                     : connectToFirst(
                         addresses, tls: tls, serverHostname: serverHostname, tunnel: tunnel,
-                        authentication: authentication, connectHeaderFields: connectHeaderFields, retried: true, on: eventLoop
+                        authentication: authentication, connectHeaderFields: connectHeaderFields, retried: true,
+                        connectTimeout: connectTimeout, on: eventLoop
                     )
             }
             if error is SessionError { return eventLoop.makeFailedFuture(error) }
@@ -468,7 +528,7 @@ final class ConnectionPool: @unchecked Sendable {
             }
             return connectToFirst(
                 rest, tls: tls, serverHostname: serverHostname, tunnel: tunnel, authentication: authentication,
-                connectHeaderFields: connectHeaderFields, on: eventLoop
+                connectHeaderFields: connectHeaderFields, connectTimeout: connectTimeout, on: eventLoop
             )
         }
     }

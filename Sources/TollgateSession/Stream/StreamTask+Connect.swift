@@ -22,11 +22,22 @@ extension StreamTask {
         engine.transaction.isProxyConnection = proxy != nil
         let dialled = proxy.map { ($0.host, $0.port) } ?? (host, port)
         let tunnel = proxy.map { _ in (host: host, port: port) }
-        NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap { [self] addresses -> EventLoopFuture<any Channel> in
-            engine.transaction.domainLookupEndDate = Date()
-            engine.transaction.connectStartDate = Date()
-            return connect(to: addresses, tunnel: tunnel)
-        }.whenComplete { [self] result in
+        let targets = proxy == nil ? session.configuration.connectionTargets?(host, port) ?? [] : []
+        let made: EventLoopFuture<any Channel>
+        if targets.isEmpty {
+            made = NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap {
+                [self] addresses -> EventLoopFuture<any Channel> in
+                engine.transaction.domainLookupEndDate = Date()
+                engine.transaction.connectStartDate = Date()
+                return connect(to: addresses, tunnel: tunnel)
+            }
+        } else {
+            // The host's `connect-to` targets, in the order and with the health the session's
+            // pool keeps for its data tasks' connections.
+            let ordered = session.pool.targetHealth.withLockedValue { $0.order(targets, for: "\(host):\(port)", now: .now()) }
+            made = connect(toFirstOf: ordered[...], failures: [], origin: (host, port))
+        }
+        made.whenComplete { [self] result in
             switch result {
             case .success(let channel):
                 guard !isDone else {
@@ -95,12 +106,56 @@ extension StreamTask {
         for body in waiting { body() }
     }
 
+    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached; a target
+    /// that cannot be is noted in the pool's ``ConnectionTargetHealth`` and the next tried.
+    private func connect(
+        toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], origin: (host: String, port: Int)
+    ) -> EventLoopFuture<any Channel> {
+        guard let target = targets.first else {
+            return eventLoop.makeFailedFuture(
+                SessionError(
+                    .cannotConnectToHost, nil,
+                    "\(origin.host):\(origin.port): no connect-to target could be reached (\(failures.joined(separator: "; ")))"
+                )
+            )
+        }
+        let health = session.pool.targetHealth
+        let check = session.configuration.connectionAddressCheck
+        return NameResolver(threadPool: NameLookupThreads.pool).resolve(host: target.host, port: target.port, on: eventLoop)
+            .flatMap { [self] addresses -> EventLoopFuture<any Channel> in
+                engine.transaction.domainLookupEndDate = Date()
+                engine.transaction.connectStartDate = Date()
+                // The destination rules, on each address of the target (as the pool checks a data task's).
+                var refusals: [String] = []
+                let allowed = addresses.filter { address in
+                    guard let why = check?(origin.host, origin.port, address) else { return true }
+                    refusals.append(why)
+                    return false
+                }
+                if allowed.isEmpty, let why = refusals.first {
+                    return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "refused: \(why)"))
+                }
+                let timeout: TimeAmount = targets.count > 1 ? ConnectionPool.connectTimeoutBeforeNextTarget : .seconds(10)
+                return connect(to: allowed, tunnel: nil, connectTimeout: timeout)
+            }
+            .map { (channel: any Channel) -> any Channel in
+                health.withLockedValue { $0.succeeded(target) }
+                return channel
+            }
+            .flatMapError { [self] error in
+                health.withLockedValue { $0.failed(target, now: .now()) }
+                let why = (error as? SessionError)?.detail ?? "\(error)"
+                return connect(toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], origin: origin)
+            }
+    }
+
     /// Connects to the first address that answers; with `tunnel`, the addresses are an upstream
     /// proxy's, and the channel is handed over once the proxy answered `CONNECT` with a 2xx.
     private func connect(
         to addresses: [SocketAddress],
         tunnel: (host: String, port: Int)?,
-        retried: Bool = false
+        retried: Bool = false,
+        connectTimeout: TimeAmount = .seconds(10)
     ) -> EventLoopFuture<any Channel> {
         guard let first = addresses.first else {
             return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "no address"))
@@ -112,7 +167,7 @@ extension StreamTask {
             .channelOption(.autoRead, value: false)
             .channelOption(.allowRemoteHalfClosure, value: true)
             .channelOption(.socketOption(.tcp_nodelay), value: 1)
-            .connectTimeout(.seconds(10))
+            .connectTimeout(connectTimeout)
             .channelInitializer { channel in
                 channel.eventLoop.makeCompletedFuture {
                     if let tunnel {
@@ -141,7 +196,7 @@ extension StreamTask {
                 if error is UpstreamConnectHandler.RetryWithCredential {
                     return retried
                         ? eventLoop.makeFailedFuture(UpstreamConnectHandler.RetryWithCredential.failure(tunnel))
-                        : connect(to: addresses, tunnel: tunnel, retried: true)
+                        : connect(to: addresses, tunnel: tunnel, retried: true, connectTimeout: connectTimeout)
                 }
                 // The proxy answered, and refused: another of its addresses would say the same.
                 if error is SessionError { return eventLoop.makeFailedFuture(error) }
@@ -151,7 +206,7 @@ extension StreamTask {
                         SessionError(.cannotConnectToHost, nil, "cannot connect to \(first.ipAddress ?? "?"):\(first.port ?? 0): \(error)")
                     )
                 }
-                return connect(to: rest, tunnel: tunnel)
+                return connect(to: rest, tunnel: tunnel, connectTimeout: connectTimeout)
             }
     }
 

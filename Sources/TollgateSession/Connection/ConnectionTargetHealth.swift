@@ -1,0 +1,48 @@
+import NIOCore
+
+/// The order in which a host's ``ConnectionTarget``s are tried, per host and port: each new
+/// connection starts at the next target (round robin over connections, among the targets not
+/// paused), and a target that could not be connected to goes last for ``failurePause`` (nginx's `max_fails=1 fail_timeout=10s`:
+/// passive health, no probes). When every target failed recently they are all tried, the one
+/// that failed longest ago first. Pure: the pool keeps it under its lock and says what happened.
+struct ConnectionTargetHealth {
+    /// How long a target that failed goes last.
+    let failurePause: TimeAmount
+    /// Per `HOST:PORT` of the request: how many connections were started (the rotation).
+    private var started: [String: Int] = [:]
+    /// When each failed target may go in its turn again.
+    private var pausedUntil: [ConnectionTarget: NIODeadline] = [:]
+
+    init(failurePause: TimeAmount = .seconds(10)) {
+        self.failurePause = failurePause
+    }
+
+    /// The order to try `targets` in for a new connection to `origin` (the request's host and port).
+    mutating func order(_ targets: [ConnectionTarget], for origin: String, now: NIODeadline) -> [ConnectionTarget] {
+        guard targets.count > 1 else { return targets }
+        let turn = started[origin, default: 0]
+        started[origin] = turn &+ 1
+        // The turn goes round the targets that may be tried now, so that a paused one does not
+        // hand its turns to the target after it (which would then get twice the connections).
+        let ready = targets.filter { (pausedUntil[$0] ?? now) <= now }
+        let paused = targets.filter { (pausedUntil[$0] ?? now) > now }.sorted { pausedUntil[$0]! < pausedUntil[$1]! }
+        guard !ready.isEmpty else { return paused }
+        let start = turn % ready.count
+        return Array(ready[start...] + ready[..<start]) + paused
+    }
+
+    /// A connection to `target` could not be made: it goes last for ``failurePause``.
+    mutating func failed(_ target: ConnectionTarget, now: NIODeadline) {
+        pausedUntil[target] = now + failurePause
+    }
+
+    /// A connection to `target` was made: it takes its turns again.
+    mutating func succeeded(_ target: ConnectionTarget) {
+        pausedUntil[target] = nil
+    }
+
+    /// Whether `target` is going last now (for tests and explanations).
+    func isPaused(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
+        (pausedUntil[target] ?? now) > now
+    }
+}

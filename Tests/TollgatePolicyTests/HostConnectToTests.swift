@@ -1,0 +1,54 @@
+import Testing
+import TollgateHTTP
+import TollgateSession
+@testable import TollgatePolicy
+
+@Suite("hosts[].connect-to: where a host's connections are made")
+struct HostConnectToTests {
+    @Test("A HOST:PORT or a list of them reaches the decision, the session's targets and explain; other hosts connect to themselves")
+    func readsTheTargets() throws {
+        let configuration = try Fixture.load(
+            """
+            hosts:
+              - match: "api.internal"
+                connect-to: ["10.0.0.1:8443", "[fd00::2]:8443", "backend.lan:9000"]
+              - match: "one.internal"
+                connect-to: "127.0.0.1:8080"
+            """
+        )
+        let decisions = PolicyDecisions(configuration: configuration)
+        #expect(decisions.decide(host: "api.internal", port: 443).connectTo.map(\.description) == ["10.0.0.1:8443", "[fd00::2]:8443", "backend.lan:9000"])
+        #expect(decisions.decide(host: "one.internal", port: 80).connectTo.map(\.description) == ["127.0.0.1:8080"])
+        #expect(decisions.decide(host: "other.example", port: 443).connectTo.isEmpty)
+        let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/v1")))
+        #expect(explained.contains("connect-to: 10.0.0.1:8443, [fd00::2]:8443, backend.lan:9000"), "\(explained)")
+        #expect(!decisions.explain(try #require(HTTPURL(string: "https://other.example/"))).contains("connect-to"))
+    }
+
+    @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")
+    func rejectsBadTargets() {
+        let problems = Fixture.problems(
+            "hosts:\n  - match: a.example\n    connect-to: [\"10.0.0.1\", \"10.0.0.1:0\", \"a b:80\"]\n  - match: b.example\n    connect-to: []\n"
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[0]:") && $0.contains("no port") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[1]:") && $0.contains("1 to 65535") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[2]:") && $0.contains("not an IP address or host name") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:5: hosts[1].connect-to:") && $0.contains("at least one") }, "\(problems)")
+    }
+
+    @Test("connect-to on a rule whose session goes through an upstream proxy is refused: the parent connects")
+    func refusedThroughAParent() {
+        let problems = Fixture.problems(
+            """
+            sessions:
+              parent:
+                upstream-proxy: "http://127.0.0.1:3129"
+            hosts:
+              - match: a.example
+                session: parent
+                connect-to: "10.0.0.1:80"
+            """
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:7: hosts[0].connect-to:") && $0.contains("upstream-proxy 127.0.0.1:3129") }, "\(problems)")
+    }
+}

@@ -1,0 +1,78 @@
+import Foundation
+import Testing
+import TollgateTLS
+import TollgateTesting
+
+/// A pinning gateway in front of an API with two backends (`hosts[].connect-to`): the built
+/// executable as a reverse listener for `https://api.test`, a name that does not resolve, whose
+/// connections go to two nginx servers with a certificate for that name alone, checked against
+/// the CA and pin of the rule.
+@Suite(
+    "connect-to: a reverse gateway over two backends (the built executable, nginx)", .serialized, .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil && NGINXOrigin.isInstalled)
+)
+struct ConnectToGatewayTests {
+    @Test("Connections go to the backends in turn, past one that refuses, checked by the rule's CA, pin and name; when a backend stops, the other serves")
+    func gatewayOverTwoBackends() async throws {
+        let pki = try TestPKI(host: "api.test")
+        // One request per connection (and HTTP/1.1, `http2: off`): each request is a new connection.
+        let first = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { first.stop() }
+        let second = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { second.stop() }
+        let refusing = ClosedPort().port
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pin = pki.server.certificate.spkiPin
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://other-name.test"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            hosts:
+              - match: api.test
+                http2: off
+                connect-to: ["127.0.0.1:\(first.port)", "127.0.0.1:\(refusing)", "127.0.0.1:\(second.port)"]
+                trust:
+                  roots: "\(pki.caFile)"
+                  pins: ["\(pin)"]
+              - match: other-name.test
+                connect-to: "127.0.0.1:\(second.port)"
+                trust:
+                  roots: "\(pki.caFile)"
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        defer { served.child.kill() }
+        let gateway = served.listeners[0].port
+        let otherName = served.listeners[1].port
+
+        for index in 0..<4 {
+            let response = try await request("GET /item/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+            #expect(response.status == 200, "\(response.bodyText)")
+            #expect(response.bodyText == "GET /item/\(index)\n")
+        }
+        // Two each: the refusing target's turn went to the next, and it was then left out.
+        #expect(first.accessLog.count == 2, "\(first.accessLog)")
+        #expect(second.accessLog.count == 2, "\(second.accessLog)")
+
+        first.stop()
+        for index in 4..<7 {
+            let response = try await request("GET /item/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(second.accessLog.count == 5, "\(second.accessLog)")
+
+        // The certificate is checked against the rule's name, not the target's address: a backend
+        // whose certificate is for api.test does not pass for other-name.test.
+        let refused = try await request("GET /x HTTP/1.1\r\nHost: gateway\r\n\r\n", port: otherName)
+        #expect(refused.status == 502)
+        #expect(refused.header("Tollgate-Error") == "upstream-tls-untrusted", "\(refused.bodyText)")
+        #expect(refused.bodyText.contains("hostname mismatch"), "\(refused.bodyText)")
+    }
+}
