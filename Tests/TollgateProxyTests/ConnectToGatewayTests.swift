@@ -67,6 +67,14 @@ struct ConnectToGatewayTests {
             #expect(response.status == 200, "\(response.bodyText)")
         }
         #expect(second.accessLog.count == 5, "\(second.accessLog)")
+        // Each target going down is said once in the diagnostic log (tollgate.upstream).
+        let diagnostics = served.child.standardError
+        for port in [refusing, first.port] {
+            #expect(
+                diagnostics.split(separator: "\n").filter { $0.contains("a connect-to target cannot be connected to") && $0.contains("127.0.0.1:\(port)") }.count == 1,
+                "\(diagnostics)"
+            )
+        }
 
         // The certificate is checked against the rule's name, not the target's address: a backend
         // whose certificate is for api.test does not pass for other-name.test.

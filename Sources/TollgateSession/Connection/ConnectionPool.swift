@@ -1,4 +1,5 @@
 import Foundation
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -264,6 +265,27 @@ final class ConnectionPool: @unchecked Sendable {
         try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
     }
 
+    /// Where a `connect-to` target's going down and coming back are logged.
+    static let targetLogger = Logger(label: "tollgate.upstream")
+
+    /// A connection to `target` failed: noted, and logged when it had been taking its turns.
+    static func noteTargetFailed(
+        _ target: ConnectionTarget, of origin: String, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        let (wasInTurn, pause) = health.withLockedValue { ($0.failed(target, now: .now()), $0.failurePause) }
+        guard wasInTurn else { return }
+        targetLogger.warning(
+            "a connect-to target cannot be connected to; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
+            metadata: ["host": "\(origin)", "target": "\(target)", "error": "\(why)"]
+        )
+    }
+
+    /// A connection to `target` was made: noted, and logged when it had failed before.
+    static func noteTargetSucceeded(_ target: ConnectionTarget, of origin: String, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
+        guard health.withLockedValue({ $0.succeeded(target) }) else { return }
+        targetLogger.notice("a connect-to target answers again", metadata: ["host": "\(origin)", "target": "\(target)"])
+    }
+
     /// How long a connection to a `connect-to` target may take while other targets are left.
     static let connectTimeoutBeforeNextTarget: TimeAmount = .seconds(3)
 
@@ -385,11 +407,11 @@ final class ConnectionPool: @unchecked Sendable {
         return resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
             self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
         }.map { made in
-            self.targetHealth.withLockedValue { $0.succeeded(target) }
+            Self.noteTargetSucceeded(target, of: "\(key.host):\(key.port)", in: self.targetHealth)
             return made
         }.flatMapError { error in
-            self.targetHealth.withLockedValue { $0.failed(target, now: .now()) }
             let why = (error as? SessionError)?.detail ?? Self.reason(error)
+            Self.noteTargetFailed(target, of: "\(key.host):\(key.port)", why: why, in: self.targetHealth)
             return self.connect(
                 key: key, toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], record: record, on: eventLoop
             )

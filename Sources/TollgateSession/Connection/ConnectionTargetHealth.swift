@@ -31,14 +31,20 @@ struct ConnectionTargetHealth {
         return Array(ready[start...] + ready[..<start]) + paused
     }
 
-    /// A connection to `target` could not be made: it goes last for ``failurePause``.
-    mutating func failed(_ target: ConnectionTarget, now: NIODeadline) {
+    /// A connection to `target` could not be made: it goes last for ``failurePause``. Returns
+    /// whether it was taking its turns until now (the moment to say it is down).
+    @discardableResult
+    mutating func failed(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
+        let wasInTurn = (pausedUntil[target] ?? now) <= now
         pausedUntil[target] = now + failurePause
+        return wasInTurn
     }
 
-    /// A connection to `target` was made: it takes its turns again.
-    mutating func succeeded(_ target: ConnectionTarget) {
-        pausedUntil[target] = nil
+    /// A connection to `target` was made: it takes its turns again. Returns whether it had
+    /// failed before (the moment to say it is back).
+    @discardableResult
+    mutating func succeeded(_ target: ConnectionTarget) -> Bool {
+        pausedUntil.removeValue(forKey: target) != nil
     }
 
     /// Whether `target` is going last now (for tests and explanations).

@@ -139,12 +139,12 @@ extension StreamTask {
                 return connect(to: allowed, tunnel: nil, connectTimeout: timeout)
             }
             .map { (channel: any Channel) -> any Channel in
-                health.withLockedValue { $0.succeeded(target) }
+                ConnectionPool.noteTargetSucceeded(target, of: "\(origin.host):\(origin.port)", in: health)
                 return channel
             }
             .flatMapError { [self] error in
-                health.withLockedValue { $0.failed(target, now: .now()) }
                 let why = (error as? SessionError)?.detail ?? "\(error)"
+                ConnectionPool.noteTargetFailed(target, of: "\(origin.host):\(origin.port)", why: why, in: health)
                 return connect(toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], origin: origin)
             }
     }
