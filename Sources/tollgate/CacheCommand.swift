@@ -81,13 +81,23 @@ struct CacheCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove every stored variant of URL (under the host rule's cache.key normalization)."
+            abstract: "Remove every stored variant of URL (under the host rule's cache.key normalization).",
+            discussion: "URL* (a trailing *, quoted from the shell) removes every URL that starts with URL."
         )
         @OptionGroup var location: Location
-        @Argument(help: "The URL whose responses to remove.") var url: String
+        @Argument(help: "The URL whose responses to remove; URL* for every URL under a prefix.") var url: String
 
         func run() throws {
             let configuration = try location.configuration()
+            if url.hasSuffix("*") {
+                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
+                    throw CommandFailure.user("\(url): write an absolute http(s) URL with a path before the * (https://host/path*)")
+                }
+                let store = try location.open(configuration)
+                defer { store.close() }
+                print("purged \(try store.remove(urlPrefix: prefix))")
+                return
+            }
             let store = try location.open(configuration)
             defer { store.close() }
             // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.

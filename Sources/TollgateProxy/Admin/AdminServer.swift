@@ -223,6 +223,14 @@ final class AdminHandler: ChannelInboundHandler {
                 return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
             }
             guard !cache.store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
+            if url.hasSuffix("*") {
+                // `URL*`: every URL stored under that prefix (nginx's purge of `…*`).
+                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
+                    return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
+                }
+                let removed = (try? cache.store.remove(urlPrefix: prefix)) ?? 0
+                return (.ok, "text/plain", "purged \(removed)\n")
+            }
             // Stored under the rule's cache.key normalization, as the session stores it.
             let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
             let removed = (try? cache.store.remove(url: keyURL)) ?? 0
