@@ -33,6 +33,8 @@ struct ConnectToGatewayTests {
               - address: "127.0.0.1:0"
                 mode: reverse
                 upstream: "https://other-name.test"
+            admin:
+              address: "127.0.0.1:0"
             cache:
               path: "\(directory.appendingPathComponent("cache").path)"
             hosts:
@@ -47,7 +49,7 @@ struct ConnectToGatewayTests {
                 trust:
                   roots: "\(pki.caFile)"
             """.write(to: config, atomically: true, encoding: .utf8)
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 3)
         defer { served.child.kill() }
         let gateway = served.listeners[0].port
         let otherName = served.listeners[1].port
@@ -75,6 +77,13 @@ struct ConnectToGatewayTests {
                 "\(diagnostics)"
             )
         }
+
+        // /metrics: which target is passed over now, and how many connections to each failed.
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        #expect(metrics.contains("tollgate_connect_to_target_down{target=\"127.0.0.1:\(first.port)\"} 1"), "\(metrics)")
+        #expect(metrics.contains("tollgate_connect_to_target_down{target=\"127.0.0.1:\(second.port)\"} 0"), "\(metrics)")
+        #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(refusing)\"} 1"), "\(metrics)")
+        #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(first.port)\"} 1"), "\(metrics)")
 
         // The certificate is checked against the rule's name, not the target's address: a backend
         // whose certificate is for api.test does not pass for other-name.test.

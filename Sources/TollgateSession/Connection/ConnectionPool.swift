@@ -265,6 +265,10 @@ final class ConnectionPool: @unchecked Sendable {
         try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
     }
 
+    /// Connections to each `connect-to` target that could not be made, in this process (every
+    /// session's; kept across reloads, as a counter must be).
+    static let targetFailures = NIOLockedValueBox<[ConnectionTarget: Int]>([:])
+
     /// Where a `connect-to` target's going down and coming back are logged.
     static let targetLogger = Logger(label: "tollgate.upstream")
 
@@ -273,6 +277,7 @@ final class ConnectionPool: @unchecked Sendable {
         _ target: ConnectionTarget, of origin: String, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>
     ) {
         let (wasInTurn, pause) = health.withLockedValue { ($0.failed(target, now: .now()), $0.failurePause) }
+        targetFailures.withLockedValue { $0[target, default: 0] += 1 }
         guard wasInTurn else { return }
         targetLogger.warning(
             "a connect-to target cannot be connected to; it goes last for \(pause.nanoseconds / 1_000_000_000) s",

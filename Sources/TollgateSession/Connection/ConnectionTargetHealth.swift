@@ -12,6 +12,8 @@ struct ConnectionTargetHealth {
     private var started: [String: Int] = [:]
     /// When each failed target may go in its turn again.
     private var pausedUntil: [ConnectionTarget: NIODeadline] = [:]
+    /// Every target a connection was asked of (for `/metrics`).
+    private(set) var known: Set<ConnectionTarget> = []
 
     init(failurePause: TimeAmount = .seconds(10)) {
         self.failurePause = failurePause
@@ -19,6 +21,7 @@ struct ConnectionTargetHealth {
 
     /// The order to try `targets` in for a new connection to `origin` (the request's host and port).
     mutating func order(_ targets: [ConnectionTarget], for origin: String, now: NIODeadline) -> [ConnectionTarget] {
+        known.formUnion(targets)
         guard targets.count > 1 else { return targets }
         let turn = started[origin, default: 0]
         started[origin] = turn &+ 1

@@ -1,0 +1,25 @@
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// What a session knows of one `connect-to` target (``SessionConfiguration/connectionTargets``),
+/// for `/metrics`.
+public struct ConnectionTargetStatus: Hashable, Sendable {
+    /// The target.
+    public var target: ConnectionTarget
+    /// Whether it is being passed over now: a connection to it failed within the last 10 s.
+    public var isPassedOver: Bool
+    /// Connections to it that could not be made since the process started (every session's).
+    public var failures: Int
+}
+
+extension Session {
+    /// The `connect-to` targets this session's connections were asked of, and their state.
+    public var connectionTargetStatuses: [ConnectionTargetStatus] {
+        let now = NIODeadline.now()
+        let (known, passedOver) = pool.targetHealth.withLockedValue { health in
+            (health.known, Set(health.known.filter { health.isPaused($0, now: now) }))
+        }
+        let failures = ConnectionPool.targetFailures.withLockedValue { $0 }
+        return known.map { ConnectionTargetStatus(target: $0, isPassedOver: passedOver.contains($0), failures: failures[$0] ?? 0) }
+    }
+}
