@@ -3,6 +3,7 @@ import NIOEmbedded
 import NIOHTTP1
 import Testing
 import TollgatePolicy
+import TollgateTLS
 
 @testable import TollgateProxy
 
@@ -11,13 +12,15 @@ import TollgatePolicy
 @Suite("The admin API on an EmbeddedChannel")
 struct AdminHandlerTests {
     /// An admin connection from `client`, and its policy runtime.
-    private static func connection(from client: String = "127.0.0.1") throws -> (EmbeddedChannel, PolicyRuntime) {
+    private static func connection(
+        from client: String = "127.0.0.1", interceptor: Interceptor? = nil
+    ) throws -> (EmbeddedChannel, PolicyRuntime) {
         let runtime = PolicyRuntime(configuration: PolicyConfiguration(), sourceFile: nil, prepareSession: { _, _, _ in })
         let channel = EmbeddedChannel()
         channel.remoteAddress = try SocketAddress(ipAddress: client, port: 40000)
         try channel.pipeline.syncOperations.configureHTTPServerPipeline()
         try channel.pipeline.syncOperations.addHandler(
-            AdminHandler(runtime: runtime, metrics: ProxyMetrics(), cache: nil, interceptor: nil, offline: nil)
+            AdminHandler(runtime: runtime, metrics: ProxyMetrics(), cache: nil, interceptor: interceptor, offline: nil)
         )
         try channel.connect(to: SocketAddress(ipAddress: "127.0.0.1", port: 9090)).wait()
         return (channel, runtime)
@@ -64,6 +67,26 @@ struct AdminHandlerTests {
         #expect(stats.status == 404, "no cache")
         let wrongMethod = try #require(try Self.exchange("DELETE /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n", on: channel))
         #expect(wrongMethod.status == 405)
+    }
+
+    @Test("GET /ca.pem hands out the interception CA's certificate, and says how to make one when there is none")
+    func caCertificate() throws {
+        let authority = try CertificateAuthority.create(commonName: "Admin Test CA")
+        let (channel, runtime) = try Self.connection(interceptor: try Interceptor(authority: authority))
+        defer { runtime.shutdown() }
+        let response = try #require(try Self.exchange("GET /ca.pem HTTP/1.1\r\nHost: localhost\r\n\r\n", on: channel))
+        #expect(response.status == 200)
+        #expect(response.header("Content-Type") == "application/x-pem-file")
+        #expect(response.bodyText == authority.certificate.pemString)
+        #expect(!response.bodyText.contains("PRIVATE KEY"))
+
+        let (bare, bareRuntime) = try Self.connection()
+        defer { bareRuntime.shutdown() }
+        let none = try #require(try Self.exchange("GET /ca.pem HTTP/1.1\r\nHost: localhost\r\n\r\n", on: bare))
+        #expect(none.status == 404)
+        #expect(none.bodyText.contains("tollgate ca init"))
+        let posted = try #require(try Self.exchange("POST /ca.pem HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\n\r\n", on: bare))
+        #expect(posted.status == 405)
     }
 
     @Test("POST /config/reload reloads the rules")

@@ -4,6 +4,7 @@ import NIOHTTP1
 public import NIOPosix
 import TollgateCache
 import struct TollgateHTTP.HTTPURL
+import TollgateTLS
 public import TollgatePolicy
 public import TollgateSession
 
@@ -235,11 +236,18 @@ final class AdminHandler: ChannelInboundHandler {
             let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
             let removed = (try? cache.store.remove(url: keyURL)) ?? 0
             return (.ok, "text/plain", "purged \(removed)\n")
+        case (.GET, "/ca.pem"):
+            // The interception CA's certificate (public), for a client to trust: what mitmproxy's
+            // mitm.it page hands out, reachable from a container that cannot read the CA directory.
+            guard let interceptor else {
+                return (.notFound, "text/plain", "no interception CA is loaded (tollgate ca init, then restart)\n")
+            }
+            return (.ok, "application/x-pem-file", interceptor.authority.certificate.pemString)
         case (.GET, "/offline/misses"):
             let json = offline?.misses.json() ?? Data("[]\n".utf8)
             return (.ok, "application/json", String(decoding: json, as: UTF8.self))
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"):
+            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")
