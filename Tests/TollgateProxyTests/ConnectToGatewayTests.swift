@@ -73,7 +73,7 @@ struct ConnectToGatewayTests {
         let diagnostics = served.child.standardError
         for port in [refusing, first.port] {
             #expect(
-                diagnostics.split(separator: "\n").filter { $0.contains("a connect-to target cannot be connected to") && $0.contains("127.0.0.1:\(port)") }.count == 1,
+                diagnostics.split(separator: "\n").filter { $0.contains("a connect-to target failed") && $0.contains("127.0.0.1:\(port)") }.count == 1,
                 "\(diagnostics)"
             )
         }

@@ -92,6 +92,43 @@ struct ConnectionTargetsTests {
         withExtendedLifetime(down) {}
     }
 
+    @Test("A GET whose new connection to a target is lost before the response is sent once more, to another target; a POST is not")
+    func lostConnectionGoesToAnotherTarget() async throws {
+        // Reads the request, then closes without an answer (a backend that crashed on it).
+        let crashing = try await LoopbackOrigin.start { _, respond in respond.close() }
+        defer { crashing.stop() }
+        let good = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Connection": "close"], body: "good \(request.method)")
+        }
+        defer { good.stop() }
+        let targets = [ConnectionTarget(host: "127.0.0.1", port: crashing.port), ConnectionTarget(host: "127.0.0.1", port: good.port)]
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionTargets = { _, _ in targets }
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let url = try #require(HTTPURL(string: "http://api.test/x"))
+
+        let (get, body) = try await load(session, Request(url: url))
+        #expect(get.error == nil, "\(get.error.map { "\($0)" } ?? "")")
+        #expect(body == "good GET")
+        #expect(crashing.requests.count == 1)
+        #expect(session.pool.targetHealth.withLockedValue { $0.isPaused(targets[0], now: .now()) })
+
+        // With the crashing target back in its turn, a POST it loses is the task's error.
+        session.pool.targetHealth.withLockedValue { $0.succeeded(targets[0]) }
+        var post: DataTask?
+        for _ in 0..<2 {
+            let (task, _) = try await load(session, Request(method: .post, url: url, body: .bytes(ByteBuffer(string: "x"))))
+            if crashing.requests.count == 2 {
+                post = task
+                break
+            }
+        }
+        let lost = try #require(post, "a POST reached the crashing target")
+        #expect(lost.error?.code == .networkConnectionLost)
+        #expect(good.requests.filter { $0.method == "POST" }.count <= 1)
+    }
+
     @Test("A stream task for the host connects to its targets too")
     func streamTaskUsesTargets() async throws {
         let echo = try await LoopbackEchoServer.start()

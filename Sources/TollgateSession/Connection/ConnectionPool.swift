@@ -272,7 +272,8 @@ final class ConnectionPool: @unchecked Sendable {
     /// Where a `connect-to` target's going down and coming back are logged.
     static let targetLogger = Logger(label: "tollgate.upstream")
 
-    /// A connection to `target` failed: noted, and logged when it had been taking its turns.
+    /// A connection to `target` failed (not made, or lost before its first response): noted, and
+    /// logged when it had been taking its turns.
     static func noteTargetFailed(
         _ target: ConnectionTarget, of origin: String, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>
     ) {
@@ -280,7 +281,7 @@ final class ConnectionPool: @unchecked Sendable {
         targetFailures.withLockedValue { $0[target, default: 0] += 1 }
         guard wasInTurn else { return }
         targetLogger.warning(
-            "a connect-to target cannot be connected to; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
+            "a connect-to target failed; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
             metadata: ["host": "\(origin)", "target": "\(target)", "error": "\(why)"]
         )
     }
@@ -413,6 +414,7 @@ final class ConnectionPool: @unchecked Sendable {
             self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
         }.map { made in
             Self.noteTargetSucceeded(target, of: "\(key.host):\(key.port)", in: self.targetHealth)
+            record.withLockedValue { $0.target = target }
             return made
         }.flatMapError { error in
             let why = (error as? SessionError)?.detail ?? Self.reason(error)

@@ -34,6 +34,8 @@ final class OriginConnection: DeadlineWatcher, @unchecked Sendable {
         var remoteAddress: String?
         /// The server's chain and OpenSSL's verdict, for an https connection.
         var tlsEvaluation: TLSPeerEvaluation?
+        /// The `connect-to` target the connection was made to (nil: the host itself).
+        var target: ConnectionTarget?
     }
 
     /// The idle timeout's place in the loop's deadline heap (touched on ``eventLoop`` only).

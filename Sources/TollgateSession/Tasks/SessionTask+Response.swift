@@ -122,10 +122,14 @@ extension SessionTask {
         // Lost before any response: a request the server did not process (RFC 9113 §8.7), or one
         // on a kept-alive connection the server closed as it came, may go again (the machine's rule).
         if !responseStarted, error.code == .networkConnectionLost, let request = engine.request {
+            let anotherTarget = connectionTargetLost(connection, error: error)
             let lost: TaskMachine<OriginConnection, Scheduled<Void>>.LostExchange =
                 error.notProcessed
                 ? .notProcessed
-                : .connectionLost(reusedConnection: connection.exchangeCount > 1, idempotent: request.method.isIdempotent)
+                : .connectionLost(
+                    reusedConnection: connection.exchangeCount > 1, idempotent: request.method.isIdempotent,
+                    anotherTarget: anotherTarget
+                )
             if engine.machine.exchangeLost(lost) == .resend {
                 engine.transactions.removeLast()
                 sendToNetwork(request, resendingAfter: error)
@@ -133,6 +137,21 @@ extension SessionTask {
             }
         }
         if let failure = engine.machine.failureReceived(error) { fail(failure) }
+    }
+
+    /// A new connection to a `connect-to` target was lost before its response: the target is put
+    /// last (as one that could not be connected to), and the answer is whether the host has
+    /// other targets that a resend may reach.
+    private func connectionTargetLost(_ connection: OriginConnection, error: SessionError) -> Bool {
+        guard connection.exchangeCount <= 1, let target = connection.establishment.target else { return false }
+        let key = connection.key
+        let targets = session.configuration.connectionTargets?(key.host, key.port) ?? []
+        guard targets.count > 1 else { return false }
+        ConnectionPool.noteTargetFailed(
+            target, of: "\(key.host):\(key.port)", why: "the connection was lost before the response: \(error.detail)",
+            in: session.pool.targetHealth
+        )
+        return true
     }
 
     // MARK: redirects

@@ -9,8 +9,10 @@ extension TaskMachine {
         case notProcessed
         /// The connection was lost; the server may have processed the request.
         /// `reusedConnection`: it had carried an exchange before (a kept-alive connection the
-        /// server closed as this one started, the usual race).
-        case connectionLost(reusedConnection: Bool, idempotent: Bool)
+        /// server closed as this one started, the usual race). `anotherTarget`: it went to one
+        /// of several `connect-to` targets, and another may answer (nginx's `proxy_next_upstream
+        /// error` for idempotent requests).
+        case connectionLost(reusedConnection: Bool, idempotent: Bool, anotherTarget: Bool = false)
     }
 
     /// What the runner does about a lost exchange.
@@ -33,8 +35,8 @@ extension TaskMachine {
     /// The exchange was lost before its response began (the runner already released its
     /// connection). A request the server did not process is sent again whatever its method and
     /// whether or not the connection was reused, up to ``maximumUnprocessedResends`` times per
-    /// task. Otherwise the HTTP/1.1 rule: an idempotent request on a reused connection, once per
-    /// request.
+    /// task. Otherwise the HTTP/1.1 rule: an idempotent request on a reused connection — or on a
+    /// new one to a backend that has others beside it —, once per request.
     mutating func exchangeLost(_ lost: LostExchange) -> ResendStep {
         guard !isCompleted else { return .fail }
         switch lost {
@@ -42,8 +44,8 @@ extension TaskMachine {
             guard unprocessedResends < Self.maximumUnprocessedResends else { return .fail }
             unprocessedResends += 1
             return .resend
-        case .connectionLost(let reused, let idempotent):
-            guard reused, idempotent, !resentCurrentRequest else { return .fail }
+        case .connectionLost(let reused, let idempotent, let anotherTarget):
+            guard reused || anotherTarget, idempotent, !resentCurrentRequest else { return .fail }
             resentCurrentRequest = true
             return .resend
         }
