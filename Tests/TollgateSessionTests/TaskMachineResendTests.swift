@@ -57,6 +57,15 @@ struct TaskMachineResendTests {
         #expect(machine.exchangeLost(.notProcessed) == .resend)  // still within the refusals' bound
     }
 
+    @Test("A new connection to one of several connect-to targets, lost, resends an idempotent request once; never a POST")
+    func connectionLostToATarget() {
+        var machine = Machine()
+        #expect(machine.exchangeLost(.connectionLost(reusedConnection: false, idempotent: false, anotherTarget: true)) == .fail)
+        #expect(machine.exchangeLost(.connectionLost(reusedConnection: false, idempotent: true, anotherTarget: true)) == .resend)
+        #expect(machine.exchangeLost(.connectionLost(reusedConnection: false, idempotent: true, anotherTarget: true)) == .fail)
+        #expect(machine.exchangeLost(.connectionLost(reusedConnection: true, idempotent: true)) == .fail)  // the once is used
+    }
+
     @Test("Nothing is resent for a task that completed")
     func completed() {
         var machine = Machine()
