@@ -85,6 +85,10 @@ struct ConnectToGatewayTests {
         #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(refusing)\"} 1"), "\(metrics)")
         #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(first.port)\"} 1"), "\(metrics)")
 
+        let upstreams = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        #expect(upstreams.contains("{\"down\":true,\"failures\":1,\"target\":\"127.0.0.1:\(first.port)\"}"), "\(upstreams)")
+        #expect(upstreams.contains("{\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(second.port)\"}"), "\(upstreams)")
+
         // The certificate is checked against the rule's name, not the target's address: a backend
         // whose certificate is for api.test does not pass for other-name.test.
         let refused = try await request("GET /x HTTP/1.1\r\nHost: gateway\r\n\r\n", port: otherName)

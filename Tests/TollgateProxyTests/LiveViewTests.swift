@@ -110,4 +110,48 @@ struct LiveViewTests {
         #expect(dom.contains("\(warmed.base)/not-warmed-for-the-view"), "\(dom)")
         #expect(dom.contains("not-cached"), "the miss's reason")
     }
+
+    @Test(
+        "The live view lists the connect-to backends and says which one is passed over",
+        .enabled(if: chromiumBinary != nil, "chromium is not installed")
+    )
+    func chromiumShowsBackends() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "from the backend") }
+        defer { origin.stop() }
+        let refusing = ClosedPort().port
+        let config = try writeForwardCacheConfiguration(
+            in: directory,
+            more: """
+                admin:
+                  address: "127.0.0.1:0"
+                hosts:
+                  - match: backend.test
+                    connect-to: ["127.0.0.1:\(refusing)", "127.0.0.1:\(origin.port)"]
+                """
+        )
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        defer { served.child.kill() }
+        let answer = try await request(
+            "GET http://backend.test/page HTTP/1.1\r\nHost: backend.test\r\n\r\n", port: try served.port("forward")
+        )
+        #expect(answer.bodyText == "from the backend")
+        let admin = try served.port("admin")
+        let profile = directory.appendingPathComponent("chromium-profile")
+        let browser = try ChildProcess(
+            try #require(chromiumBinary),
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom", "http://127.0.0.1:\(admin)/",
+            ],
+            environment: ["HOME": directory.path]
+        )
+        defer { browser.kill() }
+        #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
+        let dom = browser.standardOutput
+        #expect(dom.contains("<section id=\"backends\">"), "the backends section is shown: \(dom)")
+        #expect(dom.contains("127.0.0.1:\(refusing)</td><td class=\"down\" title=\"passed over\">passed over</td>"), "\(dom)")
+        #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td>"), "\(dom)")
+    }
 }

@@ -236,6 +236,8 @@ final class AdminHandler: ChannelInboundHandler {
             let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
             let removed = (try? cache.store.remove(url: keyURL)) ?? 0
             return (.ok, "text/plain", "purged \(removed)\n")
+        case (.GET, "/upstreams"):
+            return (.ok, "application/json", UpstreamListing.json(runtime: runtime) + "\n")
         case (.GET, "/ca.pem"):
             // The interception CA's certificate (public), for a client to trust: what mitmproxy's
             // mitm.it page hands out, reachable from a container that cannot read the CA directory.
@@ -247,7 +249,7 @@ final class AdminHandler: ChannelInboundHandler {
             let json = offline?.misses.json() ?? Data("[]\n".utf8)
             return (.ok, "application/json", String(decoding: json, as: UTF8.self))
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"):
+            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"), (_, "/upstreams"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

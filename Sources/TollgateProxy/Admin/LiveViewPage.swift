@@ -1,9 +1,10 @@
 /// The live view (`GET /` on the admin listener): one self-contained page — its CSS and script
 /// inline, nothing fetched from anywhere but the admin listener itself — that reads `/tasks`,
-/// `/har?limit=100`, `/cache/stats` and `/offline/misses` every two seconds and shows the live
-/// tasks with their state and progress, the recent exchanges with their cache result, why a
-/// response was not stored and a timing waterfall, the cache's figures, whether the proxy is
-/// offline and its cache read-only, and — offline — what it could not serve.
+/// `/har?limit=100`, `/cache/stats`, `/offline/misses` and `/upstreams` every two seconds and shows
+/// the live tasks with their state and progress, the recent exchanges with their cache result, why
+/// a response was not stored and a timing waterfall, the cache's figures, whether the proxy is
+/// offline and its cache read-only, — offline — what it could not serve, and the `connect-to`
+/// backends with the ones passed over.
 ///
 /// Everything the proxy saw (URLs, reasons) is put in the page as text nodes, never as markup:
 /// a URL cannot inject script into the admin origin.
@@ -46,7 +47,8 @@ enum LiveViewPage {
         .legend i { display:inline-block; width:.8em; height:.8em; margin:0 .2em 0 .8em; vertical-align:middle; }
         .error { color:#b00020; }
         .mode { padding:0 .6em; border-radius:9px; font-size:.8em; background:#b5541c; color:#fff; }
-        #offline[hidden] { display:none; }
+        #offline[hidden], #backends[hidden] { display:none; }
+        .down { color:#b00020; font-weight:600; }
         </style>
         </head>
         <body>
@@ -58,6 +60,10 @@ enum LiveViewPage {
         <col style="width:7em"></colgroup>
         <thead><tr><th>method</th><th>URL</th><th>reason</th><th>count</th><th>last</th></tr></thead>
         <tbody id="misses"></tbody></table></section>
+        <section id="backends" hidden><h2>Backends (connect-to)</h2>
+        <table><colgroup><col><col style="width:10em"><col style="width:8em"></colgroup>
+        <thead><tr><th>target</th><th>state</th><th>failures</th></tr></thead>
+        <tbody id="upstreams"></tbody></table></section>
         <section><h2>Live tasks</h2>
         <table><colgroup><col style="width:9em"><col style="width:4em"><col style="width:7em"><col style="width:7em">
         <col><col style="width:14em"></colgroup>
@@ -120,6 +126,12 @@ enum LiveViewPage {
             cell(new Date(m.last).toLocaleTimeString())]));
           replace($("misses"), rows, 5, "nothing missed");
         }
+        function showUpstreams(upstreams) {
+          $("backends").hidden = !upstreams.length;
+          const rows = upstreams.map((u) => row([cell(u.target, "url"),
+            cell(u.down ? "passed over" : "in turn", u.down ? "down" : ""), cell(u.failures)]));
+          replace($("upstreams"), rows, 3, "no backends");
+        }
         function showTasks(tasks) {
           const rows = tasks.map((t) => {
             const progress = el("td"); const bar = el("div", null, "bar progress"); const fill = el("i");
@@ -161,11 +173,12 @@ enum LiveViewPage {
         }
         async function refresh() {
           const results = await Promise.allSettled([json("/tasks"), json("/har?limit=100"), json("/cache/stats"),
-            json("/offline/misses")]);
+            json("/offline/misses"), json("/upstreams")]);
           if (results[0].status === "fulfilled") showTasks(results[0].value);
           if (results[1].status === "fulfilled") showExchanges(results[1].value);
           if (results[2].status === "fulfilled") showCache(results[2].value);
           if (results[3].status === "fulfilled") showMisses(results[3].value);
+          if (results[4].status === "fulfilled") showUpstreams(results[4].value);
           const failed = results.filter((r) => r.status === "rejected").map((r) => r.reason.message);
           $("updated").textContent = "updated " + new Date().toLocaleTimeString()
             + (failed.length ? " — " + failed.join("; ") : "");
