@@ -303,6 +303,9 @@ bench-peers: ## Issue #29's table: Tollgate beside tuned nginx and Apache Traffi
 bench-instructions: ## User-space instructions per request (valgrind callgrind): 1 KiB and 16 KiB hits, 1 KiB pass-through, 1 KiB hit on new connections (N, CLOSE_SECONDS, TOLLGATE, KEEP)
 	exec bash bench/instructions.sh
 
+bench-misses: ## Stored misses one after another on one connection, and the same no-store (ROUNDS, N, SIZE, TOLLGATE)
+	exec bash bench/misses.sh
+
 fuzz: deps ## Build the fuzz targets (Fuzz/) and run each for FUZZ_SECONDS (default 60); fails on a finding
 	FUZZ_SECONDS=$(FUZZ_SECONDS) FUZZ_BUILD=$(FUZZ_BUILD) SWIFT=$(SWIFT) bash Fuzz/run.sh $(FUZZ_TARGETS)
 
