@@ -7,6 +7,7 @@ import TollgateTLS
 /// `tollgate trust pin HOST[:PORT]`: connects, and prints one line per certificate of the
 /// presented chain, `sha256/BASE64  SUBJECT` (its SPKI pin), so an operator can write pins —
 /// also for a chain that is not trusted (a private CA): then it says so, and why, on stderr.
+/// `--connect-to` asks a backend of a `connect-to` rule for the name's chain.
 struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust",
@@ -20,9 +21,14 @@ struct TrustCommand: ParsableCommand {
         @Argument(help: "HOST or HOST:PORT (port 443 when omitted; [::1]:PORT for IPv6).") var target: String
         @Option(name: .long, help: "A PEM bundle of extra trust roots (a private CA).") var caFile: String?
         @Option(name: .long, help: "Seconds to wait for the connection and handshake.") var timeout: Int = 10
+        @Option(
+            name: .long,
+            help: "Connect to HOST:PORT instead (a connect-to target), sending the first argument's name and checking the chain for it."
+        ) var connectTo: String?
 
         func run() async throws {
             let (host, port) = try Self.split(target)
+            let dialled = try connectTo.map { try Self.split($0) } ?? (host, port)
             var configuration = TLSConfiguration.makeClientConfiguration()
             configuration.deferTrustDecision = true
             configuration.handshakeTimeout = .seconds(Int64(timeout))
@@ -33,7 +39,9 @@ struct TrustCommand: ParsableCommand {
             } catch {
                 throw CommandFailure.user("TLS settings: \(error)")
             }
-            let evaluation = try await Self.handshake(host: host, port: port, context: context, timeout: timeout)
+            let evaluation = try await Self.handshake(
+                host: dialled.0, port: dialled.1, serverName: host, context: context, timeout: timeout
+            )
             for certificate in evaluation.presentedChain {
                 print("\(certificate.spkiPin)  \(certificate.subject)")
             }
@@ -64,8 +72,11 @@ struct TrustCommand: ParsableCommand {
             return (String(host), port)
         }
 
-        /// Connects, shakes hands, and returns the server's evaluation (never sends data).
-        static func handshake(host: String, port: Int, context: TLSContext, timeout: Int) async throws -> TLSPeerEvaluation {
+        /// Connects to `host:port`, shakes hands sending `serverName`, and returns the server's
+        /// evaluation (never sends data).
+        static func handshake(
+            host: String, port: Int, serverName: String, context: TLSContext, timeout: Int
+        ) async throws -> TLSPeerEvaluation {
             let group = MultiThreadedEventLoopGroup.singleton
             let loop = group.next()
             let result = loop.makePromise(of: TLSPeerEvaluation.self)
@@ -75,7 +86,7 @@ struct TrustCommand: ParsableCommand {
                     .connectTimeout(.seconds(Int64(timeout)))
                     .channelInitializer { channel in
                         channel.eventLoop.makeCompletedFuture {
-                            _ = try channel.pipeline.syncOperations.addTLSClientHandler(context: context, serverHostname: host)
+                            _ = try channel.pipeline.syncOperations.addTLSClientHandler(context: context, serverHostname: serverName)
                             try channel.pipeline.syncOperations.addHandler(HandshakeWatcher(result: result))
                         }
                     }

@@ -54,6 +54,24 @@ struct CacheTrustCACommandTests {
         #expect(try await CommandLineRunner.run(["trust", "pin", "host:notaport"]).status == 1)
     }
 
+    @Test("trust pin --connect-to asks a backend for a name's chain: the name is sent and checked, the address dialled")
+    func trustPinConnectTo() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let origin = try await LoopbackOrigin.start(tls: pki.serverConfiguration) { _, respond in respond.send(status: 200) }
+        defer { origin.stop() }
+        let result = try await CommandLineRunner.run(
+            ["trust", "pin", "api.test", "--connect-to", "127.0.0.1:\(origin.port)", "--ca-file", pki.caFile]
+        )
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.hasPrefix("\(pki.server.certificate.spkiPin)  "))
+        #expect(result.stderr.contains("trusted: the chain verifies for api.test"), "\(result.stderr)")
+        // Checked for the name given, not the address: another name does not verify.
+        let other = try await CommandLineRunner.run(
+            ["trust", "pin", "other.test", "--connect-to", "127.0.0.1:\(origin.port)", "--ca-file", pki.caFile]
+        )
+        #expect(other.stderr.contains("not trusted"), "\(other.stderr)")
+    }
+
     @Test("cache stats, list, purge and verify work on a stored entry; verify finds a corrupted body")
     func cacheCommands() async throws {
         let directory = Self.temporaryDirectory()
