@@ -120,6 +120,7 @@ public final class Session: @unchecked Sendable {
                 },
                 connectionAddressCheck: configuration.connectionAddressCheck,
                 connectionTargets: configuration.connectionTargets,
+                upstreamProxyFallbacks: configuration.upstreamProxyFallbacks,
                 proxyAuthentication: proxyAuthentication,
                 connectHeaderFields: configuration.upstreamProxyConnectHeaderFields
             ),

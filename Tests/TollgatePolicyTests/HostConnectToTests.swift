@@ -52,3 +52,39 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:7: hosts[0].connect-to:") && $0.contains("upstream-proxy 127.0.0.1:3129") }, "\(problems)")
     }
 }
+
+@Suite("sessions.*.upstream-proxy: a list of parents tried in order")
+struct UpstreamProxyListTests {
+    @Test("A list makes the first the parent and the rest its fallbacks; explain names them in order")
+    func readsTheList() throws {
+        let configuration = try Fixture.load(
+            """
+            sessions:
+              ci:
+                upstream-proxy: ["http://parent-a.internal:3128", "http://parent-b.internal:3128"]
+              one:
+                upstream-proxy: "http://parent-a.internal:3128"
+            hosts:
+              - match: "*.example"
+                session: ci
+            """
+        )
+        let ci = try #require(configuration.session(named: "ci"))
+        #expect(ci.upstreamProxy == UpstreamProxy(host: "parent-a.internal", port: 3128))
+        #expect(ci.upstreamProxyFallbacks == [UpstreamProxy(host: "parent-b.internal", port: 3128)])
+        let session = ci.makeSessionConfiguration(name: "ci")
+        #expect(session.upstreamProxyFallbacks == [UpstreamProxy(host: "parent-b.internal", port: 3128)])
+        #expect(configuration.session(named: "one")?.upstreamProxyFallbacks == [])
+        let explained = PolicyDecisions(configuration: configuration).explain(try #require(HTTPURL(string: "https://a.example/")))
+        #expect(explained.contains("upstream-proxy: parent-a.internal:3128, then parent-b.internal:3128 (the first"), "\(explained)")
+    }
+
+    @Test("Each bad entry of the list is a problem at its line and index")
+    func rejectsBadEntries() {
+        let problems = Fixture.problems(
+            "sessions:\n  ci:\n    upstream-proxy: [\"http://a:3128\", \"https://b:3128\", \"c:3128\"]\n"
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: sessions.ci.upstream-proxy[1]:") && $0.contains("only http://") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: sessions.ci.upstream-proxy[2]:") }, "\(problems)")
+    }
+}

@@ -65,6 +65,10 @@ extension PolicyDecisions {
         }
         lines.append("redirects: \(decision.redirects)")
         var proxyText = decision.upstreamProxy.map { "\($0.host):\($0.port)" } ?? "none (direct)"
+        if !session.upstreamProxyFallbacks.isEmpty {
+            proxyText += ", then " + session.upstreamProxyFallbacks.map { "\($0.host):\($0.port)" }.joined(separator: ", then ")
+                + " (the first that can be connected to; one that cannot goes last for 10s)"
+        }
         // The source of the password, never the password.
         if let credentials = session.upstreamProxyCredentials { proxyText += " (credentials: \(credentials))" }
         lines.append("upstream-proxy: \(proxyText)")

@@ -27,6 +27,7 @@ extension SessionSettings {
         configuration.httpShouldSetCookies = cookies == .jar
         configuration.httpCookieAcceptPolicy = cookieAccept
         configuration.upstreamProxy = upstreamProxy
+        configuration.upstreamProxyFallbacks = upstreamProxyFallbacks
         // Read now, as a session is made (at start and on reload); an unset variable or an
         // unreadable file leaves the session without one, and the parent's 407 reaches the client.
         configuration.upstreamProxyCredential = upstreamProxyCredentials.flatMap { credentials in

@@ -48,7 +48,7 @@ extension SessionSettings {
     /// | `cookies` | `passthrough` \| `jar` | `passthrough` |
     /// | `cookie-accept` | `always` \| `never` \| `main-document-domain` | `main-document-domain` |
     /// | `redirects` | `pass` \| `follow` \| `follow-same-host` | `pass` |
-    /// | `upstream-proxy` | `http://HOST:PORT` | none |
+    /// | `upstream-proxy` | `http://HOST:PORT`, or a list of them (the first, then fallbacks) | none |
     /// | `upstream-proxy-credentials` | `{ user, password-env \| password-file }` (file mode 0600) | none |
     /// | `headers` | mapping of field name to value | none |
     init(node: ConfigNode) {
@@ -66,14 +66,22 @@ extension SessionSettings {
             cookieAccept = policy
         }
         if let value = entry["redirects"]?.choice(Redirects.self) { redirects = value }
-        if let proxyNode = entry["upstream-proxy"], let text = proxyNode.nonEmptyString("a URL http://HOST:PORT") {
-            if let proxy = UpstreamProxy(url: text) {
-                upstreamProxy = proxy
-            } else if text.lowercased().hasPrefix("https://") {
-                proxyNode.report("bad upstream proxy \"\(text)\": only http:// parent proxies are supported")
-            } else {
-                proxyNode.report("bad upstream proxy \"\(text)\"; expected http://HOST:PORT")
+        if let proxyNode = entry["upstream-proxy"], let items = proxyNode.scalarOrList("a URL http://HOST:PORT or a list of them") {
+            // A list: the first parent, then the ones tried in order when it cannot be connected to.
+            var proxies: [UpstreamProxy] = []
+            for item in items {
+                guard let text = item.nonEmptyString("a URL http://HOST:PORT") else { continue }
+                if let proxy = UpstreamProxy(url: text) {
+                    proxies.append(proxy)
+                } else if text.lowercased().hasPrefix("https://") {
+                    item.report("bad upstream proxy \"\(text)\": only http:// parent proxies are supported")
+                } else {
+                    item.report("bad upstream proxy \"\(text)\"; expected http://HOST:PORT")
+                }
             }
+            if items.isEmpty { proxyNode.report("list at least one http://HOST:PORT (or leave upstream-proxy out)") }
+            upstreamProxy = proxies.first
+            upstreamProxyFallbacks = Array(proxies.dropFirst())
         }
         if let node = entry["upstream-proxy-credentials"] {
             upstreamProxyCredentials = UpstreamProxyCredentials(node: node)

@@ -68,8 +68,12 @@ public struct SessionSettings: Hashable, Sendable {
     public var cookieAccept: CookieAcceptPolicy = .onlyFromMainDocumentDomain
     /// Pass, follow, or follow same-host redirects (`redirects`). Default: pass.
     public var redirects: Redirects = .pass
-    /// A parent HTTP proxy for every request (`upstream-proxy`, `http://HOST:PORT`). Default: nil, direct.
+    /// A parent HTTP proxy for every request (`upstream-proxy`, `http://HOST:PORT`, or the first of
+    /// a list). Default: nil, direct.
     public var upstreamProxy: UpstreamProxy?
+    /// The parents after the first of an `upstream-proxy` list, tried in order when the ones before
+    /// cannot be connected to. Default: none.
+    public var upstreamProxyFallbacks: [UpstreamProxy] = []
     /// The credential answering the upstream proxy's 407 (`upstream-proxy-credentials`: `user`
     /// and `password-env` or `password-file`). Default: nil, a 407 is not answered.
     public var upstreamProxyCredentials: UpstreamProxyCredentials?

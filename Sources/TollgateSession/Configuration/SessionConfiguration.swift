@@ -76,6 +76,12 @@ public struct SessionConfiguration: Sendable {
     public var waitsForConnectivity: Bool = false
     /// An HTTP proxy every request goes through. Default: none (direct).
     public var upstreamProxy: UpstreamProxy?
+    /// Proxies a connection goes to, in order, when ``upstreamProxy`` cannot be connected to (a
+    /// Tollgate addition; Squid's `FIRST_UP_PARENT`): the first that answers is used, and one that
+    /// could not be connected to is tried last for ten seconds (``ConnectionTargetHealth``).
+    /// Connections to any of them share the pool's keys; the credential and CONNECT fields go to
+    /// each. Default: none.
+    public var upstreamProxyFallbacks: [UpstreamProxy] = []
     /// The credential answering the upstream proxy's `407 Proxy Authentication Required` (Basic):
     /// sent as `Proxy-Authorization` with plain requests to the proxy and with the CONNECTs of
     /// https tasks and stream tasks, once the proxy asked for it (the request or CONNECT that got

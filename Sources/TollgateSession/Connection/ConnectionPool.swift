@@ -22,6 +22,8 @@ final class ConnectionPool: @unchecked Sendable {
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
         /// ``SessionConfiguration/connectionTargets``.
         var connectionTargets: (@Sendable (String, Int) -> [ConnectionTarget])? = nil
+        /// ``SessionConfiguration/upstreamProxyFallbacks``.
+        var upstreamProxyFallbacks: [UpstreamProxy] = []
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
         var proxyAuthentication: UpstreamProxyAuthentication? = nil
         /// ``SessionConfiguration/upstreamProxyConnectHeaderFields``.
@@ -275,22 +277,37 @@ final class ConnectionPool: @unchecked Sendable {
     /// A connection to `target` failed (not made, or lost before its first response): noted, and
     /// logged when it had been taking its turns.
     static func noteTargetFailed(
-        _ target: ConnectionTarget, of origin: String, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>
+        _ target: ConnectionTarget, of origin: String, why: String, parent: Bool = false,
+        in health: NIOLockedValueBox<ConnectionTargetHealth>
     ) {
         let (wasInTurn, pause) = health.withLockedValue { ($0.failed(target, now: .now()), $0.failurePause) }
         targetFailures.withLockedValue { $0[target, default: 0] += 1 }
         guard wasInTurn else { return }
         targetLogger.warning(
-            "a connect-to target failed; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
+            "\(parent ? "an upstream proxy" : "a connect-to target") failed; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
             metadata: ["host": "\(origin)", "target": "\(target)", "error": "\(why)"]
         )
     }
 
     /// A connection to `target` was made: noted, and logged when it had failed before.
-    static func noteTargetSucceeded(_ target: ConnectionTarget, of origin: String, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
+    static func noteTargetSucceeded(
+        _ target: ConnectionTarget, of origin: String, parent: Bool = false, in health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
         guard health.withLockedValue({ $0.succeeded(target) }) else { return }
-        targetLogger.notice("a connect-to target answers again", metadata: ["host": "\(origin)", "target": "\(target)"])
+        targetLogger.notice(
+            "\(parent ? "an upstream proxy" : "a connect-to target") answers again", metadata: ["host": "\(origin)", "target": "\(target)"]
+        )
     }
+
+    /// The proxies a connection through an upstream proxy may go to, in order (the session's
+    /// `upstreamProxy`, then its fallbacks), or nil when there are no fallbacks.
+    static func parents(primary: UpstreamProxy, fallbacks: [UpstreamProxy]) -> [ConnectionTarget]? {
+        guard !fallbacks.isEmpty else { return nil }
+        return ([primary] + fallbacks).map { ConnectionTarget(host: $0.host, port: $0.port) }
+    }
+
+    /// The rotation and log label of the parents.
+    static let parentsLabel = "upstream-proxy"
 
     /// How long a connection to a `connect-to` target may take while other targets are left.
     static let connectTimeoutBeforeNextTarget: TimeAmount = .seconds(3)
@@ -307,7 +324,12 @@ final class ConnectionPool: @unchecked Sendable {
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
         let direct = !key.viaProxy && key.tunnelVia == nil
-        let targets = direct ? configuration.connectionTargets?(key.host, key.port) ?? [] : []
+        var targets = direct ? configuration.connectionTargets?(key.host, key.port) ?? [] : []
+        // Through an upstream proxy with fallbacks: the parents, in their order.
+        let parents = direct ? nil : Self.parents(
+            primary: key.tunnelVia ?? UpstreamProxy(host: key.host, port: key.port), fallbacks: configuration.upstreamProxyFallbacks
+        )
+        if let parents { targets = parents }
         let made: EventLoopFuture<(any Channel, OriginConnectionHandler)>
         if targets.isEmpty {
             let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)
@@ -315,8 +337,10 @@ final class ConnectionPool: @unchecked Sendable {
                 self.connect(key: key, to: addresses, record: record, on: eventLoop)
             }
         } else {
-            let ordered = targetHealth.withLockedValue { $0.order(targets, for: "\(key.host):\(key.port)", now: .now()) }
-            made = connect(key: key, toFirstOf: ordered[...], failures: [], record: record, on: eventLoop)
+            let ordered = targetHealth.withLockedValue {
+                $0.order(targets, for: parents == nil ? "\(key.host):\(key.port)" : Self.parentsLabel, now: .now(), rotating: parents == nil)
+            }
+            made = connect(key: key, toFirstOf: ordered[...], failures: [], parents: parents != nil, record: record, on: eventLoop)
         }
         made.flatMap { channel, handler in
             guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
@@ -395,14 +419,16 @@ final class ConnectionPool: @unchecked Sendable {
     /// ``ConnectionTargetHealth`` gave; each target that cannot be (its name not found, no address
     /// answering, every address refused by the destination check) is noted and the next tried.
     private func connect(
-        key: ConnectionKey, toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String],
+        key: ConnectionKey, toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], parents: Bool = false,
         record: NIOLockedValueBox<OriginConnection.Establishment>, on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
+        let origin = parents ? Self.parentsLabel : "\(key.host):\(key.port)"
         guard let target = targets.first else {
+            let what = parents ? "no upstream proxy" : "no connect-to target"
             return eventLoop.makeFailedFuture(
                 SessionError(
                     .cannotConnectToHost, nil,
-                    "\(key.host):\(key.port): no connect-to target could be reached (\(failures.joined(separator: "; ")))"
+                    "\(key.host):\(key.port): \(what) could be reached (\(failures.joined(separator: "; ")))"
                 )
             )
         }
@@ -413,14 +439,20 @@ final class ConnectionPool: @unchecked Sendable {
         return resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
             self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
         }.map { made in
-            Self.noteTargetSucceeded(target, of: "\(key.host):\(key.port)", in: self.targetHealth)
-            record.withLockedValue { $0.target = target }
+            Self.noteTargetSucceeded(target, of: origin, parent: parents, in: self.targetHealth)
+            if !parents { record.withLockedValue { $0.target = target } }
             return made
         }.flatMapError { error in
+            // A parent that answered (it refused the CONNECT) is up: its answer is the task's.
+            if let answered = error as? SessionError, answered.answeredByProxy {
+                Self.noteTargetSucceeded(target, of: origin, parent: parents, in: self.targetHealth)
+                return eventLoop.makeFailedFuture(answered)
+            }
             let why = (error as? SessionError)?.detail ?? Self.reason(error)
-            Self.noteTargetFailed(target, of: "\(key.host):\(key.port)", why: why, in: self.targetHealth)
+            Self.noteTargetFailed(target, of: origin, why: why, parent: parents, in: self.targetHealth)
             return self.connect(
-                key: key, toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], record: record, on: eventLoop
+                key: key, toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], parents: parents,
+                record: record, on: eventLoop
             )
         }
     }

@@ -20,11 +20,13 @@ struct ConnectionTargetHealth {
     }
 
     /// The order to try `targets` in for a new connection to `origin` (the request's host and port).
-    mutating func order(_ targets: [ConnectionTarget], for origin: String, now: NIODeadline) -> [ConnectionTarget] {
+    /// With `rotating` false the targets not paused keep their order (the first that answers is
+    /// used: parents in the order given, as Squid's `FIRST_UP_PARENT`).
+    mutating func order(_ targets: [ConnectionTarget], for origin: String, now: NIODeadline, rotating: Bool = true) -> [ConnectionTarget] {
         known.formUnion(targets)
         guard targets.count > 1 else { return targets }
-        let turn = started[origin, default: 0]
-        started[origin] = turn &+ 1
+        let turn = rotating ? started[origin, default: 0] : 0
+        if rotating { started[origin] = turn &+ 1 }
         // The turn goes round the targets that may be tried now, so that a paused one does not
         // hand its turns to the target after it (which would then get twice the connections).
         let ready = targets.filter { (pausedUntil[$0] ?? now) <= now }

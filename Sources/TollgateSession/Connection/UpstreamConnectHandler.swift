@@ -32,10 +32,12 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         /// What a second such answer (after the retry) fails the task with.
         static func failure(_ tunnel: (host: String, port: Int)?) -> SessionError {
             let target = tunnel.map { "\($0.host):\($0.port)" } ?? "the tunnel"
-            return SessionError(
+            var error = SessionError(
                 .cannotConnectToHost, nil,
                 "the upstream proxy asked for authentication again for CONNECT \(target) and closed the connection"
             )
+            error.answeredByProxy = true
+            return error
         }
     }
 
@@ -189,7 +191,9 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
     private func finish(context: ChannelHandlerContext, failure: String) {
         guard !done else { return }
         done = true
-        established.fail(SessionError(.cannotConnectToHost, nil, failure))
+        var error = SessionError(.cannotConnectToHost, nil, failure)
+        error.answeredByProxy = true
+        established.fail(error)
         context.close(promise: nil)
     }
 

@@ -108,6 +108,10 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     /// with REFUSED_STREAM, was above a GOAWAY's last stream id, or never opened): the task may
     /// send it again, whatever its method. Set by the HTTP/2 connection; not part of equality.
     var notProcessed = false
+    /// An upstream proxy answered the CONNECT, and not with a tunnel (a refusal, a 407 it would
+    /// not take, something that is not HTTP): the proxy is up, so another of the session's
+    /// proxies is not tried for it. Not part of equality.
+    var answeredByProxy = false
 
     /// Creates an error.
     public init(_ code: Code, _ url: HTTPURL? = nil, _ detail: String = "") {

@@ -22,7 +22,8 @@ extension StreamTask {
         engine.transaction.isProxyConnection = proxy != nil
         let dialled = proxy.map { ($0.host, $0.port) } ?? (host, port)
         let tunnel = proxy.map { _ in (host: host, port: port) }
-        let targets = proxy == nil ? session.configuration.connectionTargets?(host, port) ?? [] : []
+        let parents = proxy.flatMap { ConnectionPool.parents(primary: $0, fallbacks: session.configuration.upstreamProxyFallbacks) }
+        let targets = parents ?? (proxy == nil ? session.configuration.connectionTargets?(host, port) ?? [] : [])
         let made: EventLoopFuture<any Channel>
         if targets.isEmpty {
             made = NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap {
@@ -34,8 +35,12 @@ extension StreamTask {
         } else {
             // The host's `connect-to` targets, in the order and with the health the session's
             // pool keeps for its data tasks' connections.
-            let ordered = session.pool.targetHealth.withLockedValue { $0.order(targets, for: "\(host):\(port)", now: .now()) }
-            made = connect(toFirstOf: ordered[...], failures: [], origin: (host, port))
+            // The host's `connect-to` targets, or the session's proxies in their order, with the
+            // health the session's pool keeps for its data tasks' connections.
+            let ordered = session.pool.targetHealth.withLockedValue {
+                $0.order(targets, for: parents == nil ? "\(host):\(port)" : ConnectionPool.parentsLabel, now: .now(), rotating: parents == nil)
+            }
+            made = connect(toFirstOf: ordered[...], failures: [], origin: (host, port), tunnel: parents == nil ? nil : tunnel)
         }
         made.whenComplete { [self] result in
             switch result {
@@ -106,21 +111,27 @@ extension StreamTask {
         for body in waiting { body() }
     }
 
-    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached; a target
-    /// that cannot be is noted in the pool's ``ConnectionTargetHealth`` and the next tried.
+    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached — or, with
+    /// `tunnel`, to the first of the session's proxies, asking it for the tunnel —; a target that
+    /// cannot be is noted in the pool's ``ConnectionTargetHealth`` and the next tried.
     private func connect(
-        toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], origin: (host: String, port: Int)
+        toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], origin: (host: String, port: Int),
+        tunnel: (host: String, port: Int)? = nil
     ) -> EventLoopFuture<any Channel> {
+        let parents = tunnel != nil
+        let label = parents ? ConnectionPool.parentsLabel : "\(origin.host):\(origin.port)"
         guard let target = targets.first else {
             return eventLoop.makeFailedFuture(
                 SessionError(
                     .cannotConnectToHost, nil,
-                    "\(origin.host):\(origin.port): no connect-to target could be reached (\(failures.joined(separator: "; ")))"
+                    "\(origin.host):\(origin.port): \(parents ? "no upstream proxy" : "no connect-to target") could be reached "
+                        + "(\(failures.joined(separator: "; ")))"
                 )
             )
         }
         let health = session.pool.targetHealth
-        let check = session.configuration.connectionAddressCheck
+        // The destination rules are the origin's, and a parent is not checked by them.
+        let check = parents ? nil : session.configuration.connectionAddressCheck
         return NameResolver(threadPool: NameLookupThreads.pool).resolve(host: target.host, port: target.port, on: eventLoop)
             .flatMap { [self] addresses -> EventLoopFuture<any Channel> in
                 engine.transaction.domainLookupEndDate = Date()
@@ -136,16 +147,23 @@ extension StreamTask {
                     return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "refused: \(why)"))
                 }
                 let timeout: TimeAmount = targets.count > 1 ? ConnectionPool.connectTimeoutBeforeNextTarget : .seconds(10)
-                return connect(to: allowed, tunnel: nil, connectTimeout: timeout)
+                return connect(to: allowed, tunnel: tunnel, connectTimeout: timeout)
             }
             .map { (channel: any Channel) -> any Channel in
-                ConnectionPool.noteTargetSucceeded(target, of: "\(origin.host):\(origin.port)", in: health)
+                ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
                 return channel
             }
             .flatMapError { [self] error in
+                // A parent that answered (it refused the CONNECT) is up: its answer is the task's.
+                if let answered = error as? SessionError, answered.answeredByProxy {
+                    ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
+                    return eventLoop.makeFailedFuture(answered)
+                }
                 let why = (error as? SessionError)?.detail ?? "\(error)"
-                ConnectionPool.noteTargetFailed(target, of: "\(origin.host):\(origin.port)", why: why, in: health)
-                return connect(toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], origin: origin)
+                ConnectionPool.noteTargetFailed(target, of: label, why: why, parent: parents, in: health)
+                return connect(
+                    toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], origin: origin, tunnel: tunnel
+                )
             }
     }
 
