@@ -337,10 +337,21 @@ final class ConnectionPool: @unchecked Sendable {
                 self.connect(key: key, to: addresses, record: record, on: eventLoop)
             }
         } else {
-            let ordered = targetHealth.withLockedValue {
-                $0.order(targets, for: parents == nil ? "\(key.host):\(key.port)" : Self.parentsLabel, now: .now(), rotating: parents == nil)
+            let walk = ConnectionTargetWalk(
+                targets: targetHealth.withLockedValue {
+                    $0.order(targets, for: parents == nil ? "\(key.host):\(key.port)" : Self.parentsLabel, now: .now(), rotating: parents == nil)
+                },
+                parents: parents != nil, origin: "\(key.host):\(key.port)", health: targetHealth
+            )
+            made = walk.run(on: eventLoop) { target, timeout in
+                self.resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
+                    self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
+                }.map { made in
+                    // The connection's target, for a resend after it is lost (not a parent's).
+                    if parents == nil { record.withLockedValue { $0.target = target } }
+                    return made
+                }
             }
-            made = connect(key: key, toFirstOf: ordered[...], failures: [], parents: parents != nil, record: record, on: eventLoop)
         }
         made.flatMap { channel, handler in
             guard let handshake = handler.handshake else { return eventLoop.makeSucceededFuture((channel, handler)) }
@@ -413,48 +424,6 @@ final class ConnectionPool: @unchecked Sendable {
             authentication: configuration.proxyAuthentication,
             connectHeaderFields: configuration.connectHeaderFields, connectTimeout: connectTimeout, on: eventLoop
         )
-    }
-
-    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached, in the order
-    /// ``ConnectionTargetHealth`` gave; each target that cannot be (its name not found, no address
-    /// answering, every address refused by the destination check) is noted and the next tried.
-    private func connect(
-        key: ConnectionKey, toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], parents: Bool = false,
-        record: NIOLockedValueBox<OriginConnection.Establishment>, on eventLoop: any EventLoop
-    ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
-        let origin = parents ? Self.parentsLabel : "\(key.host):\(key.port)"
-        guard let target = targets.first else {
-            let what = parents ? "no upstream proxy" : "no connect-to target"
-            return eventLoop.makeFailedFuture(
-                SessionError(
-                    .cannotConnectToHost, nil,
-                    "\(key.host):\(key.port): \(what) could be reached (\(failures.joined(separator: "; ")))"
-                )
-            )
-        }
-        // A target that does not answer is given up sooner while others are left to try (a SYN
-        // lost on the way is sent again after 1 s, so 3 s is two more tries), so the request that
-        // met it still gets an answer within the upstream timeout.
-        let timeout: TimeAmount = targets.count > 1 ? Self.connectTimeoutBeforeNextTarget : .seconds(10)
-        return resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
-            self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
-        }.map { made in
-            Self.noteTargetSucceeded(target, of: origin, parent: parents, in: self.targetHealth)
-            if !parents { record.withLockedValue { $0.target = target } }
-            return made
-        }.flatMapError { error in
-            // A parent that answered (it refused the CONNECT) is up: its answer is the task's.
-            if let answered = error as? SessionError, answered.answeredByProxy {
-                Self.noteTargetSucceeded(target, of: origin, parent: parents, in: self.targetHealth)
-                return eventLoop.makeFailedFuture(answered)
-            }
-            let why = (error as? SessionError)?.detail ?? Self.reason(error)
-            Self.noteTargetFailed(target, of: origin, why: why, parent: parents, in: self.targetHealth)
-            return self.connect(
-                key: key, toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], parents: parents,
-                record: record, on: eventLoop
-            )
-        }
     }
 
     private func connected(channel: any Channel, handler: OriginConnectionHandler, key: ConnectionKey, establishment: OriginConnection.Establishment) {

@@ -37,10 +37,33 @@ extension StreamTask {
             // pool keeps for its data tasks' connections.
             // The host's `connect-to` targets, or the session's proxies in their order, with the
             // health the session's pool keeps for its data tasks' connections.
-            let ordered = session.pool.targetHealth.withLockedValue {
-                $0.order(targets, for: parents == nil ? "\(host):\(port)" : ConnectionPool.parentsLabel, now: .now(), rotating: parents == nil)
+            let health = session.pool.targetHealth
+            let walk = ConnectionTargetWalk(
+                targets: health.withLockedValue {
+                    $0.order(targets, for: parents == nil ? "\(host):\(port)" : ConnectionPool.parentsLabel, now: .now(), rotating: parents == nil)
+                },
+                parents: parents != nil, origin: "\(host):\(port)", health: health
+            )
+            // The destination rules are the origin's, checked on each `connect-to` target's
+            // addresses (as the pool checks a data task's); a parent is not checked by them.
+            let check = parents == nil ? session.configuration.connectionAddressCheck : nil
+            made = walk.run(on: loop) { [self] target, timeout in
+                NameResolver(threadPool: NameLookupThreads.pool).resolve(host: target.host, port: target.port, on: loop).flatMap {
+                    [self] addresses -> EventLoopFuture<any Channel> in
+                    engine.transaction.domainLookupEndDate = Date()
+                    engine.transaction.connectStartDate = Date()
+                    var refusals: [String] = []
+                    let allowed = addresses.filter { address in
+                        guard let why = check?(host, port, address) else { return true }
+                        refusals.append(why)
+                        return false
+                    }
+                    if allowed.isEmpty, let why = refusals.first {
+                        return loop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "refused: \(why)"))
+                    }
+                    return connect(to: allowed, tunnel: tunnel, connectTimeout: timeout)
+                }
             }
-            made = connect(toFirstOf: ordered[...], failures: [], origin: (host, port), tunnel: parents == nil ? nil : tunnel)
         }
         made.whenComplete { [self] result in
             switch result {
@@ -109,62 +132,6 @@ extension StreamTask {
         let waiting = waitingForChannel
         waitingForChannel = []
         for body in waiting { body() }
-    }
-
-    /// Connects to the first of the host's ``ConnectionTarget``s that can be reached — or, with
-    /// `tunnel`, to the first of the session's proxies, asking it for the tunnel —; a target that
-    /// cannot be is noted in the pool's ``ConnectionTargetHealth`` and the next tried.
-    private func connect(
-        toFirstOf targets: ArraySlice<ConnectionTarget>, failures: [String], origin: (host: String, port: Int),
-        tunnel: (host: String, port: Int)? = nil
-    ) -> EventLoopFuture<any Channel> {
-        let parents = tunnel != nil
-        let label = parents ? ConnectionPool.parentsLabel : "\(origin.host):\(origin.port)"
-        guard let target = targets.first else {
-            return eventLoop.makeFailedFuture(
-                SessionError(
-                    .cannotConnectToHost, nil,
-                    "\(origin.host):\(origin.port): \(parents ? "no upstream proxy" : "no connect-to target") could be reached "
-                        + "(\(failures.joined(separator: "; ")))"
-                )
-            )
-        }
-        let health = session.pool.targetHealth
-        // The destination rules are the origin's, and a parent is not checked by them.
-        let check = parents ? nil : session.configuration.connectionAddressCheck
-        return NameResolver(threadPool: NameLookupThreads.pool).resolve(host: target.host, port: target.port, on: eventLoop)
-            .flatMap { [self] addresses -> EventLoopFuture<any Channel> in
-                engine.transaction.domainLookupEndDate = Date()
-                engine.transaction.connectStartDate = Date()
-                // The destination rules, on each address of the target (as the pool checks a data task's).
-                var refusals: [String] = []
-                let allowed = addresses.filter { address in
-                    guard let why = check?(origin.host, origin.port, address) else { return true }
-                    refusals.append(why)
-                    return false
-                }
-                if allowed.isEmpty, let why = refusals.first {
-                    return eventLoop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "refused: \(why)"))
-                }
-                let timeout: TimeAmount = targets.count > 1 ? ConnectionPool.connectTimeoutBeforeNextTarget : .seconds(10)
-                return connect(to: allowed, tunnel: tunnel, connectTimeout: timeout)
-            }
-            .map { (channel: any Channel) -> any Channel in
-                ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
-                return channel
-            }
-            .flatMapError { [self] error in
-                // A parent that answered (it refused the CONNECT) is up: its answer is the task's.
-                if let answered = error as? SessionError, answered.answeredByProxy {
-                    ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
-                    return eventLoop.makeFailedFuture(answered)
-                }
-                let why = (error as? SessionError)?.detail ?? "\(error)"
-                ConnectionPool.noteTargetFailed(target, of: label, why: why, parent: parents, in: health)
-                return connect(
-                    toFirstOf: targets.dropFirst(), failures: failures + ["\(target): \(why)"], origin: origin, tunnel: tunnel
-                )
-            }
     }
 
     /// Connects to the first address that answers; with `tunnel`, the addresses are an upstream
