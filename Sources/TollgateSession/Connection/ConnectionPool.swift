@@ -338,10 +338,7 @@ final class ConnectionPool: @unchecked Sendable {
             }
         } else {
             let walk = ConnectionTargetWalk(
-                targets: targetHealth.withLockedValue {
-                    $0.order(targets, for: parents == nil ? "\(key.host):\(key.port)" : Self.parentsLabel, now: .now(), rotating: parents == nil)
-                },
-                parents: parents != nil, origin: "\(key.host):\(key.port)", health: targetHealth
+                ordering: targets, parents: parents != nil, origin: "\(key.host):\(key.port)", health: targetHealth
             )
             made = walk.run(on: eventLoop) { target, timeout in
                 self.resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in

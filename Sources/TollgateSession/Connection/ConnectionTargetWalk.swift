@@ -21,6 +21,16 @@ struct ConnectionTargetWalk {
     /// The label of the targets' rotation and log lines.
     var label: String { parents ? ConnectionPool.parentsLabel : origin }
 
+    /// A walk over `targets` in the order `health` gives now: `connect-to` targets in turn, a
+    /// session's proxies in their order; the ones that failed lately last.
+    init(ordering targets: [ConnectionTarget], parents: Bool, origin: String, health: NIOLockedValueBox<ConnectionTargetHealth>) {
+        self.parents = parents
+        self.origin = origin
+        self.health = health
+        let label = parents ? ConnectionPool.parentsLabel : origin
+        self.targets = health.withLockedValue { $0.order(targets, for: label, now: .now(), rotating: !parents) }
+    }
+
     /// Runs the walk: `attempt` gets each target and the connect timeout to use for it (shorter
     /// while others are left: a SYN lost on the way is sent again after 1 s, so 3 s is two more
     /// tries, and the request that met a dead target still gets an answer within the upstream

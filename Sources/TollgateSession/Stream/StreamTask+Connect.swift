@@ -33,16 +33,10 @@ extension StreamTask {
                 return connect(to: addresses, tunnel: tunnel)
             }
         } else {
-            // The host's `connect-to` targets, in the order and with the health the session's
-            // pool keeps for its data tasks' connections.
             // The host's `connect-to` targets, or the session's proxies in their order, with the
             // health the session's pool keeps for its data tasks' connections.
-            let health = session.pool.targetHealth
             let walk = ConnectionTargetWalk(
-                targets: health.withLockedValue {
-                    $0.order(targets, for: parents == nil ? "\(host):\(port)" : ConnectionPool.parentsLabel, now: .now(), rotating: parents == nil)
-                },
-                parents: parents != nil, origin: "\(host):\(port)", health: health
+                ordering: targets, parents: parents != nil, origin: "\(host):\(port)", health: session.pool.targetHealth
             )
             // The destination rules are the origin's, checked on each `connect-to` target's
             // addresses (as the pool checks a data task's); a parent is not checked by them.
