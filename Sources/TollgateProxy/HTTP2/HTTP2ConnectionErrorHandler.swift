@@ -6,6 +6,13 @@ import NIOHTTP2
 /// flood, a header block too large, a frame that does not parse, a bad preface, or an I/O error.
 /// A stream's error (NIO reset that stream) leaves the connection open.
 ///
+/// The close after a GOAWAY lingers (nginx's `lingering_close`): the output is shut first, so
+/// that the GOAWAY goes out followed by a FIN, and what the client still sends is read and
+/// dropped for ``lingerTime`` (or until it closes) before the socket is closed. Closed at once
+/// with the client's bytes unread, the kernel would send a reset instead — discarding the GOAWAY
+/// if it was still queued — and a client still writing its oversized header block would get
+/// `ECONNRESET` without ever reading why.
+///
 /// More streams than `http2-max-concurrent-streams` at once is a connection error too (NIO sends
 /// GOAWAY, PROTOCOL_ERROR, naming the last stream it took), but the streams it took are served:
 /// the connection closes as soon as the last of them ends, not at the idle timeout. Runs on the
@@ -15,6 +22,11 @@ final class HTTP2ConnectionErrorHandler: ChannelInboundHandler {
 
     /// What the connection's streams share (which counts them).
     private let front: HTTP2FrontConnection
+    /// The output is shut after a connection error; the socket closes at ``lingerTime``.
+    private var lingering = false
+
+    /// How long the connection reads and drops the client's bytes after a connection error.
+    static let lingerTime: TimeAmount = .seconds(2)
 
     init(front: HTTP2FrontConnection) {
         self.front = front
@@ -26,7 +38,15 @@ final class HTTP2ConnectionErrorHandler: ChannelInboundHandler {
             front.closeWhenStreamsEnd { channel.close(promise: nil) }
             return
         }
-        if Self.endsConnection(error) { context.close(promise: nil) }
+        guard Self.endsConnection(error), !lingering else { return }
+        guard error is any NIOHTTP2Error else {
+            context.close(promise: nil)  // an I/O error: the connection is gone already
+            return
+        }
+        lingering = true
+        let channel = context.channel
+        context.close(mode: .output, promise: nil)
+        channel.eventLoop.scheduleTask(in: Self.lingerTime) { channel.close(promise: nil) }
     }
 
     /// Whether `error`, reported by `NIOHTTP2Handler`, ended the connection.
