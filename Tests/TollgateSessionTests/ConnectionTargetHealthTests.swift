@@ -37,6 +37,20 @@ struct ConnectionTargetHealthTests {
         #expect(health.order([a, b, c], for: "api:80", now: later) == [a, b, c])
     }
 
+    @Test("Turns are counted for a bounded number of hosts: past it they start over")
+    func boundedOrigins() {
+        var health = ConnectionTargetHealth()
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        #expect(health.order([a, b], for: "host-0:80", now: now) == [a, b])
+        #expect(health.order([a, b], for: "host-0:80", now: now) == [b, a])
+        for index in 1..<ConnectionTargetHealth.maximumOrigins { _ = health.order([a, b], for: "host-\(index):80", now: now) }
+        // host-0 still has its count while the table is full; a new host then starts it over.
+        #expect(health.order([a, b], for: "host-0:80", now: now) == [a, b])
+        _ = health.order([a, b], for: "one-more:80", now: now)
+        #expect(health.order([a, b], for: "host-0:80", now: now) == [a, b])
+        #expect(health.order([a, b], for: "host-0:80", now: now) == [b, a])
+    }
+
     @Test("When every target failed lately, all are tried, the one that failed longest ago first")
     func allFailed() {
         var health = ConnectionTargetHealth(failurePause: .seconds(10))

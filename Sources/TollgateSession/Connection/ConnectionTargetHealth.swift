@@ -15,6 +15,9 @@ struct ConnectionTargetHealth {
     /// Every target a connection was asked of (for `/metrics`).
     private(set) var known: Set<ConnectionTarget> = []
 
+    /// The most hosts and ports whose turns are counted at once.
+    static let maximumOrigins = 10_000
+
     init(failurePause: TimeAmount = .seconds(10)) {
         self.failurePause = failurePause
     }
@@ -26,7 +29,12 @@ struct ConnectionTargetHealth {
         known.formUnion(targets)
         guard targets.count > 1 else { return targets }
         let turn = rotating ? started[origin, default: 0] : 0
-        if rotating { started[origin] = turn &+ 1 }
+        if rotating {
+            // One counter per host and port a wildcard rule's connections went to: bounded, so
+            // that clients asking for ever new names do not grow it (the turns start over).
+            if started[origin] == nil, started.count >= Self.maximumOrigins { started.removeAll(keepingCapacity: true) }
+            started[origin] = turn &+ 1
+        }
         // The turn goes round the targets that may be tried now, so that a paused one does not
         // hand its turns to the target after it (which would then get twice the connections).
         let ready = targets.filter { (pausedUntil[$0] ?? now) <= now }
