@@ -2,9 +2,10 @@ import NIOCore
 
 /// The order in which a host's ``ConnectionTarget``s are tried, per host and port: each new
 /// connection starts at the next target (round robin over connections, among the targets not
-/// paused), and a target that could not be connected to goes last for ``failurePause`` (nginx's `max_fails=1 fail_timeout=10s`:
-/// passive health, no probes). When every target failed recently they are all tried, the one
-/// that failed longest ago first. Pure: the pool keeps it under its lock and says what happened.
+/// paused), and a target that could not be connected to goes last for ``failurePause``
+/// (nginx's `max_fails=1 fail_timeout=10s`: passive health, no probes). When every target failed
+/// recently they are all tried, the one that failed longest ago first. Pure: the pool keeps it
+/// under its lock and says what happened.
 struct ConnectionTargetHealth {
     /// How long a target that failed goes last.
     let failurePause: TimeAmount
