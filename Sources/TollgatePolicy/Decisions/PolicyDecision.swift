@@ -90,7 +90,7 @@ public struct PolicyDecision: Sendable {
         var credentials: [CredentialSummary]
         var intercept: Bool
         var http2: HostRule.HTTP2Use
-        var connectTo: [PolicyConfiguration.Address]
+        var connectTo: [ConnectionTarget]
     }
 
     @CopyOnWrite private var parts: Parts
@@ -175,7 +175,7 @@ public struct PolicyDecision: Sendable {
 
     /// Where the host's connections are made instead of its own addresses (`connect-to`); empty
     /// for the host itself.
-    public var connectTo: [PolicyConfiguration.Address] {
+    public var connectTo: [ConnectionTarget] {
         _read { yield parts.connectTo }
         _modify { yield &parts.connectTo }
     }
@@ -195,7 +195,7 @@ public struct PolicyDecision: Sendable {
         credentials: [CredentialSummary],
         intercept: Bool,
         http2: HostRule.HTTP2Use = .auto,
-        connectTo: [PolicyConfiguration.Address] = []
+        connectTo: [ConnectionTarget] = []
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(

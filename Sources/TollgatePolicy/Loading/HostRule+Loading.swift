@@ -1,5 +1,6 @@
 import Foundation
 import Yams
+import TollgateSession
 import TollgateTLS
 
 extension HostRule {
@@ -56,7 +57,7 @@ extension HostRule {
 
 extension HostRule {
     /// One entry of `connect-to`: `HOST:PORT` or `[IPv6]:PORT`, a port from 1.
-    private static func connectTarget(_ item: ConfigNode) -> PolicyConfiguration.Address? {
+    private static func connectTarget(_ item: ConfigNode) -> ConnectionTarget? {
         guard let text = item.nonEmptyString("HOST:PORT") else { return nil }
         do throws(PolicyConfiguration.Address.ParseError) {
             let address = try PolicyConfiguration.Address.parse(text)
@@ -64,7 +65,7 @@ extension HostRule {
                 item.report("\"\(text)\": the port must be a number from 1 to 65535")
                 return nil
             }
-            return address
+            return ConnectionTarget(host: address.host, port: address.port)
         } catch {
             item.report(error.description)
             return nil

@@ -1,3 +1,5 @@
+public import TollgateSession
+
 /// One entry of `hosts`: the patterns it matches and what it sets for those hosts.
 ///
 /// Rules are first-match (``HostRuleMatcher``). A host no rule matches gets a rule with every field
@@ -23,7 +25,7 @@ public struct HostRule: Hashable, Sendable {
     /// Where connections for these hosts are made instead of their own addresses (`connect-to`):
     /// tried in turn, a new connection starting at the next, one that fails going last for 10 s.
     /// URL, `Host`, TLS name, trust and cache key stay the host's. Default: none.
-    public var connectTo: [PolicyConfiguration.Address] = []
+    public var connectTo: [ConnectionTarget] = []
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

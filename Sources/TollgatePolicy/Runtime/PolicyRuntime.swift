@@ -325,7 +325,7 @@ public final class PolicyRuntime: Sendable {
             }
             // A rule's `connect-to`, under the rules in force when the connection is made.
             sessionConfiguration.connectionTargets = { host, port in
-                delegate.decisions.decide(host: host, port: port).connectTo.map { ConnectionTarget(host: $0.host, port: $0.port) }
+                delegate.decisions.decide(host: host, port: port).connectTo
             }
             // A rule's `cache.key` normalization, under the rules in force when the task looks up.
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }

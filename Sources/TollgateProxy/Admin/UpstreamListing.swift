@@ -11,20 +11,14 @@ enum UpstreamListing {
         var failures: Int
     }
 
-    /// The listing for the sessions in force; a target several sessions use is down when any of
-    /// them passes it over.
+    /// The listing for the sessions in force (``PolicyRuntime/connectionTargetStatuses``).
     static func json(runtime: PolicyRuntime) -> String {
-        var entries: [String: Entry] = [:]
-        for status in runtime.sessions.values.flatMap(\.connectionTargetStatuses) {
-            let name = status.target.description
-            var entry = entries[name] ?? Entry(target: name, down: false, failures: status.failures)
-            entry.down = entry.down || status.isPassedOver
-            entries[name] = entry
+        let entries = runtime.connectionTargetStatuses.map {
+            Entry(target: $0.target.description, down: $0.isPassedOver, failures: $0.failures)
         }
-        let sorted = entries.values.sorted { $0.target < $1.target }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
-        let data = (try? encoder.encode(sorted)) ?? Data("[]".utf8)
+        let data = (try? encoder.encode(entries)) ?? Data("[]".utf8)
         return String(decoding: data, as: UTF8.self)
     }
 }

@@ -21,7 +21,7 @@ extension ProxyMetrics {
         scraped.withLockedValue { last in
             if let runtime {
                 syncTrust(runtime.trustFailureCounter, last: &last)
-                syncConnectionTargets(runtime.sessions.values.flatMap(\.connectionTargetStatuses), last: &last)
+                syncConnectionTargets(runtime.connectionTargetStatuses, last: &last)
             }
             if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
             if let interceptor { syncInterception(interceptor, last: &last) }
@@ -47,25 +47,19 @@ extension ProxyMetrics {
         }
     }
 
-    /// `connect-to` targets: whether each is being passed over, and its failed connections. A
-    /// target several sessions use is down when any of them passes it over.
+    /// `connect-to` targets and upstream proxies: whether each is being passed over, and its
+    /// failed connections.
     private func syncConnectionTargets(_ statuses: [ConnectionTargetStatus], last: inout [String: Int64]) {
-        var down: [String: Bool] = [:]
-        var failures: [String: Int] = [:]
-        for status in statuses {
-            let name = status.target.description
-            down[name] = (down[name] ?? false) || status.isPassedOver
-            failures[name] = status.failures
-        }
         let descriptor = MetricNameDescriptor.named(
             "tollgate_connect_to_target_down",
             help: "1 while a connect-to target is passed over (a connection to it failed within 10 s), else 0."
         )
-        for (name, isDown) in down {
-            registry.makeGauge(descriptor: descriptor, labels: [("target", name)]).set(Int64(isDown ? 1 : 0))
+        for status in statuses {
+            let name = status.target.description
+            registry.makeGauge(descriptor: descriptor, labels: [("target", name)]).set(Int64(status.isPassedOver ? 1 : 0))
             syncCounter(
                 "tollgate_connect_to_failures_total", labels: [("target", name)],
-                help: "Connections to a connect-to target that could not be made.", to: failures[name] ?? 0, last: &last
+                help: "Connections to a connect-to target that could not be made.", to: status.failures, last: &last
             )
         }
     }

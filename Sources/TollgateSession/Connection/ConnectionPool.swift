@@ -1,5 +1,4 @@
 import Foundation
-import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 import NIOPosix
@@ -267,51 +266,6 @@ final class ConnectionPool: @unchecked Sendable {
         try configuration.tlsContext(ConnectionKey(scheme: "https", host: host, port: port, viaProxy: false))
     }
 
-    /// Connections to each `connect-to` target that could not be made, in this process (every
-    /// session's; kept across reloads, as a counter must be).
-    static let targetFailures = NIOLockedValueBox<[ConnectionTarget: Int]>([:])
-
-    /// Where a `connect-to` target's going down and coming back are logged.
-    static let targetLogger = Logger(label: "tollgate.upstream")
-
-    /// A connection to `target` failed (not made, or lost before its first response): noted, and
-    /// logged when it had been taking its turns.
-    static func noteTargetFailed(
-        _ target: ConnectionTarget, of origin: String, why: String, parent: Bool = false,
-        in health: NIOLockedValueBox<ConnectionTargetHealth>
-    ) {
-        let (wasInTurn, pause) = health.withLockedValue { ($0.failed(target, now: .now()), $0.failurePause) }
-        targetFailures.withLockedValue { $0[target, default: 0] += 1 }
-        guard wasInTurn else { return }
-        targetLogger.warning(
-            "\(parent ? "an upstream proxy" : "a connect-to target") failed; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
-            metadata: ["host": "\(origin)", "target": "\(target)", "error": "\(why)"]
-        )
-    }
-
-    /// A connection to `target` was made: noted, and logged when it had failed before.
-    static func noteTargetSucceeded(
-        _ target: ConnectionTarget, of origin: String, parent: Bool = false, in health: NIOLockedValueBox<ConnectionTargetHealth>
-    ) {
-        guard health.withLockedValue({ $0.succeeded(target) }) else { return }
-        targetLogger.notice(
-            "\(parent ? "an upstream proxy" : "a connect-to target") answers again", metadata: ["host": "\(origin)", "target": "\(target)"]
-        )
-    }
-
-    /// The proxies a connection through an upstream proxy may go to, in order (the session's
-    /// `upstreamProxy`, then its fallbacks), or nil when there are no fallbacks.
-    static func parents(primary: UpstreamProxy, fallbacks: [UpstreamProxy]) -> [ConnectionTarget]? {
-        guard !fallbacks.isEmpty else { return nil }
-        return ([primary] + fallbacks).map { ConnectionTarget(host: $0.host, port: $0.port) }
-    }
-
-    /// The rotation and log label of the parents.
-    static let parentsLabel = "upstream-proxy"
-
-    /// How long a connection to a `connect-to` target may take while other targets are left.
-    static let connectTimeoutBeforeNextTarget: TimeAmount = .seconds(3)
-
     /// The order of each host's connection targets, and which failed lately.
     let targetHealth = NIOLockedValueBox(ConnectionTargetHealth())
 
@@ -324,30 +278,22 @@ final class ConnectionPool: @unchecked Sendable {
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         record.withLockedValue { $0.domainLookupStart = Date() }
         let direct = !key.viaProxy && key.tunnelVia == nil
-        var targets = direct ? configuration.connectionTargets?(key.host, key.port) ?? [] : []
-        // Through an upstream proxy with fallbacks: the parents, in their order.
-        let parents = direct ? nil : Self.parents(
-            primary: key.tunnelVia ?? UpstreamProxy(host: key.host, port: key.port), fallbacks: configuration.upstreamProxyFallbacks
-        )
-        if let parents { targets = parents }
+        let proxy = key.tunnelVia ?? (key.viaProxy ? UpstreamProxy(host: key.host, port: key.port) : nil)
         let made: EventLoopFuture<(any Channel, OriginConnectionHandler)>
-        if targets.isEmpty {
-            let dialled = key.tunnelVia.map { ($0.host, $0.port) } ?? (key.host, key.port)
-            made = resolver.resolve(host: dialled.0, port: dialled.1, on: eventLoop).flatMap { addresses in
-                self.connect(key: key, to: addresses, record: record, on: eventLoop)
-            }
-        } else {
-            let walk = ConnectionTargetWalk(
-                ordering: targets, parents: parents != nil, origin: "\(key.host):\(key.port)", health: targetHealth
-            )
+        if let walk = ConnectionTargetWalk(host: key.host, port: key.port, proxy: proxy, configuration: configuration, health: targetHealth) {
             made = walk.run(on: eventLoop) { target, timeout in
                 self.resolver.resolve(host: target.host, port: target.port, on: eventLoop).flatMap { addresses in
                     self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: eventLoop)
                 }.map { made in
                     // The connection's target, for a resend after it is lost (not a parent's).
-                    if parents == nil { record.withLockedValue { $0.target = target } }
+                    if direct { record.withLockedValue { $0.target = target } }
                     return made
                 }
+            }
+        } else {
+            let dialled = proxy.map { ($0.host, $0.port) } ?? (key.host, key.port)
+            made = resolver.resolve(host: dialled.0, port: dialled.1, on: eventLoop).flatMap { addresses in
+                self.connect(key: key, to: addresses, record: record, on: eventLoop)
             }
         }
         made.flatMap { channel, handler in
@@ -396,17 +342,10 @@ final class ConnectionPool: @unchecked Sendable {
             $0.connectStart = Date()
         }
         var addresses = addresses
-        if let check = configuration.connectionAddressCheck, !key.viaProxy, key.tunnelVia == nil {
-            var refusals: [String] = []
-            addresses = addresses.filter { address in
-                guard let why = check(key.host, key.port, address) else { return true }
-                refusals.append(why)
-                return false
-            }
-            if addresses.isEmpty, let why = refusals.first {
-                return eventLoop.makeFailedFuture(
-                    SessionError(.cannotConnectToHost, nil, "\(key.host):\(key.port): refused: \(why)")
-                )
+        if !key.viaProxy, key.tunnelVia == nil {
+            switch Self.allowed(addresses, host: key.host, port: key.port, check: configuration.connectionAddressCheck) {
+            case .success(let allowed): addresses = allowed
+            case .failure(let refusal): return eventLoop.makeFailedFuture(refusal)
             }
         }
         let tls: TLSContext?
@@ -473,6 +412,24 @@ final class ConnectionPool: @unchecked Sendable {
         }
         failed?.promise.fail(error)
         if let loop { run(actions, key: key, eventLoop: loop) }
+    }
+
+    /// `addresses` without those `check` refuses for a connection to `host:port` (the destination
+    /// rules), or the first refusal when it refuses them all.
+    static func allowed(
+        _ addresses: [SocketAddress], host: String, port: Int, check: (@Sendable (String, Int, SocketAddress) -> String?)?
+    ) -> Result<[SocketAddress], SessionError> {
+        guard let check else { return .success(addresses) }
+        var refusals: [String] = []
+        let allowed = addresses.filter { address in
+            guard let why = check(host, port, address) else { return true }
+            refusals.append(why)
+            return false
+        }
+        if allowed.isEmpty, let why = refusals.first {
+            return .failure(SessionError(.cannotConnectToHost, nil, "\(host):\(port): refused: \(why)"))
+        }
+        return .success(allowed)
     }
 
     /// A short reason for a connect failure ("Connection refused"), without NIO's error wrapping.

@@ -10,6 +10,18 @@ public struct ConnectionTargetStatus: Hashable, Sendable {
     public var isPassedOver: Bool
     /// Connections to it that could not be made since the process started (every session's).
     public var failures: Int
+
+    /// One status per target of `statuses` (several sessions' lists), sorted by target: a target
+    /// several sessions use is passed over when any of them passes it over.
+    public static func merged(_ statuses: [ConnectionTargetStatus]) -> [ConnectionTargetStatus] {
+        var byTarget: [ConnectionTarget: ConnectionTargetStatus] = [:]
+        for status in statuses {
+            var merged = byTarget[status.target] ?? status
+            merged.isPassedOver = merged.isPassedOver || status.isPassedOver
+            byTarget[status.target] = merged
+        }
+        return byTarget.values.sorted { $0.target.description < $1.target.description }
+    }
 }
 
 extension Session {
@@ -19,7 +31,7 @@ extension Session {
         let (known, passedOver) = pool.targetHealth.withLockedValue { health in
             (health.known, Set(health.known.filter { health.isPaused($0, now: now) }))
         }
-        let failures = ConnectionPool.targetFailures.withLockedValue { $0 }
+        let failures = ConnectionTargetWalk.failures.withLockedValue { $0 }
         return known.map { ConnectionTargetStatus(target: $0, isPassedOver: passedOver.contains($0), failures: failures[$0] ?? 0) }
     }
 }

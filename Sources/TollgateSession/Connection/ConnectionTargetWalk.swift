@@ -1,7 +1,8 @@
+import Logging
 import NIOConcurrencyHelpers
 import NIOCore
 
-/// Tries a connection's targets in the order ``ConnectionTargetHealth`` gave — a host's
+/// Tries a connection's targets in the order ``ConnectionTargetHealth`` gives — a host's
 /// `connect-to` targets, or the session's upstream proxies —, each with the caller's `attempt`,
 /// until one answers: the pool's connections and stream tasks walk them alike.
 ///
@@ -19,16 +20,29 @@ struct ConnectionTargetWalk {
     let health: NIOLockedValueBox<ConnectionTargetHealth>
 
     /// The label of the targets' rotation and log lines.
-    var label: String { parents ? ConnectionPool.parentsLabel : origin }
+    var label: String { parents ? Self.parentsLabel : origin }
 
-    /// A walk over `targets` in the order `health` gives now: `connect-to` targets in turn, a
-    /// session's proxies in their order; the ones that failed lately last.
-    init(ordering targets: [ConnectionTarget], parents: Bool, origin: String, health: NIOLockedValueBox<ConnectionTargetHealth>) {
-        self.parents = parents
-        self.origin = origin
+    /// The walk for a connection to `host:port` made directly (`proxy` nil) or through `proxy`:
+    /// the host's `connect-to` targets in turn when it is direct, the session's proxies in their
+    /// order when there are fallbacks; nil when there is nothing to walk (the name, or the one
+    /// proxy, is connected to as it is).
+    init?(
+        host: String, port: Int, proxy: UpstreamProxy?, configuration: ConnectionPool.Configuration,
+        health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        let candidates: [ConnectionTarget]
+        if let proxy {
+            guard !configuration.upstreamProxyFallbacks.isEmpty else { return nil }
+            candidates = ([proxy] + configuration.upstreamProxyFallbacks).map { ConnectionTarget(host: $0.host, port: $0.port) }
+        } else {
+            candidates = configuration.connectionTargets?(host, port) ?? []
+            guard !candidates.isEmpty else { return nil }
+        }
+        self.parents = proxy != nil
+        self.origin = "\(host):\(port)"
         self.health = health
-        let label = parents ? ConnectionPool.parentsLabel : origin
-        self.targets = health.withLockedValue { $0.order(targets, for: label, now: .now(), rotating: !parents) }
+        let (label, rotating) = (parents ? Self.parentsLabel : origin, !parents)
+        self.targets = health.withLockedValue { $0.order(candidates, for: label, now: .now(), rotating: rotating) }
     }
 
     /// Runs the walk: `attempt` gets each target and the connect timeout to use for it (shorter
@@ -36,14 +50,14 @@ struct ConnectionTargetWalk {
     /// tries, and the request that met a dead target still gets an answer within the upstream
     /// timeout).
     func run<T>(
-        on eventLoop: any EventLoop, _ attempt: @escaping (ConnectionTarget, TimeAmount) -> EventLoopFuture<T>
+        on eventLoop: any EventLoop, _ attempt: @escaping @Sendable (ConnectionTarget, TimeAmount) -> EventLoopFuture<T>
     ) -> EventLoopFuture<T> {
         step(targets[...], failures: [], on: eventLoop, attempt)
     }
 
     private func step<T>(
         _ left: ArraySlice<ConnectionTarget>, failures: [String], on eventLoop: any EventLoop,
-        _ attempt: @escaping (ConnectionTarget, TimeAmount) -> EventLoopFuture<T>
+        _ attempt: @escaping @Sendable (ConnectionTarget, TimeAmount) -> EventLoopFuture<T>
     ) -> EventLoopFuture<T> {
         guard let target = left.first else {
             let what = parents ? "no upstream proxy" : "no connect-to target"
@@ -51,18 +65,58 @@ struct ConnectionTargetWalk {
                 SessionError(.cannotConnectToHost, nil, "\(origin): \(what) could be reached (\(failures.joined(separator: "; ")))")
             )
         }
-        let timeout: TimeAmount = left.count > 1 ? ConnectionPool.connectTimeoutBeforeNextTarget : .seconds(10)
+        let timeout: TimeAmount = left.count > 1 ? Self.connectTimeoutBeforeNextTarget : .seconds(10)
         return attempt(target, timeout).map { made in
-            ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
+            Self.noteSucceeded(target, of: label, parent: parents, in: health)
             return made
         }.flatMapError { error in
             if let answered = error as? SessionError, answered.answeredByProxy {
-                ConnectionPool.noteTargetSucceeded(target, of: label, parent: parents, in: health)
+                Self.noteSucceeded(target, of: label, parent: parents, in: health)
                 return eventLoop.makeFailedFuture(answered)
             }
             let why = (error as? SessionError)?.detail ?? ConnectionPool.reason(error)
-            ConnectionPool.noteTargetFailed(target, of: label, why: why, parent: parents, in: health)
+            Self.noteFailed(target, of: label, why: why, parent: parents, in: health)
             return step(left.dropFirst(), failures: failures + ["\(target): \(why)"], on: eventLoop, attempt)
         }
+    }
+
+    // MARK: what the walks share
+
+    /// How long a connection to a target may take while other targets are left.
+    static let connectTimeoutBeforeNextTarget: TimeAmount = .seconds(3)
+
+    /// The rotation and log label of a session's proxies.
+    static let parentsLabel = "upstream-proxy"
+
+    /// Connections to each target that could not be made, in this process (every session's; kept
+    /// across reloads, as a counter must be).
+    static let failures = NIOLockedValueBox<[ConnectionTarget: Int]>([:])
+
+    /// Where a target's going down and coming back are logged.
+    static let logger = Logger(label: "tollgate.upstream")
+
+    /// A connection to `target` failed (not made, or lost before its first response): noted, and
+    /// logged when it had been taking its turns.
+    static func noteFailed(
+        _ target: ConnectionTarget, of origin: String, why: String, parent: Bool = false,
+        in health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        let (wasInTurn, pause) = health.withLockedValue { ($0.failed(target, now: .now()), $0.failurePause) }
+        failures.withLockedValue { $0[target, default: 0] += 1 }
+        guard wasInTurn else { return }
+        logger.warning(
+            "\(parent ? "an upstream proxy" : "a connect-to target") failed; it goes last for \(pause.nanoseconds / 1_000_000_000) s",
+            metadata: ["host": "\(origin)", "target": "\(target)", "error": "\(why)"]
+        )
+    }
+
+    /// A connection to `target` was made: noted, and logged when it had failed before.
+    static func noteSucceeded(
+        _ target: ConnectionTarget, of origin: String, parent: Bool = false, in health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        guard health.withLockedValue({ $0.succeeded(target) }) else { return }
+        logger.notice(
+            "\(parent ? "an upstream proxy" : "a connect-to target") answers again", metadata: ["host": "\(origin)", "target": "\(target)"]
+        )
     }
 }

@@ -22,41 +22,32 @@ extension StreamTask {
         engine.transaction.isProxyConnection = proxy != nil
         let dialled = proxy.map { ($0.host, $0.port) } ?? (host, port)
         let tunnel = proxy.map { _ in (host: host, port: port) }
-        let parents = proxy.flatMap { ConnectionPool.parents(primary: $0, fallbacks: session.configuration.upstreamProxyFallbacks) }
-        let targets = parents ?? (proxy == nil ? session.configuration.connectionTargets?(host, port) ?? [] : [])
         let made: EventLoopFuture<any Channel>
-        if targets.isEmpty {
-            made = NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap {
-                [self] addresses -> EventLoopFuture<any Channel> in
-                engine.transaction.domainLookupEndDate = Date()
-                engine.transaction.connectStartDate = Date()
-                return connect(to: addresses, tunnel: tunnel)
-            }
-        } else {
-            // The host's `connect-to` targets, or the session's proxies in their order, with the
-            // health the session's pool keeps for its data tasks' connections.
-            let walk = ConnectionTargetWalk(
-                ordering: targets, parents: parents != nil, origin: "\(host):\(port)", health: session.pool.targetHealth
-            )
+        // The host's `connect-to` targets, or the session's proxies in their order, with the
+        // health the session's pool keeps for its data tasks' connections.
+        if let walk = ConnectionTargetWalk(
+            host: host, port: port, proxy: proxy, configuration: session.pool.configuration, health: session.pool.targetHealth
+        ) {
             // The destination rules are the origin's, checked on each `connect-to` target's
             // addresses (as the pool checks a data task's); a parent is not checked by them.
-            let check = parents == nil ? session.configuration.connectionAddressCheck : nil
+            let check = proxy == nil ? session.configuration.connectionAddressCheck : nil
             made = walk.run(on: loop) { [self] target, timeout in
                 NameResolver(threadPool: NameLookupThreads.pool).resolve(host: target.host, port: target.port, on: loop).flatMap {
                     [self] addresses -> EventLoopFuture<any Channel> in
                     engine.transaction.domainLookupEndDate = Date()
                     engine.transaction.connectStartDate = Date()
-                    var refusals: [String] = []
-                    let allowed = addresses.filter { address in
-                        guard let why = check?(host, port, address) else { return true }
-                        refusals.append(why)
-                        return false
+                    switch ConnectionPool.allowed(addresses, host: host, port: port, check: check) {
+                    case .success(let allowed): return connect(to: allowed, tunnel: tunnel, connectTimeout: timeout)
+                    case .failure(let refusal): return loop.makeFailedFuture(refusal)
                     }
-                    if allowed.isEmpty, let why = refusals.first {
-                        return loop.makeFailedFuture(SessionError(.cannotConnectToHost, nil, "refused: \(why)"))
-                    }
-                    return connect(to: allowed, tunnel: tunnel, connectTimeout: timeout)
                 }
+            }
+        } else {
+            made = NameResolver(threadPool: NameLookupThreads.pool).resolve(host: dialled.0, port: dialled.1, on: loop).flatMap {
+                [self] addresses -> EventLoopFuture<any Channel> in
+                engine.transaction.domainLookupEndDate = Date()
+                engine.transaction.connectStartDate = Date()
+                return connect(to: addresses, tunnel: tunnel)
             }
         }
         made.whenComplete { [self] result in

@@ -147,7 +147,7 @@ extension SessionTask {
         let key = connection.key
         let targets = session.configuration.connectionTargets?(key.host, key.port) ?? []
         guard targets.count > 1 else { return false }
-        ConnectionPool.noteTargetFailed(
+        ConnectionTargetWalk.noteFailed(
             target, of: "\(key.host):\(key.port)", why: "the connection was lost before the response: \(error.detail)",
             in: session.pool.targetHealth
         )
