@@ -131,7 +131,7 @@ let package = Package(
         .testTarget(name: "TollgateStoreTests", dependencies: ["TollgateStore"], swiftSettings: swiftSettings),
         .testTarget(
             name: "TollgateTLSTests",
-            dependencies: ["TollgateTLS", .product(name: "NIOEmbedded", package: "swift-nio")] + nio,
+            dependencies: ["TollgateTLS", "TollgateTesting", .product(name: "NIOEmbedded", package: "swift-nio")] + nio,
             swiftSettings: swiftSettings
         ),
         .testTarget(

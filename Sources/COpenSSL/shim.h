@@ -54,6 +54,7 @@ static inline int tg_MBSTRING_UTF8(void) { return MBSTRING_UTF8; }
 
 static inline int tg_sk_X509_num(const STACK_OF(X509) *sk) { return sk_X509_num(sk); }
 static inline X509 *tg_sk_X509_value(const STACK_OF(X509) *sk, int i) { return sk_X509_value(sk, i); }
+static inline int tg_sk_X509_REVOKED_num(const STACK_OF(X509_REVOKED) *sk) { return sk_X509_REVOKED_num(sk); }
 static inline STACK_OF(X509) *tg_sk_X509_new_null(void) { return sk_X509_new_null(); }
 static inline int tg_sk_X509_push(STACK_OF(X509) *sk, X509 *x) { return sk_X509_push(sk, x); }
 /// Frees the stack only; the certificates keep their references.

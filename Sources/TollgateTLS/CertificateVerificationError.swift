@@ -30,6 +30,11 @@ public struct CertificateVerificationError: Error, Hashable, CustomStringConvert
         public static let unableToGetLocalIssuerCertificate = Code(
             rawValue: X509_V_ERR_UNABLE_TO_GET_ISSUER_CERT_LOCALLY
         )
+        /// `X509_V_ERR_UNABLE_TO_GET_CRL` (3): revocation is checked and no CRL of the certificate's
+        /// issuer was given.
+        public static let unableToGetCRL = Code(rawValue: X509_V_ERR_UNABLE_TO_GET_CRL)
+        /// `X509_V_ERR_CRL_HAS_EXPIRED` (12): the issuer's CRL is past its `nextUpdate`.
+        public static let crlHasExpired = Code(rawValue: X509_V_ERR_CRL_HAS_EXPIRED)
         /// `X509_V_ERR_CERT_REVOKED` (23).
         public static let certificateRevoked = Code(rawValue: X509_V_ERR_CERT_REVOKED)
         /// `X509_V_ERR_INVALID_CA` (24): an issuer that is not a CA.

@@ -28,13 +28,23 @@ public final class ChainVerifier: @unchecked Sendable {
     /// The owned `X509_STORE*`; freed on deinit.
     let store: OpaquePointer
 
+    /// Whether chains are checked against revocation lists.
+    public let checksRevocation: Bool
+
     /// Creates a verifier trusting `trustedCertificates` and, if asked, the system roots.
     ///
     /// - Parameters:
     ///   - trustedCertificates: trust anchors (typically self-signed roots).
     ///   - systemRoots: also trust OpenSSL's default CA file and directory.
+    ///   - revocationLists: when not empty, every certificate of a chain but its anchor is checked
+    ///     against its issuer's list (``CertificateRevocationList``): `X509_V_FLAG_CRL_CHECK` and
+    ///     `X509_V_FLAG_CRL_CHECK_ALL`.
     /// - Throws: ``OpenSSLError/trustStore``.
-    public init(trustedCertificates: [Certificate] = [], systemRoots: Bool = false) throws {
+    public init(
+        trustedCertificates: [Certificate] = [],
+        systemRoots: Bool = false,
+        revocationLists: [CertificateRevocationList] = []
+    ) throws {
         tg_ERR_clear_error()
         guard let store = X509_STORE_new() else { throw OpenSSLError(.trustStore, "allocating a trust store") }
         do {
@@ -44,11 +54,20 @@ public final class ChainVerifier: @unchecked Sendable {
             for certificate in trustedCertificates where X509_STORE_add_cert(store, certificate.x509) != 1 {
                 throw OpenSSLError(.trustStore, "adding \(certificate.subject) to the trust store")
             }
+            for list in revocationLists where X509_STORE_add_crl(store, list.crl) != 1 {
+                throw OpenSSLError(.trustStore, "adding the CRL of \(list.issuer) to the trust store")
+            }
+            if !revocationLists.isEmpty,
+                X509_STORE_set_flags(store, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL)) != 1
+            {
+                throw OpenSSLError(.trustStore, "turning on the CRL check")
+            }
         } catch {
             X509_STORE_free(store)
             throw error
         }
         self.store = store
+        self.checksRevocation = !revocationLists.isEmpty
     }
 
     /// Creates a verifier trusting every certificate in the PEM bundles and, if asked, the system roots.

@@ -45,7 +45,8 @@ public final class TLSContext: @unchecked Sendable {
         let explicitRoots = try configuration.trustRoots.explicitCertificates()
         let verifier = try ChainVerifier(
             trustedCertificates: explicitRoots,
-            systemRoots: configuration.trustRoots.includesSystemRoots
+            systemRoots: configuration.trustRoots.includesSystemRoots,
+            revocationLists: try configuration.trustRoots.allRevocationLists()
         )
         let alpn = UnsafeMutableBufferPointer<UInt8>.allocate(capacity: max(wire.count, 1))
         _ = alpn.initialize(from: wire)
@@ -119,6 +120,13 @@ public final class TLSContext: @unchecked Sendable {
             throw OpenSSLError(.trustStore, "sharing the trust store")
         }
         SSL_CTX_set_cert_store(ctx, verifier.store)
+        // The handshake's verification takes its flags from the context's parameters as well as the
+        // store's: set on both, so the CRL check cannot be lost between them.
+        if verifier.checksRevocation,
+            X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx), UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL)) != 1
+        {
+            throw OpenSSLError(.trustStore, "turning on the CRL check")
+        }
 
         if configuration.clientCertificateRequirement.asksForCertificate {
             for certificate in clientCAs where SSL_CTX_add_client_CA(ctx, certificate.x509) != 1 {

@@ -1,6 +1,9 @@
-/// The certificates a TLS endpoint trusts as anchors when it verifies its peer.
+/// The certificates a TLS endpoint trusts as anchors when it verifies its peer, and the revocation
+/// lists it checks the peer's chain against.
 ///
-/// Any combination of the system roots, PEM bundle files and certificates in memory. The system roots are
+/// Any combination of the system roots, PEM bundle files and certificates in memory. With any
+/// revocation list (in memory or in a file), every certificate of a chain but its anchor must be
+/// covered by a list from its issuer and not revoked (``CertificateRevocationList``). The system roots are
 /// OpenSSL's default paths: on Debian `/etc/ssl/certs/ca-certificates.crt` and the hashed `/etc/ssl/certs`
 /// directory, overridable with `SSL_CERT_FILE` and `SSL_CERT_DIR`.
 ///
@@ -16,16 +19,32 @@ public struct TrustRoots: Hashable, Sendable {
     /// Certificates trusted as anchors; none unless given.
     public var certificates: [Certificate]
 
+    /// Revocation lists checked; none (no revocation check) unless given.
+    public var revocationLists: [CertificateRevocationList]
+
+    /// Files of revocation lists (PEM or DER), read when the context is built; none unless given.
+    public var revocationListFiles: [String]
+
     /// Trust roots from the system, PEM files and certificates.
     ///
     /// - Parameters:
     ///   - includesSystemRoots: also trust the system roots.
     ///   - pemFiles: PEM bundle files to trust.
     ///   - certificates: certificates to trust.
-    public init(includesSystemRoots: Bool = false, pemFiles: [String] = [], certificates: [Certificate] = []) {
+    ///   - revocationLists: revocation lists to check chains against.
+    ///   - revocationListFiles: files of revocation lists to check chains against.
+    public init(
+        includesSystemRoots: Bool = false,
+        pemFiles: [String] = [],
+        certificates: [Certificate] = [],
+        revocationLists: [CertificateRevocationList] = [],
+        revocationListFiles: [String] = []
+    ) {
         self.includesSystemRoots = includesSystemRoots
         self.pemFiles = pemFiles
         self.certificates = certificates
+        self.revocationLists = revocationLists
+        self.revocationListFiles = revocationListFiles
     }
 
     /// The system roots only: the default for clients.
@@ -47,5 +66,10 @@ public struct TrustRoots: Hashable, Sendable {
     /// Every certificate these roots name explicitly (files read now); the system roots are left out.
     func explicitCertificates() throws -> [Certificate] {
         try self.certificates + self.pemFiles.flatMap { try Certificate.bundle(pemFile: $0) }
+    }
+
+    /// Every revocation list, files read now.
+    func allRevocationLists() throws -> [CertificateRevocationList] {
+        try self.revocationLists + self.revocationListFiles.flatMap { try CertificateRevocationList.lists(inFile: $0) }
     }
 }
