@@ -46,6 +46,8 @@ public struct PolicyDecision: Sendable {
     public struct TrustSummary: Sendable {
         /// The trust anchors.
         public var roots: HostRule.Trust.Roots
+        /// The revocation list files checked (`crls`); empty means no revocation check.
+        public var crls: [String]
         /// The rule's own pins; empty means no pinning.
         public var pins: [SPKIPin]
         /// The pin mode in force: the configured one, or report once the pins expired.

@@ -51,6 +51,9 @@ extension PolicyDecisions {
 
         let trust = decision.trust
         var trustText = trust.insecure ? "INSECURE, no certificate verification" : "roots \(trust.roots)"
+        if !trust.insecure, !trust.crls.isEmpty {
+            trustText += ", revocation checked against crls \(trust.crls.joined(separator: ", ")) (every certificate but the root)"
+        }
         if trust.pins.isEmpty {
             trustText += ", no pins"
         } else {

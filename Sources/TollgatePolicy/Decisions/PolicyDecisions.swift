@@ -124,6 +124,7 @@ public struct PolicyDecisions: Sendable {
             upstreamProxy: session.upstreamProxy,
             trust: PolicyDecision.TrustSummary(
                 roots: rule.trust.roots,
+                crls: rule.trust.crls,
                 pins: rule.trust.pins,
                 pinMode: pinMode,
                 pinsExpired: !rule.trust.pins.isEmpty && pinMode != rule.trust.pinMode,

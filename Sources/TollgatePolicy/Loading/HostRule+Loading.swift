@@ -74,7 +74,7 @@ extension HostRule {
 }
 
 extension HostRule.Trust {
-    static let keys = ["roots", "pins", "pin-mode", "pins-expire", "insecure", "deny"]
+    static let keys = ["roots", "crls", "pins", "pin-mode", "pins-expire", "insecure", "deny"]
 
     /// Reads a rule's `trust`.
     ///
@@ -82,6 +82,7 @@ extension HostRule.Trust {
     /// | key | type | default |
     /// |---|---|---|
     /// | `roots` | `system`, a PEM bundle path, `{ file: PATH, optional: true }`, or a list of these | `system` |
+    /// | `crls` | a CRL file path (PEM or DER), or a list of them | none |
     /// | `pins` | list of `sha256/BASE64` | none |
     /// | `pin-mode` | `enforce` \| `report` | `enforce` |
     /// | `pins-expire` | date `YYYY-MM-DD` (UTC) or RFC 3339 time | none |
@@ -131,6 +132,9 @@ extension HostRule.Trust {
             if items.isEmpty { rootsNode.report("list system, a PEM file, or both") }
             self.roots = roots
         }
+        if let crlsNode = entry["crls"] {
+            crls = Self.revocationListFiles(crlsNode) ?? []
+        }
         if let items = entry["pins"]?.scalarOrList("a list of sha256/BASE64 pins") {
             for item in items {
                 guard let text = item.nonEmptyString("a pin sha256/BASE64") else { continue }
@@ -156,6 +160,24 @@ extension HostRule.Trust {
         }
         if let value = entry["insecure"]?.bool() { insecure = value }
         if let value = entry["deny"]?.bool() { deny = value }
+    }
+
+    /// The files of a `crls` setting (one path or a list), each read now when the loader checks
+    /// files, so a damaged list is a `check-config` error at its line. A list past its
+    /// `nextUpdate` is not: it fails the connections it covers (closed), not the whole file.
+    static func revocationListFiles(_ node: ConfigNode) -> [String]? {
+        guard let items = node.scalarOrList("a CRL file path or a list of them") else { return nil }
+        if items.isEmpty { node.report("list at least one CRL file (or leave crls out)") }
+        return items.compactMap { item in
+            guard let path = item.readableFile() else { return nil }
+            guard item.context.loader.checkFiles, PathResolution.problemReadingFile(path) == nil else { return path }
+            do {
+                _ = try CertificateRevocationList.lists(inFile: path)
+            } catch {
+                item.report("cannot read the CRLs in \(path): \(error)")
+            }
+            return path
+        }
     }
 
     /// `YYYY-MM-DD` (midnight UTC) or an RFC 3339 date-time.

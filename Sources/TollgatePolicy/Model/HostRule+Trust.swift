@@ -45,6 +45,10 @@ extension HostRule {
 
         /// The trust anchors (`roots`: `system`, a PEM bundle `PATH`, or a list of both). Default: system.
         public var roots: Roots = .system
+        /// Files of certificate revocation lists (`crls`, PEM or DER): when any is given, every
+        /// certificate of the chain but its anchor must be covered by its issuer's list and not be
+        /// revoked (``CertificateRevocationList``). Default: none, no revocation check.
+        public var crls: [String] = []
         /// SPKI pins (`pins`); empty means no pinning. Default: none.
         public var pins: [SPKIPin] = []
         /// Enforce or report pin mismatches (`pin-mode`). Default: enforce.

@@ -262,7 +262,10 @@ public final class PolicyRuntime: Sendable {
         retire(retired)
         // Trust is decided when a connection is made: if what decides it changed, the kept
         // sessions' idle connections close, so the next request is checked under the new rules.
-        if Self.trustSettings(old.configuration) != Self.trustSettings(configuration) {
+        // So they do whenever a rule names revocation lists: a reload is how a refreshed list,
+        // same path and new contents, is put in force, and it must reach connections made earlier.
+        let checksRevocation = configuration.hosts.contains { !$0.trust.crls.isEmpty }
+        if checksRevocation || Self.trustSettings(old.configuration) != Self.trustSettings(configuration) {
             let retiredSessions = Set(retired.map(ObjectIdentifier.init))
             for session in next.sessions.values where !retiredSessions.contains(ObjectIdentifier(session)) {
                 session.flush()

@@ -147,9 +147,10 @@ extension PolicySessionDelegate {
             break
         case .untrusted(let error):
             let line =
-                "refused \(target): untrusted certificate (\(ruleText), roots \(trust.roots)): \(error)"
+                "refused \(target): untrusted certificate (\(ruleText), roots \(trust.roots)\(Self.crlsText(trust))): \(error)"
                 + "\(expected); presented: \(presented)"
-            return refuse(.serverCertificateUntrusted, "\(host): \(error)", .untrusted, line)
+            let kind: TrustEvent.Kind = error.code == .certificateRevoked ? .revoked : .untrusted
+            return refuse(.serverCertificateUntrusted, "\(host): \(error)", kind, line)
         case .noCertificate:
             let line = "refused \(target): no certificate presented (\(ruleText), roots \(trust.roots))\(expected)"
             return refuse(.serverCertificateUntrusted, "\(host) presented no certificate", .untrusted, line)
@@ -232,10 +233,24 @@ extension PolicySessionDelegate {
                 report(.rootsUnreadable, error)
             }
         }
+        var revocationLists: [CertificateRevocationList] = []
+        var unreadableLists: [String] = []
+        for path in decision.trust.crls {
+            switch files.revocationLists(inFile: path) {
+            case .success(let lists):
+                revocationLists += lists
+            case .failure(let error):
+                // Left as a file, as a roots bundle: the connection fails naming it (closed).
+                unreadableLists.append(path)
+                report(.crlsUnreadable, error)
+            }
+        }
         configuration.trustRoots = TrustRoots(
             includesSystemRoots: decision.trust.roots.includesSystem,
             pemFiles: unreadable,
-            certificates: anchors
+            certificates: anchors,
+            revocationLists: revocationLists,
+            revocationListFiles: unreadableLists
         )
         if let setting = decision.clientIdentity {
             switch files.identity(for: setting) {
@@ -247,6 +262,11 @@ extension PolicySessionDelegate {
     }
 
     // MARK: helpers
+
+    /// `, crls a.pem, b.crl`, or nothing when the rule names none.
+    static func crlsText(_ trust: PolicyDecision.TrustSummary) -> String {
+        trust.crls.isEmpty ? "" : ", crls \(trust.crls.joined(separator: ", "))"
+    }
 
     /// `sha256/… CN=leaf, sha256/… CN=CA`, or `(none)`.
     static func describe(_ chain: [Certificate]) -> String {

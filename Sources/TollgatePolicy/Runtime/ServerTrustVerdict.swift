@@ -8,8 +8,11 @@ public struct TrustEvent: Sendable, CustomStringConvertible {
     public enum Kind: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
         /// The host's rule says `trust.deny`.
         case denied
-        /// OpenSSL did not trust the chain against the rule's roots (or no certificate came).
+        /// OpenSSL did not trust the chain against the rule's roots (or no certificate came, or a
+        /// revocation list the rule names could not settle it: none from an issuer, or expired).
         case untrusted
+        /// A certificate of the chain is revoked by a list of the rule's `crls`: refused.
+        case revoked
         /// No certificate of the verified chain had a pin, and the pins are enforced: refused.
         case pinMismatch = "pin-mismatch"
         /// No certificate of the verified chain had a pin, and the pins are only reported
@@ -21,19 +24,21 @@ public struct TrustEvent: Sendable, CustomStringConvertible {
         case clientIdentity = "client-identity"
         /// A PEM bundle of the rule's `roots` could not be read: the connection fails.
         case rootsUnreadable = "roots-unreadable"
+        /// A file of the rule's `crls` could not be read: the connection fails.
+        case crlsUnreadable = "crls-unreadable"
 
         /// Whether it counts as a TLS trust failure of the host (``TrustFailureCounter/byHost``).
         public var isTrustFailure: Bool {
             switch self {
-            case .denied, .untrusted, .pinMismatch, .pinReport: true
-            case .insecure, .clientIdentity, .rootsUnreadable: false
+            case .denied, .untrusted, .revoked, .pinMismatch, .pinReport: true
+            case .insecure, .clientIdentity, .rootsUnreadable, .crlsUnreadable: false
             }
         }
 
         /// The level it is logged at: refusals are errors; reports and insecure connections warnings.
         public var logLevel: Logger.Level {
             switch self {
-            case .denied, .untrusted, .pinMismatch, .clientIdentity, .rootsUnreadable: .error
+            case .denied, .untrusted, .revoked, .pinMismatch, .clientIdentity, .rootsUnreadable, .crlsUnreadable: .error
             case .pinReport, .insecure: .warning
             }
         }

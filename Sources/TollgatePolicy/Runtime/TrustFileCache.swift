@@ -2,14 +2,14 @@ import NIOConcurrencyHelpers
 public import TollgateTLS
 
 /// The files trust settings name, each read once and kept: `client-identity` certificate and key
-/// files, and `roots` PEM bundles.
+/// files, `roots` PEM bundles and `crls` revocation lists.
 ///
 /// - A client identity is the certificate file (the leaf, then any intermediates) and the
 ///   unencrypted key file (PKCS#8 or traditional; PKCS#12 is not read), checked to belong together.
 ///   A failure is kept too, so every connection to the host fails the same way with the same
 ///   message (the TLS settings and the server-trust challenge both ask).
-/// - A bundle's certificates are kept once read; a bundle that cannot be read is tried again at the
-///   next connection.
+/// - A bundle's certificates, and a file's revocation lists, are kept once read; a file that cannot
+///   be read is tried again at the next connection.
 ///
 /// ``removeAll()`` forgets everything (a ``PolicyRuntime`` calls it on every apply or reload, so a
 /// rotated or fixed file is read again after a reload). Messages name the files and say what is
@@ -28,6 +28,7 @@ public final class TrustFileCache: Sendable {
     private struct Entries {
         var identities: [HostRule.ClientIdentity: Result<Identity, LoadError>] = [:]
         var bundles: [String: [Certificate]] = [:]
+        var revocationLists: [String: [CertificateRevocationList]] = [:]
     }
 
     private let entries = NIOLockedValueBox(Entries())
@@ -60,6 +61,24 @@ public final class TrustFileCache: Sendable {
             entries.withLockedValue { entries in
                 if let known = entries.bundles[path] { return known }
                 entries.bundles[path] = loaded
+                return loaded
+            }
+        )
+    }
+
+    /// The revocation lists in the file at `path` (PEM or DER); a failure is not kept.
+    public func revocationLists(inFile path: String) -> Result<[CertificateRevocationList], LoadError> {
+        if let known = entries.withLockedValue({ $0.revocationLists[path] }) { return .success(known) }
+        let loaded: [CertificateRevocationList]
+        do {
+            loaded = try CertificateRevocationList.lists(inFile: path)
+        } catch {
+            return .failure(LoadError(files: [path], message: "cannot read the CRLs in \(path): \(error)"))
+        }
+        return .success(
+            entries.withLockedValue { entries in
+                if let known = entries.revocationLists[path] { return known }
+                entries.revocationLists[path] = loaded
                 return loaded
             }
         )
