@@ -70,4 +70,8 @@ extension HeaderName {
     public static let xForwardedPort = HeaderName("X-Forwarded-Port")
     public static let forwarded = HeaderName("Forwarded")
     public static let cdnLoop = HeaderName("CDN-Loop")
+    /// RFC 9440: the client certificate a TLS-terminating proxy verified.
+    public static let clientCert = HeaderName("Client-Cert")
+    /// RFC 9440: the other certificates the client presented.
+    public static let clientCertChain = HeaderName("Client-Cert-Chain")
 }

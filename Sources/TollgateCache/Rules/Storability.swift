@@ -114,7 +114,12 @@ extension CacheRules {
         case .private:
             return !isShared || responseControl.private != .all
         case .authorization:
-            guard isShared, request.headerFields.contains(.authorization) else { return true }
+            // A `Client-Cert` (RFC 9440: a certificate a TLS-terminating proxy verified, ours with
+            // `client-auth` or a trusted forwarder's) names the client as Authorization does: an
+            // origin may answer it for that client alone.
+            guard isShared,
+                request.headerFields.contains(.authorization) || request.headerFields.contains(.clientCert)
+            else { return true }
             return responseControl.public || responseControl.sMaxAge != nil || responseControl.mustRevalidate
         case .varyStar:
             return !Vary(fieldValues: response.headerFields.values(for: .vary)).isWildcard

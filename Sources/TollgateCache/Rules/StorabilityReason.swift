@@ -26,8 +26,8 @@ public struct StorabilityReason: RawRepresentable, Hashable, Sendable, CustomStr
     public static let noStore = StorabilityReason(rawValue: "no-store")
     /// `private` (unqualified) in a shared cache.
     public static let `private` = StorabilityReason(rawValue: "private")
-    /// The request had Authorization and the response did not allow a shared cache to
-    /// store it (`public`, `s-maxage` or `must-revalidate`, RFC 9111 §3.5).
+    /// The request had Authorization (or a `Client-Cert`, RFC 9440) and the response did not
+    /// allow a shared cache to store it (`public`, `s-maxage` or `must-revalidate`, RFC 9111 §3.5).
     public static let authorization = StorabilityReason(rawValue: "authorization")
     /// `Vary: *`: no later request could ever be matched to it.
     public static let varyStar = StorabilityReason(rawValue: "vary-star")

@@ -1,3 +1,5 @@
+import TollgateTLS
+
 extension PolicyConfiguration.Listener.TLS {
     /// Reads a listener's `tls`. With a loader that checks files, every certificate and key is
     /// read now, so `check-config` and a reload catch what the listener would refuse: a missing
@@ -10,9 +12,15 @@ extension PolicyConfiguration.Listener.TLS {
     /// | `key` | PEM key file path, mode 0600 or stricter | required with `certificate` |
     /// | `certificates` | list of `{ certificate, key }`, chosen by SNI; the first is the default | |
     /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
-    init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version"]) else { return nil }
+    /// | `client-auth` | mapping (``ClientAuth``) | none: no client certificates asked for |
+    init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
+        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version", "client-auth"]) else { return nil }
         let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
+        var clientAuth: ClientAuth?
+        if let clientAuthNode = entry["client-auth"] {
+            guard let read = ClientAuth(node: clientAuthNode, mode: mode) else { return nil }
+            clientAuth = read
+        }
         var certificates: [CertificateFiles]?
         switch (entry["certificate"], entry["certificates"]) {
         case (_?, let listNode?):
@@ -29,7 +37,48 @@ extension PolicyConfiguration.Listener.TLS {
             node.report("missing key \"certificate\" (with \"key\") or \"certificates\"")
         }
         guard let certificates, let minimumVersion else { return nil }
-        self.init(certificates: certificates, minimumVersion: minimumVersion)
+        self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
+    }
+}
+
+extension PolicyConfiguration.Listener.TLS.ClientAuth {
+    /// Reads a TLS listener's `client-auth`; with a loader that checks files, every roots bundle
+    /// and revocation list is read now.
+    ///
+    /// ## Configuration keys:
+    /// | key | type | default |
+    /// |---|---|---|
+    /// | `roots` | a PEM bundle path, or a list of them | required |
+    /// | `crls` | a CRL file path (PEM or DER), or a list of them | none |
+    /// | `verify` | `required` \| `optional` | `required` |
+    /// | `forward` | `client-cert` \| `off` | `client-cert` on a reverse listener, `off` on a forward one |
+    init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
+        guard let entry = node.mapping(keys: ["roots", "crls", "verify", "forward"]) else { return nil }
+        var roots: [String]?
+        if let rootsNode = entry.required("roots"), let items = rootsNode.scalarOrList("a PEM bundle path or a list of them") {
+            if items.isEmpty { rootsNode.report("list at least one PEM bundle of the CAs that issue client certificates") }
+            roots = items.compactMap { item in
+                guard let text = item.nonEmptyString("a PEM bundle path") else { return nil }
+                if text == "system" {
+                    item.report("the system roots are public CAs, anyone can get a certificate from them: name the bundle of your own client CA")
+                    return nil
+                }
+                guard let path = item.readableFile() else { return nil }
+                if item.context.loader.checkFiles, PathResolution.problemReadingFile(path) == nil {
+                    do {
+                        _ = try Certificate.bundle(pemFile: path)
+                    } catch {
+                        item.report("cannot read the client CA bundle \(path): \(error)")
+                    }
+                }
+                return path
+            }
+        }
+        let crls = entry["crls"].map { HostRule.Trust.revocationListFiles($0) ?? [] } ?? []
+        let verify = entry["verify"].map { $0.choice(Verify.self) } ?? .required
+        let forward = entry["forward"].map { $0.choice(Forward.self) } ?? (mode == .reverse ? .clientCert : .off)
+        guard let roots, !roots.isEmpty, let verify, let forward else { return nil }
+        self.init(roots: roots, crls: crls, verify: verify, forward: forward)
     }
 }
 

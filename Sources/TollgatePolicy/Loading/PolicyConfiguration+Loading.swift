@@ -68,7 +68,7 @@ extension PolicyConfiguration.Listener {
     /// | `address` | `HOST:PORT`, `[IPv6]:PORT` | required |
     /// | `mode` | `forward` \| `reverse` | `forward` |
     /// | `upstream` | `http(s)://HOST[:PORT]` | required for reverse, refused for forward |
-    /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version` (``TLS``) | none: plain HTTP |
+    /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version`, `client-auth` (``TLS``) | none: plain HTTP |
     /// | `h2c` | boolean | `false` |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c"]) else { return nil }
@@ -85,7 +85,7 @@ extension PolicyConfiguration.Listener {
         }
         var tls: TLS?
         if let tlsNode = entry["tls"] {
-            guard let read = TLS(node: tlsNode) else { return nil }
+            guard let read = TLS(node: tlsNode, mode: mode ?? .forward) else { return nil }
             tls = read
         }
         guard let address, let mode else { return nil }

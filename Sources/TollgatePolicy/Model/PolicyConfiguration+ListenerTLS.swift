@@ -73,11 +73,14 @@ extension PolicyConfiguration.Listener {
         public var certificates: [CertificateFiles]
         /// The lowest TLS version accepted (`min-version`). Default: 1.2.
         public var minimumVersion: MinimumVersion
+        /// Client certificates asked for and checked (`client-auth`). Default: nil, none asked for.
+        public var clientAuth: ClientAuth?
 
         /// Creates TLS settings.
-        public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2) {
+        public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2, clientAuth: ClientAuth? = nil) {
             self.certificates = certificates
             self.minimumVersion = minimumVersion
+            self.clientAuth = clientAuth
         }
     }
 }

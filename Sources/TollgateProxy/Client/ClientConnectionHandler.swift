@@ -68,7 +68,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     private let exchangeMaker: ExchangeMaker?
     /// The TLS version of a TLS listener's connection (its handshake is done before this handler
     /// is added); nil for plain HTTP.
-    private let clientTLS: String?
+    private let clientTLS: ClientTLS?
 
     /// - Parameters:
     ///   - clock: what the timeouts go by (tests move one by hand).
@@ -78,7 +78,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         environment: ListenerEnvironment,
         clock: any ConnectionClock = TickConnectionClock(),
         exchangeMaker: ExchangeMaker? = nil,
-        clientTLS: String? = nil
+        clientTLS: ClientTLS? = nil
     ) {
         self.environment = environment
         self.clientTLS = clientTLS
@@ -155,7 +155,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         if let completed = event as? TLSHandshakeCompleted, intercepted != nil {
             intercepted?.handshakeDone = true
-            memo.clientTLS = completed.evaluation.protocolVersion.description
+            // The minted certificate's handshake asks the client for none.
+            memo.clientTLS = ClientTLS(version: completed.evaluation.protocolVersion.description)
             let selection = ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol)
             switch selection {
             case .http1: break  // this handler reads the requests inside the client's TLS
@@ -168,7 +169,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                         at: .before(self),
                         environment: environment,
                         remoteAddress: context.channel.remoteAddress,
-                        clientTLS: completed.evaluation.protocolVersion.description
+                        clientTLS: ClientTLS(version: completed.evaluation.protocolVersion.description)
                     )
                 } catch {
                     closeNow()
@@ -299,7 +300,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         let request = machine.request
         let entry = AccessLogEntry(
             clientAddress: clientAddress,
-            clientTLS: memoStorage?.clientTLS,
+            clientTLS: memoStorage?.clientTLS?.version,
+            clientCertificate: memoStorage?.clientTLS?.certificate?.subject,
             time: Int(TickClock.date.timeIntervalSince1970),
             method: request?.method ?? "-",
             target: request?.target ?? "-",

@@ -7,7 +7,7 @@ extension ConnectionMemo {
     static func forClient(
         at remote: SocketAddress?,
         access: PolicyConfiguration.Access,
-        clientTLS: String?
+        clientTLS: ClientTLS?
     ) -> (memo: ConnectionMemo, allowed: Bool) {
         let addressBytes = remote?.networkBytes
         let memo = ConnectionMemo(

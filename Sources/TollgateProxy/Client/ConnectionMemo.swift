@@ -16,9 +16,10 @@ final class ConnectionMemo {
     let clientIsLoopback: Bool
     /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
     let clientTrustedForwarder: Bool
-    /// The TLS version of the connection (`TLSv1.3`) once its handshake is done; nil for plain
-    /// HTTP. Exchanges log it, and a reverse listener says `X-Forwarded-Proto: https` with it.
-    var clientTLS: String?
+    /// What the connection's TLS handshake settled (its version, the client's certificate) once
+    /// it is done; nil for plain HTTP. Exchanges log it, a reverse listener says
+    /// `X-Forwarded-Proto: https` with it, and passes the certificate on when told to.
+    var clientTLS: ClientTLS?
 
     /// The rules the connection's exchanges go by, until the policy changes (``exchangeRules(_:)``).
     private var rules: ExchangeRules?

@@ -17,7 +17,7 @@ struct ExchangeRecord: Sendable {
     private struct Fields: Sendable {
         let head: ClientRequestHead
         let clientAddress: String
-        let clientTLS: String?
+        let clientTLS: ClientTLS?
         let started = TickClock.date
         var status: Int?
         var bodyBytes: Int64 = 0
@@ -37,14 +37,16 @@ struct ExchangeRecord: Sendable {
     @CopyOnWrite private var fields: Fields
     var route: ProxyRoute?
 
-    init(head: ClientRequestHead, clientAddress: String, clientTLS: String? = nil) {
+    init(head: ClientRequestHead, clientAddress: String, clientTLS: ClientTLS? = nil) {
         _fields = CopyOnWrite(wrappedValue: Fields(head: head, clientAddress: clientAddress, clientTLS: clientTLS))
     }
 
     var head: ClientRequestHead { fields.head }
     var clientAddress: String { fields.clientAddress }
     /// The TLS version the client's connection uses (`TLSv1.3`), nil for plain HTTP.
-    var clientTLS: String? { fields.clientTLS }
+    var clientTLS: String? { fields.clientTLS?.version }
+    /// The subject of the client's verified certificate (`client-auth`), nil without one.
+    var clientCertificateSubject: String? { fields.clientTLS?.certificate?.subject }
     var started: Date { fields.started }
     var status: Int? {
         get { fields.status }
@@ -144,6 +146,7 @@ struct ExchangeRecord: Sendable {
         return AccessLogEntry(
             clientAddress: clientAddress,
             clientTLS: clientTLS,
+            clientCertificate: clientCertificateSubject,
             time: Int(started.timeIntervalSince1970),
             method: head.method,
             target: head.target,

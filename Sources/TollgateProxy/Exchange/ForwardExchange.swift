@@ -233,6 +233,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     private static let forwardingFields = HeaderNameList([
         .xForwardedFor, .xForwardedHost, .xForwardedProto, .xForwardedPort, .forwarded,
     ])
+    /// The RFC 9440 fields: which certificate the client's TLS connection verified.
+    private static let clientCertificateFields = HeaderNameList([.clientCert, .clientCertChain])
 
     /// The client's header fields as they go upstream: hop-by-hop fields removed (credentials
     /// for the proxy among them), Host left to the session (it derives it from the URL, as
@@ -258,6 +260,17 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             for name in [HeaderName.forwarded, .xForwardedHost, .xForwardedProto, .xForwardedPort] { fields.remove(name) }
             if reverse { fields.remove(.xForwardedFor) }
         }
+        // RFC 9440 §4: a client's own `Client-Cert` is a claim to an identity it did not prove.
+        // A reverse listener removes it (a trusted forwarder's stands, unless this connection
+        // verified a certificate of its own, which replaces it); a forward one passes it on, as
+        // X-Forwarded-For, unless it forwards the certificate it verified.
+        let certificate = memo.clientTLS?.forwardedCertificate
+        if certificate != nil || (reverse && !memo.clientTrustedForwarder),
+            fields.containsAny(of: Self.clientCertificateFields)
+        {
+            fields.remove(.clientCert)
+            fields.remove(.clientCertChain)
+        }
         // Usually the client sent none of the X-Forwarded-* fields (the key mask says so without
         // a walk): the proxy's lines are then the same as for the connection's last request.
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {
@@ -267,7 +280,9 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             // The connection's TLS is fixed for its life, so the remembered lines stay right.
             let scheme = memo.clientTLS == nil ? "http" : "https"
             let loop = environment.ownListeners.loopIdentifier
-            let make = { Self.addedLines(via: via, loop: loop, client: client, originalHost: host, reverse: reverse, scheme: scheme) }
+            let make = {
+                Self.addedLines(via: via, loop: loop, client: client, originalHost: host, reverse: reverse, scheme: scheme, certificate: certificate)
+            }
             // (A connection's requests are all HTTP/2 or all HTTP/1.x: the memo's key needs no more.)
             fields.append(contentsOf: memo.forwardingLines(minorVersion: head.minorVersion, originalHost: host, make: make))
             return fields
@@ -284,7 +299,14 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             fields.add(name: .xForwardedHost, value: originalHost)
         }
         if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: memo.clientTLS == nil ? "http" : "https") }
+        if let certificate { Self.add(certificate, to: &fields) }
         return fields
+    }
+
+    /// `Client-Cert` and, when the client presented more than its leaf, `Client-Cert-Chain`.
+    private static func add(_ certificate: ClientCertificate, to fields: inout HeaderFields) {
+        fields.add(name: .clientCert, value: certificate.field)
+        if let chain = certificate.chainField { fields.add(name: .clientCertChain, value: chain) }
     }
 
     /// Via's value for `head`: the protocol it was received with (RFC 9110 §7.6.3), `2` for an
@@ -298,11 +320,14 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// `CDN-Loop` member (`loop`), and on a reverse listener X-Forwarded-For, -Host (when the
     /// client sent a Host) and -Proto (`scheme`: `https` over a TLS listener).
     private static func addedLines(
-        via: String, loop: String, client: String, originalHost: String?, reverse: Bool, scheme: String
+        via: String, loop: String, client: String, originalHost: String?, reverse: Bool, scheme: String,
+        certificate: ClientCertificate?
     ) -> HeaderFields {
         var lines = HeaderFields()
         lines.add(name: .via, value: via)
         lines.add(name: .cdnLoop, value: loop)
+        // The connection's certificate is fixed for its life, so remembered lines stay right.
+        if let certificate { add(certificate, to: &lines) }
         guard reverse else { return lines }
         lines.add(name: .xForwardedFor, value: client)
         if let originalHost { lines.add(name: .xForwardedHost, value: originalHost) }

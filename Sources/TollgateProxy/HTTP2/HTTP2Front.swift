@@ -28,7 +28,7 @@ extension ChannelPipeline.SynchronousOperations {
     func configureHTTP2Front(
         environment: ListenerEnvironment,
         remoteAddress: SocketAddress?,
-        clientTLS: String? = nil,
+        clientTLS: ClientTLS? = nil,
         position: ChannelPipeline.SynchronousOperations.Position = .last
     ) throws {
         let settings = HTTP2FrontSettings(environment.policy.limits)

@@ -21,7 +21,7 @@ final class HTTP2FrontConnection {
     /// Closes the connection once ``openStreams`` is zero (after a GOAWAY for too many streams).
     private var closeWhenIdle: (() -> Void)?
 
-    init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: String? = nil) {
+    init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: ClientTLS? = nil) {
         self.environment = environment
         let client = ConnectionMemo.forClient(at: remoteAddress, access: environment.policy.access, clientTLS: clientTLS)
         memo = client.memo

@@ -19,7 +19,8 @@ import Darwin
 /// (``ExchangeRecord/notStoredReason``), `timings` (``ExchangeTimings``, null without a task),
 /// `upstream_protocol`, `upstream_address` and `reused` (null unless the response came from
 /// the network); `client_tls`: the TLS version of the client's connection (`TLSv1.3`: a TLS
-/// listener or an intercepted CONNECT), null for plain HTTP; `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
+/// listener or an intercepted CONNECT), null for plain HTTP; `client_cert`: the subject of the
+/// client's certificate a listener's `client-auth` verified, else null; `websocket` (``WebSocketTotals``: messages and bytes each way, the close code
 /// and who closed) for a WebSocket upgrade, written when it ends, else null; `tunnel`
 /// (``TunnelTotals``: bytes each way and how it ended) for a CONNECT tunnel or an upgrade to
 /// another protocol, else null. The combined
@@ -34,6 +35,9 @@ struct AccessLogEntry: Sendable {
     /// The TLS version of the client's connection (`TLSv1.3`), nil for plain HTTP (JSON format
     /// only).
     var clientTLS: String? = nil
+    /// The subject of the client's certificate, verified by the listener's `client-auth`
+    /// (`CN=build-agent-7,O=Example`), nil without one (JSON format only).
+    var clientCertificate: String? = nil
     /// Seconds since 1970 when the request head arrived.
     var time: Int
     var method: String
@@ -163,6 +167,7 @@ struct AccessLogEntry: Sendable {
         fields.append("\"websocket\":" + (webSocket?.json ?? "null"))
         fields.append("\"tunnel\":" + (tunnel?.json ?? "null"))
         add("client_tls", clientTLS)
+        add("client_cert", clientCertificate)
         return "{" + fields.joined(separator: ",") + "}"
     }
 

@@ -14,6 +14,9 @@ enum ClientHandshakeFailure: String, CaseIterable, Sendable {
     case failed
     /// The client closed the connection before the handshake completed.
     case closed
+    /// The listener's `client-auth` turned the client away: no certificate where one is
+    /// required, or one its roots (and revocation lists) do not trust.
+    case certificate
 
     /// The reason for `error`, caught before the handshake completed.
     init(_ error: any Error) {
@@ -25,6 +28,9 @@ enum ClientHandshakeFailure: String, CaseIterable, Sendable {
         case .alertReceived: self = .alert
         case .uncleanShutdown: self = .closed
         case .handshakeFailed where tls.peerClosed: self = .closed
+        // A server verifies only a client's certificate; OpenSSL's reason when none came.
+        case .peerUntrusted: self = .certificate
+        case .handshakeFailed where tls.message.contains("peer did not return a certificate"): self = .certificate
         default: self = .failed
         }
     }

@@ -34,13 +34,13 @@ enum ClientProtocolSelection: Equatable {
     }
 
     /// Adds the handlers that serve this protocol at `position` (the TLS handler's side of the
-    /// pipeline), for a connection whose handshake negotiated TLS version `clientTLS`.
+    /// pipeline), for a connection whose handshake settled `clientTLS`.
     func configure(
         _ pipeline: ChannelPipeline.SynchronousOperations,
         at position: ChannelPipeline.SynchronousOperations.Position,
         environment: ListenerEnvironment,
         remoteAddress: SocketAddress?,
-        clientTLS: String
+        clientTLS: ClientTLS
     ) throws {
         switch self {
         case .http1:

@@ -12,11 +12,14 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     typealias InboundIn = ByteBuffer
 
     private let environment: ListenerEnvironment
+    /// Whether a client's verified certificate is passed on to origins (`client-auth.forward`).
+    private let forwardsClientCertificate: Bool
     /// The handshake's end was counted (a failure) or the handler left (a success).
     private var settled = false
 
-    init(environment: ListenerEnvironment) {
+    init(environment: ListenerEnvironment, forwardsClientCertificate: Bool = false) {
         self.environment = environment
+        self.forwardsClientCertificate = forwardsClientCertificate
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
@@ -29,7 +32,7 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
                     at: .after(self),
                     environment: environment,
                     remoteAddress: context.channel.remoteAddress,
-                    clientTLS: evaluation.protocolVersion.description
+                    clientTLS: ClientTLS(evaluation, forwardsCertificate: forwardsClientCertificate)
                 )
             } catch {
                 context.close(promise: nil)

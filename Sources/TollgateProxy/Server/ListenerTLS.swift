@@ -4,7 +4,8 @@ import TollgatePolicy
 import TollgateTLS
 
 /// The TLS side of one listener (`listen[].tls`): the context its new connections handshake
-/// with, made again from the files after every reload.
+/// with (and check client certificates in, with `client-auth`), made again from the files after
+/// every reload.
 ///
 /// A reload puts new certificates in force for the connections accepted after it; connections
 /// already open keep the context they started with. The loader has already read the files
@@ -17,7 +18,21 @@ final class ListenerTLS: Sendable {
     private struct State {
         /// The policy generation the context was made for.
         var generation: Int
+        var settings: Settings
+    }
+
+    /// What a connection accepted now handshakes with, and what it does with a client's
+    /// certificate.
+    struct Settings {
+        /// The server context: certificates, ALPN, and the client-certificate check.
         var context: TLSContext
+        /// Whether the origin is told of a client's verified certificate (`client-auth.forward`).
+        var forwardsClientCertificate: Bool
+
+        init(_ context: TLSContext, _ settings: PolicyConfiguration.Listener.TLS) {
+            self.context = context
+            self.forwardsClientCertificate = settings.clientAuth?.forward == .clientCert
+        }
     }
 
     /// The address as configured (port 0 stays 0), to find the listener after a reload.
@@ -38,15 +53,21 @@ final class ListenerTLS: Sendable {
     ) throws {
         self.configuredAddress = configuredAddress
         self.protocols = protocols
-        self.state = NIOLockedValueBox(State(generation: generation, context: try Self.makeContext(settings, protocols: protocols)))
+        let context = try Self.makeContext(settings, protocols: protocols)
+        self.state = NIOLockedValueBox(State(generation: generation, settings: Settings(context, settings)))
     }
 
-    /// The context for a connection accepted now: after a reload (a new `generation`), made again
-    /// from the listener's entry in the new configuration.
+    /// The context for a connection accepted now (``settings(policy:)``).
     func context(policy: any ProxyPolicy) -> TLSContext {
+        settings(policy: policy).context
+    }
+
+    /// The settings for a connection accepted now: after a reload (a new `generation`), made
+    /// again from the listener's entry in the new configuration.
+    func settings(policy: any ProxyPolicy) -> Settings {
         let generation = policy.generation
         return state.withLockedValue { state in
-            guard state.generation != generation else { return state.context }
+            guard state.generation != generation else { return state.settings }
             state.generation = generation
             let address = configuredAddress
             let entry = policy.configuration.listeners.first {
@@ -56,15 +77,16 @@ final class ListenerTLS: Sendable {
                 Self.logger.warning(
                     "the reloaded configuration has no tls for the listener \(address); it keeps its certificates (turning TLS off, or moving a listener, takes a restart)"
                 )
-                return state.context
+                return state.settings
             }
-            // Made again even when the settings are equal: a renewed certificate keeps its path.
+            // Made again even when the settings are equal: a renewed certificate (or client CA
+            // bundle, or revocation list) keeps its path.
             do {
-                state.context = try Self.makeContext(settings, protocols: protocols)
+                state.settings = Settings(try Self.makeContext(settings, protocols: protocols), settings)
             } catch {
                 Self.logger.error("listener \(address): the certificates in force stay: \(error)")
             }
-            return state.context
+            return state.settings
         }
     }
 
@@ -88,6 +110,11 @@ final class ListenerTLS: Sendable {
         configuration.applicationProtocols = protocols
         if identities.count > 1 {
             configuration.serverNameHandler = { name in certificates.identity(forServerName: name) }
+        }
+        if let clientAuth = settings.clientAuth {
+            // The bundles and lists are read as the context is made (at start and every reload).
+            configuration.clientCertificateRequirement = clientAuth.verify == .required ? .required : .requested
+            configuration.trustRoots = TrustRoots(pemFiles: clientAuth.roots, revocationListFiles: clientAuth.crls)
         }
         do {
             return try TLSContext(configuration: configuration)

@@ -144,8 +144,14 @@ public final class ProxyServer: Sendable {
                     let pipeline = channel.pipeline.syncOperations
                     if let listenerTLS {
                         // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
-                        try pipeline.addTLSServerHandler(context: listenerTLS.context(policy: policy))
-                        try pipeline.addHandler(ClientProtocolSelectionHandler(environment: environment))
+                        let settings = listenerTLS.settings(policy: policy)
+                        try pipeline.addTLSServerHandler(context: settings.context)
+                        try pipeline.addHandler(
+                            ClientProtocolSelectionHandler(
+                                environment: environment,
+                                forwardsClientCertificate: settings.forwardsClientCertificate
+                            )
+                        )
                     } else if h2c {
                         // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
                         try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
