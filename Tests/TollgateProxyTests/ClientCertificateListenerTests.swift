@@ -219,6 +219,14 @@ struct ClientCertificateListenerTests {
         let url = "https://127.0.0.1:\(try served.port("reverse"))/x"
         #expect(try await setup.curl(url, identity: "agent").stdout == "origin /x")
 
+        // /metrics says when each list needs replacing (a day from now, as the CA issued them).
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        let series = "tollgate_crl_next_update_timestamp_seconds{file=\"\(setup.path("agents.crl"))\",issuer=\"CN=Build Agents Issuing CA\"} "
+        let line = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(series) }, "\(metrics)")
+        let nextUpdate = try #require(Double(line.dropFirst(series.count)))
+        #expect(abs(nextUpdate - Date().timeIntervalSince1970 - 86_400) < 300)
+        #expect(metrics.contains("tollgate_crl_next_update_timestamp_seconds{file=\"\(rootList)\",issuer=\"CN=Build Agents Root\"} "))
+
         try await issuing.revoke(setup.agent.certificate)
         try FileManager.default.removeItem(atPath: setup.path("agents.crl"))
         try FileManager.default.copyItem(atPath: try await issuing.writeCRL(), toPath: setup.path("agents.crl"))

@@ -4,6 +4,7 @@ import NIOConcurrencyHelpers
 import TollgateCache
 public import TollgatePolicy
 public import TollgateSession
+import TollgateTLS
 
 /// The series read at scrape time from what already counts them (the policy's trust counter,
 /// the cache store, the interceptor, the offline report), written into the registry before it
@@ -22,6 +23,7 @@ extension ProxyMetrics {
             if let runtime {
                 syncTrust(runtime.trustFailureCounter, last: &last)
                 syncConnectionTargets(runtime.connectionTargetStatuses, last: &last)
+                syncRevocationLists(runtime.configuration)
             }
             if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
             if let interceptor { syncInterception(interceptor, last: &last) }
@@ -61,6 +63,33 @@ extension ProxyMetrics {
                 "tollgate_connect_to_failures_total", labels: [("target", name)],
                 help: "Connections to a connect-to target that could not be made.", to: status.failures, last: &last
             )
+        }
+    }
+
+    /// Every revocation list the configuration names (`hosts[].trust.crls`,
+    /// `listen[].tls.client-auth.crls`), read now: when each list's issuer promises the next one.
+    /// A list past it fails every chain it covers, so this is what to alert on
+    /// (`tollgate_crl_next_update_timestamp_seconds - time() < 86400`). A file that cannot be read
+    /// reads 0 (long past) under `issuer="-"`.
+    private func syncRevocationLists(_ configuration: PolicyConfiguration) {
+        var files = configuration.hosts.flatMap(\.trust.crls)
+        files += configuration.listeners.flatMap { $0.tls?.clientAuth?.crls ?? [] }
+        guard !files.isEmpty else { return }
+        let descriptor = MetricNameDescriptor.named(
+            "tollgate_crl_next_update_timestamp_seconds",
+            help: "When a configured certificate revocation list's issuer promises the next one (its nextUpdate), "
+                + "in seconds since 1970; past it the list fails every chain it covers. 0: the file cannot be read."
+        )
+        var seen: Set<String> = []
+        for file in files where seen.insert(file).inserted {
+            guard let lists = try? CertificateRevocationList.lists(inFile: file) else {
+                registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", "-")]).set(Int64(0))
+                continue
+            }
+            for list in lists {
+                let seconds = list.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max
+                registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", list.issuer)]).set(seconds)
+            }
         }
     }
 
