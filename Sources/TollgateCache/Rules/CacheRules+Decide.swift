@@ -87,16 +87,17 @@ extension CacheRules {
 
     /// Whether a stored response may be served after an error reaching the origin (a
     /// connection failure, or a 500, 502, 503 or 504; RFC 5861 §4): its staleness is within
-    /// the larger of the response's and the request's `stale-if-error`, and nothing forbids
-    /// serving it stale (`must-revalidate`, `no-cache`; shared: `proxy-revalidate`).
-    public func staleIfErrorAllows(stored: StoredResponse, request: HTTPRequestHead, now: Date) -> Bool {
+    /// the larger of the response's and the request's `stale-if-error` (and `atLeast`
+    /// seconds, the cache operator's own window: a rule's `cache.stale-if-error`), and nothing
+    /// forbids serving it stale (`must-revalidate`, `no-cache`; shared: `proxy-revalidate`).
+    public func staleIfErrorAllows(stored: StoredResponse, request: HTTPRequestHead, now: Date, atLeast: Double? = nil) -> Bool {
         let responseControl = responseControl(for: stored)
         guard responseControl.noCache != .all, !responseControl.mustRevalidate,
             !(isShared && responseControl.proxyRevalidate)
         else { return false }
         let freshness = Freshness(stored, now: now, rules: self)
         let requestWindow = CacheControl(request: request.headerFields).staleIfError.map(Double.init)
-        guard let window = [freshness.staleIfError, requestWindow].compactMap({ $0 }).max() else { return false }
+        guard let window = [freshness.staleIfError, requestWindow, atLeast].compactMap({ $0 }).max() else { return false }
         return freshness.staleness <= window
     }
 

@@ -38,6 +38,12 @@ extension PolicyDecisions {
         case .store(let ttl?): lines.append("cache: store allow, force-ttl \(PolicyDecisions.format(ttl))")
         case .store(nil): lines.append("cache: store allow (as the HTTP caching rules allow)")
         }
+        if let window = decision.cache.staleIfError {
+            lines.append(
+                "stale-if-error: \(PolicyDecisions.format(window)) (a stored response up to this stale is served when the origin "
+                    + "cannot be reached or answers 500/502/503/504, unless it says must-revalidate or no-cache)"
+            )
+        }
         let key = decision.cache.key
         if key.isIdentity {
             lines.append("cache-key: the full URL")

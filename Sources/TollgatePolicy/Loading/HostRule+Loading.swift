@@ -279,14 +279,19 @@ extension HostRule.CacheOverride {
     /// |---|---|---|
     /// | `store` | `allow` \| `deny` | `allow` |
     /// | `force-ttl` | duration | none |
+    /// | `stale-if-error` | duration | none |
     /// | `key` | `{ drop-query: [NAME], sort-query: BOOL, ignore-query: BOOL }` | unchanged |
     init(node: ConfigNode) {
         self.init()
-        guard let entry = node.mapping(keys: ["store", "force-ttl", "key"]) else { return }
+        guard let entry = node.mapping(keys: ["store", "force-ttl", "stale-if-error", "key"]) else { return }
         if let value = entry["store"]?.choice(Store.self) { store = value }
         if let ttlNode = entry["force-ttl"], let value = ttlNode.duration() {
             forceTTL = value
             if store == .deny { ttlNode.report("force-ttl has no effect with store: deny") }
+        }
+        if let windowNode = entry["stale-if-error"], let value = windowNode.duration() {
+            staleIfError = value
+            if store == .deny { windowNode.report("stale-if-error has no effect with store: deny (nothing is stored to serve)") }
         }
         if let keyNode = entry["key"] { key = CacheKeyNormalization(node: keyNode) }
     }

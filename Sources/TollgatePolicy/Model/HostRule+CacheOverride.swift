@@ -18,6 +18,11 @@ extension HostRule {
         /// Treat a stored response as fresh for this long from when it was received, whatever its
         /// own freshness (`force-ttl`). Default: nil, the response's own.
         public var forceTTL: Duration?
+        /// Serve a stored response up to this stale when revalidating it meets an error (the
+        /// origin unreachable, or a 500, 502, 503 or 504), as if it said `stale-if-error`
+        /// (`stale-if-error`); `must-revalidate`, `no-cache` and `proxy-revalidate` still forbid
+        /// it. Default: nil, only the response's own `stale-if-error`.
+        public var staleIfError: Duration?
         /// How the URL is rewritten into the cache key (`key`). Default: unchanged.
         public var key = CacheKeyNormalization()
 

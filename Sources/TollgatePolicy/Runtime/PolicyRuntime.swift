@@ -332,6 +332,8 @@ public final class PolicyRuntime: Sendable {
             }
             // A rule's `cache.key` normalization, under the rules in force when the task looks up.
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
+            // A rule's `cache.stale-if-error`, asked only when a stale response is revalidated.
+            sessionConfiguration.staleIfErrorWindow = { url in delegate.decisions.decide(for: url).cache.staleIfError }
             prepare(name, settings, &sessionConfiguration)
             if sessionConfiguration.kind.backgroundIdentifier != nil {
                 // A background session never asks its delegate about redirects: the rules'

@@ -71,6 +71,13 @@ public struct SessionConfiguration: Sendable {
     /// Rewrites a request's URL into the one its response is stored under (a rule's cache-key
     /// normalization: dropped or sorted query parameters). Default: nil, the URL itself.
     public var cacheKeyURL: (@Sendable (HTTPURL) -> HTTPURL)?
+    /// How stale a stored response to a URL may be and still be served when its revalidation
+    /// meets an error (the origin unreachable, or a 500, 502, 503 or 504), as if the response
+    /// said `stale-if-error` with this many seconds; nil for a URL with no such window (a rule's
+    /// `cache.stale-if-error`, as nginx's `proxy_cache_use_stale`; a Tollgate addition). It never
+    /// overrides `must-revalidate`, `no-cache` or, in a shared cache, `proxy-revalidate`.
+    /// Asked only when a stale response is revalidated. Default: nil, the response's own.
+    public var staleIfErrorWindow: (@Sendable (HTTPURL) -> Duration?)?
     /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,
     /// retrying until the resource timeout. Default: false.
     public var waitsForConnectivity: Bool = false

@@ -36,8 +36,14 @@ extension SessionTask {
             }
             if revalidateAfter { revalidateInBackground(request, key: key, cache: cache) }
             return true
-        case .revalidate(let revalidation):
+        case .revalidate(var revalidation):
             guard let entry else { return false }
+            if !revalidation.staleIfErrorAllowed, let window = session.configuration.staleIfErrorWindow?(request.url) {
+                let seconds = Double(window.components.seconds) + Double(window.components.attoseconds) / 1e18
+                revalidation.staleIfErrorAllowed = cache.rules.staleIfErrorAllows(
+                    stored: entry.response, request: request.head, now: now, atLeast: seconds
+                )
+            }
             engine.cache.revalidation = (entry, revalidation)
             engine.cache.clientRequest = request
             var conditional = request
