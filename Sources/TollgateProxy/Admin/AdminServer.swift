@@ -64,7 +64,8 @@ public final class AdminServer: Sendable {
                         try child.pipeline.syncOperations.configureHTTPServerPipeline()
                         try child.pipeline.syncOperations.addHandler(
                             AdminHandler(
-                                runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline
+                                runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline,
+                                threadPool: .singleton
                             )
                         )
                     }
@@ -85,36 +86,42 @@ public final class AdminServer: Sendable {
     }
 }
 
-/// Answers one admin connection's requests.
+/// Answers one admin connection's requests: the routes (``AdminRoutes``) on the connection's event
+/// loop, except those that may wait on the disk — a prefix purge walks every stored URL, a reload
+/// reads the configuration's files — which run on a thread pool, so `/healthz` on other
+/// connections answers meanwhile.
 final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
     private let runtime: PolicyRuntime
-    private var head: HTTPRequestHead?
-    private var allowed = false
-
     private let metrics: ProxyMetrics?
     private let cache: ResponseCache?
     private let interceptor: Interceptor?
     private let offline: OfflineMode?
+    /// Where routes that may block run; nil runs them inline (an EmbeddedChannel in tests).
+    private let threadPool: NIOThreadPool?
+    /// The routes, for the client the connection is from (set when the handler is added).
+    private var routes: AdminRoutes?
+    private var head: HTTPRequestHead?
 
     init(
         runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?,
-        offline: OfflineMode?
+        offline: OfflineMode?, threadPool: NIOThreadPool? = nil
     ) {
-        self.offline = offline
-        self.interceptor = interceptor
+        self.runtime = runtime
         self.metrics = metrics
         self.cache = cache
-        self.runtime = runtime
+        self.interceptor = interceptor
+        self.offline = offline
+        self.threadPool = threadPool
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let access = runtime.configuration.access
-        allowed =
-            context.channel.remoteAddress?.networkBytes.map(access.allowsClient)
-            ?? false
+        routes = AdminRoutes(
+            runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline,
+            remote: context.channel.remoteAddress
+        )
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -122,137 +129,39 @@ final class AdminHandler: ChannelInboundHandler {
         case .head(let head): self.head = head
         case .body: break
         case .end:
-            guard let head else { return }
+            guard let head, let routes else { return }
             self.head = nil
-            let (status, contentType, body) = answer(head)
-            var headers = HTTPHeaders()
-            headers.add(name: "Content-Type", value: contentType)
-            headers.add(name: "Content-Length", value: String(body.utf8.count))
-            if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
-            context.write(
-                wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
-                promise: nil
-            )
-            context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
-            let keepAlive = head.isKeepAlive
-            let channel = context.channel
-            context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
-                if !keepAlive { channel.close(promise: nil) }
+            guard let threadPool, AdminRoutes.mayBlock(head) else {
+                respond(routes.answer(head), to: head, context: context)
+                return
             }
-        }
-    }
-
-    /// The percent-decoded value of `name` in the request target's query.
-    static func queryValue(_ name: String, in uri: String) -> String? {
-        guard let query = uri.split(separator: "?", maxSplits: 1).dropFirst().first else { return nil }
-        for pair in query.split(separator: "&") {
-            let parts = pair.split(separator: "=", maxSplits: 1)
-            if parts.first.map(String.init) == name {
-                let raw = parts.count > 1 ? String(parts[1]) : ""
-                return raw.replacingOccurrences(of: "+", with: " ").removingPercentEncoding ?? raw
-            }
-        }
-        return nil
-    }
-
-    /// Why a request looks like it comes from a web page, or nil.
-    static func browserRefusal(_ headers: HTTPHeaders, method: HTTPMethod = .POST) -> String? {
-        let host = headers.first(name: "Host")
-        if let origin = headers.first(name: "Origin") {
-            // A page of this listener reading from it (GET only): its Origin is the listener as
-            // the page's own address names it. Any other page, and any POST, is refused.
-            let sameOrigin = (method == .GET || method == .HEAD) && host.map { origin == "http://" + $0 } == true
-            if !sameOrigin { return "requests from web pages are refused (Origin: \(origin))" }
-        }
-        guard let host else { return nil }
-        if let name = try? HTTPURL.parseAuthority(Substring(host)).host,
-            name == "localhost" || CIDR.addressBytes(name) != nil
-        {
-            return nil
-        }
-        return "the admin API answers only to an address or localhost in Host, not '\(host)'"
-    }
-
-    private func answer(_ head: HTTPRequestHead) -> (HTTPResponseStatus, String, String) {
-        guard allowed else { return (.forbidden, "text/plain", "client not allowed (access.clients)\n") }
-        if let refusal = Self.browserRefusal(head.headers, method: head.method) { return (.forbidden, "text/plain", refusal + "\n") }
-        let path = head.uri.split(separator: "?", maxSplits: 1).first.map(String.init) ?? head.uri
-        switch (head.method, path) {
-        case (.GET, "/healthz"), (.HEAD, "/healthz"):
-            return (.ok, "text/plain", "ok\n")
-        case (.GET, "/tasks"):
-            return (.ok, "application/json", TaskListing.json(runtime: runtime) + "\n")
-        case (.POST, "/config/reload"):
-            let problems = runtime.reload()
-            if problems.isEmpty {
-                return (.ok, "text/plain", "reloaded\n" + (runtime.awaitingRestartNotice.map { $0 + "\n" } ?? ""))
-            }
-            return (.badRequest, "text/plain", problems.map { "\($0)\n" }.joined())
-        case (.GET, "/metrics"):
-            let text = (metrics ?? ProxyMetrics()).exposition(
-                runtime: runtime, cache: cache, interceptor: interceptor, offline: offline
-            )
-            return (.ok, "text/plain; version=0.0.4; charset=utf-8", text)
-        case (.GET, "/har"):
-            guard let metrics else { return (.notFound, "text/plain", "no exchanges are kept\n") }
-            var limit: Int?
-            if let text = Self.queryValue("limit", in: head.uri) {
-                guard let value = Int(text), value >= 0 else {
-                    return (.badRequest, "text/plain", "GET /har?limit=N (N a whole number)\n")
+            // The connection reads nothing more until this answer is written (HTTP/1.1 in order).
+            let bound = NIOLoopBound((self, context), eventLoop: context.eventLoop)
+            threadPool.runIfActive(eventLoop: context.eventLoop) { routes.answer(head) }.whenComplete { result in
+                let (handler, context) = bound.value
+                switch result {
+                case .success(let answer): handler.respond(answer, to: head, context: context)
+                case .failure: context.close(promise: nil)
                 }
-                limit = value
             }
-            let har = HARLog.json(HARLog.inStartOrder(metrics.journal.recent(), limit: limit))
-            return (.ok, "application/json", String(decoding: har, as: UTF8.self))
-        case (.GET, "/"):
-            return (.ok, "text/html; charset=utf-8", LiveViewPage.html)
-        case (.GET, "/cache/stats"):
-            guard let cache, let stats = try? cache.store.statistics() else {
-                return (.notFound, "text/plain", "no cache\n")
-            }
-            // Whether the cache is written to, and whether the proxy goes upstream at all: what a
-            // build's failures depend on (the live view shows both).
-            let isOffline = offline?.isOffline(runtime) ?? runtime.configuration.offline
-            let json =
-                "{\"entries\":\(stats.entries),\"bytes\":\(stats.bytes),\"capacity\":\(stats.capacity),"
-                + "\"hits\":\(stats.hits),\"misses\":\(stats.misses),\"evictions\":\(stats.evictions),"
-                + "\"read_only\":\(cache.store.isReadOnly),\"offline\":\(isOffline)}\n"
-            return (.ok, "application/json", json)
-        case (.POST, "/cache/purge"):
-            guard let cache else { return (.notFound, "text/plain", "no cache\n") }
-            guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
-                return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
-            }
-            guard !cache.store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
-            if url.hasSuffix("*") {
-                // `URL*`: every URL stored under that prefix (nginx's purge of `…*`).
-                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
-                    return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
-                }
-                let removed = (try? cache.store.remove(urlPrefix: prefix)) ?? 0
-                return (.ok, "text/plain", "purged \(removed)\n")
-            }
-            // Stored under the rule's cache.key normalization, as the session stores it.
-            let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
-            let removed = (try? cache.store.remove(url: keyURL)) ?? 0
-            return (.ok, "text/plain", "purged \(removed)\n")
-        case (.GET, "/upstreams"):
-            return (.ok, "application/json", UpstreamListing.json(runtime: runtime) + "\n")
-        case (.GET, "/ca.pem"):
-            // The interception CA's certificate (public), for a client to trust: what mitmproxy's
-            // mitm.it page hands out, reachable from a container that cannot read the CA directory.
-            guard let interceptor else {
-                return (.notFound, "text/plain", "no interception CA is loaded (tollgate ca init, then restart)\n")
-            }
-            return (.ok, "application/x-pem-file", interceptor.authority.certificate.pemString)
-        case (.GET, "/offline/misses"):
-            let json = offline?.misses.json() ?? Data("[]\n".utf8)
-            return (.ok, "application/json", String(decoding: json, as: UTF8.self))
-        case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"), (_, "/upstreams"):
-            return (.methodNotAllowed, "text/plain", "method not allowed\n")
-        default:
-            return (.notFound, "text/plain", "not found\n")
+        }
+    }
+
+    private func respond(_ answer: AdminRoutes.Answer, to head: HTTPRequestHead, context: ChannelHandlerContext) {
+        let (status, contentType, body) = answer
+        var headers = HTTPHeaders()
+        headers.add(name: "Content-Type", value: contentType)
+        headers.add(name: "Content-Length", value: String(body.utf8.count))
+        if !head.isKeepAlive { headers.add(name: "Connection", value: "close") }
+        context.write(
+            wrapOutboundOut(.head(HTTPResponseHead(version: head.version, status: status, headers: headers))),
+            promise: nil
+        )
+        context.write(wrapOutboundOut(.body(.byteBuffer(ByteBuffer(string: body)))), promise: nil)
+        let keepAlive = head.isKeepAlive
+        let channel = context.channel
+        context.writeAndFlush(wrapOutboundOut(.end(nil))).whenComplete { _ in
+            if !keepAlive { channel.close(promise: nil) }
         }
     }
 }
