@@ -97,3 +97,75 @@ struct ConnectToGatewayTests {
         #expect(refused.bodyText.contains("hostname mismatch"), "\(refused.bodyText)")
     }
 }
+
+/// The same gateway in front of two HTTP/2 backends (nghttpd): one h2 connection carries every
+/// request, so without a connection per target one backend would get them all.
+@Suite(
+    "connect-to: h2 backends share the load (the built executable, nghttpd)", .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil && NGHTTPDOrigin.isInstalled)
+)
+struct ConnectToHTTP2BackendsTests {
+    /// The requests for `path` prefix an nghttpd has logged (`-v` prints each HEADERS' `:path`).
+    private func requests(_ origin: NGHTTPDOrigin, under prefix: String) -> Int {
+        origin.process.standardOutput.split(separator: "\n").filter { $0.contains(":path: \(prefix)") }.count
+    }
+
+    @Test("Requests one at a time and twenty at once both reach each backend, over one h2 connection to each")
+    func streamsSpreadOverBackends() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let body = Data("backend file\n".utf8)
+        let first = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
+        defer { first.process.kill() }
+        let second = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
+        defer { second.process.kill() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            hosts:
+              - match: api.test
+                connect-to: ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)"]
+                cache: { store: deny }
+                trust: { roots: "\(pki.caFile)" }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let gateway = try served.port("reverse")
+
+        for index in 0..<8 {
+            let response = try await request("GET /f.txt?one=\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+            #expect(response.status == 200, "\(response.bodyText)")
+            #expect(response.bodyText == "backend file\n")
+        }
+        try await eventually("each backend logged its requests") {
+            requests(first, under: "/f.txt?one=") + requests(second, under: "/f.txt?one=") == 8
+        }
+        // The first request made the first connection and started the second beside it; from then
+        // on they alternate.
+        #expect(requests(first, under: "/f.txt?one=") >= 3, "\(requests(first, under: "/f.txt?one="))")
+        #expect(requests(second, under: "/f.txt?one=") >= 3, "\(requests(second, under: "/f.txt?one="))")
+
+        // Twenty at once from separate clients: both backends take part.
+        try await withThrowingTaskGroup(of: Int.self) { group in
+            for index in 0..<20 {
+                group.addTask {
+                    try await request("GET /f.txt?many=\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway).status
+                }
+            }
+            for try await status in group { #expect(status == 200) }
+        }
+        try await eventually("each backend logged the burst") {
+            requests(first, under: "/f.txt?many=") + requests(second, under: "/f.txt?many=") == 20
+        }
+        #expect(requests(first, under: "/f.txt?many=") >= 5)
+        #expect(requests(second, under: "/f.txt?many=") >= 5)
+        #expect(first.sessionCount == 1, "one h2 connection to each backend")
+        #expect(second.sessionCount == 1)
+    }
+}

@@ -35,7 +35,7 @@ extension ConnectionPool {
                 if let known = entries[key] {
                     entry = known
                 } else {
-                    entry = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: true))
+                    entry = Entry(state: poolState(for: key, multiplexing: true))
                     entries[key] = entry
                 }
                 entry.connections[connection.id] = connection

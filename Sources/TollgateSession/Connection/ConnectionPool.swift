@@ -64,6 +64,13 @@ final class ConnectionPool: @unchecked Sendable {
         self.resolver = NameResolver(threadPool: threadPool)
     }
 
+    /// The bookkeeping for a new origin: h2 streams spread over as many connections as the
+    /// origin's `connect-to` targets (the rules when its first connection is asked for).
+    func poolState(for key: ConnectionKey, multiplexing: Bool) -> OriginPoolState {
+        let spread = multiplexing && !key.viaProxy && key.tunnelVia == nil ? (configuration.connectionTargets?(key.host, key.port).count ?? 1) : 1
+        return OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: multiplexing, spread: spread)
+    }
+
     /// Asks for a connection to `key`; the future completes when one is free or made.
     /// Returns an identifier with which the request can be withdrawn.
     func lease(key: ConnectionKey, priority: Float, eventLoop: any EventLoop) -> (id: Int, future: EventLoopFuture<OriginConnection>) {
@@ -77,7 +84,7 @@ final class ConnectionPool: @unchecked Sendable {
             if let known = entries[key] {
                 entry = known
             } else {
-                entry = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: key.offersHTTP2))
+                entry = Entry(state: poolState(for: key, multiplexing: key.offersHTTP2))
                 entries[key] = entry
             }
             let actions = entry.state.leaseRequested(waiter: id, priority: priority, loop: Self.loopID(eventLoop))
@@ -372,7 +379,7 @@ final class ConnectionPool: @unchecked Sendable {
             let connection = OriginConnection(id: nextID, key: key, channel: channel, handler: handler, establishment: establishment)
             connection.pool = self
             if entries[key] == nil {
-                entries[key] = Entry(state: OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: key.offersHTTP2))
+                entries[key] = Entry(state: poolState(for: key, multiplexing: key.offersHTTP2))
             }
             entries[key]?.connections[connection.id] = connection
             let actions = isShutDown ? [.close(connection: connection.id)] : (entries[key]?.state.connected(connection.id, loop: Self.loopID(channel.eventLoop)) ?? [])

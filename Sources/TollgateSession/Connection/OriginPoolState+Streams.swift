@@ -9,13 +9,17 @@ extension OriginPoolState {
     func openStreams(on connection: Int) -> Int? { multiplexed[connection]?.open }
 
     /// Opens a stream on the h2 connection with the fewest open streams that has room; nil when
-    /// none has. The connection becomes `leased` while any stream is open.
+    /// none has. Among those with as few, the next after the last one chosen (in identifier order,
+    /// round): one request at a time still goes to each connection — each `connect-to` target —
+    /// in turn. The connection becomes `leased` while any stream is open.
     mutating func openStream() -> Int? {
         let free = multiplexed.filter { !$0.value.goingAway && $0.value.open < $0.value.capacity }
-        // Fewest open first, then the lowest identifier: the choice does not depend on dictionary order.
-        guard let connection = free.min(by: { ($0.value.open, $0.key) < ($1.value.open, $1.key) })?.key else {
-            return nil
-        }
+        guard let fewest = free.values.map(\.open).min() else { return nil }
+        // Identifier order: the choice does not depend on dictionary order.
+        let candidates = free.filter { $0.value.open == fewest }.keys.sorted()
+        let last = lastStreamConnection ?? Int.min
+        let connection = candidates.first { $0 > last } ?? candidates[0]
+        lastStreamConnection = connection
         multiplexed[connection]!.open += 1
         markLeased(connection)
         return connection

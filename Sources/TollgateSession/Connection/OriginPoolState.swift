@@ -14,7 +14,10 @@
 /// to its ``Streams/capacity``); it is leased to each of them, stays `leased` while any stream is
 /// open and `idle` when none is. An origin that may speak h2 (`mayMultiplex`) gets one connection
 /// until the first one tells its protocol; once it is known to be h2, a new connection is made only
-/// when every h2 connection is full (or going away). See `OriginPoolState+Streams.swift`.
+/// when every h2 connection is full (or going away) — or, for an origin whose connections go to
+/// several `connect-to` targets (`spread`), until there is one per target, so that the streams
+/// spread over the backends instead of all riding the first connection. See
+/// `OriginPoolState+Streams.swift`.
 struct OriginPoolState {
     struct Waiter: Equatable {
         var id: Int
@@ -71,6 +74,9 @@ struct OriginPoolState {
     let limit: Int
     /// Whether the origin is offered h2 (https, not switched off for its host).
     let mayMultiplex: Bool
+    /// How many h2 connections to keep for spreading streams: the number of `connect-to` targets
+    /// the origin's connections go to (each new connection goes to the next); 1 otherwise.
+    let spread: Int
     private(set) var idle: [Int] = []
     private(set) var leased: Set<Int> = []
     private(set) var connecting = 0
@@ -81,10 +87,13 @@ struct OriginPoolState {
     /// The h2 connections and their streams (absent: an HTTP/1.1 connection, leased whole).
     var multiplexed: [Int: Streams] = [:]
     private(set) var originProtocol = OriginProtocol.unknown
+    /// The h2 connection the last stream was opened on: ties go round (``openStream()``).
+    var lastStreamConnection: Int?
 
-    init(limit: Int, mayMultiplex: Bool = false) {
+    init(limit: Int, mayMultiplex: Bool = false, spread: Int = 1) {
         self.limit = max(1, limit)
         self.mayMultiplex = mayMultiplex
+        self.spread = max(1, min(spread, self.limit))
     }
 
     var total: Int { idle.count + leased.count + connecting }
@@ -93,7 +102,7 @@ struct OriginPoolState {
     /// A task wants a connection.
     mutating func leaseRequested(waiter id: Int, priority: Float, loop: Int = 0) -> Actions {
         if waiters.isEmpty, let connection = openStream() {
-            return [.lease(connection: connection, waiter: id)]
+            return [.lease(connection: connection, waiter: id)] + spreadIfUseful()
         }
         // The most recently used idle connection on the waiter's loop, else the most recent one.
         if let index = idleHTTP1(on: loop) {
@@ -112,6 +121,8 @@ struct OriginPoolState {
     /// the most recent); nil when none is idle or tasks are already waiting.
     mutating func takeIdle(loop: Int) -> Int? {
         guard waiters.isEmpty else { return nil }
+        // With targets to spread over, the lease that makes the next connection goes the long way.
+        if spreadWouldConnect { return nil }
         if let connection = openStream() { return connection }
         guard
             let index = idleHTTP1(on: loop)
@@ -243,6 +254,22 @@ struct OriginPoolState {
         if mayMultiplex, originProtocol != .http1, connecting > 0 { return [] }
         if mayMultiplex, originProtocol == .unknown, total > 0 { return [] }
         if mayMultiplex, multiplexed.values.contains(where: { !$0.settled && !$0.goingAway }) { return [] }
+        connecting += 1
+        return [.connect]
+    }
+
+    /// Whether one more h2 connection is worth making to spread streams: while the origin's
+    /// streams go to fewer connections than it has `connect-to` targets, one at a time, once every
+    /// h2 connection has said how many streams it takes.
+    var spreadWouldConnect: Bool {
+        spread > 1 && originProtocol == .http2 && connecting == 0 && total < limit
+            && multiplexed.values.allSatisfy { $0.settled || $0.goingAway }
+            && multiplexed.values.filter { !$0.goingAway }.count < spread
+    }
+
+    /// The connection ``spreadWouldConnect`` asks for.
+    mutating func spreadIfUseful() -> Actions {
+        guard spreadWouldConnect else { return [] }
         connecting += 1
         return [.connect]
     }
