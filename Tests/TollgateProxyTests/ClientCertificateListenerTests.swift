@@ -142,6 +142,10 @@ struct ClientCertificateListenerTests {
         // Both refusals are counted as the client's certificate.
         let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
         #expect(metrics.contains("tollgate_client_tls_handshake_failures_total{reason=\"certificate\"} 2"), "\(metrics)")
+        // The listener's own certificate: when it runs out.
+        let listenerExpiry = "tollgate_listener_certificate_expiry_timestamp_seconds{listener=\"127.0.0.1:0\",subject=\"CN=127.0.0.1\",file=\"\(setup.path("srv.pem"))\"} "
+        let expiryLine = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(listenerExpiry) }, "\(metrics)")
+        #expect(Double(expiryLine.dropFirst(listenerExpiry.count)) == setup.server.server.certificate.notAfter.timeIntervalSince1970)
     }
 
     @Test("verify optional: a client without a certificate is served without an identity, and its own Client-Cert is removed; forward: off passes none on")

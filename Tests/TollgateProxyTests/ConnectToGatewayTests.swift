@@ -84,6 +84,11 @@ struct ConnectToGatewayTests {
         #expect(metrics.contains("tollgate_connect_to_target_down{target=\"127.0.0.1:\(second.port)\"} 0"), "\(metrics)")
         #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(refusing)\"} 1"), "\(metrics)")
         #expect(metrics.contains("tollgate_connect_to_failures_total{target=\"127.0.0.1:\(first.port)\"} 1"), "\(metrics)")
+        // When the backends' chain runs out: the leaf's notAfter (it expires before the CA).
+        let expiry = "tollgate_upstream_certificate_expiry_timestamp_seconds{host=\"api.test\"} "
+        let expiryLine = try #require(metrics.split(separator: "\n").first { $0.hasPrefix(expiry) }, "\(metrics)")
+        #expect(Double(expiryLine.dropFirst(expiry.count)) == pki.server.certificate.notAfter.timeIntervalSince1970, "\(expiryLine)")
+        #expect(!metrics.contains("tollgate_upstream_certificate_expiry_timestamp_seconds{host=\"other-name.test\"}"), "refused: not recorded")
 
         let upstreams = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
         #expect(upstreams.contains("{\"down\":true,\"failures\":1,\"target\":\"127.0.0.1:\(first.port)\"}"), "\(upstreams)")

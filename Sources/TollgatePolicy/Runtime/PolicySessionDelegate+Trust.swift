@@ -59,7 +59,18 @@ extension PolicySessionDelegate {
             evaluation: evaluation
         )
         if let event = verdict.event { trustEnvironment.record(event) }
+        if case .trusted = verdict.outcome { recordExpiry(of: evaluation, host: challenge.protectionSpace.host, port: challenge.protectionSpace.port) }
         completionHandler(verdict.disposition)
+    }
+
+    /// Notes when the chain a host's connection was just verified with expires (its earliest
+    /// `notAfter`), for a host a rule matches: the gateway's partners, not every site a forward
+    /// proxy's clients visit.
+    private func recordExpiry(of evaluation: TLSPeerEvaluation, host: String, port: Int) {
+        guard let earliest = evaluation.verifiedChain.map(\.notAfter).min(),
+            decisions.decide(host: host, port: port).rule != nil
+        else { return }
+        trustEnvironment.expiries.record(host: host, expires: earliest)
     }
 
     // MARK: decisions as values

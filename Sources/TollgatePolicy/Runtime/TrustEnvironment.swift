@@ -11,6 +11,8 @@ public final class TrustEnvironment: Sendable {
     public let failures: TrustFailureCounter
     /// The `client-identity` and `roots` files, read once (until a reload).
     public let files: TrustFileCache
+    /// When the chains upstream servers were last verified with expire, by host.
+    public let expiries: CertificateExpiryRecord
 
     /// Creates an environment.
     ///
@@ -18,14 +20,17 @@ public final class TrustEnvironment: Sendable {
     ///   - logger: where events are logged; `Logger(label: "tollgate.trust")` unless given.
     ///   - failures: the counter; a new one unless given.
     ///   - files: the cache of files read; a new one unless given.
+    ///   - expiries: the record of certificate expiries; a new one unless given.
     public init(
         logger: Logger = Logger(label: "tollgate.trust"),
         failures: TrustFailureCounter = TrustFailureCounter(),
-        files: TrustFileCache = TrustFileCache()
+        files: TrustFileCache = TrustFileCache(),
+        expiries: CertificateExpiryRecord = CertificateExpiryRecord()
     ) {
         self.logger = logger
         self.failures = failures
         self.files = files
+        self.expiries = expiries
     }
 
     /// Logs `event` (one line, with `host`, `port`, `rule` and `event` as metadata) and counts it.

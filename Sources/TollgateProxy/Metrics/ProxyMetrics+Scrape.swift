@@ -24,6 +24,7 @@ extension ProxyMetrics {
                 syncTrust(runtime.trustFailureCounter, last: &last)
                 syncConnectionTargets(runtime.connectionTargetStatuses, last: &last)
                 syncRevocationLists(runtime.configuration)
+                syncCertificateExpiries(runtime)
             }
             if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
             if let interceptor { syncInterception(interceptor, last: &last) }
@@ -89,6 +90,35 @@ extension ProxyMetrics {
             for list in lists {
                 let seconds = list.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max
                 registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", list.issuer)]).set(seconds)
+            }
+        }
+    }
+
+    /// When certificates run out, in seconds since 1970: each TLS listener's own (read from its
+    /// files now), and for each host a rule matches, the earliest `notAfter` of the chain its last
+    /// verified connection was checked with. Alert ahead of them
+    /// (`tollgate_…_certificate_expiry_timestamp_seconds - time() < 14 * 86400`).
+    private func syncCertificateExpiries(_ runtime: PolicyRuntime) {
+        let upstream = MetricNameDescriptor.named(
+            "tollgate_upstream_certificate_expiry_timestamp_seconds",
+            help: "When the chain an upstream host's last verified connection presented expires (its earliest notAfter), "
+                + "for hosts a rule matches; seconds since 1970."
+        )
+        for (host, date) in runtime.trustEnvironment.expiries.byHost {
+            registry.makeGauge(descriptor: upstream, labels: [("host", host)]).set(Int64(date.timeIntervalSince1970))
+        }
+        let listener = MetricNameDescriptor.named(
+            "tollgate_listener_certificate_expiry_timestamp_seconds",
+            help: "When a TLS listener's certificate (its leaf) expires, seconds since 1970; 0: the file cannot be read."
+        )
+        for entry in runtime.configuration.listeners {
+            guard let tls = entry.tls else { continue }
+            for files in tls.certificates {
+                let leaf = try? Certificate.bundle(pemFile: files.certificate).first
+                registry.makeGauge(
+                    descriptor: listener,
+                    labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)]
+                ).set(Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0))
             }
         }
     }
