@@ -14,7 +14,7 @@ struct TollgateCommand: AsyncParsableCommand {
         version: TollgateVersion.current,
         subcommands: [
             ServeCommand.self, CheckConfigCommand.self, ExplainCommand.self, CacheCommand.self, TrustCommand.self,
-            CACommand.self, CredentialsCommand.self, CookiesCommand.self, WarmCommand.self,
+            CACommand.self, CredentialsCommand.self, CookiesCommand.self, WarmCommand.self, EnvCommand.self,
         ]
     )
 

@@ -1,3 +1,6 @@
+internal import COpenSSL
+import Foundation
+
 /// The certificates a TLS endpoint trusts as anchors when it verifies its peer, and the revocation
 /// lists it checks the peer's chain against.
 ///
@@ -45,6 +48,14 @@ public struct TrustRoots: Hashable, Sendable {
         self.certificates = certificates
         self.revocationLists = revocationLists
         self.revocationListFiles = revocationListFiles
+    }
+
+    /// The file of the system roots OpenSSL reads (`X509_get_default_cert_file`: on Debian
+    /// `/usr/lib/ssl/cert.pem`, the same bundle as `/etc/ssl/certs/ca-certificates.crt`), whatever
+    /// `SSL_CERT_FILE` says; nil when it does not exist.
+    public static var systemBundleFile: String? {
+        let path = String(cString: X509_get_default_cert_file())
+        return FileManager.default.fileExists(atPath: path) ? path : nil
     }
 
     /// The system roots only: the default for clients.
