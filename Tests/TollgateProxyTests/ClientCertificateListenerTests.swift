@@ -241,6 +241,48 @@ struct ClientCertificateListenerTests {
         #expect(origin.requestCount == 1)
     }
 
+    @Test("pins: only a client whose chain holds a pinned key is admitted — the agent's own key, or its issuing CA's for every agent under it")
+    func pins() async throws {
+        let setup = try ClientAuthSetup()
+        defer { setup.remove() }
+        let other = try setup.clientIntermediate.issueLeaf(for: "agent-8.example", usage: .clientAuth)
+        try setup.write(other, "other")
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "no-store"], body: "origin \(request.target)")
+        }
+        defer { origin.stop() }
+        func serve(pin: String) async throws -> Served {
+            let configuration = try setup.configuration("""
+                mode: reverse
+                upstream: "http://127.0.0.1:\(origin.port)"
+                tls:
+                  certificate: srv.pem
+                  key: srv.key
+                  client-auth: { roots: clients-ca.pem, pins: ["\(pin)"] }
+                """)
+            return try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        }
+        let agentOnly = try await serve(pin: setup.agent.certificate.spkiPin.description)
+        let url = "https://127.0.0.1:\(try agentOnly.port("reverse"))/p"
+        #expect(try await setup.curl(url, identity: "agent").stdout == "origin /p")
+        let refused = try await setup.curl(url, identity: "other")
+        #expect(refused.status != 0, "same CA, another key: \(refused.stdout)")
+        #expect(origin.requestCount == 1)
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try agentOnly.port("admin")).bodyText
+        #expect(metrics.contains("tollgate_client_tls_handshake_failures_total{reason=\"certificate\"} 1"), "\(metrics)")
+        try await eventually("the refusal is logged") { agentOnly.child.standardError.contains("no certificate of its chain has a client-auth pin") }
+        #expect(agentOnly.child.standardError.contains("CN=agent-8.example"))
+        agentOnly.child.kill()
+        _ = try await agentOnly.child.waitForExit()
+
+        let issuing = try await serve(pin: setup.clientIntermediate.certificate.spkiPin.description)
+        defer { issuing.child.kill() }
+        let issuingURL = "https://127.0.0.1:\(try issuing.port("reverse"))/q"
+        #expect(try await setup.curl(issuingURL, identity: "agent").stdout == "origin /q")
+        #expect(try await setup.curl(issuingURL, identity: "other").stdout == "origin /q")
+        #expect(try await setup.curl(issuingURL, identity: "stranger").status != 0)
+    }
+
     @Test("check-config: client-auth needs roots of its own (not system), and names a damaged bundle or list at its line")
     func checkConfig() async throws {
         let setup = try ClientAuthSetup()
@@ -270,6 +312,8 @@ struct ClientCertificateListenerTests {
         #expect(badList.stdout.contains("listen[0].tls.client-auth.crls: cannot read the CRLs in"), "\(badList.stdout)")
         let verify = try await check("{ roots: clients-ca.pem, verify: sometimes }")
         #expect(verify.status == 1, "\(verify.stdout)")
+        let badPin = try await check("{ roots: clients-ca.pem, pins: [\"sha256/short\"] }")
+        #expect(badPin.stdout.contains("listen[0].tls.client-auth.pins[0]: "), "\(badPin.stdout)")
         let fine = try await check("{ roots: clients-ca.pem, verify: required, forward: client-cert }")
         #expect(fine.status == 0, "\(fine.stdout)")
     }

@@ -135,18 +135,7 @@ extension HostRule.Trust {
         if let crlsNode = entry["crls"] {
             crls = Self.revocationListFiles(crlsNode) ?? []
         }
-        if let items = entry["pins"]?.scalarOrList("a list of sha256/BASE64 pins") {
-            for item in items {
-                guard let text = item.nonEmptyString("a pin sha256/BASE64") else { continue }
-                do {
-                    pins.append(try SPKIPin(text))
-                } catch let error as SPKIPin.ParseError {
-                    item.report(error.message)
-                } catch {
-                    item.report("\(error)")
-                }
-            }
-        }
+        if let pinsNode = entry["pins"] { pins = Self.readPins(pinsNode) }
         if let mode = entry["pin-mode"]?.choice(PinMode.self) { pinMode = mode }
         if let expireNode = entry["pins-expire"], let text = expireNode.nonEmptyString("a date YYYY-MM-DD") {
             if let date = HostRule.Trust.parseDate(text) {
@@ -160,6 +149,22 @@ extension HostRule.Trust {
         }
         if let value = entry["insecure"]?.bool() { insecure = value }
         if let value = entry["deny"]?.bool() { deny = value }
+    }
+
+    /// The pins of a `pins` setting (one `sha256/BASE64` or a list), each checked.
+    static func readPins(_ node: ConfigNode) -> [SPKIPin] {
+        guard let items = node.scalarOrList("a list of sha256/BASE64 pins") else { return [] }
+        return items.compactMap { item in
+            guard let text = item.nonEmptyString("a pin sha256/BASE64") else { return nil }
+            do {
+                return try SPKIPin(text)
+            } catch let error as SPKIPin.ParseError {
+                item.report(error.message)
+            } catch {
+                item.report("\(error)")
+            }
+            return nil
+        }
     }
 
     /// The files of a `crls` setting (one path or a list), each read now when the loader checks

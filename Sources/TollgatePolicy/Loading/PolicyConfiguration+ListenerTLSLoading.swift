@@ -50,10 +50,11 @@ extension PolicyConfiguration.Listener.TLS.ClientAuth {
     /// |---|---|---|
     /// | `roots` | a PEM bundle path, or a list of them | required |
     /// | `crls` | a CRL file path (PEM or DER), or a list of them | none |
+    /// | `pins` | `sha256/BASE64`, or a list of them | none |
     /// | `verify` | `required` \| `optional` | `required` |
     /// | `forward` | `client-cert` \| `off` | `client-cert` on a reverse listener, `off` on a forward one |
     init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
-        guard let entry = node.mapping(keys: ["roots", "crls", "verify", "forward"]) else { return nil }
+        guard let entry = node.mapping(keys: ["roots", "crls", "pins", "verify", "forward"]) else { return nil }
         var roots: [String]?
         if let rootsNode = entry.required("roots"), let items = rootsNode.scalarOrList("a PEM bundle path or a list of them") {
             if items.isEmpty { rootsNode.report("list at least one PEM bundle of the CAs that issue client certificates") }
@@ -75,10 +76,11 @@ extension PolicyConfiguration.Listener.TLS.ClientAuth {
             }
         }
         let crls = entry["crls"].map { HostRule.Trust.revocationListFiles($0) ?? [] } ?? []
+        let pins = entry["pins"].map(HostRule.Trust.readPins) ?? []
         let verify = entry["verify"].map { $0.choice(Verify.self) } ?? .required
         let forward = entry["forward"].map { $0.choice(Forward.self) } ?? (mode == .reverse ? .clientCert : .off)
         guard let roots, !roots.isEmpty, let verify, let forward else { return nil }
-        self.init(roots: roots, crls: crls, verify: verify, forward: forward)
+        self.init(roots: roots, crls: crls, pins: pins, verify: verify, forward: forward)
     }
 }
 

@@ -1,3 +1,5 @@
+public import TollgateTLS
+
 extension PolicyConfiguration.Listener.TLS {
     /// A TLS listener's `client-auth`: clients present certificates, checked in the handshake
     /// against ``roots`` (and ``crls``), as nginx's `ssl_verify_client` and HAProxy's
@@ -33,6 +35,10 @@ extension PolicyConfiguration.Listener.TLS {
         /// Files of revocation lists (PEM or DER) the client's chain is checked against; none
         /// unless given (then every certificate but the anchor needs its issuer's list).
         public var crls: [String]
+        /// SPKI pins (`pins`): when any is given, a client's verified chain must hold a certificate
+        /// with one of them — its own key, or its issuing CA's — besides leading to ``roots``.
+        /// Default: none, any certificate the roots trust.
+        public var pins: [SPKIPin]
         /// Default: ``Verify/required``.
         public var verify: Verify
         /// Default: ``Forward/clientCert`` on a reverse listener, ``Forward/off`` on a forward one
@@ -41,9 +47,10 @@ extension PolicyConfiguration.Listener.TLS {
         public var forward: Forward
 
         /// Creates client-certificate settings.
-        public init(roots: [String], crls: [String] = [], verify: Verify = .required, forward: Forward = .off) {
+        public init(roots: [String], crls: [String] = [], pins: [SPKIPin] = [], verify: Verify = .required, forward: Forward = .off) {
             self.roots = roots
             self.crls = crls
+            self.pins = pins
             self.verify = verify
             self.forward = forward
         }

@@ -1,3 +1,4 @@
+import Logging
 import NIOCore
 import TollgateTLS
 
@@ -14,17 +15,32 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     private let environment: ListenerEnvironment
     /// Whether a client's verified certificate is passed on to origins (`client-auth.forward`).
     private let forwardsClientCertificate: Bool
+    /// The pins a client's verified chain must match (`client-auth.pins`); empty: none.
+    private let clientPins: [SPKIPin]
     /// The handshake's end was counted (a failure) or the handler left (a success).
     private var settled = false
 
-    init(environment: ListenerEnvironment, forwardsClientCertificate: Bool = false) {
+    init(environment: ListenerEnvironment, forwardsClientCertificate: Bool = false, clientPins: [SPKIPin] = []) {
         self.environment = environment
         self.forwardsClientCertificate = forwardsClientCertificate
+        self.clientPins = clientPins
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let completed = event as? TLSHandshakeCompleted {
             let evaluation = completed.evaluation
+            if !clientPins.isEmpty, !evaluation.verifiedChain.isEmpty,
+                !ChainVerifier.pinMatch(chain: evaluation.verifiedChain, pins: clientPins)
+            {
+                // The handshake is over (a certificate passes or fails it; pins are checked on the
+                // chain it verified): the connection closes before any request is read.
+                ListenerTLS.logger.notice(
+                    "refused a client certificate: no certificate of its chain has a client-auth pin: \(PinMismatchError(host: nil, expectedPins: clientPins, presentedChain: evaluation.verifiedChain))"
+                )
+                settle(.certificate)
+                context.close(promise: nil)
+                return
+            }
             let selection = ClientProtocolSelection(negotiated: evaluation.applicationProtocol)
             do {
                 try selection.configure(

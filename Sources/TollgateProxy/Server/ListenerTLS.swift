@@ -28,10 +28,13 @@ final class ListenerTLS: Sendable {
         var context: TLSContext
         /// Whether the origin is told of a client's verified certificate (`client-auth.forward`).
         var forwardsClientCertificate: Bool
+        /// The pins a client's verified chain must match (`client-auth.pins`); empty: none.
+        var clientPins: [SPKIPin]
 
         init(_ context: TLSContext, _ settings: PolicyConfiguration.Listener.TLS) {
             self.context = context
             self.forwardsClientCertificate = settings.clientAuth?.forward == .clientCert
+            self.clientPins = settings.clientAuth?.pins ?? []
         }
     }
 

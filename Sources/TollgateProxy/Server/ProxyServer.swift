@@ -149,7 +149,8 @@ public final class ProxyServer: Sendable {
                         try pipeline.addHandler(
                             ClientProtocolSelectionHandler(
                                 environment: environment,
-                                forwardsClientCertificate: settings.forwardsClientCertificate
+                                forwardsClientCertificate: settings.forwardsClientCertificate,
+                                clientPins: settings.clientPins
                             )
                         )
                     } else if h2c {
