@@ -50,7 +50,8 @@ public final class CertificateRevocationList: @unchecked Sendable {
         self.issuer = Certificate.oneLine(X509_CRL_get_issuer(crl))
         self.thisUpdate = thisUpdate
         self.nextUpdate = nextUpdate
-        self.revokedCount = Int(tg_sk_X509_REVOKED_num(X509_CRL_get_REVOKED(crl)))
+        // A list that revokes nothing has no stack at all (OpenSSL counts it -1).
+        self.revokedCount = max(0, Int(tg_sk_X509_REVOKED_num(X509_CRL_get_REVOKED(crl))))
     }
 
     deinit {

@@ -8,11 +8,14 @@ import TollgateTLS
 /// presented chain, `sha256/BASE64  SUBJECT` (its SPKI pin), so an operator can write pins —
 /// also for a chain that is not trusted (a private CA): then it says so, and why, on stderr.
 /// `--connect-to` asks a backend of a `connect-to` rule for the name's chain.
+///
+/// `tollgate trust check HOST[:PORT] [--config FILE]`: connects as the proxy would under the
+/// configuration's rules (``TrustCheck``) and says whether it would trust the host, and why.
 struct TrustCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "trust",
         abstract: "Inspect servers' certificates for trust policies.",
-        subcommands: [Pin.self]
+        subcommands: [Pin.self, Check.self]
     )
 
     struct Pin: AsyncParsableCommand {

@@ -26,6 +26,9 @@ struct RevocationListTests {
         #expect(fromDER.count == 1)
         #expect(fromDER.first?.issuer == "CN=CRL Reading CA")
         #expect(fromDER.first?.revokedCount == 1)
+        // A list that revokes nothing says 0.
+        let empty = try CertificateRevocationList.lists(inFile: try await TestCRL(authority: ca).writeCRL())
+        #expect(empty.first?.revokedCount == 0)
     }
 
     @Test("a file with no CRL, or a damaged one, is refused with its name")
