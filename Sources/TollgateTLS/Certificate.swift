@@ -38,8 +38,8 @@ public final class Certificate: @unchecked Sendable {
         do {
             der = try Certificate.encode(x509)
             validity = (
-                try Certificate.date(X509_get0_notBefore(x509), "notBefore"),
-                try Certificate.date(X509_get0_notAfter(x509), "notAfter")
+                try OpenSSLDecoding.date(X509_get0_notBefore(x509), "a certificate's notBefore"),
+                try OpenSSLDecoding.date(X509_get0_notAfter(x509), "a certificate's notAfter")
             )
             spki = try Certificate.spkiDER(x509)
             pin = try SPKIPin(spkiDER: spki)
@@ -142,9 +142,7 @@ public final class Certificate: @unchecked Sendable {
             certificates.append(try Certificate(taking: x509))
         }
         // The loop ends with "no start line" when the input is used up; anything else is damage.
-        let last = ERR_peek_last_error()
-        let endOfInput = tg_ERR_GET_LIB(last) == ERR_LIB_PEM && tg_ERR_GET_REASON(last) == PEM_R_NO_START_LINE
-        if !endOfInput || certificates.isEmpty {
+        if !OpenSSLDecoding.pemInputEnded || certificates.isEmpty {
             let what =
                 certificates.isEmpty
                 ? "no certificate in \(source)" : "certificate #\(certificates.count + 1) in \(source)"
@@ -218,15 +216,7 @@ public final class Certificate: @unchecked Sendable {
     }
 
     private static func encode(_ x509: OpaquePointer) throws -> [UInt8] {
-        let length = i2d_X509(x509, nil)
-        guard length > 0 else { throw OpenSSLError(.invalidDER, "encoding a certificate") }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor = buffer.baseAddress
-            return i2d_X509(x509, &cursor)
-        }
-        guard written == length else { throw OpenSSLError(.invalidDER, "encoding a certificate") }
-        return bytes
+        try OpenSSLDecoding.der("a certificate") { i2d_X509(x509, $0) }
     }
 
     private static func spkiDER(_ x509: OpaquePointer) throws -> [UInt8] {
@@ -240,14 +230,6 @@ public final class Certificate: @unchecked Sendable {
         }
         defer { tg_OPENSSL_free(pointer) }
         return Array(UnsafeBufferPointer(start: pointer, count: Int(length)))
-    }
-
-    private static func date(_ time: UnsafePointer<ASN1_TIME>?, _ field: String) throws -> Date {
-        var parts = tm()
-        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else {
-            throw OpenSSLError(.invalidDER, "reading a certificate's \(field)")
-        }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
     }
 }
 

@@ -39,8 +39,8 @@ public final class CertificateRevocationList: @unchecked Sendable {
         let nextUpdate: Date?
         do {
             der = try Self.encode(crl)
-            thisUpdate = try Self.date(X509_CRL_get0_lastUpdate(crl), "thisUpdate")
-            nextUpdate = try X509_CRL_get0_nextUpdate(crl).map { try Self.date($0, "nextUpdate") }
+            thisUpdate = try OpenSSLDecoding.date(X509_CRL_get0_lastUpdate(crl), "a CRL's thisUpdate")
+            nextUpdate = try X509_CRL_get0_nextUpdate(crl).map { try OpenSSLDecoding.date($0, "a CRL's nextUpdate") }
         } catch {
             X509_CRL_free(crl)
             throw error
@@ -109,9 +109,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
                 lists.append(try CertificateRevocationList(taking: crl))
             }
             // The loop ends with "no start line" when the input is used up; anything else is damage.
-            let last = ERR_peek_last_error()
-            let endOfInput = tg_ERR_GET_LIB(last) == ERR_LIB_PEM && tg_ERR_GET_REASON(last) == PEM_R_NO_START_LINE
-            if !endOfInput || lists.isEmpty {
+            if !OpenSSLDecoding.pemInputEnded || lists.isEmpty {
                 let what = lists.isEmpty ? "no CRL in \(source)" : "CRL #\(lists.count + 1) in \(source)"
                 throw OpenSSLError(.invalidPEM, what)
             }
@@ -121,23 +119,7 @@ public final class CertificateRevocationList: @unchecked Sendable {
     }
 
     private static func encode(_ crl: OpaquePointer) throws -> [UInt8] {
-        let length = i2d_X509_CRL(crl, nil)
-        guard length > 0 else { throw OpenSSLError(.invalidDER, "encoding a CRL") }
-        var bytes = [UInt8](repeating: 0, count: Int(length))
-        let written = bytes.withUnsafeMutableBufferPointer { buffer -> Int32 in
-            var cursor = buffer.baseAddress
-            return i2d_X509_CRL(crl, &cursor)
-        }
-        guard written == length else { throw OpenSSLError(.invalidDER, "encoding a CRL") }
-        return bytes
-    }
-
-    private static func date(_ time: UnsafePointer<ASN1_TIME>?, _ field: String) throws -> Date {
-        var parts = tm()
-        guard let time, ASN1_TIME_to_tm(time, &parts) == 1 else {
-            throw OpenSSLError(.invalidDER, "reading a CRL's \(field)")
-        }
-        return Date(timeIntervalSince1970: TimeInterval(timegm(&parts)))
+        try OpenSSLDecoding.der("a CRL") { i2d_X509_CRL(crl, $0) }
     }
 }
 

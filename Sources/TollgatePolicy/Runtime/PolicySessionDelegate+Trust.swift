@@ -230,32 +230,27 @@ extension PolicySessionDelegate {
 
         var configuration = defaults
         if decision.http2 == .off { configuration.applicationProtocols.removeAll { $0 == "h2" } }
-        var anchors: [Certificate] = []
-        var unreadable: [String] = []
+        /// What the files at `paths` hold, and the files that cannot be read: left as files, so
+        /// that the TLS layer fails the connection with its own error naming them.
+        func load<Item>(
+            _ paths: [String], _ kind: TrustEvent.Kind, _ read: (String) -> Result<[Item], TrustFileCache.LoadError>
+        ) -> (items: [Item], unreadable: [String]) {
+            var items: [Item] = []
+            var unreadable: [String] = []
+            for path in paths {
+                switch read(path) {
+                case .success(let read): items += read
+                case .failure(let error):
+                    unreadable.append(path)
+                    report(kind, error)
+                }
+            }
+            return (items, unreadable)
+        }
         // An optional bundle that does not exist (mkcert never run on this machine) adds nothing.
         let present = decision.trust.roots.optionalBundles.filter { FileManager.default.fileExists(atPath: $0) }
-        for path in decision.trust.roots.bundles + present {
-            switch files.certificates(inBundle: path) {
-            case .success(let certificates):
-                anchors += certificates
-            case .failure(let error):
-                // Left as a file: the TLS layer fails the connection with its own error naming it.
-                unreadable.append(path)
-                report(.rootsUnreadable, error)
-            }
-        }
-        var revocationLists: [CertificateRevocationList] = []
-        var unreadableLists: [String] = []
-        for path in decision.trust.crls {
-            switch files.revocationLists(inFile: path) {
-            case .success(let lists):
-                revocationLists += lists
-            case .failure(let error):
-                // Left as a file, as a roots bundle: the connection fails naming it (closed).
-                unreadableLists.append(path)
-                report(.crlsUnreadable, error)
-            }
-        }
+        let (anchors, unreadable) = load(decision.trust.roots.bundles + present, .rootsUnreadable, files.certificates(inBundle:))
+        let (revocationLists, unreadableLists) = load(decision.trust.crls, .crlsUnreadable, files.revocationLists(inFile:))
         configuration.trustRoots = TrustRoots(
             includesSystemRoots: decision.trust.roots.includesSystem,
             pemFiles: unreadable,

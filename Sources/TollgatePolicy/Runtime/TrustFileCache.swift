@@ -50,35 +50,34 @@ public final class TrustFileCache: Sendable {
 
     /// The certificates of the PEM bundle at `path`; a failure is not kept.
     public func certificates(inBundle path: String) -> Result<[Certificate], LoadError> {
-        if let known = entries.withLockedValue({ $0.bundles[path] }) { return .success(known) }
-        let loaded: [Certificate]
-        do {
-            loaded = try Certificate.bundle(pemFile: path)
-        } catch {
-            return .failure(LoadError(files: [path], message: "cannot read the roots bundle \(path): \(error)"))
-        }
-        return .success(
-            entries.withLockedValue { entries in
-                if let known = entries.bundles[path] { return known }
-                entries.bundles[path] = loaded
-                return loaded
-            }
-        )
+        kept(path, \.bundles, "cannot read the roots bundle \(path)") { try Certificate.bundle(pemFile: $0) }
     }
 
     /// The revocation lists in the file at `path` (PEM or DER); a failure is not kept.
     public func revocationLists(inFile path: String) -> Result<[CertificateRevocationList], LoadError> {
-        if let known = entries.withLockedValue({ $0.revocationLists[path] }) { return .success(known) }
-        let loaded: [CertificateRevocationList]
+        kept(path, \.revocationLists, "cannot read the CRLs in \(path)") { try CertificateRevocationList.lists(inFile: $0) }
+    }
+
+    /// What `read` makes of the file at `path`, kept in `table` once read (read outside the lock;
+    /// two connections racing both read, the first result is kept); a failure, `what` and the
+    /// reason, is not kept.
+    private func kept<Item>(
+        _ path: String,
+        _ table: WritableKeyPath<Entries, [String: [Item]]>,
+        _ what: String,
+        _ read: (String) throws -> [Item]
+    ) -> Result<[Item], LoadError> {
+        if let known = entries.withLockedValue({ $0[keyPath: table][path] }) { return .success(known) }
+        let loaded: [Item]
         do {
-            loaded = try CertificateRevocationList.lists(inFile: path)
+            loaded = try read(path)
         } catch {
-            return .failure(LoadError(files: [path], message: "cannot read the CRLs in \(path): \(error)"))
+            return .failure(LoadError(files: [path], message: "\(what): \(error)"))
         }
         return .success(
             entries.withLockedValue { entries in
-                if let known = entries.revocationLists[path] { return known }
-                entries.revocationLists[path] = loaded
+                if let known = entries[keyPath: table][path] { return known }
+                entries[keyPath: table][path] = loaded
                 return loaded
             }
         )
