@@ -103,7 +103,13 @@ public final class Session: @unchecked Sendable {
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
         let identities = clientIdentities
-        self.pool = ConnectionPool(
+        var targetChecks: (@Sendable () -> [ConnectionTargetChecker.Check])?
+        if let checks = configuration.connectionTargetChecks {
+            targetChecks = { @Sendable in
+                checks().map { ConnectionTargetChecker.Check(target: $0.target, interval: TimeAmount($0.interval)) }
+            }
+        }
+        let pool = ConnectionPool(
             configuration: .init(
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
                 idleTimeout: TimeAmount(configuration.connectionIdleTimeout),
@@ -120,12 +126,15 @@ public final class Session: @unchecked Sendable {
                 },
                 connectionAddressCheck: configuration.connectionAddressCheck,
                 connectionTargets: configuration.connectionTargets,
+                connectionTargetChecks: targetChecks,
                 upstreamProxyFallbacks: configuration.upstreamProxyFallbacks,
                 proxyAuthentication: proxyAuthentication,
                 connectHeaderFields: configuration.upstreamProxyConnectHeaderFields
             ),
             threadPool: NameLookupThreads.pool
         )
+        self.pool = pool
+        pool.startTargetChecks(on: eventLoopGroup.next())
         self.fileIO = NonBlockingFileIO(threadPool: .singleton)
         if let identifier = configuration.kind.backgroundIdentifier {
             do throws(SessionError) {

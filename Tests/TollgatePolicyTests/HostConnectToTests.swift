@@ -25,6 +25,42 @@ struct HostConnectToTests {
         #expect(!decisions.explain(try #require(HTTPURL(string: "https://other.example/"))).contains("connect-to"))
     }
 
+    @Test("connect-to-check: each target once per session with the shortest interval, in explain; refused without connect-to or under 100ms")
+    func healthChecks() throws {
+        let configuration = try Fixture.load(
+            """
+            sessions:
+              gateway: {}
+            hosts:
+              - match: "api.internal"
+                session: gateway
+                connect-to: ["10.0.0.1:8443", "10.0.0.2:8443"]
+                connect-to-check: 2s
+              - match: "admin.internal"
+                session: gateway
+                connect-to: ["10.0.0.2:8443", "10.0.0.3:8443"]
+                connect-to-check: 500ms
+              - match: "plain.internal"
+                session: gateway
+                connect-to: "10.0.0.9:80"
+            """
+        )
+        let decisions = PolicyDecisions(configuration: configuration)
+        let checks = decisions.connectionTargetChecks(session: "gateway")
+        #expect(checks.map(\.target.description) == ["10.0.0.1:8443", "10.0.0.2:8443", "10.0.0.3:8443"])
+        #expect(checks.map(\.interval) == [.seconds(2), .milliseconds(500), .milliseconds(500)])
+        #expect(decisions.connectionTargetChecks(session: "default").isEmpty)
+        let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/")))
+        #expect(explained.contains("connect-to-check: every 2s, a TCP connection to each target"), "\(explained)")
+        #expect(!decisions.explain(try #require(HTTPURL(string: "https://plain.internal/"))).contains("connect-to-check"))
+
+        let problems = Fixture.problems(
+            "hosts:\n  - match: a.example\n    connect-to-check: 1s\n  - match: b.example\n    connect-to: \"10.0.0.1:80\"\n    connect-to-check: 50ms\n"
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to-check:") && $0.contains("has none") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:6: hosts[1].connect-to-check:") && $0.contains("100ms") }, "\(problems)")
+    }
+
     @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")
     func rejectsBadTargets() {
         let problems = Fixture.problems(

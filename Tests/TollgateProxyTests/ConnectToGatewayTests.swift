@@ -1,4 +1,6 @@
 import Foundation
+import NIOCore
+import NIOPosix
 import Testing
 import TollgateTLS
 import TollgateTesting
@@ -172,5 +174,76 @@ struct ConnectToHTTP2BackendsTests {
         #expect(requests(second, under: "/f.txt?many=") >= 5)
         #expect(first.sessionCount == 1, "one h2 connection to each backend")
         #expect(second.sessionCount == 1)
+    }
+}
+
+/// `connect-to-check`: the gateway makes a TCP connection to each target on its own, so a target
+/// that is off is passed over before a request meets it, and taken back once it accepts again.
+@Suite(
+    "connect-to-check: active health checks of the targets (the built executable)", .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil && NGINXOrigin.isInstalled)
+)
+struct ConnectToCheckTests {
+    /// `/upstreams`' entry for `target`, once it says `down` is `down`.
+    private func awaitDown(_ down: Bool, target: String, admin: Int) async throws -> String {
+        var listing = ""
+        for _ in 0..<100 {
+            listing = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+            if listing.contains("{\"down\":\(down),") && listing.contains("\"target\":\"\(target)\"") {
+                let entry = listing.components(separatedBy: "{").first { $0.contains("\"target\":\"\(target)\"") } ?? ""
+                if entry.hasPrefix("\"down\":\(down),") { return listing }
+            }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        Issue.record("\(target) never became down: \(down): \(listing)")
+        return listing
+    }
+
+    @Test("A target nobody listens on is down before any request; once something accepts there it is up again; requests go to the one that answers")
+    func checksMarkTargets() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let backend = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { backend.stop() }
+        let off = ClosedPort().port
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+            admin:
+              address: "127.0.0.1:0"
+            hosts:
+              - match: api.test
+                http2: off
+                connect-to: ["127.0.0.1:\(off)", "127.0.0.1:\(backend.port)"]
+                connect-to-check: 200ms
+                trust: { roots: "\(pki.caFile)" }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        defer { served.child.kill() }
+        let admin = try served.port("admin")
+
+        // No request yet: the check alone found the target that is off.
+        _ = try await awaitDown(true, target: "127.0.0.1:\(off)", admin: admin)
+        _ = try await awaitDown(false, target: "127.0.0.1:\(backend.port)", admin: admin)
+        #expect(served.child.standardError.contains("a connect-to target failed"), "\(served.child.standardError)")
+        // Every request goes to the backend that answers, none tries the one that is off first.
+        for index in 0..<4 {
+            let response = try await request("GET /c/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: try served.port("reverse"))
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(backend.accessLog.count == 4)
+
+        // Something accepts on the port now: the next check takes the target back.
+        let listener = try await ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .bind(host: "127.0.0.1", port: off)
+            .get()
+        defer { listener.close(promise: nil) }
+        _ = try await awaitDown(false, target: "127.0.0.1:\(off)", admin: admin)
+        try await eventually("the target's return is said") { served.child.standardError.contains("a connect-to target answers again") }
     }
 }

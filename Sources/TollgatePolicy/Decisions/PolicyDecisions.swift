@@ -1,5 +1,6 @@
 public import Foundation
 public import TollgateHTTP
+public import struct TollgateSession.ConnectionTarget
 
 /// The policy engine's decisions as pure functions of a configuration: which rule and session
 /// a request gets, and the answers the policy delegate gives the session for it (cache or not,
@@ -155,6 +156,25 @@ public struct PolicyDecisions: Sendable {
     /// The `willCacheResponse` answer for a response to `url` that the HTTP caching rules allow.
     public func cacheStoreDecision(for url: HTTPURL) -> CacheStoreDecision {
         decide(for: url).cacheStore
+    }
+
+    /// The `connect-to` targets of the rules of session `name` that ask for health checks
+    /// (`connect-to-check`), each once with the shortest interval asked for it.
+    public func connectionTargetChecks(session name: String) -> [(target: ConnectionTarget, interval: Duration)] {
+        var intervals: [ConnectionTarget: Duration] = [:]
+        var order: [ConnectionTarget] = []
+        for rule in configuration.hosts where rule.session == name {
+            guard let interval = rule.connectToCheck else { continue }
+            for target in rule.connectTo {
+                if let known = intervals[target] {
+                    intervals[target] = min(known, interval)
+                } else {
+                    intervals[target] = interval
+                    order.append(target)
+                }
+            }
+        }
+        return order.map { ($0, intervals[$0]!) }
     }
 
     /// The URL a response to `url` is cached under (the rule's `cache.key` normalization).

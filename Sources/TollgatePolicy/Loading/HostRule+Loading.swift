@@ -4,7 +4,9 @@ import TollgateSession
 import TollgateTLS
 
 extension HostRule {
-    static let keys = ["match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to"]
+    static let keys = [
+        "match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to", "connect-to-check",
+    ]
 
     /// Reads one entry of `hosts`.
     ///
@@ -20,6 +22,7 @@ extension HostRule {
     /// | `intercept` | boolean | `false` |
     /// | `http2` | `auto` \| `off` | `auto` |
     /// | `connect-to` | `HOST:PORT`, or a list of them | none |
+    /// | `connect-to-check` | duration, 100ms or more | none: no health checks |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -50,6 +53,15 @@ extension HostRule {
             connectTo = items.compactMap(Self.connectTarget)
             if items.isEmpty { targetsNode.report("list at least one HOST:PORT (or leave connect-to out)") }
             node.context.connectToUses.append((session, targetsNode.line, targetsNode.path))
+        }
+        if let checkNode = entry["connect-to-check"], let interval = checkNode.duration() {
+            if interval < .milliseconds(100) {
+                checkNode.report("check at most every 100ms (a connection to each target each time)")
+            } else if entry["connect-to"] == nil {
+                checkNode.report("connect-to-check checks the connect-to targets: this rule has none")
+            } else {
+                connectToCheck = interval
+            }
         }
         guard !patterns.isEmpty else { return nil }
     }

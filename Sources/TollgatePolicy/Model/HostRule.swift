@@ -26,6 +26,10 @@ public struct HostRule: Hashable, Sendable {
     /// tried in turn, a new connection starting at the next, one that fails going last for 10 s.
     /// URL, `Host`, TLS name, trust and cache key stay the host's. Default: none.
     public var connectTo: [ConnectionTarget] = []
+    /// How often a TCP connection is made to each ``connectTo`` target to see that it accepts
+    /// (`connect-to-check`, HAProxy's `check`): one that does not goes last before a request pays
+    /// for it. Default: nil, no checks (the failures requests meet decide alone).
+    public var connectToCheck: Duration?
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

@@ -330,6 +330,8 @@ public final class PolicyRuntime: Sendable {
             sessionConfiguration.connectionTargets = { host, port in
                 delegate.decisions.decide(host: host, port: port).connectTo
             }
+            // The rules' `connect-to-check`s for this session's targets, under the rules in force at each check.
+            sessionConfiguration.connectionTargetChecks = { delegate.decisions.connectionTargetChecks(session: name) }
             // A rule's `cache.key` normalization, under the rules in force when the task looks up.
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
             // A rule's `cache.stale-if-error`, asked only when a stale response is revalidated.

@@ -21,6 +21,8 @@ final class ConnectionPool: @unchecked Sendable {
         var connectionAddressCheck: (@Sendable (String, Int, SocketAddress) -> String?)? = nil
         /// ``SessionConfiguration/connectionTargets``.
         var connectionTargets: (@Sendable (String, Int) -> [ConnectionTarget])? = nil
+        /// ``SessionConfiguration/connectionTargetChecks``.
+        var connectionTargetChecks: (@Sendable () -> [ConnectionTargetChecker.Check])? = nil
         /// ``SessionConfiguration/upstreamProxyFallbacks``.
         var upstreamProxyFallbacks: [UpstreamProxy] = []
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
@@ -55,6 +57,8 @@ final class ConnectionPool: @unchecked Sendable {
     private var waiters: [Int: Waiter] = [:]
     var nextID = 0
     var isShutDown = false
+    /// The active health checks of `connect-to` targets, when the session has any.
+    private var targetChecker: ConnectionTargetChecker?
     /// Connections with an identifier up to this one are closed instead of reused (`flush`/`reset`).
     private var retiredThrough = 0
 
@@ -175,8 +179,22 @@ final class ConnectionPool: @unchecked Sendable {
         for connection in idle { connection.channel.close(promise: nil) }
     }
 
+    /// Starts the active health checks of `connect-to` targets, when the session has any
+    /// (``SessionConfiguration/connectionTargetChecks``), on `loop`; ``shutdown()`` stops them.
+    func startTargetChecks(on loop: any EventLoop) {
+        guard let checks = configuration.connectionTargetChecks else { return }
+        let checker = ConnectionTargetChecker(loop: loop, checks: checks, resolver: resolver, health: targetHealth)
+        let started = lock.withLock { () -> Bool in
+            guard !isShutDown else { return false }
+            targetChecker = checker
+            return true
+        }
+        if started { checker.start() }
+    }
+
     /// Closes every connection; later leases fail.
     func shutdown() {
+        lock.withLock { targetChecker }?.stop()
         let connections: [OriginConnection] = lock.withLock {
             isShutDown = true
             let all = entries.values.flatMap { $0.connections.values }

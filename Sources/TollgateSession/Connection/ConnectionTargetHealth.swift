@@ -49,6 +49,7 @@ struct ConnectionTargetHealth {
     /// whether it was taking its turns until now (the moment to say it is down).
     @discardableResult
     mutating func failed(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
+        known.insert(target)  // a health check's target, before any connection was asked of it
         let wasInTurn = (pausedUntil[target] ?? now) <= now
         pausedUntil[target] = now + failurePause
         return wasInTurn
@@ -58,7 +59,8 @@ struct ConnectionTargetHealth {
     /// failed before (the moment to say it is back).
     @discardableResult
     mutating func succeeded(_ target: ConnectionTarget) -> Bool {
-        pausedUntil.removeValue(forKey: target) != nil
+        known.insert(target)
+        return pausedUntil.removeValue(forKey: target) != nil
     }
 
     /// Whether `target` is going last now (for tests and explanations).

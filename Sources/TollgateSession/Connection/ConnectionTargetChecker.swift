@@ -1,0 +1,116 @@
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+
+/// Active health checks of `connect-to` targets (``SessionConfiguration/connectionTargetChecks``):
+/// a TCP connection made to each target every `interval`, as HAProxy's `check` does by default.
+/// A target that does not accept one within `min(interval, 3 s)` goes last, as when a request's
+/// connection to it fails (``ConnectionTargetHealth``), before any request pays for it — a
+/// machine that is off, whose SYNs go unanswered, would otherwise cost one request a connect
+/// timeout every time its pause ran out; one that accepts again takes its turns again at once.
+///
+/// The checks run on one event loop, at most one per target at a time; names are looked up on
+/// the lookup threads (``NameResolver``). Stopped with the session's pool.
+final class ConnectionTargetChecker: Sendable {
+    /// One target's check, and how often.
+    struct Check: Hashable, Sendable {
+        var target: ConnectionTarget
+        var interval: TimeAmount
+    }
+
+    private struct State {
+        /// When each target's last check started.
+        var started: [ConnectionTarget: NIODeadline] = [:]
+        /// The targets whose check is under way.
+        var running: Set<ConnectionTarget> = []
+        var tick: RepeatedTask?
+        var stopped = false
+    }
+
+    /// How often the list is looked at (a target's own interval decides when it is checked).
+    static let tickInterval = TimeAmount.milliseconds(100)
+    /// The longest a check waits for the connection.
+    static let longestTimeout = TimeAmount.seconds(3)
+
+    private let loop: any EventLoop
+    private let checks: @Sendable () -> [Check]
+    private let resolver: NameResolver
+    private let health: NIOLockedValueBox<ConnectionTargetHealth>
+    private let state = NIOLockedValueBox(State())
+
+    init(
+        loop: any EventLoop, checks: @escaping @Sendable () -> [Check], resolver: NameResolver,
+        health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        self.loop = loop
+        self.checks = checks
+        self.resolver = resolver
+        self.health = health
+    }
+
+    /// Starts checking (every ``tickInterval`` the due targets).
+    func start() {
+        let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: Self.tickInterval) { [self] _ in runDueChecks() }
+        state.withLockedValue { state in
+            if state.stopped { task.cancel() } else { state.tick = task }
+        }
+    }
+
+    /// Stops checking; a check under way finishes without effect on the order.
+    func stop() {
+        let task = state.withLockedValue { state -> RepeatedTask? in
+            state.stopped = true
+            defer { state.tick = nil }
+            return state.tick
+        }
+        task?.cancel()
+    }
+
+    /// The checks whose interval has passed since they last started, marked started.
+    private func runDueChecks() {
+        let now = NIODeadline.now()
+        let due = state.withLockedValue { state -> [Check] in
+            guard !state.stopped else { return [] }
+            var due: [Check] = []
+            for check in checks() where !state.running.contains(check.target) {
+                if let last = state.started[check.target], now - last < check.interval { continue }
+                state.started[check.target] = now
+                state.running.insert(check.target)
+                due.append(check)
+            }
+            return due
+        }
+        for check in due { run(check) }
+    }
+
+    private func run(_ check: Check) {
+        let target = check.target
+        let timeout = min(check.interval, Self.longestTimeout)
+        let loop = self.loop
+        let connected: EventLoopFuture<any Channel> = resolver.resolve(host: target.host, port: target.port, on: loop).flatMap {
+            (addresses: [SocketAddress]) -> EventLoopFuture<any Channel> in
+            guard let address = addresses.first else {
+                return loop.makeFailedFuture(ConnectionTargetCheckError(description: "the name has no address"))
+            }
+            return ClientBootstrap(group: loop).connectTimeout(timeout).connect(to: address)
+        }
+        connected.whenComplete { [self] (result: Result<any Channel, any Error>) in
+            let stopped = state.withLockedValue { state in
+                state.running.remove(target)
+                return state.stopped
+            }
+            switch result {
+            case .success(let channel):
+                channel.close(promise: nil)
+                if !stopped { ConnectionTargetWalk.noteSucceeded(target, of: "health check", in: health) }
+            case .failure(let error):
+                if !stopped { ConnectionTargetWalk.noteFailed(target, of: "health check", why: "\(error)", in: health) }
+            }
+        }
+    }
+}
+
+/// A health check could not start its connection.
+struct ConnectionTargetCheckError: Error, CustomStringConvertible {
+    let description: String
+}
