@@ -23,12 +23,16 @@ final class ConnectionTargetChecker: Sendable {
         var started: [ConnectionTarget: NIODeadline] = [:]
         /// The targets whose check is under way.
         var running: Set<ConnectionTarget> = []
-        var tick: RepeatedTask?
+        var tick: Scheduled<Void>?
         var stopped = false
     }
 
-    /// How often the list is looked at (a target's own interval decides when it is checked).
+    /// How often the list is looked at while it has checks (a target's own interval decides
+    /// when it is checked).
     static let tickInterval = TimeAmount.milliseconds(100)
+    /// How often it is looked at while it has none (a reload may add some): a session without
+    /// checks wakes once a second for this, not ten times.
+    static let idleTickInterval = TimeAmount.seconds(1)
     /// The longest a check waits for the connection.
     static let longestTimeout = TimeAmount.seconds(3)
 
@@ -48,17 +52,14 @@ final class ConnectionTargetChecker: Sendable {
         self.health = health
     }
 
-    /// Starts checking (every ``tickInterval`` the due targets).
+    /// Starts checking (the due targets, every ``tickInterval`` while there are checks).
     func start() {
-        let task = loop.scheduleRepeatedTask(initialDelay: .zero, delay: Self.tickInterval) { [self] _ in runDueChecks() }
-        state.withLockedValue { state in
-            if state.stopped { task.cancel() } else { state.tick = task }
-        }
+        schedule(after: .zero)
     }
 
     /// Stops checking; a check under way finishes without effect on the order.
     func stop() {
-        let task = state.withLockedValue { state -> RepeatedTask? in
+        let task = state.withLockedValue { state -> Scheduled<Void>? in
             state.stopped = true
             defer { state.tick = nil }
             return state.tick
@@ -66,13 +67,25 @@ final class ConnectionTargetChecker: Sendable {
         task?.cancel()
     }
 
-    /// The checks whose interval has passed since they last started, marked started.
-    private func runDueChecks() {
+    private func schedule(after delay: TimeAmount) {
+        let task = loop.scheduleTask(in: delay) { [self] in
+            let any = runDueChecks()
+            schedule(after: any ? Self.tickInterval : Self.idleTickInterval)
+        }
+        state.withLockedValue { state in
+            if state.stopped { task.cancel() } else { state.tick = task }
+        }
+    }
+
+    /// Starts the checks whose interval has passed since they last started; returns whether
+    /// there are checks at all.
+    private func runDueChecks() -> Bool {
         let now = NIODeadline.now()
+        let listed = checks()
         let due = state.withLockedValue { state -> [Check] in
             guard !state.stopped else { return [] }
             var due: [Check] = []
-            for check in checks() where !state.running.contains(check.target) {
+            for check in listed where !state.running.contains(check.target) {
                 if let last = state.started[check.target], now - last < check.interval { continue }
                 state.started[check.target] = now
                 state.running.insert(check.target)
@@ -81,6 +94,7 @@ final class ConnectionTargetChecker: Sendable {
             return due
         }
         for check in due { run(check) }
+        return !listed.isEmpty
     }
 
     private func run(_ check: Check) {
