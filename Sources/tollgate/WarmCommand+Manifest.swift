@@ -19,7 +19,8 @@ extension WarmCommand {
         let configSHA256 = SHA256.hex(SHA256.hash(configurationBytes()))
         var entries: [CacheManifest.Entry] = []
         for (outcome, url) in zip(outcomes, urls) {
-            guard let stored = outcome.stored else { continue }
+            // A failed URL (an integrity mismatch removed what was stored) has no entry.
+            guard outcome.kind != .failed, let stored = outcome.stored else { continue }
             do {
                 if let entry = try store.manifestEntry(
                     key: stored.key, requestHeaders: stored.requestHeaders, listedURL: url.absoluteString,

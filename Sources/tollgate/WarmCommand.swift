@@ -14,7 +14,10 @@ struct WarmCommand: AsyncParsableCommand {
         abstract: "Fetch every URL listed (one a line) into the cache.",
         discussion: """
             Reads absolute http(s) URLs, one a line, from FILE (- for standard input); blank lines and \
-            lines starting with # are skipped. Each URL is fetched with GET under the configuration's rules \
+            lines starting with # are skipped. FILE may be an npm lockfile instead (package-lock.json, \
+            npm-shrinkwrap.json, versions 1 to 3): its resolved tarballs are warmed, and each stored body is \
+            checked against the lockfile's integrity (sha512, sha384, sha256 or sha1): one that differs is \
+            removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \
@@ -81,6 +84,7 @@ struct WarmCommand: AsyncParsableCommand {
         DiagnosticLog.bootstrap(level: configuration.log.level)
         let list = try readList()
         for problem in list.problems { standardError(problem) }
+        let integrity = list.integrity
         if configuration.cache.readOnly {
             throw CommandFailure.user("warm fills the cache, and cache.read-only is set in \(config ?? "the configuration")")
         }
@@ -144,8 +148,9 @@ struct WarmCommand: AsyncParsableCommand {
             )
             Foundation.exit(128 + number)
         }
-        let outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
+        var outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
         display?.stop()
+        if !integrity.isEmpty { checkIntegrity(&outcomes, urls: list.urls, integrity: integrity, store: stores.cache.store) }
         for outcome in outcomes { print(outcome.line) }
         if let json {
             try WarmReport(urls: list.urls, outcomes: outcomes, skippedLines: list.problems.count).write(to: json)
@@ -163,8 +168,9 @@ struct WarmCommand: AsyncParsableCommand {
         if warm < list.urls.count || !list.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
     }
 
-    /// The URLs of the list and a `FILE:LINE: …` line for each line that is not one.
-    private func readList() throws -> (urls: [HTTPURL], problems: [String]) {
+    /// The URLs of the list (or of an npm lockfile, with the integrity each must have, by URL)
+    /// and a `FILE:LINE: …` line for each line that is not one.
+    private func readList() throws -> (urls: [HTTPURL], problems: [String], integrity: [String: SubresourceIntegrity]) {
         let text: String
         let name = file == "-" ? "<stdin>" : file
         if file == "-" {
@@ -178,6 +184,12 @@ struct WarmCommand: AsyncParsableCommand {
         }
         var urls: [HTTPURL] = []
         var problems: [String] = []
+        if NPMLockfile.recognizes(text) {
+            let lockfile = try NPMLockfile(text: text, source: name, problems: &problems)
+            var integrity: [String: SubresourceIntegrity] = [:]
+            for artifact in lockfile.artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
+            return (lockfile.artifacts.map(\.url), problems, integrity)
+        }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
             if line.isEmpty || line.hasPrefix("#") { continue }
@@ -192,6 +204,6 @@ struct WarmCommand: AsyncParsableCommand {
                 problems.append("\(name):\(index + 1): not a URL: '\(line)' (\(error.description))")
             }
         }
-        return (urls, problems)
+        return (urls, problems, [:])
     }
 }

@@ -13,14 +13,19 @@ public struct MessageDigest: Sendable {
         case sha256
         /// MD5: HTTP Digest `MD5` only — never where collision resistance matters.
         case md5
-        /// SHA-1: the WebSocket handshake's `Sec-WebSocket-Accept` (RFC 6455 §4.2.2) only.
+        /// SHA-1: the WebSocket handshake's `Sec-WebSocket-Accept` (RFC 6455 §4.2.2), and the
+        /// oldest lockfiles' integrity.
         case sha1
+        /// SHA-384 and SHA-512: lockfiles' Subresource Integrity (`sha512-BASE64`).
+        case sha384, sha512
 
         fileprivate var evp: OpaquePointer? {
             switch self {
             case .sha256: EVP_sha256()
             case .md5: EVP_md5()
             case .sha1: EVP_sha1()
+            case .sha384: EVP_sha384()
+            case .sha512: EVP_sha512()
             }
         }
 
@@ -30,6 +35,8 @@ public struct MessageDigest: Sendable {
             case .sha256: 32
             case .md5: 16
             case .sha1: 20
+            case .sha384: 48
+            case .sha512: 64
             }
         }
     }

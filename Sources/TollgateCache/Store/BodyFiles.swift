@@ -152,11 +152,11 @@ struct BodyFiles: Sendable {
     }
 
     /// The SHA-256 and length of the contents of the file at `path`.
-    static func digest(atPath path: String) throws -> (length: Int64, digest: [UInt8]) {
+    static func digest(atPath path: String, algorithm: MessageDigest.Algorithm = .sha256) throws -> (length: Int64, digest: [UInt8]) {
         let fd = open(path, O_RDONLY | O_CLOEXEC)
         guard fd >= 0 else { throw CacheStoreError.io(errno, "cannot open \(path)") }
         defer { systemClose(fd) }
-        var hasher = SHA256()
+        var hasher = MessageDigest(algorithm)
         var length: Int64 = 0
         let chunk = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 16, alignment: 16)
         defer { chunk.deallocate() }

@@ -42,6 +42,16 @@ public enum CacheBody: Sendable {
         }
     }
 
+    /// The body's `algorithm` digest, its bytes read again (a lockfile's integrity check).
+    public func digest(_ algorithm: MessageDigest.Algorithm) throws -> [UInt8] {
+        switch self {
+        case .inline(let buffer):
+            return buffer.withUnsafeReadableBytes { MessageDigest.hash(algorithm, $0) }
+        case .file(let path, _):
+            return try BodyFiles.digest(atPath: path, algorithm: algorithm).digest
+        }
+    }
+
     /// The body's length and SHA-256 as they are now (a file body is read whole, in pieces).
     public func digest() throws -> (length: Int64, digest: [UInt8]) {
         switch self {

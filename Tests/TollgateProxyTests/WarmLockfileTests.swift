@@ -1,0 +1,95 @@
+import Foundation
+import Testing
+import TollgateCache
+import TollgateHTTP
+import TollgateTesting
+
+/// `tollgate warm package-lock.json`: the tarballs an npm lockfile pins, fetched and checked
+/// against its `integrity`; what does not match is not left in the cache.
+@Suite(
+    "tollgate warm of an npm lockfile (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(1)),
+    .enabled(if: tollgateBinary != nil)
+)
+struct WarmLockfileTests {
+    /// `sha512-BASE64` of `text`, as npm writes `integrity` (computed by the openssl command).
+    private func integrity(_ text: String, _ algorithm: String = "sha512") async throws -> String {
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-sri-\(UUID().uuidString)").path
+        defer { try? FileManager.default.removeItem(atPath: file) }
+        try text.write(toFile: file, atomically: true, encoding: .utf8)
+        let result = try await ChildProcess.run("/bin/sh", ["-c", "openssl dgst -\(algorithm) -binary '\(file)' | base64 -w0"])
+        return "\(algorithm)-\(result.stdout)"
+    }
+
+    @Test("Every resolved tarball is warmed; one whose bytes are not what the lockfile pins fails and leaves the cache; the offline proxy serves the rest")
+    func lockfileWithIntegrity() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "tarball \(request.path)")
+        }
+        defer { origin.stop() }
+        let base = "http://127.0.0.1:\(origin.port)"
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            """.write(to: config, atomically: true, encoding: .utf8)
+        // Version 3: the flat `packages` map. `left-pad` is listed twice (two install paths); the
+        // tampered one's integrity is of other bytes; the git dependency has no tarball to fetch.
+        let lockfile = directory.appendingPathComponent("package-lock.json")
+        try """
+            {
+              "name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+              "packages": {
+                "": { "name": "app", "version": "1.0.0", "dependencies": { "react": "^18" } },
+                "node_modules/react": { "version": "18.3.1", "resolved": "\(base)/react/-/react-18.3.1.tgz",
+                  "integrity": "\(try await integrity("tarball /react/-/react-18.3.1.tgz")) sha1-AAAAAAAAAAAAAAAAAAAAAAAAAAA=" },
+                "node_modules/left-pad": { "version": "1.3.0", "resolved": "\(base)/left-pad/-/left-pad-1.3.0.tgz",
+                  "integrity": "\(try await integrity("tarball /left-pad/-/left-pad-1.3.0.tgz", "sha256"))" },
+                "node_modules/x/node_modules/left-pad": { "version": "1.3.0", "resolved": "\(base)/left-pad/-/left-pad-1.3.0.tgz",
+                  "integrity": "\(try await integrity("tarball /left-pad/-/left-pad-1.3.0.tgz", "sha256"))" },
+                "node_modules/tampered": { "version": "0.0.1", "resolved": "\(base)/tampered/-/tampered-0.0.1.tgz",
+                  "integrity": "\(try await integrity("what the author published"))" },
+                "node_modules/from-git": { "version": "1.0.0", "resolved": "git+ssh://git@example.invalid/x.git#abc" }
+              }
+            }
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let binary = try #require(tollgateBinary)
+        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        let warm = try await ChildProcess.run(binary, ["warm", "--config", config.path, lockfile.path], environment: environment)
+        #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
+        let lines = warm.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.contains("200  tollgate; fwd=uri-miss; stored  \(base)/react/-/react-18.3.1.tgz"), "\(warm.stdout)")
+        #expect(lines.contains("200  tollgate; fwd=uri-miss; stored  \(base)/left-pad/-/left-pad-1.3.0.tgz"))
+        let tampered = try #require(lines.first { $0.hasPrefix("failed  \(base)/tampered/-/tampered-0.0.1.tgz: integrity mismatch") }, "\(warm.stdout)")
+        #expect(tampered.contains("the lockfile says \(try await integrity("what the author published"))"))
+        #expect(tampered.contains("the body is \(try await integrity("tarball /tampered/-/tampered-0.0.1.tgz"))"))
+        #expect(tampered.hasSuffix("removed from the cache"))
+        #expect(lines.last == "warmed 2 of 3 URLs: 2 stored, 0 already fresh, 0 not stored, 1 failed, 0 resumed", "\(warm.stdout)")
+        #expect(origin.requestCount == 3)
+
+        // The cache holds the two that match, not the tampered one.
+        let list = try await ChildProcess.run(binary, ["cache", "list", "--config", config.path])
+        #expect(list.stdout.contains("\(base)/react/-/react-18.3.1.tgz"), "\(list.stdout)")
+        #expect(!list.stdout.contains("tampered"), "\(list.stdout)")
+
+        // A version 1 lockfile (nested dependencies) names the same tarballs: fresh hits now, and
+        // checked again.
+        let old = directory.appendingPathComponent("npm-shrinkwrap.json")
+        try """
+            { "name": "app", "lockfileVersion": 1, "dependencies": {
+                "react": { "version": "18.3.1", "resolved": "\(base)/react/-/react-18.3.1.tgz",
+                  "integrity": "\(try await integrity("tarball /react/-/react-18.3.1.tgz"))",
+                  "dependencies": { "left-pad": { "version": "1.3.0", "resolved": "\(base)/left-pad/-/left-pad-1.3.0.tgz",
+                    "integrity": "\(try await integrity("tarball /left-pad/-/left-pad-1.3.0.tgz", "sha384"))" } } } } }
+            """.write(to: old, atomically: true, encoding: .utf8)
+        let again = try await ChildProcess.run(binary, ["warm", "--config", config.path, old.path], environment: environment)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"), "\(again.stdout)")
+        #expect(origin.requestCount == 3)
+    }
+}
