@@ -283,6 +283,56 @@ struct ClientCertificateListenerTests {
         #expect(try await setup.curl(issuingURL, identity: "stranger").status != 0)
     }
 
+    @Test("An HTTPS proxy with client-auth: inside an intercepted CONNECT the requests still name the client, in the log and (forward: client-cert) to the origin")
+    func insideInterception() async throws {
+        let setup = try ClientAuthSetup()
+        defer { setup.remove() }
+        let binary = try #require(tollgateBinary)
+        let caDirectory = setup.path("interception-ca")
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+        let originPKI = try TestPKI(commonName: "Origin CA", host: "origin.test")
+        let origin = try await LoopbackOrigin.start(tls: originPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "no-store"], body: "origin \(request.target)")
+        }
+        defer { origin.stop() }
+        let configuration = try setup.configuration("""
+            tls:
+              certificate: srv.pem
+              key: srv.key
+              client-auth: { roots: clients-ca.pem, forward: client-cert }
+            """)
+        var text = try String(contentsOfFile: configuration, encoding: .utf8)
+        text += """
+
+            access:
+              connect-ports: [\(origin.port)]
+            hosts:
+              - match: origin.test
+                intercept: true
+                connect-to: "127.0.0.1:\(origin.port)"
+                trust: { roots: "\(originPKI.caFile)" }
+            interception:
+              ca-dir: "\(caDirectory)"
+            """
+        try text.write(toFile: configuration, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let result = try await ChildProcess.run(
+            "/usr/bin/curl",
+            [
+                "-sS", "--max-time", "20", "--proxy", "https://127.0.0.1:\(try served.port("forward"))",
+                "--proxy-cacert", setup.server.caFile, "--proxy-cert", setup.path("agent.pem"), "--proxy-key", setup.path("agent.key"),
+                "--cacert", caDirectory + "/ca.pem", "https://origin.test:\(origin.port)/inner",
+            ]
+        )
+        #expect(result.stdout == "origin /inner", "\(result.stdout) \(result.stderr)")
+        #expect(origin.requests.last?.headerFields["Client-Cert"] == byteSequence(setup.agent.certificate))
+        let entries = try await setup.logEntries(2)
+        let inner = try #require(entries.first { ($0["target"] as? String)?.contains("/inner") == true }, "\(entries)")
+        #expect(inner["client_cert"] as? String == "CN=agent-7.example", "\(inner)")
+    }
+
     @Test("check-config: client-auth needs roots of its own (not system), and names a damaged bundle or list at its line")
     func checkConfig() async throws {
         let setup = try ClientAuthSetup()

@@ -155,8 +155,10 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         }
         if let completed = event as? TLSHandshakeCompleted, intercepted != nil {
             intercepted?.handshakeDone = true
-            // The minted certificate's handshake asks the client for none.
-            memo.clientTLS = ClientTLS(version: completed.evaluation.protocolVersion.description)
+            // The minted certificate's handshake asks the client for none; the HTTPS proxy's own
+            // handshake may have verified one.
+            let inner = ClientTLS(version: completed.evaluation.protocolVersion.description, inside: memo.clientTLS)
+            memo.clientTLS = inner
             let selection = ClientProtocolSelection(negotiated: completed.evaluation.applicationProtocol)
             switch selection {
             case .http1: break  // this handler reads the requests inside the client's TLS
@@ -169,7 +171,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                         at: .before(self),
                         environment: environment,
                         remoteAddress: context.channel.remoteAddress,
-                        clientTLS: ClientTLS(version: completed.evaluation.protocolVersion.description)
+                        clientTLS: inner
                     )
                 } catch {
                     closeNow()

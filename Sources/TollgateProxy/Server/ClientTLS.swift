@@ -11,11 +11,13 @@ struct ClientTLS: Sendable {
     /// Whether the origin is told of ``certificate`` (`client-auth.forward: client-cert`).
     let forwardsCertificate: Bool
 
-    /// A connection without client certificates (an intercepted CONNECT's inner TLS, say).
-    init(version: String) {
+    /// A connection without client certificates — or the TLS inside an intercepted CONNECT, which
+    /// asks for none: the certificate the connection it came on proved (`outer`, an HTTPS proxy
+    /// listener's `client-auth`) still names the client.
+    init(version: String, inside outer: ClientTLS? = nil) {
         self.version = version
-        self.certificate = nil
-        self.forwardsCertificate = false
+        self.certificate = outer?.certificate
+        self.forwardsCertificate = outer?.forwardsCertificate ?? false
     }
 
     /// What a listener's handshake settled: a certificate is kept only when OpenSSL trusted it
