@@ -14,10 +14,10 @@ struct WarmCommand: AsyncParsableCommand {
         abstract: "Fetch every URL listed (one a line) into the cache.",
         discussion: """
             Reads absolute http(s) URLs, one a line, from FILE (- for standard input); blank lines and \
-            lines starting with # are skipped. FILE may be an npm lockfile instead (package-lock.json, \
-            npm-shrinkwrap.json, versions 1 to 3): its resolved tarballs are warmed, and each stored body is \
-            checked against the lockfile's integrity (sha512, sha384, sha256 or sha1): one that differs is \
-            removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
+            lines starting with # are skipped. FILE may be a lockfile instead — npm's package-lock.json or \
+            npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, Cargo.lock: the artifacts it pins are \
+            warmed, and each stored body is checked against the lockfile's digest (integrity, checksum): one that \
+            differs is removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \
@@ -184,8 +184,8 @@ struct WarmCommand: AsyncParsableCommand {
         }
         var urls: [HTTPURL] = []
         var problems: [String] = []
-        if NPMLockfile.recognizes(text) {
-            let lockfile = try NPMLockfile(text: text, source: name, problems: &problems)
+        if let format = PackageLockfile.format(of: text) {
+            let lockfile = try PackageLockfile(text: text, format: format, source: name, problems: &problems)
             var integrity: [String: SubresourceIntegrity] = [:]
             for artifact in lockfile.artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
             return (lockfile.artifacts.map(\.url), problems, integrity)
