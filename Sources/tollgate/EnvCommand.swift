@@ -74,8 +74,13 @@ struct EnvCommand: ParsableCommand {
         let caFile = directory + "/ca.pem"
         if let pem = try? String(contentsOfFile: caFile, encoding: .utf8), let authority = try? Certificate(pem: pem) {
             let bundle = directory + "/bundle.pem"
-            try Self.writeBundle(authority, to: bundle)
-            for name in Self.bundleVariables { lines.append((name, bundle)) }
+            if Self.writeBundle(authority, to: bundle) {
+                for name in Self.bundleVariables { lines.append((name, bundle)) }
+            } else {
+                // A CA directory this user may not write (a read-only mount): the proxy lines and
+                // Node's extra CA still help; the eval must not come up empty.
+                comments.append("# cannot write the bundle \(bundle): the tools that take one bundle are left as they are")
+            }
             for name in Self.extraCAVariables { lines.append((name, caFile)) }
         } else {
             comments.append("# no interception CA in \(directory) (tollgate ca init): https goes through tunnels, not the cache")
@@ -100,7 +105,8 @@ struct EnvCommand: ParsableCommand {
     /// The system's roots, then the CA: tools that take one bundle file (it replaces their roots)
     /// still reach every site, and sites the proxy intercepts verify against the CA. Written anew
     /// each time (the system's roots change with updates), readable by all (no secret in it).
-    static func writeBundle(_ authority: Certificate, to path: String) throws {
+    /// False when it cannot be written.
+    static func writeBundle(_ authority: Certificate, to path: String) -> Bool {
         let system = TrustRoots.systemBundleFile.flatMap { try? String(contentsOfFile: $0, encoding: .utf8) } ?? ""
         var text = system
         if !text.isEmpty, !text.hasSuffix("\n") { text += "\n" }
@@ -108,8 +114,9 @@ struct EnvCommand: ParsableCommand {
         do {
             try text.write(toFile: path, atomically: true, encoding: .utf8)
             try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: path)
+            return true
         } catch {
-            throw CommandFailure.user("cannot write the bundle \(path): \(error)")
+            return false
         }
     }
 }

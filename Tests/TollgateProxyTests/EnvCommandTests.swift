@@ -106,5 +106,16 @@ struct EnvCommandTests {
         let printed = try await ChildProcess.run(binary, ["env", "--config", file])
         #expect(printed.stdout.contains("export SSL_CERT_FILE='\(caDirectory)/bundle.pem'\n"), "\(printed.stdout)")
         #expect(printed.stdout.contains("export NODE_EXTRA_CA_CERTS='\(caDirectory)/ca.pem'\n"))
+
+        // A bundle that cannot be written (here a directory stands at its path; a read-only mount
+        // does the same for a user) leaves those tools as they are, and the rest is still printed.
+        try FileManager.default.removeItem(atPath: caDirectory + "/bundle.pem")
+        try FileManager.default.createDirectory(atPath: caDirectory + "/bundle.pem/x", withIntermediateDirectories: true)
+        let unwritable = try await ChildProcess.run(binary, ["env", "--config", file])
+        #expect(unwritable.status == 0, "\(unwritable.stderr)")
+        #expect(unwritable.stdout.contains("export https_proxy='http://127.0.0.1:\(port)'\n"), "\(unwritable.stdout)")
+        #expect(unwritable.stdout.contains("# cannot write the bundle \(caDirectory)/bundle.pem"), "\(unwritable.stdout)")
+        #expect(!unwritable.stdout.contains("SSL_CERT_FILE"))
+        #expect(unwritable.stdout.contains("export NODE_EXTRA_CA_CERTS='\(caDirectory)/ca.pem'\n"))
     }
 }
