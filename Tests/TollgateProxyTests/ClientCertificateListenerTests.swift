@@ -56,6 +56,25 @@ private struct ClientAuthSetup {
         return file
     }
 
+    /// `tollgate.yaml` with a reverse TLS listener in front of `upstreamPort` whose `client-auth`
+    /// is `clientAuth` (its YAML flow mapping).
+    func reverseConfiguration(upstreamPort: Int, clientAuth: String) throws -> String {
+        try configuration("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(upstreamPort)"
+            tls:
+              certificate: srv.pem
+              key: srv.key
+              client-auth: \(clientAuth)
+            """)
+    }
+
+    /// `tollgate serve` on ``reverseConfiguration(upstreamPort:clientAuth:)``.
+    func serveReverse(upstreamPort: Int, clientAuth: String) async throws -> Served {
+        let file = try reverseConfiguration(upstreamPort: upstreamPort, clientAuth: clientAuth)
+        return try await Served.start(["--config", file], directory: directory, lines: 2)
+    }
+
     /// The access log's entries, once there are `count`.
     func logEntries(_ count: Int) async throws -> [[String: Any]] {
         try await eventually("\(count) access log lines") {
@@ -98,15 +117,7 @@ struct ClientCertificateListenerTests {
             respond.send(status: 200, headers: ["Cache-Control": cacheControl], body: "origin \(request.target)")
         }
         defer { origin.stop() }
-        let configuration = try setup.configuration("""
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls:
-              certificate: srv.pem
-              key: srv.key
-              client-auth: { roots: clients-ca.pem }
-            """)
-        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        let served = try await setup.serveReverse(upstreamPort: origin.port, clientAuth: "{ roots: clients-ca.pem }")
         defer { served.child.kill() }
         let base = "https://127.0.0.1:\(try served.port("reverse"))"
 
@@ -156,15 +167,7 @@ struct ClientCertificateListenerTests {
             respond.send(status: 200, headers: ["Cache-Control": "no-store"], body: "origin \(request.target)")
         }
         defer { origin.stop() }
-        let configuration = try setup.configuration("""
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls:
-              certificate: srv.pem
-              key: srv.key
-              client-auth: { roots: [clients-ca.pem], verify: optional }
-            """)
-        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        let served = try await setup.serveReverse(upstreamPort: origin.port, clientAuth: "{ roots: [clients-ca.pem], verify: optional }")
         defer { served.child.kill() }
         let base = "https://127.0.0.1:\(try served.port("reverse"))"
         let anonymous = try await setup.curl(base + "/a", identity: nil, ["-H", "Client-Cert: :AAAA:", "-H", "Client-Cert-Chain: :AAAA:"])
@@ -184,15 +187,7 @@ struct ClientCertificateListenerTests {
 
         served.child.kill()
         _ = try await served.child.waitForExit()
-        let quiet = try setup.configuration("""
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls:
-              certificate: srv.pem
-              key: srv.key
-              client-auth: { roots: clients-ca.pem, forward: "off" }
-            """)
-        let again = try await Served.start(["--config", quiet], directory: setup.directory, lines: 2)
+        let again = try await setup.serveReverse(upstreamPort: origin.port, clientAuth: "{ roots: clients-ca.pem, forward: \"off\" }")
         defer { again.child.kill() }
         let admitted = try await setup.curl("https://127.0.0.1:\(try again.port("reverse"))/d", identity: "agent")
         #expect(admitted.stdout == "origin /d", "\(admitted.stderr)")
@@ -210,15 +205,7 @@ struct ClientCertificateListenerTests {
         let issuing = try TestCRL(authority: setup.clientIntermediate)
         let rootList = try await TestCRL(authority: setup.clientRoot).writeCRL()
         try FileManager.default.copyItem(atPath: try await issuing.writeCRL(), toPath: setup.path("agents.crl"))
-        let configuration = try setup.configuration("""
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls:
-              certificate: srv.pem
-              key: srv.key
-              client-auth: { roots: clients-ca.pem, crls: [agents.crl, "\(rootList)"] }
-            """)
-        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        let served = try await setup.serveReverse(upstreamPort: origin.port, clientAuth: "{ roots: clients-ca.pem, crls: [agents.crl, \"\(rootList)\"] }")
         defer { served.child.kill() }
         let url = "https://127.0.0.1:\(try served.port("reverse"))/x"
         #expect(try await setup.curl(url, identity: "agent").stdout == "origin /x")
@@ -252,15 +239,7 @@ struct ClientCertificateListenerTests {
         }
         defer { origin.stop() }
         func serve(pin: String) async throws -> Served {
-            let configuration = try setup.configuration("""
-                mode: reverse
-                upstream: "http://127.0.0.1:\(origin.port)"
-                tls:
-                  certificate: srv.pem
-                  key: srv.key
-                  client-auth: { roots: clients-ca.pem, pins: ["\(pin)"] }
-                """)
-            return try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+            try await setup.serveReverse(upstreamPort: origin.port, clientAuth: "{ roots: clients-ca.pem, pins: [\"\(pin)\"] }")
         }
         let agentOnly = try await serve(pin: setup.agent.certificate.spkiPin.description)
         let url = "https://127.0.0.1:\(try agentOnly.port("reverse"))/p"
@@ -339,14 +318,7 @@ struct ClientCertificateListenerTests {
         defer { setup.remove() }
         let binary = try #require(tollgateBinary)
         func check(_ clientAuth: String) async throws -> (status: Int32, stdout: String) {
-            let file = try setup.configuration("""
-                mode: reverse
-                upstream: "http://127.0.0.1:9"
-                tls:
-                  certificate: srv.pem
-                  key: srv.key
-                  client-auth: \(clientAuth)
-                """)
+            let file = try setup.reverseConfiguration(upstreamPort: 9, clientAuth: clientAuth)
             let result = try await ChildProcess.run(binary, ["check-config", file])
             return (result.status, result.stdout)
         }

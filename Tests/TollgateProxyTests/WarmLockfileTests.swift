@@ -22,6 +22,22 @@ struct WarmLockfileTests {
         return "\(algorithm)-\(result.stdout)"
     }
 
+    /// `tollgate warm --config CONFIG LOCKFILE`, its data directory in `directory`.
+    private func runWarm(_ lockfile: URL, config: URL, in directory: URL) async throws -> (status: Int32, stdout: String, stderr: String) {
+        let binary = try #require(tollgateBinary)
+        return try await ChildProcess.run(
+            binary, ["warm", "--config", config.path, lockfile.path],
+            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        )
+    }
+
+    /// An origin answering every path with `tarball PATH`, fresh for ten minutes.
+    private func tarballOrigin() async throws -> LoopbackOrigin {
+        try await LoopbackOrigin.start { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "tarball \(request.path)")
+        }
+    }
+
     /// The hex digest of `text` by the openssl command.
     private func hexDigest(_ text: String, _ algorithm: String) async throws -> String {
         let file = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-hex-\(UUID().uuidString)").path
@@ -35,9 +51,7 @@ struct WarmLockfileTests {
     func lockfileWithIntegrity() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let origin = try await LoopbackOrigin.start { request, respond in
-            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "tarball \(request.path)")
-        }
+        let origin = try await tarballOrigin()
         defer { origin.stop() }
         let base = "http://127.0.0.1:\(origin.port)"
         let config = directory.appendingPathComponent("tollgate.yaml")
@@ -67,9 +81,7 @@ struct WarmLockfileTests {
               }
             }
             """.write(to: lockfile, atomically: true, encoding: .utf8)
-        let binary = try #require(tollgateBinary)
-        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
-        let warm = try await ChildProcess.run(binary, ["warm", "--config", config.path, lockfile.path], environment: environment)
+        let warm = try await runWarm(lockfile, config: config, in: directory)
         #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
         let lines = warm.stdout.split(separator: "\n").map(String.init)
         #expect(lines.contains("200  tollgate; fwd=uri-miss; stored  \(base)/react/-/react-18.3.1.tgz"), "\(warm.stdout)")
@@ -82,7 +94,7 @@ struct WarmLockfileTests {
         #expect(origin.requestCount == 3)
 
         // The cache holds the two that match, not the tampered one.
-        let list = try await ChildProcess.run(binary, ["cache", "list", "--config", config.path])
+        let list = try await ChildProcess.run(try #require(tollgateBinary), ["cache", "list", "--config", config.path])
         #expect(list.stdout.contains("\(base)/react/-/react-18.3.1.tgz"), "\(list.stdout)")
         #expect(!list.stdout.contains("tampered"), "\(list.stdout)")
 
@@ -96,7 +108,7 @@ struct WarmLockfileTests {
                   "dependencies": { "left-pad": { "version": "1.3.0", "resolved": "\(base)/left-pad/-/left-pad-1.3.0.tgz",
                     "integrity": "\(try await integrity("tarball /left-pad/-/left-pad-1.3.0.tgz", "sha384"))" } } } } }
             """.write(to: old, atomically: true, encoding: .utf8)
-        let again = try await ChildProcess.run(binary, ["warm", "--config", config.path, old.path], environment: environment)
+        let again = try await runWarm(old, config: config, in: directory)
         #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
         #expect(again.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"), "\(again.stdout)")
         #expect(origin.requestCount == 3)
@@ -106,9 +118,7 @@ struct WarmLockfileTests {
     func yarnLockfile() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let origin = try await LoopbackOrigin.start { request, respond in
-            respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "tarball \(request.path)")
-        }
+        let origin = try await tarballOrigin()
         defer { origin.stop() }
         let base = "http://127.0.0.1:\(origin.port)"
         let config = directory.appendingPathComponent("tollgate.yaml")
@@ -135,9 +145,7 @@ struct WarmLockfileTests {
               dependencies:
                 b "2.0.0"
             """.write(to: lockfile, atomically: true, encoding: .utf8)
-        let binary = try #require(tollgateBinary)
-        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
-        let warm = try await ChildProcess.run(binary, ["warm", "--config", config.path, lockfile.path], environment: environment)
+        let warm = try await runWarm(lockfile, config: config, in: directory)
         #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
         #expect(warm.stdout.contains("stored  \(base)/@scope/a/-/a-1.1.0.tgz\n"), "\(warm.stdout)")
         #expect(warm.stdout.contains("stored  \(base)/b/-/b-2.0.0.tgz\n"), "\(warm.stdout)")
@@ -196,9 +204,7 @@ struct WarmLockfileTests {
             version = "0.3.0"
             source = "git+https://example.invalid/private.git#abc"
             """.write(to: lockfile, atomically: true, encoding: .utf8)
-        let binary = try #require(tollgateBinary)
-        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
-        let warm = try await ChildProcess.run(binary, ["warm", "--config", config.path, lockfile.path], environment: environment)
+        let warm = try await runWarm(lockfile, config: config, in: directory)
         #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
         #expect(warm.stdout.contains("stored  https://static.crates.io/crates/serde/serde-1.0.130.crate\n"), "\(warm.stdout)")
         #expect(warm.stdout.contains("failed  https://static.crates.io/crates/itoa/itoa-1.0.1.crate: integrity mismatch: the lockfile says sha256-"), "\(warm.stdout)")
