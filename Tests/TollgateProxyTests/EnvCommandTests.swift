@@ -87,16 +87,19 @@ struct EnvCommandTests {
         defer { served.child.kill() }
 
         let url = "https://origin.test:\(origin.port)"
+        // Python's urllib too where there is a python3 (make test installs no Python of its own).
+        let python = ["/usr/bin/python3", "/usr/local/bin/python3"].first { FileManager.default.isExecutableFile(atPath: $0) }
         let script = """
             eval "$('\(binary)' env --config '\(file)')" || exit 9
             curl -sS --max-time 20 '\(url)/curl' || exit 10
             echo
-            python3 -c 'import urllib.request; print(urllib.request.urlopen("\(url)/python", timeout=20).read().decode())' || exit 11
+            \(python.map { "'\($0)' -c 'import urllib.request; print(urllib.request.urlopen(\"\(url)/python\", timeout=20).read().decode())' || exit 11" } ?? "")
             """
         let result = try await ChildProcess.run("/bin/sh", ["-c", script])
         #expect(result.status == 0, "\(result.stdout) \(result.stderr)")
-        #expect(result.stdout == "origin says /curl\norigin says /python\n", "\(result.stdout) \(result.stderr)")
-        #expect(origin.requestCount == 2)
+        let expected = "origin says /curl\n" + (python == nil ? "" : "origin says /python\n")
+        #expect(result.stdout == expected, "\(result.stdout) \(result.stderr)")
+        #expect(origin.requestCount == (python == nil ? 1 : 2))
 
         // The bundle: the system's roots, then the CA.
         let bundle = try String(contentsOfFile: caDirectory + "/bundle.pem", encoding: .utf8)
