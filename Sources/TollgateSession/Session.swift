@@ -103,12 +103,6 @@ public final class Session: @unchecked Sendable {
         let minimumVersion = configuration.tlsMinimumSupportedProtocolVersion
         let perHost = configuration.tlsConfiguration
         let identities = clientIdentities
-        var targetChecks: (@Sendable () -> [ConnectionTargetChecker.Check])?
-        if let checks = configuration.connectionTargetChecks {
-            targetChecks = { @Sendable in
-                checks().map { ConnectionTargetChecker.Check(target: $0.target, interval: TimeAmount($0.interval)) }
-            }
-        }
         let pool = ConnectionPool(
             configuration: .init(
                 maximumConnectionsPerHost: configuration.httpMaximumConnectionsPerHost,
@@ -126,7 +120,7 @@ public final class Session: @unchecked Sendable {
                 },
                 connectionAddressCheck: configuration.connectionAddressCheck,
                 connectionTargets: configuration.connectionTargets,
-                connectionTargetChecks: targetChecks,
+                connectionTargetChecks: configuration.connectionTargetChecks,
                 upstreamProxyFallbacks: configuration.upstreamProxyFallbacks,
                 proxyAuthentication: proxyAuthentication,
                 connectHeaderFields: configuration.upstreamProxyConnectHeaderFields

@@ -31,6 +31,9 @@ public final class ChainVerifier: @unchecked Sendable {
     /// Whether chains are checked against revocation lists.
     public let checksRevocation: Bool
 
+    /// The verification flags of a revocation check: every certificate of a chain but its anchor.
+    static let revocationFlags = UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL)
+
     /// Creates a verifier trusting `trustedCertificates` and, if asked, the system roots.
     ///
     /// - Parameters:
@@ -58,7 +61,7 @@ public final class ChainVerifier: @unchecked Sendable {
                 throw OpenSSLError(.trustStore, "adding the CRL of \(list.issuer) to the trust store")
             }
             if !revocationLists.isEmpty,
-                X509_STORE_set_flags(store, UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL)) != 1
+                X509_STORE_set_flags(store, Self.revocationFlags) != 1
             {
                 throw OpenSSLError(.trustStore, "turning on the CRL check")
             }

@@ -85,7 +85,8 @@ extension PolicyDecisions {
             // Shown only when set: the host's own addresses otherwise, as before the key existed.
             let targets = decision.connectTo.map(\.description).joined(separator: ", ")
             lines.append("connect-to: \(targets) (in turn; one that cannot be connected to goes last for 10s)")
-            if let interval = decision.rule.flatMap({ configuration.hosts.indices.contains($0.index) ? configuration.hosts[$0.index].connectToCheck : nil }) {
+            // The rule matched in this configuration: its index is one of its hosts'.
+            if let rule = decision.rule, let interval = configuration.hosts[rule.index].connectToCheck {
                 lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), a TCP connection to each target (one that does not accept goes last)")
             }
         }

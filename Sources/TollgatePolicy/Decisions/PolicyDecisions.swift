@@ -16,6 +16,9 @@ public struct PolicyDecisions: Sendable {
         // @unchecked: `decided` is only touched while holding `lock`.
         let configuration: PolicyConfiguration
         let matcher: HostRuleMatcher
+        /// Each session's `connect-to-check`s (``PolicyDecisions/connectionTargetChecks(session:)``),
+        /// worked out once: every session's checker asks ten times a second.
+        let targetChecks: [String: [(target: ConnectionTarget, interval: Duration)]]
         /// Decisions made, by host and port, each with the times it holds for (a rule's pins
         /// expiring divides them); the proxy asks once per request, mostly for a few hosts.
         private var decided: [HostAndPort: (decision: PolicyDecision, holds: Range<Date>)] = [:]
@@ -24,6 +27,26 @@ public struct PolicyDecisions: Sendable {
         init(configuration: PolicyConfiguration) {
             self.configuration = configuration
             self.matcher = HostRuleMatcher(rules: configuration.hosts)
+            self.targetChecks = Self.targetChecks(configuration.hosts)
+        }
+
+        /// For each session, the `connect-to` targets of its rules that ask for health checks,
+        /// each once with the shortest interval asked for it, in the order the rules name them.
+        private static func targetChecks(_ rules: [HostRule]) -> [String: [(target: ConnectionTarget, interval: Duration)]] {
+            var bySession: [String: [(target: ConnectionTarget, interval: Duration)]] = [:]
+            for rule in rules {
+                guard let interval = rule.connectToCheck else { continue }
+                var checks = bySession[rule.session] ?? []
+                for target in rule.connectTo {
+                    if let index = checks.firstIndex(where: { $0.target == target }) {
+                        checks[index].interval = min(checks[index].interval, interval)
+                    } else {
+                        checks.append((target, interval))
+                    }
+                }
+                bySession[rule.session] = checks
+            }
+            return bySession
         }
 
         /// The decision remembered for `key` if it holds at `now` (the clock is read only for a
@@ -161,20 +184,7 @@ public struct PolicyDecisions: Sendable {
     /// The `connect-to` targets of the rules of session `name` that ask for health checks
     /// (`connect-to-check`), each once with the shortest interval asked for it.
     public func connectionTargetChecks(session name: String) -> [(target: ConnectionTarget, interval: Duration)] {
-        var intervals: [ConnectionTarget: Duration] = [:]
-        var order: [ConnectionTarget] = []
-        for rule in configuration.hosts where rule.session == name {
-            guard let interval = rule.connectToCheck else { continue }
-            for target in rule.connectTo {
-                if let known = intervals[target] {
-                    intervals[target] = min(known, interval)
-                } else {
-                    intervals[target] = interval
-                    order.append(target)
-                }
-            }
-        }
-        return order.map { ($0, intervals[$0]!) }
+        storage.targetChecks[name] ?? []
     }
 
     /// The URL a response to `url` is cached under (the rule's `cache.key` normalization).

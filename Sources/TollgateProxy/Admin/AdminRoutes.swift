@@ -18,19 +18,20 @@ struct AdminRoutes: Sendable {
     let cache: ResponseCache?
     let interceptor: Interceptor?
     let offline: OfflineMode?
-    /// Whether `access.clients` lets the connection's client in, decided when it connects.
-    let allowed: Bool
+    /// Whether `access.clients` lets the connection's client in (``admit(_:)``); nobody until then.
+    private(set) var allowed = false
 
-    /// The routes for a connection from `remote`.
-    init(
-        runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?, offline: OfflineMode?,
-        remote: SocketAddress?
-    ) {
+    /// The routes, admitting nobody until ``admit(_:)``.
+    init(runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?, offline: OfflineMode?) {
         self.runtime = runtime
         self.metrics = metrics
         self.cache = cache
         self.interceptor = interceptor
         self.offline = offline
+    }
+
+    /// Decides, once when the connection is made, whether its client at `remote` may use them.
+    mutating func admit(_ remote: SocketAddress?) {
         let access = runtime.configuration.access
         allowed = remote?.networkBytes.map(access.allowsClient) ?? false
     }

@@ -94,34 +94,22 @@ final class AdminHandler: ChannelInboundHandler {
     typealias InboundIn = HTTPServerRequestPart
     typealias OutboundOut = HTTPServerResponsePart
 
-    private let runtime: PolicyRuntime
-    private let metrics: ProxyMetrics?
-    private let cache: ResponseCache?
-    private let interceptor: Interceptor?
-    private let offline: OfflineMode?
     /// Where routes that may block run; nil runs them inline (an EmbeddedChannel in tests).
     private let threadPool: NIOThreadPool?
-    /// The routes, for the client the connection is from (set when the handler is added).
-    private var routes: AdminRoutes?
+    /// The routes, for the client the connection is from (admitted when the handler is added).
+    private var routes: AdminRoutes
     private var head: HTTPRequestHead?
 
     init(
         runtime: PolicyRuntime, metrics: ProxyMetrics?, cache: ResponseCache?, interceptor: Interceptor?,
         offline: OfflineMode?, threadPool: NIOThreadPool? = nil
     ) {
-        self.runtime = runtime
-        self.metrics = metrics
-        self.cache = cache
-        self.interceptor = interceptor
-        self.offline = offline
+        routes = AdminRoutes(runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline)
         self.threadPool = threadPool
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        routes = AdminRoutes(
-            runtime: runtime, metrics: metrics, cache: cache, interceptor: interceptor, offline: offline,
-            remote: context.channel.remoteAddress
-        )
+        routes.admit(context.channel.remoteAddress)
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
@@ -129,7 +117,8 @@ final class AdminHandler: ChannelInboundHandler {
         case .head(let head): self.head = head
         case .body: break
         case .end:
-            guard let head, let routes else { return }
+            guard let head else { return }
+            let routes = self.routes
             self.head = nil
             guard let threadPool, AdminRoutes.mayBlock(head) else {
                 respond(routes.answer(head), to: head, context: context)

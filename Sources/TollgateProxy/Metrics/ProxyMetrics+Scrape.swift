@@ -23,7 +23,7 @@ extension ProxyMetrics {
             if let runtime {
                 syncTrust(runtime.trustFailureCounter, last: &last)
                 syncConnectionTargets(runtime.connectionTargetStatuses, last: &last)
-                syncRevocationLists(runtime.configuration)
+                syncRevocationLists(runtime.configuration, files: runtime.trustEnvironment.files)
                 syncCertificateExpiries(runtime)
             }
             if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
@@ -68,11 +68,13 @@ extension ProxyMetrics {
     }
 
     /// Every revocation list the configuration names (`hosts[].trust.crls`,
-    /// `listen[].tls.client-auth.crls`), read now: when each list's issuer promises the next one.
+    /// `listen[].tls.client-auth.crls`): when each list's issuer promises the next one. Read
+    /// through `files`, the cache the connections read them through (a public CA's list can be
+    /// megabytes), so a scrape reads a list once per reload, as the connections do.
     /// A list past it fails every chain it covers, so this is what to alert on
     /// (`tollgate_crl_next_update_timestamp_seconds - time() < 86400`). A file that cannot be read
     /// reads 0 (long past) under `issuer="-"`.
-    private func syncRevocationLists(_ configuration: PolicyConfiguration) {
+    private func syncRevocationLists(_ configuration: PolicyConfiguration, files cache: TrustFileCache) {
         var files = configuration.hosts.flatMap(\.trust.crls)
         files += configuration.listeners.flatMap { $0.tls?.clientAuth?.crls ?? [] }
         guard !files.isEmpty else { return }
@@ -83,7 +85,7 @@ extension ProxyMetrics {
         )
         var seen: Set<String> = []
         for file in files where seen.insert(file).inserted {
-            guard let lists = try? CertificateRevocationList.lists(inFile: file) else {
+            guard case .success(let lists) = cache.revocationLists(inFile: file) else {
                 registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", "-")]).set(Int64(0))
                 continue
             }

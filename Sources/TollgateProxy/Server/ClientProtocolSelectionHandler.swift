@@ -13,29 +13,26 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     typealias InboundIn = ByteBuffer
 
     private let environment: ListenerEnvironment
-    /// Whether a client's verified certificate is passed on to origins (`client-auth.forward`).
-    private let forwardsClientCertificate: Bool
-    /// The pins a client's verified chain must match (`client-auth.pins`); empty: none.
-    private let clientPins: [SPKIPin]
+    /// What the listener's `client-auth` does with a verified certificate: pins, forwarding.
+    private let clientAuth: ListenerTLS.ClientAuthRules
     /// The handshake's end was counted (a failure) or the handler left (a success).
     private var settled = false
 
-    init(environment: ListenerEnvironment, forwardsClientCertificate: Bool = false, clientPins: [SPKIPin] = []) {
+    init(environment: ListenerEnvironment, clientAuth: ListenerTLS.ClientAuthRules = .init()) {
         self.environment = environment
-        self.forwardsClientCertificate = forwardsClientCertificate
-        self.clientPins = clientPins
+        self.clientAuth = clientAuth
     }
 
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let completed = event as? TLSHandshakeCompleted {
             let evaluation = completed.evaluation
-            if !clientPins.isEmpty, !evaluation.verifiedChain.isEmpty,
-                !ChainVerifier.pinMatch(chain: evaluation.verifiedChain, pins: clientPins)
+            if !clientAuth.pins.isEmpty, !evaluation.verifiedChain.isEmpty,
+                !ChainVerifier.pinMatch(chain: evaluation.verifiedChain, pins: clientAuth.pins)
             {
                 // The handshake is over (a certificate passes or fails it; pins are checked on the
                 // chain it verified): the connection closes before any request is read.
                 ListenerTLS.logger.notice(
-                    "refused a client certificate: no certificate of its chain has a client-auth pin: \(PinMismatchError(host: nil, expectedPins: clientPins, presentedChain: evaluation.verifiedChain))"
+                    "refused a client certificate: no certificate of its chain has a client-auth pin: \(PinMismatchError(host: nil, expectedPins: clientAuth.pins, presentedChain: evaluation.verifiedChain))"
                 )
                 settle(.certificate)
                 context.close(promise: nil)
@@ -48,7 +45,7 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
                     at: .after(self),
                     environment: environment,
                     remoteAddress: context.channel.remoteAddress,
-                    clientTLS: ClientTLS(evaluation, forwardsCertificate: forwardsClientCertificate)
+                    clientTLS: ClientTLS(evaluation, forwardsCertificate: clientAuth.forwardsCertificate)
                 )
             } catch {
                 context.close(promise: nil)

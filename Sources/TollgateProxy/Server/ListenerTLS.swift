@@ -26,16 +26,24 @@ final class ListenerTLS: Sendable {
     struct Settings {
         /// The server context: certificates, ALPN, and the client-certificate check.
         var context: TLSContext
-        /// Whether the origin is told of a client's verified certificate (`client-auth.forward`).
-        var forwardsClientCertificate: Bool
-        /// The pins a client's verified chain must match (`client-auth.pins`); empty: none.
-        var clientPins: [SPKIPin]
+        /// What happens after the handshake with a client's certificate.
+        var clientAuth: ClientAuthRules
 
         init(_ context: TLSContext, _ settings: PolicyConfiguration.Listener.TLS) {
             self.context = context
-            self.forwardsClientCertificate = settings.clientAuth?.forward == .clientCert
-            self.clientPins = settings.clientAuth?.pins ?? []
+            self.clientAuth = ClientAuthRules(
+                forwardsCertificate: settings.clientAuth?.forward == .clientCert, pins: settings.clientAuth?.pins ?? []
+            )
         }
+    }
+
+    /// The parts of `client-auth` applied once the handshake verified a client's certificate
+    /// (``ClientProtocolSelectionHandler``); the context checks the rest in the handshake.
+    struct ClientAuthRules {
+        /// Whether the origin is told of the certificate (`forward: client-cert`).
+        var forwardsCertificate = false
+        /// The pins the verified chain must match (`pins`); empty: none.
+        var pins: [SPKIPin] = []
     }
 
     /// The address as configured (port 0 stays 0), to find the listener after a reload.

@@ -147,11 +147,7 @@ public final class ProxyServer: Sendable {
                         let settings = listenerTLS.settings(policy: policy)
                         try pipeline.addTLSServerHandler(context: settings.context)
                         try pipeline.addHandler(
-                            ClientProtocolSelectionHandler(
-                                environment: environment,
-                                forwardsClientCertificate: settings.forwardsClientCertificate,
-                                clientPins: settings.clientPins
-                            )
+                            ClientProtocolSelectionHandler(environment: environment, clientAuth: settings.clientAuth)
                         )
                     } else if h2c {
                         // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.

@@ -22,7 +22,7 @@ final class ConnectionPool: @unchecked Sendable {
         /// ``SessionConfiguration/connectionTargets``.
         var connectionTargets: (@Sendable (String, Int) -> [ConnectionTarget])? = nil
         /// ``SessionConfiguration/connectionTargetChecks``.
-        var connectionTargetChecks: (@Sendable () -> [ConnectionTargetChecker.Check])? = nil
+        var connectionTargetChecks: (@Sendable () -> [(target: ConnectionTarget, interval: Duration)])? = nil
         /// ``SessionConfiguration/upstreamProxyFallbacks``.
         var upstreamProxyFallbacks: [UpstreamProxy] = []
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).

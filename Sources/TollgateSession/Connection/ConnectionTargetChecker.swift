@@ -12,11 +12,8 @@ import NIOPosix
 /// The checks run on one event loop, at most one per target at a time; names are looked up on
 /// the lookup threads (``NameResolver``). Stopped with the session's pool.
 final class ConnectionTargetChecker: Sendable {
-    /// One target's check, and how often.
-    struct Check: Hashable, Sendable {
-        var target: ConnectionTarget
-        var interval: TimeAmount
-    }
+    /// One target's check, and how often (``SessionConfiguration/connectionTargetChecks``).
+    typealias Check = (target: ConnectionTarget, interval: Duration)
 
     private struct State {
         /// When each target's last check started.
@@ -86,7 +83,7 @@ final class ConnectionTargetChecker: Sendable {
             guard !state.stopped else { return [] }
             var due: [Check] = []
             for check in listed where !state.running.contains(check.target) {
-                if let last = state.started[check.target], now - last < check.interval { continue }
+                if let last = state.started[check.target], now - last < TimeAmount(check.interval) { continue }
                 state.started[check.target] = now
                 state.running.insert(check.target)
                 due.append(check)
@@ -99,7 +96,7 @@ final class ConnectionTargetChecker: Sendable {
 
     private func run(_ check: Check) {
         let target = check.target
-        let timeout = min(check.interval, Self.longestTimeout)
+        let timeout = min(TimeAmount(check.interval), Self.longestTimeout)
         let loop = self.loop
         let connected: EventLoopFuture<any Channel> = resolver.resolve(host: target.host, port: target.port, on: loop).flatMap {
             (addresses: [SocketAddress]) -> EventLoopFuture<any Channel> in

@@ -13,12 +13,24 @@ extension OriginPoolState {
     /// round): one request at a time still goes to each connection — each `connect-to` target —
     /// in turn. The connection becomes `leased` while any stream is open.
     mutating func openStream() -> Int? {
-        let free = multiplexed.filter { !$0.value.goingAway && $0.value.open < $0.value.capacity }
-        guard let fewest = free.values.map(\.open).min() else { return nil }
-        // Identifier order: the choice does not depend on dictionary order.
-        let candidates = free.filter { $0.value.open == fewest }.keys.sorted()
+        // One pass, nothing allocated (every stream of an h2 origin comes here): among the
+        // connections with room and the fewest open, the lowest identifier after the last one
+        // chosen, else the lowest — so the choice does not depend on dictionary order.
         let last = lastStreamConnection ?? Int.min
-        let connection = candidates.first { $0 > last } ?? candidates[0]
+        var fewest = Int.max
+        var lowest: Int?
+        var lowestAfterLast: Int?
+        for (connection, streams) in multiplexed where !streams.goingAway && streams.open < streams.capacity {
+            if streams.open < fewest {
+                fewest = streams.open
+                lowest = nil
+                lowestAfterLast = nil
+            }
+            guard streams.open == fewest else { continue }
+            if connection < (lowest ?? Int.max) { lowest = connection }
+            if connection > last, connection < (lowestAfterLast ?? Int.max) { lowestAfterLast = connection }
+        }
+        guard let connection = lowestAfterLast ?? lowest else { return nil }
         lastStreamConnection = connection
         multiplexed[connection]!.open += 1
         markLeased(connection)

@@ -123,7 +123,7 @@ public final class TLSContext: @unchecked Sendable {
         // The handshake's verification takes its flags from the context's parameters as well as the
         // store's: set on both, so the CRL check cannot be lost between them.
         if verifier.checksRevocation,
-            X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx), UInt(X509_V_FLAG_CRL_CHECK | X509_V_FLAG_CRL_CHECK_ALL)) != 1
+            X509_VERIFY_PARAM_set_flags(SSL_CTX_get0_param(ctx), ChainVerifier.revocationFlags) != 1
         {
             throw OpenSSLError(.trustStore, "turning on the CRL check")
         }
