@@ -117,6 +117,17 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 		python3 -m pip install --quiet --disable-pip-version-check "$$module" \
 			|| { echo "deps: cannot install the Python module $$module" >&2; exit 1; }; \
 	done
+	@# npm for the offline install test (LockfileWarmOfflineBuildTests): Debian's, when no npm is on
+	@# PATH (a Node.js installed another way brings its own). cargo is used when a cargo 1.70 or
+	@# later (the sparse index) is on PATH, as rustup installs it; Debian 12's is older.
+	@if ! command -v npm >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then \
+		if [ "$$(id -u)" -eq 0 ]; then \
+			echo "deps: installing npm"; \
+			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends npm; \
+		else \
+			echo "deps: no npm: the offline npm install test is skipped (sudo apt-get install npm)" >&2; \
+		fi; \
+	fi
 
 build: deps ## Debug build (swift build)
 	$(SWIFT) build $(SWIFT_FLAGS)

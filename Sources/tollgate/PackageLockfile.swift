@@ -9,9 +9,9 @@ import TollgateHTTP
 ///   with `lockfileVersion`): each package's `resolved` tarball and its `integrity` (SRI).
 /// - **Yarn classic** (`yarn.lock`, `# yarn lockfile v1`): each entry's `resolved` URL (its
 ///   `#SHA1` fragment left out of the URL) and `integrity`, else the fragment's SHA-1.
-/// - **Cargo** (`Cargo.lock`, `[[package]]` tables): each crates.io package as
-///   `https://static.crates.io/crates/NAME/NAME-VERSION.crate` (what cargo downloads) with its
-///   `checksum` (SHA-256).
+/// - **Cargo** (`Cargo.lock`, `[[package]]` tables): each crates.io package's file of the sparse
+///   index (and the index's `config.json`), unchecked, and its crate as cargo downloads it,
+///   `https://static.crates.io/crates/NAME/VERSION/download`, with its `checksum` (SHA-256).
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
 /// URL listed several times is listed once.
@@ -138,18 +138,28 @@ struct PackageLockfile {
         flush()
     }
 
-    /// Cargo: `[[package]]` tables of `key = "value"` lines; crates.io's only (its index as a git
-    /// repository or sparse), downloaded from static.crates.io.
+    /// Cargo: `[[package]]` tables of `key = "value"` lines; crates.io's only. Cargo (1.70 and
+    /// later: the sparse protocol) reads each package's file of the index and the index's
+    /// `config.json` before it downloads anything, even with a lockfile, so those are warmed too
+    /// (no digest: the index grows as versions are published); then each crate from the
+    /// `config.json`'s `dl` as cargo forms the URL when `dl` has no markers:
+    /// `https://static.crates.io/crates/NAME/VERSION/download`.
     private static func readCargo(_ text: String, _ add: Add) {
         var fields: [String: String] = [:]
+        var indexed = false
         func flush() {
             defer { fields = [:] }
             guard let name = fields["name"], let version = fields["version"], let source = fields["source"],
                 source == "registry+https://github.com/rust-lang/crates.io-index" || source == "sparse+https://index.crates.io/"
             else { return }
+            if !indexed {
+                indexed = true
+                add("crates.io index", "https://index.crates.io/config.json", nil, nil)
+            }
+            add("\(name) (index)", "https://index.crates.io/\(cargoIndexPath(name))", nil, nil)
             let checksum = fields["checksum"]
             add(
-                "\(name) \(version)", "https://static.crates.io/crates/\(name)/\(name)-\(version).crate",
+                "\(name) \(version)", "https://static.crates.io/crates/\(name)/\(version)/download",
                 checksum.flatMap { SubresourceIntegrity(algorithm: .sha256, hex: $0) }, checksum
             )
         }
@@ -164,6 +174,19 @@ struct PackageLockfile {
             fields[key] = Self.unquoted(line[line.index(after: equals)...])
         }
         flush()
+    }
+
+    /// Where a package's file is in a Cargo registry index: by the lowercased name's length,
+    /// `1/NAME`, `2/NAME`, `3/N/NAME` (its first character), else `NA/ME/NAME` (its first two
+    /// characters, then the next two).
+    static func cargoIndexPath(_ name: String) -> String {
+        let lower = name.lowercased()
+        let characters = Array(lower)
+        switch characters.count {
+        case 1, 2: return "\(characters.count)/\(lower)"
+        case 3: return "3/\(characters[0])/\(lower)"
+        default: return "\(String(characters[0..<2]))/\(String(characters[2..<4]))/\(lower)"
+        }
     }
 
     /// `"text"` without its quotes (and surrounding spaces); text without quotes as it is.

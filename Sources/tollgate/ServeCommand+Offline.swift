@@ -35,7 +35,11 @@ extension ServeCommand {
         guard let cache else { throw CommandFailure.user("--manifest: there is no cache to serve it from") }
         let problems = cache.store.check(loaded)
         for problem in problems { standardError("tollgate: manifest: \(problem)") }
-        let lock = ManifestLock(loaded, problems: problems)
+        let bad = Set(problems.map(\.entry.identity))
+        let lock = ManifestLock(
+            loaded, problems: problems,
+            representations: cache.store.representations(of: loaded.entries.filter { !bad.contains($0.identity) })
+        )
         standardError(
             "tollgate: offline: serving the \(lock.count) of \(loaded.entries.count) manifest entries that match the cache"
                 + (problems.isEmpty ? "" : " (\(problems.count) left out: their URLs are misses)")

@@ -453,11 +453,37 @@ struct CacheDecisionTests {
             expected: .unavailable(.offline)
         ),
         Case(
-            name: "return-cache-dont-load with a Vary mismatch is unavailable",
-            stored: ["Cache-Control: max-age=60", "Vary: Accept-Encoding"],
+            name: "return-cache-dont-load with a Vary mismatch the request does not accept is unavailable",
+            stored: ["Cache-Control: max-age=60", "Vary: Accept-Encoding", "Content-Encoding: gzip"],
             received: -1,
             originalRequest: ["Accept-Encoding: gzip"],
             request: ["Accept-Encoding: br"],
+            policy: .returnCacheDontLoad,
+            expected: .unavailable(.offline)
+        ),
+        Case(
+            name: "return-cache-dont-load serves the identity variant a warm stored to a request accepting gzip",
+            stored: ["Cache-Control: max-age=60", "Vary: Accept-Encoding"],
+            received: -1,
+            originalRequest: [],
+            request: ["Accept-Encoding: gzip, deflate"],
+            policy: .returnCacheDontLoad,
+            expected: .fresh
+        ),
+        Case(
+            name: "online, the identity variant does not stand in for a request accepting gzip",
+            stored: ["Cache-Control: max-age=60", "Vary: Accept-Encoding"],
+            received: -1,
+            originalRequest: [],
+            request: ["Accept-Encoding: gzip, deflate"],
+            expected: .miss(.varyMismatch)
+        ),
+        Case(
+            name: "return-cache-dont-load with another Accept-Language is unavailable (only Accept and Accept-Encoding are negotiated)",
+            stored: ["Cache-Control: max-age=60", "Vary: Accept-Encoding, Accept-Language"],
+            received: -1,
+            originalRequest: ["Accept-Language: de"],
+            request: ["Accept-Encoding: gzip", "Accept-Language: en"],
             policy: .returnCacheDontLoad,
             expected: .unavailable(.offline)
         ),

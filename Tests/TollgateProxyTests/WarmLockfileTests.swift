@@ -154,15 +154,20 @@ struct WarmLockfileTests {
         #expect(origin.requests.map(\.target).sorted() == ["/@scope/a/-/a-1.1.0.tgz", "/b/-/b-2.0.0.tgz", "/c/-/c-3.0.0.tgz"])
     }
 
-    @Test("Cargo.lock: crates.io packages are fetched from static.crates.io (here a connect-to rule's local origin) and checked by their checksum; others are left out")
+    @Test("Cargo.lock: crates.io packages are fetched as cargo asks for them (index files, then the download URL; here connect-to rules' local origins) and checked by their checksum; others are left out")
     func cargoLockfile() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let pki = try TestPKI(commonName: "Crates CA", host: "static.crates.io")
-        let origin = try await LoopbackOrigin.start(tls: pki.serverConfiguration) { request, respond in
+        let staticPKI = try TestPKI(commonName: "Crates CA", host: "static.crates.io")
+        let origin = try await LoopbackOrigin.start(tls: staticPKI.serverConfiguration) { request, respond in
             respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "crate \(request.path)")
         }
         defer { origin.stop() }
+        let indexPKI = try TestPKI(commonName: "Index CA", host: "index.crates.io")
+        let index = try await LoopbackOrigin.start(tls: indexPKI.serverConfiguration) { request, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "max-age=60"], body: "index \(request.path)")
+        }
+        defer { index.stop() }
         let config = directory.appendingPathComponent("tollgate.yaml")
         try """
             listen:
@@ -172,7 +177,10 @@ struct WarmLockfileTests {
             hosts:
               - match: static.crates.io
                 connect-to: "127.0.0.1:\(origin.port)"
-                trust: { roots: "\(pki.caFile)" }
+                trust: { roots: "\(staticPKI.caFile)" }
+              - match: index.crates.io
+                connect-to: "127.0.0.1:\(index.port)"
+                trust: { roots: "\(indexPKI.caFile)" }
             """.write(to: config, atomically: true, encoding: .utf8)
         let lockfile = directory.appendingPathComponent("Cargo.lock")
         try """
@@ -188,10 +196,10 @@ struct WarmLockfileTests {
             ]
 
             [[package]]
-            name = "serde"
+            name = "Serde"
             version = "1.0.130"
             source = "registry+https://github.com/rust-lang/crates.io-index"
-            checksum = "\(try await hexDigest("crate /crates/serde/serde-1.0.130.crate", "sha256"))"
+            checksum = "\(try await hexDigest("crate /crates/Serde/1.0.130/download", "sha256"))"
 
             [[package]]
             name = "itoa"
@@ -200,15 +208,25 @@ struct WarmLockfileTests {
             checksum = "\(try await hexDigest("something else", "sha256"))"
 
             [[package]]
+            name = "cc"
+            version = "1.0.0"
+            source = "registry+https://github.com/rust-lang/crates.io-index"
+            checksum = "\(try await hexDigest("crate /crates/cc/1.0.0/download", "sha256"))"
+
+            [[package]]
             name = "private"
             version = "0.3.0"
             source = "git+https://example.invalid/private.git#abc"
             """.write(to: lockfile, atomically: true, encoding: .utf8)
         let warm = try await runWarm(lockfile, config: config, in: directory)
         #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
-        #expect(warm.stdout.contains("stored  https://static.crates.io/crates/serde/serde-1.0.130.crate\n"), "\(warm.stdout)")
-        #expect(warm.stdout.contains("failed  https://static.crates.io/crates/itoa/itoa-1.0.1.crate: integrity mismatch: the lockfile says sha256-"), "\(warm.stdout)")
-        #expect(warm.stdout.contains("warmed 1 of 2 URLs"), "\(warm.stdout)")
-        #expect(origin.requests.map(\.target).sorted() == ["/crates/itoa/itoa-1.0.1.crate", "/crates/serde/serde-1.0.130.crate"])
+        #expect(warm.stdout.contains("stored  https://static.crates.io/crates/Serde/1.0.130/download\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("stored  https://static.crates.io/crates/cc/1.0.0/download\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("failed  https://static.crates.io/crates/itoa/1.0.1/download: integrity mismatch: the lockfile says sha256-"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("warmed 6 of 7 URLs"), "\(warm.stdout)")
+        #expect(origin.requests.map(\.target).sorted() == ["/crates/Serde/1.0.130/download", "/crates/cc/1.0.0/download", "/crates/itoa/1.0.1/download"])
+        // The index's config.json once, and each crate's file where cargo looks for it (the
+        // name lowercased; 1, 2 and 3 characters have their own directories).
+        #expect(index.requests.map(\.target).sorted() == ["/2/cc", "/config.json", "/it/oa/itoa", "/se/rd/serde"])
     }
 }

@@ -37,7 +37,7 @@ enum PreferenceListNormalizer {
     }
 
     /// A language range or content coding with an optional weight, lowercased.
-    private static func simpleRange(_ element: Substring) -> (weight: Int, text: String)? {
+    static func simpleRange(_ element: Substring) -> (weight: Int, text: String)? {
         let parts = parameters(of: element)
         guard let range = parts.first, FieldList.isToken(range), parts.count <= 2 else { return nil }
         var weight = 1000
@@ -49,7 +49,7 @@ enum PreferenceListNormalizer {
     }
 
     /// A media range with its parameters (sorted by name) and an optional weight, last.
-    private static func mediaRange(_ element: Substring) -> (weight: Int, text: String)? {
+    static func mediaRange(_ element: Substring) -> (weight: Int, text: String)? {
         let parts = parameters(of: element)
         guard let type = parts.first else { return nil }
         let typeAndSubtype = type.split(separator: "/", omittingEmptySubsequences: false)

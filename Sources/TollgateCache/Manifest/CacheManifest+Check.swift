@@ -39,6 +39,26 @@ extension CacheManifest.Entry {
         return fields
     }
 
+    /// Sets `fields`' Vary'd fields to this entry's recorded values (removing those the recorded
+    /// request lacked): the fields a request must have to select this very variant.
+    public func selectVariant(in fields: inout HeaderFields) {
+        for (name, recorded) in vary {
+            fields.remove(name)
+            if let recorded { fields.add(name: name, value: recorded) }
+        }
+    }
+
+    /// Whether this entry varies on a field ``ContentNegotiation`` negotiates offline.
+    var isNegotiable: Bool { vary.keys.contains("accept") || vary.keys.contains("accept-encoding") }
+
+    /// Whether an offline request with `fields` accepts this entry's variant, whose stored
+    /// `representation` fields are given (``ContentNegotiation``).
+    public func isAcceptable(to fields: HeaderFields, representation: HeaderFields) -> Bool {
+        ContentNegotiation.accepts(
+            fields, vary: Vary(fieldNames: vary.keys.sorted()), recorded: { vary[$0] ?? nil }, representation: representation
+        )
+    }
+
     /// Whether a request with `fields` selects this entry's variant: each Vary'd field has the
     /// recorded value (compared as ``VaryMatching`` compares them), or is absent where the
     /// recorded request lacked it.
@@ -86,6 +106,24 @@ extension CacheStore {
         let hex = SHA256.hex(actual.digest)
         if hex != entry.sha256 { return problem(.digestDiffers, "the body on disk hashes to \(hex)") }
         return nil
+    }
+
+    /// The `Content-Type` and `Content-Encoding` stored for each entry of `entries` that varies on
+    /// `Accept` or `Accept-Encoding`, by ``CacheManifest/Entry/identity``: what an offline request
+    /// with other preferences is matched against (``CacheManifest/Entry/isAcceptable(to:representation:)``).
+    public func representations(of entries: [CacheManifest.Entry]) -> [String: HeaderFields] {
+        var found: [String: HeaderFields] = [:]
+        for entry in entries where entry.isNegotiable {
+            guard let url = HTTPURL(string: entry.key),
+                let stored = try? lookup(CacheKey(url: url, normalizer: options.keyNormalizer), requestHeaders: entry.selectingHeaderFields)
+            else { continue }
+            var fields = HeaderFields()
+            for name in [HeaderName.contentType, .contentEncoding] {
+                for value in stored.response.headerFields.values(for: name) { fields.add(name: name, value: value) }
+            }
+            found[entry.identity] = fields
+        }
+        return found
     }
 
     /// Checks every entry of `manifest` (``check(_:)``); the problems in the manifest's order.

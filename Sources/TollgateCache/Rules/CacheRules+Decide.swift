@@ -8,6 +8,8 @@ extension CacheRules {
     /// 1. Only GET and HEAD are answered from the cache (HEAD from the GET entry).
     /// 2. Nothing stored, or a Vary mismatch: the network, unless the request may not use it
     ///    (`only-if-cached`, `return-cache-dont-load`): then ``CacheLookupDecision/unavailable(_:)``.
+    ///    With `return-cache-dont-load` a variant whose representation the request accepts by
+    ///    `Accept` and `Accept-Encoding` is no mismatch (``ContentNegotiation``).
     /// 3. The request cache policy: `reload` ignores what is stored; `return-cache-else-load`
     ///    and `return-cache-dont-load` serve any stored response, fresh or stale;
     ///    `reload-revalidating` always validates.
@@ -42,7 +44,11 @@ extension CacheRules {
             return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.method)
         }
         guard let stored else { return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.notStored) }
-        guard VaryMatching.matches(stored, request: request.headerFields) else {
+        // Offline, a variant the request accepts by Accept and Accept-Encoding stands in for the
+        // one it would select (``ContentNegotiation``).
+        guard VaryMatching.matches(stored, request: request.headerFields)
+            || policy == .returnCacheDontLoad && ContentNegotiation.accepts(stored, request: request.headerFields)
+        else {
             return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.varyMismatch)
         }
 

@@ -16,7 +16,10 @@ extension CacheStore {
     /// - Parameters:
     ///   - key: the request's key (``CacheKey/init(request:normalizer:)``).
     ///   - requestHeaders: the request's header fields, for Vary.
-    public func lookup(_ key: CacheKey, requestHeaders: HeaderFields) throws -> CacheEntry? {
+    ///   - negotiating: when no variant matches, the most recent one whose representation the
+    ///     request accepts by `Accept` and `Accept-Encoding` (``ContentNegotiation``): for an
+    ///     offline request, which cannot fetch the variant it would select.
+    public func lookup(_ key: CacheKey, requestHeaders: HeaderFields, negotiating: Bool = false) throws -> CacheEntry? {
         try checkOpen()
         let variants: [CacheEntry]
         if let known = lookupMemo.variants(of: key, at: try environment.lastCommittedTransactionID) {
@@ -29,6 +32,11 @@ extension CacheStore {
         var best: CacheEntry?
         for variant in variants where VaryMatching.matches(variant.response, request: requestHeaders) {
             if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
+        }
+        if best == nil, negotiating {
+            for variant in variants where ContentNegotiation.accepts(variant.response, request: requestHeaders) {
+                if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
+            }
         }
         noteLookup(best?.id.rawValue)
         return best

@@ -10,8 +10,14 @@ public struct ManifestLock: Sendable {
     /// The entries left out, and why.
     public let problems: [ManifestProblem]
 
-    /// The lock of `manifest`, without the entries `problems` names.
-    public init(_ manifest: CacheManifest, problems: [ManifestProblem]) {
+    /// The stored `Content-Type` and `Content-Encoding` of the entries that vary on `Accept` or
+    /// `Accept-Encoding`, by identity.
+    private let representations: [String: HeaderFields]
+
+    /// The lock of `manifest`, without the entries `problems` names; `representations` are the
+    /// stored fields of entries a request with other preferences may be given
+    /// (``CacheStore/representations(of:)``).
+    public init(_ manifest: CacheManifest, problems: [ManifestProblem], representations: [String: HeaderFields] = [:]) {
         let bad = Set(problems.map(\.entry.identity))
         var byKey: [String: [CacheManifest.Entry]] = [:]
         for entry in manifest.entries where !bad.contains(entry.identity) {
@@ -19,14 +25,22 @@ public struct ManifestLock: Sendable {
         }
         self.entriesByKey = byKey
         self.problems = problems
+        self.representations = representations
     }
 
     /// How many entries are served.
     public var count: Int { entriesByKey.values.reduce(0) { $0 + $1.count } }
 
-    /// The entry a request for the cache key `key` with `headerFields` is served from, or nil.
+    /// The entry a request for the cache key `key` with `headerFields` is served from, or nil:
+    /// the one it selects, else one whose stored representation it accepts by `Accept` and
+    /// `Accept-Encoding` (``ContentNegotiation``; the request is then given that variant's
+    /// recorded fields for the lookup, ``CacheManifest/Entry/selectVariant(in:)``).
     public func entry(forKey key: String, headerFields: HeaderFields) -> CacheManifest.Entry? {
-        entriesByKey[key]?.first { $0.isSelected(by: headerFields) }
+        guard let entries = entriesByKey[key] else { return nil }
+        if let selected = entries.first(where: { $0.isSelected(by: headerFields) }) { return selected }
+        return entries.first { entry in
+            representations[entry.identity].map { entry.isAcceptable(to: headerFields, representation: $0) } ?? false
+        }
     }
 
     /// The problem that left out the entry a request for `key` with `headerFields` would have

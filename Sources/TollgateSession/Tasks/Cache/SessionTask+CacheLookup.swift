@@ -24,14 +24,18 @@ extension SessionTask {
             engine.cache.outcome = CacheOutcome(result: .request, detail: "multiple-ranges")
             return false
         }
-        var entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields))
+        let offline = policy == .returnCacheDontLoad
+        var entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields, negotiating: offline))
         if let found = entry, cache.isInvalidated(key, storedAt: found.response.storedAt) { entry = nil }
         let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now)
         switch engine.cache.lookedUp(decision, stored: entry != nil, singleRange: ranges?.single, policy: policy) {
         case .network:
             return false
         case .serve(let hit, let stale, let revalidateAfter):
-            guard let entry, serveStored(hit: hit, entry: entry, request: request, stale: stale, now: now) else {
+            // A variant chosen by what the request accepts rather than by its Vary'd values says so.
+            let negotiated = offline && entry.map { !VaryMatching.matches($0.response, request: request.headerFields) } == true
+            let outcome = negotiated ? CacheOutcome(result: .hit, detail: "negotiated") : nil
+            guard let entry, serveStored(hit: hit, entry: entry, request: request, stale: stale, outcome: outcome, now: now) else {
                 return storedCopyUnusable(request, key: key, cache: cache)
             }
             if revalidateAfter { revalidateInBackground(request, key: key, cache: cache) }

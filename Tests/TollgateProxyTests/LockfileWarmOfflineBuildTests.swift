@@ -1,0 +1,273 @@
+import Foundation
+import Testing
+import TollgateCache
+import TollgateHTTP
+import TollgateTesting
+
+/// cargo on PATH when it is 1.70 or later (crates.io through the sparse index by default), else nil.
+private let sparseCargo: String? = {
+    guard let cargo = executableOnPath("cargo") else { return nil }
+    let process = Process()
+    let output = Pipe()
+    process.executableURL = URL(fileURLWithPath: cargo)
+    process.arguments = ["--version"]
+    process.standardOutput = output
+    process.standardError = FileHandle.nullDevice
+    guard (try? process.run()) != nil else { return nil }
+    process.waitUntilExit()
+    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    // "cargo 1.95.0 (…)"
+    let parts = text.split(separator: " ").dropFirst().first?.split(separator: ".").compactMap { Int($0) } ?? []
+    guard parts.count >= 2, parts[0] > 1 || parts[1] >= 70 else { return nil }
+    return cargo
+}()
+
+/// The CI use from end to end with the package managers themselves: `tollgate warm LOCKFILE`
+/// fills the cache from the lockfile alone (no package manager runs online), then the package
+/// manager installs through `tollgate serve --offline` with the registries gone. The registries
+/// are local TLS origins standing in for index.crates.io, static.crates.io and
+/// registry.npmjs.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
+/// asks without Accept-Encoding, cargo and npm ask with gzip, and offline the stored identity
+/// bytes are what they get.
+@Suite(
+    "A lockfile warmed, then installed offline by cargo and npm (the built executable)",
+    .serialized,
+    .timeLimit(.minutes(3)),
+    .enabled(if: tollgateBinary != nil)
+)
+struct LockfileWarmOfflineBuildTests {
+    /// A registry origin for `host`: each path in `files` with its bytes, anything else 404.
+    private func registry(_ pki: TestPKI, _ files: [String: [UInt8]]) async throws -> LoopbackOrigin {
+        try await LoopbackOrigin.start(tls: pki.serverConfiguration) { request, respond in
+            guard let bytes = files[request.path] else {
+                respond.send(status: 404, body: "no such file: \(request.path)")
+                return
+            }
+            respond.send(
+                status: 200,
+                headers: ["Cache-Control": "max-age=600", "Vary": "Accept-Encoding", "ETag": "\"\(bytes.count)\""],
+                bytes: bytes
+            )
+        }
+    }
+
+    /// `tar czf` of `directory/name` (a package's tree), its bytes and SHA-256.
+    private func tarball(of name: String, in directory: URL, files: [String: String]) async throws -> [UInt8] {
+        for (path, text) in files {
+            let file = directory.appendingPathComponent(name).appendingPathComponent(path)
+            try FileManager.default.createDirectory(at: file.deletingLastPathComponent(), withIntermediateDirectories: true)
+            try text.write(to: file, atomically: true, encoding: .utf8)
+        }
+        let archive = directory.appendingPathComponent("\(name).tgz").path
+        let made = try await ChildProcess.run("/bin/sh", ["-c", "cd '\(directory.path)' && tar czf '\(archive)' '\(name)'"])
+        #expect(made.status == 0, "\(made.stderr)")
+        return Array(try Data(contentsOf: URL(fileURLWithPath: archive)))
+    }
+
+    /// The configuration: every registry host intercepted, trusted by its test CA and, online,
+    /// connected to its local origin; JSON access log.
+    private func writeConfiguration(
+        _ config: URL, directory: URL, caDirectory: String, registries: [(host: String, pki: TestPKI, port: Int)]
+    ) throws {
+        var hosts = ""
+        for registry in registries {
+            hosts += """
+
+                  - match: "\(registry.host)"
+                    intercept: true
+                    connect-to: "127.0.0.1:\(registry.port)"
+                    trust: { roots: ["\(registry.pki.caFile)"] }
+                """
+        }
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            interception:
+              ca-dir: "\(caDirectory)"
+            log:
+              access: "\(directory.appendingPathComponent("access.log").path)"
+              format: json
+            hosts:\(hosts)
+            """.write(to: config, atomically: true, encoding: .utf8)
+    }
+
+    /// Warms `lockfile`, stops the origins, and starts the proxy offline with a miss report.
+    private func warmThenServeOffline(
+        lockfile: URL, config: URL, directory: URL, origins: [LoopbackOrigin]
+    ) async throws -> Served {
+        let binary = try #require(tollgateBinary)
+        let warm = try await ChildProcess.run(
+            binary, ["warm", "--config", config.path, lockfile.path],
+            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        )
+        #expect(warm.status == 0, "warm: \(warm.stdout) \(warm.stderr)")
+        for origin in origins { origin.stop() }
+        return try await Served.start(
+            ["--config", config.path, "--offline", "--miss-report", directory.appendingPathComponent("misses.json").path],
+            directory: directory, lines: 1
+        )
+    }
+
+    /// Stops the offline proxy and returns its miss report and the access log's GET lines.
+    private func stop(_ served: Served, directory: URL) async throws -> (misses: String, gets: [Substring]) {
+        served.child.send(SIGTERM)
+        _ = try await served.child.waitForExit()
+        let misses = try String(contentsOf: directory.appendingPathComponent("misses.json"), encoding: .utf8)
+        let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
+        return (misses, log.split(separator: "\n").filter { $0.contains("\"method\":\"GET\"") })
+    }
+
+    @Test(
+        "cargo fetch --locked offline: the index's config.json, the crate's index file and the crate as cargo names it were all warmed from Cargo.lock",
+        .enabled(if: sparseCargo != nil, "needs cargo 1.70 or later (the sparse index)")
+    )
+    func cargoOffline() async throws {
+        let cargo = try #require(sparseCargo)
+        let binary = try #require(tollgateBinary)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let crate = try await tarball(
+            of: "tgdemo-0.1.0", in: directory,
+            files: [
+                "Cargo.toml": "[package]\nname = \"tgdemo\"\nversion = \"0.1.0\"\nedition = \"2021\"\n",
+                "src/lib.rs": "pub fn answer() -> u32 { 42 }\n",
+            ]
+        )
+        let checksum = SHA256.hex(SHA256.hash(crate))
+        let indexPKI = try TestPKI(commonName: "Index CA", host: "index.crates.io")
+        let staticPKI = try TestPKI(commonName: "Static CA", host: "static.crates.io")
+        let index = try await registry(indexPKI, [
+            "/config.json": Array(#"{"dl":"https://static.crates.io/crates","api":"https://crates.io"}"#.utf8),
+            "/tg/de/tgdemo": Array((#"{"name":"tgdemo","vers":"0.1.0","deps":[],"cksum":""# + checksum + #"","features":{},"yanked":false}"# + "\n").utf8),
+        ])
+        defer { index.stop() }
+        let downloads = try await registry(staticPKI, ["/crates/tgdemo/0.1.0/download": crate])
+        defer { downloads.stop() }
+
+        let caDirectory = directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try writeConfiguration(
+            config, directory: directory, caDirectory: caDirectory,
+            registries: [("index.crates.io", indexPKI, index.port), ("static.crates.io", staticPKI, downloads.port)]
+        )
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project.appendingPathComponent("src"), withIntermediateDirectories: true)
+        try "[package]\nname = \"app\"\nversion = \"0.1.0\"\nedition = \"2021\"\n\n[dependencies]\ntgdemo = \"=0.1.0\"\n"
+            .write(to: project.appendingPathComponent("Cargo.toml"), atomically: true, encoding: .utf8)
+        try "".write(to: project.appendingPathComponent("src/lib.rs"), atomically: true, encoding: .utf8)
+        let lockfile = project.appendingPathComponent("Cargo.lock")
+        try """
+            # This file is automatically @generated by Cargo.
+            # It is not intended for manual editing.
+            version = 3
+
+            [[package]]
+            name = "app"
+            version = "0.1.0"
+            dependencies = [
+             "tgdemo",
+            ]
+
+            [[package]]
+            name = "tgdemo"
+            version = "0.1.0"
+            source = "registry+https://github.com/rust-lang/crates.io-index"
+            checksum = "\(checksum)"
+
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+
+        let served = try await warmThenServeOffline(lockfile: lockfile, config: config, directory: directory, origins: [index, downloads])
+        defer { served.child.kill() }
+        let proxy = "http://127.0.0.1:\(try served.port("forward"))"
+        let fetched = try await ChildProcess.run(
+            "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(cargo)' fetch --locked"],
+            environment: [
+                "CARGO_HOME": directory.appendingPathComponent("cargo-home").path,
+                "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "",
+                "CARGO_HTTP_CAINFO": caDirectory + "/ca.pem", "CARGO_NET_RETRY": "0",
+                "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse",
+            ]
+        )
+        let (misses, gets) = try await stop(served, directory: directory)
+        #expect(fetched.status == 0, "cargo: \(fetched.stdout) \(fetched.stderr)")
+        #expect(misses.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(misses)")
+        let cached = try FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("cargo-home/registry/cache").path)
+        let file = try #require(cached.first { $0.hasSuffix("/tgdemo-0.1.0.crate") }, "\(cached)")
+        #expect(Array(try Data(contentsOf: directory.appendingPathComponent("cargo-home/registry/cache/\(file)"))) == crate)
+        #expect(gets.count >= 3, "\(gets)")
+        #expect(gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+        // cargo asked with Accept-Encoding: the identity bytes the warm stored were given to it.
+        #expect(gets.contains { $0.contains("https://static.crates.io/crates/tgdemo/0.1.0/download") }, "\(gets)")
+    }
+
+    @Test(
+        "npm ci offline: every resolved tarball of package-lock.json was warmed, and npm installs from the proxy with the registry gone",
+        .enabled(if: executableOnPath("npm") != nil, "needs npm")
+    )
+    func npmOffline() async throws {
+        let npm = try #require(executableOnPath("npm"))
+        let binary = try #require(tollgateBinary)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let tarballBytes = try await tarball(
+            of: "package", in: directory,
+            files: [
+                "package.json": #"{"name":"tgdemo","version":"1.0.0","main":"index.js"}"#,
+                "index.js": "module.exports = 42;\n",
+            ]
+        )
+        let digest = try await ChildProcess.run(
+            "/bin/sh", ["-c", "openssl dgst -sha512 -binary '\(directory.appendingPathComponent("package.tgz").path)' | base64 -w0"]
+        )
+        let integrity = "sha512-" + digest.stdout
+        let pki = try TestPKI(commonName: "Registry CA", host: "registry.npmjs.org")
+        let origin = try await registry(pki, ["/tgdemo/-/tgdemo-1.0.0.tgz": tarballBytes])
+        defer { origin.stop() }
+
+        let caDirectory = directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try writeConfiguration(config, directory: directory, caDirectory: caDirectory, registries: [("registry.npmjs.org", pki, origin.port)])
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try #"{"name":"app","version":"1.0.0","dependencies":{"tgdemo":"1.0.0"}}"#
+            .write(to: project.appendingPathComponent("package.json"), atomically: true, encoding: .utf8)
+        let lockfile = project.appendingPathComponent("package-lock.json")
+        try """
+            {
+              "name": "app", "version": "1.0.0", "lockfileVersion": 3, "requires": true,
+              "packages": {
+                "": { "name": "app", "version": "1.0.0", "dependencies": { "tgdemo": "1.0.0" } },
+                "node_modules/tgdemo": { "version": "1.0.0", "resolved": "https://registry.npmjs.org/tgdemo/-/tgdemo-1.0.0.tgz", "integrity": "\(integrity)" }
+              }
+            }
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+
+        let served = try await warmThenServeOffline(lockfile: lockfile, config: config, directory: directory, origins: [origin])
+        defer { served.child.kill() }
+        let proxy = "http://127.0.0.1:\(try served.port("forward"))"
+        let installed = try await ChildProcess.run(
+            "/bin/sh",
+            ["-c", "cd '\(project.path)' && exec '\(npm)' ci --no-audit --no-fund --ignore-scripts --prefer-online"],
+            environment: [
+                "npm_config_cache": directory.appendingPathComponent("npm-cache").path,
+                "npm_config_userconfig": directory.appendingPathComponent("npmrc").path,
+                "npm_config_registry": "https://registry.npmjs.org/",
+                "npm_config_https_proxy": proxy, "npm_config_proxy": proxy, "npm_config_noproxy": "",
+                "npm_config_cafile": caDirectory + "/ca.pem", "npm_config_update_notifier": "false",
+                "npm_config_fetch_retries": "0", "HOME": directory.path,
+            ]
+        )
+        let (misses, gets) = try await stop(served, directory: directory)
+        #expect(installed.status == 0, "npm: \(installed.stdout) \(installed.stderr)")
+        #expect(misses.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(misses)")
+        let main = try String(contentsOf: project.appendingPathComponent("node_modules/tgdemo/index.js"), encoding: .utf8)
+        #expect(main == "module.exports = 42;\n")
+        #expect(gets.count == 1 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+    }
+}
