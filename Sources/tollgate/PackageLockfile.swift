@@ -13,6 +13,8 @@ import TollgateHTTP
 ///   index (and the index's `config.json`), unchecked, and its crate as cargo downloads it,
 ///   `https://static.crates.io/crates/NAME/VERSION/download`, with its `checksum` (SHA-256).
 ///
+/// Python's (uv, pip's requirements with hashes, poetry) are read in `PackageLockfile+Python`.
+///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
 /// URL listed several times is listed once.
 struct PackageLockfile {
@@ -25,11 +27,14 @@ struct PackageLockfile {
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, cargo
+        case npm, yarn, cargo, uv, pip, poetry
     }
 
     let format: Format
     let artifacts: [Artifact]
+    /// Index pages to warm and read for the URLs of pinned files (pip, poetry); their artifacts
+    /// are known once the pages are (``PythonPackageIndex``).
+    let lookups: [PythonPackageIndex.Lookup]
 
     /// The format of `text`, or nil when it is none of them (a list of URLs).
     static func format(of text: String) -> Format? {
@@ -40,7 +45,12 @@ struct PackageLockfile {
             return .npm
         }
         if text.contains("# yarn lockfile v1") { return .yarn }
-        if text.contains("[[package]]"), text.contains("\nname = \"") { return .cargo }
+        if text.contains("[[package]]") {
+            if text.contains("\nwheels = [") || text.contains("\nsdist = {") { return .uv }
+            if text.contains("[metadata]"), text.contains("content-hash") { return .poetry }
+            if text.contains("\nname = \"") { return .cargo }
+        }
+        if text.contains("--hash=sha") { return .pip }
         return nil
     }
 
@@ -62,6 +72,7 @@ struct PackageLockfile {
             guard seen.insert(url.absoluteString).inserted else { return }
             found.append(Artifact(url: url, integrity: integrity))
         }
+        var lookups: [PythonPackageIndex.Lookup] = []
         switch format {
         case .npm:
             try Self.readNPM(text, source: source, add)
@@ -69,11 +80,20 @@ struct PackageLockfile {
             Self.readYarn(text, add)
         case .cargo:
             Self.readCargo(text, add)
+        case .uv:
+            Self.readUV(text, add)
+        case .pip:
+            var found: [String] = []
+            lookups = Self.readRequirements(text, source: source, problems: &found, add)
+            problems += found
+        case .poetry:
+            lookups = Self.readPoetry(text, source: source, problems: &problems)
         }
         artifacts = found
+        self.lookups = lookups
     }
 
-    private typealias Add = (_ name: String, _ resolved: String, _ integrity: SubresourceIntegrity?, _ integrityText: String?) -> Void
+    typealias Add = (_ name: String, _ resolved: String, _ integrity: SubresourceIntegrity?, _ integrityText: String?) -> Void
 
     private static func readNPM(_ text: String, source: String, _ add: Add) throws {
         guard let root = try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any] else {

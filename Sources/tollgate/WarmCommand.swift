@@ -15,8 +15,10 @@ struct WarmCommand: AsyncParsableCommand {
         discussion: """
             Reads absolute http(s) URLs, one a line, from FILE (- for standard input); blank lines and \
             lines starting with # are skipped. FILE may be a lockfile instead — npm's package-lock.json or \
-            npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, Cargo.lock: the artifacts it pins are \
-            warmed, and each stored body is checked against the lockfile's digest (integrity, checksum): one that \
+            npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, Cargo.lock (with the crates.io index \
+            files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock (with the index pages \
+            pip and poetry read, which give the files' URLs): the artifacts it pins are \
+            warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash): one that \
             differs is removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
@@ -84,7 +86,9 @@ struct WarmCommand: AsyncParsableCommand {
         DiagnosticLog.bootstrap(level: configuration.log.level)
         let list = try readList()
         for problem in list.problems { standardError(problem) }
-        let integrity = list.integrity
+        var integrity = list.integrity
+        var urls = list.urls
+        var problems = list.problems
         if configuration.cache.readOnly {
             throw CommandFailure.user("warm fills the cache, and cache.read-only is set in \(config ?? "the configuration")")
         }
@@ -126,15 +130,34 @@ struct WarmCommand: AsyncParsableCommand {
             }
         }
         let pickedUp = PickedUpTasks(sessions: sessions)
-        let listed = Set(list.urls.map(\.absoluteString))
-        let unclaimed = pickedUp.cancel { !listed.contains($0) }
-        if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
         var warmer = URLWarmer(runtime: runtime, sessionName: session, tracker: tracker, pickedUp: pickedUp)
         warmer.resumeAttempts = resumeAttempts
         let finished = NIOLockedValueBox(0)
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
-            ? WarmProgressDisplay(tracker: tracker, urlCount: list.urls.count, done: { finished.withLockedValue { $0 } }) : nil
+            ? WarmProgressDisplay(
+                tracker: tracker, urlCount: list.urls.count + Set(list.lookups.map(\.page.absoluteString)).count,
+                done: { finished.withLockedValue { $0 } }
+            ) : nil
         display?.start()
+        var outcomes: [URLWarmer.Outcome] = []
+        if !list.lookups.isEmpty {
+            // The index pages first: the files' URLs are in them.
+            let pages = await warmIndexPages(
+                list.lookups, warmer: warmer, store: stores.cache.store, source: file == "-" ? "<stdin>" : file
+            ) { finished.withLockedValue { $0 += 1 } }
+            for problem in pages.problems { standardError(problem) }
+            problems += pages.problems
+            outcomes = pages.outcomes
+            let known = Set(urls.map(\.absoluteString))
+            for artifact in pages.artifacts where !known.contains(artifact.url.absoluteString) {
+                urls.append(artifact.url)
+                integrity[artifact.url.absoluteString] = artifact.integrity
+            }
+            urls = pages.urls + urls
+        }
+        let listed = Set(urls.map(\.absoluteString))
+        let unclaimed = pickedUp.cancel { !listed.contains($0) }
+        if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
         // SIGINT or SIGTERM: stop where it is, keeping every transfer for the next run.
         let signals = SignalWaiter([SIGINT, SIGTERM])
         Task.detached {
@@ -148,29 +171,31 @@ struct WarmCommand: AsyncParsableCommand {
             )
             Foundation.exit(128 + number)
         }
-        var outcomes = await warmer.warm(list.urls, concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
+        outcomes += await warmer.warm(Array(urls[outcomes.count...]), concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
         display?.stop()
-        if !integrity.isEmpty { checkIntegrity(&outcomes, urls: list.urls, integrity: integrity, store: stores.cache.store) }
+        if !integrity.isEmpty { checkIntegrity(&outcomes, urls: urls, integrity: integrity, store: stores.cache.store) }
         for outcome in outcomes { print(outcome.line) }
         if let json {
-            try WarmReport(urls: list.urls, outcomes: outcomes, skippedLines: list.problems.count).write(to: json)
+            try WarmReport(urls: urls, outcomes: outcomes, skippedLines: problems.count).write(to: json)
         }
         if let manifest {
-            try writeManifest(manifest, outcomes: outcomes, urls: list.urls, store: stores.cache.store)
+            try writeManifest(manifest, outcomes: outcomes, urls: urls, store: stores.cache.store)
         }
         let count = { (kind: URLWarmer.Outcome.Kind) in outcomes.filter { $0.kind == kind }.count }
         let warm = count(.fresh) + count(.stored)
         print(
-            "warmed \(warm) of \(list.urls.count) URLs: \(count(.stored)) stored, \(count(.fresh)) already fresh, "
+            "warmed \(warm) of \(urls.count) URLs: \(count(.stored)) stored, \(count(.fresh)) already fresh, "
                 + "\(count(.notStored)) not stored, \(count(.failed)) failed, \(outcomes.filter(\.resumed).count) resumed"
-                + (list.problems.isEmpty ? "" : "; \(list.problems.count) lines skipped")
+                + (problems.isEmpty ? "" : "; \(problems.count) lines skipped")
         )
-        if warm < list.urls.count || !list.problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
+        if warm < urls.count || !problems.isEmpty { throw ExitCode(CommandFailure.userErrorCode) }
     }
 
     /// The URLs of the list (or of an npm lockfile, with the integrity each must have, by URL)
     /// and a `FILE:LINE: …` line for each line that is not one.
-    private func readList() throws -> (urls: [HTTPURL], problems: [String], integrity: [String: SubresourceIntegrity]) {
+    private func readList() throws -> (
+        urls: [HTTPURL], problems: [String], integrity: [String: SubresourceIntegrity], lookups: [PythonPackageIndex.Lookup]
+    ) {
         let text: String
         let name = file == "-" ? "<stdin>" : file
         if file == "-" {
@@ -188,7 +213,7 @@ struct WarmCommand: AsyncParsableCommand {
             let lockfile = try PackageLockfile(text: text, format: format, source: name, problems: &problems)
             var integrity: [String: SubresourceIntegrity] = [:]
             for artifact in lockfile.artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
-            return (lockfile.artifacts.map(\.url), problems, integrity)
+            return (lockfile.artifacts.map(\.url), problems, integrity, lockfile.lookups)
         }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -204,6 +229,6 @@ struct WarmCommand: AsyncParsableCommand {
                 problems.append("\(name):\(index + 1): not a URL: '\(line)' (\(error.description))")
             }
         }
-        return (urls, problems, [:])
+        return (urls, problems, [:], [])
     }
 }

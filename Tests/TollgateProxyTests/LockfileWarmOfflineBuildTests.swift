@@ -93,32 +93,6 @@ struct LockfileWarmOfflineBuildTests {
             """.write(to: config, atomically: true, encoding: .utf8)
     }
 
-    /// Warms `lockfile`, stops the origins, and starts the proxy offline with a miss report.
-    private func warmThenServeOffline(
-        lockfile: URL, config: URL, directory: URL, origins: [LoopbackOrigin]
-    ) async throws -> Served {
-        let binary = try #require(tollgateBinary)
-        let warm = try await ChildProcess.run(
-            binary, ["warm", "--config", config.path, lockfile.path],
-            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
-        )
-        #expect(warm.status == 0, "warm: \(warm.stdout) \(warm.stderr)")
-        for origin in origins { origin.stop() }
-        return try await Served.start(
-            ["--config", config.path, "--offline", "--miss-report", directory.appendingPathComponent("misses.json").path],
-            directory: directory, lines: 1
-        )
-    }
-
-    /// Stops the offline proxy and returns its miss report and the access log's GET lines.
-    private func stop(_ served: Served, directory: URL) async throws -> (misses: String, gets: [Substring]) {
-        served.child.send(SIGTERM)
-        _ = try await served.child.waitForExit()
-        let misses = try String(contentsOf: directory.appendingPathComponent("misses.json"), encoding: .utf8)
-        let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
-        return (misses, log.split(separator: "\n").filter { $0.contains("\"method\":\"GET\"") })
-    }
-
     @Test(
         "cargo fetch --locked offline: the index's config.json, the crate's index file and the crate as cargo names it were all warmed from Cargo.lock",
         .enabled(if: sparseCargo != nil, "needs cargo 1.70 or later (the sparse index)")
@@ -180,7 +154,7 @@ struct LockfileWarmOfflineBuildTests {
 
             """.write(to: lockfile, atomically: true, encoding: .utf8)
 
-        let served = try await warmThenServeOffline(lockfile: lockfile, config: config, directory: directory, origins: [index, downloads])
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [index, downloads])
         defer { served.child.kill() }
         let proxy = "http://127.0.0.1:\(try served.port("forward"))"
         let fetched = try await ChildProcess.run(
@@ -192,9 +166,9 @@ struct LockfileWarmOfflineBuildTests {
                 "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse",
             ]
         )
-        let (misses, gets) = try await stop(served, directory: directory)
+        let (misses, gets) = try await stopOffline(served, directory: directory)
         #expect(fetched.status == 0, "cargo: \(fetched.stdout) \(fetched.stderr)")
-        #expect(misses.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(misses)")
+        #expect(misses == "[]", "\(misses)")
         let cached = try FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("cargo-home/registry/cache").path)
         let file = try #require(cached.first { $0.hasSuffix("/tgdemo-0.1.0.crate") }, "\(cached)")
         #expect(Array(try Data(contentsOf: directory.appendingPathComponent("cargo-home/registry/cache/\(file)"))) == crate)
@@ -248,7 +222,7 @@ struct LockfileWarmOfflineBuildTests {
             }
             """.write(to: lockfile, atomically: true, encoding: .utf8)
 
-        let served = try await warmThenServeOffline(lockfile: lockfile, config: config, directory: directory, origins: [origin])
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [origin])
         defer { served.child.kill() }
         let proxy = "http://127.0.0.1:\(try served.port("forward"))"
         let installed = try await ChildProcess.run(
@@ -263,9 +237,9 @@ struct LockfileWarmOfflineBuildTests {
                 "npm_config_fetch_retries": "0", "HOME": directory.path,
             ]
         )
-        let (misses, gets) = try await stop(served, directory: directory)
+        let (misses, gets) = try await stopOffline(served, directory: directory)
         #expect(installed.status == 0, "npm: \(installed.stdout) \(installed.stderr)")
-        #expect(misses.trimmingCharacters(in: .whitespacesAndNewlines) == "[]", "\(misses)")
+        #expect(misses == "[]", "\(misses)")
         let main = try String(contentsOf: project.appendingPathComponent("node_modules/tgdemo/index.js"), encoding: .utf8)
         #expect(main == "module.exports = 42;\n")
         #expect(gets.count == 1 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")

@@ -1,0 +1,54 @@
+import Foundation
+import NIOCore
+import TollgateCache
+import TollgateHTTP
+
+/// `warm` of a lockfile that pins Python files by digest or name (pip's requirements, poetry):
+/// the index pages first, then the files they give URLs for.
+extension WarmCommand {
+    /// What reading the index pages found.
+    struct IndexPages {
+        /// The pages, in the order first needed, and what became of each.
+        var urls: [HTTPURL] = []
+        var outcomes: [URLWarmer.Outcome] = []
+        /// The pinned files, with the digest each must have.
+        var artifacts: [PackageLockfile.Artifact] = []
+        /// A line for each pin no page gave a URL for.
+        var problems: [String] = []
+    }
+
+    /// Warms the pages `lookups` read (each once) — an installer reads them first, offline too —
+    /// then reads each one stored for the URLs of its pinned files.
+    func warmIndexPages(
+        _ lookups: [PythonPackageIndex.Lookup], warmer: URLWarmer, store: CacheStore, source: String,
+        finished: @escaping @Sendable () -> Void
+    ) async -> IndexPages {
+        var pages = IndexPages()
+        var seen: Set<String> = []
+        for lookup in lookups where seen.insert(lookup.page.absoluteString).inserted { pages.urls.append(lookup.page) }
+        pages.outcomes = await warmer.warm(pages.urls, concurrency: concurrency, finished: finished)
+        var filesByPage: [String: [PythonPackageIndex.File]] = [:]
+        for (url, outcome) in zip(pages.urls, pages.outcomes) {
+            guard outcome.kind == .stored || outcome.kind == .fresh, let stored = outcome.stored,
+                let entry = try? store.lookup(stored.key, requestHeaders: stored.requestHeaders),
+                let body = try? entry.body.readAll()
+            else { continue }
+            let kind = lookups.first { $0.page.absoluteString == url.absoluteString }?.kind ?? .simple
+            filesByPage[url.absoluteString] = PythonPackageIndex.files(
+                in: Array(body.readableBytesView), page: url, contentType: entry.response.headerFields[.contentType], kind: kind
+            )
+        }
+        var listed: Set<String> = []
+        for lookup in lookups {
+            guard let files = filesByPage[lookup.page.absoluteString] else {
+                pages.problems.append("\(source): \(lookup.requirement): its index page \(lookup.page) is not in the cache; its files are not warmed")
+                continue
+            }
+            for artifact in PythonPackageIndex.artifacts(of: lookup, in: files, source: source, problems: &pages.problems)
+            where listed.insert(artifact.url.absoluteString).inserted {
+                pages.artifacts.append(artifact)
+            }
+        }
+        return pages
+    }
+}
