@@ -26,7 +26,7 @@ endif
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
 # for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
 # which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
+DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics;
 # uv and poetry install offline from a cache warmed by their lockfiles (PythonLockfileWarmTests).
 PYTHON_MODULES := prometheus_client websockets h2 uv poetry
@@ -118,15 +118,20 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 		python3 -m pip install --quiet --disable-pip-version-check "$$module" \
 			|| { echo "deps: cannot install the Python module $$module" >&2; exit 1; }; \
 	done
-	@# npm for the offline install test (LockfileWarmOfflineBuildTests): Debian's, when no npm is on
-	@# PATH (a Node.js installed another way brings its own). cargo is used when a cargo 1.70 or
-	@# later (the sparse index) is on PATH, as rustup installs it; Debian 12's is older.
-	@if ! command -v npm >/dev/null 2>&1 && command -v dpkg-query >/dev/null 2>&1; then \
+	@# npm and go for the offline build tests (LockfileWarmOfflineBuildTests): Debian's, when the
+	@# command is not on PATH (one installed another way, as NodeSource's Node.js, is used as it
+	@# is). cargo is used when a cargo 1.70 or later (the sparse index) is on PATH, as rustup
+	@# installs it; Debian 12's is older.
+	@missing=""; \
+	for tool in npm:npm go:golang-go; do \
+		command -v "$${tool%%:*}" >/dev/null 2>&1 || missing="$$missing $${tool#*:}"; \
+	done; \
+	if [ -n "$$missing" ] && command -v dpkg-query >/dev/null 2>&1; then \
 		if [ "$$(id -u)" -eq 0 ]; then \
-			echo "deps: installing npm"; \
-			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends npm; \
+			echo "deps: installing$$missing"; \
+			apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends $$missing; \
 		else \
-			echo "deps: no npm: the offline npm install test is skipped (sudo apt-get install npm)" >&2; \
+			echo "deps: missing$$missing: the offline build tests that need them are skipped (sudo apt-get install$$missing)" >&2; \
 		fi; \
 	fi
 

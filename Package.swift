@@ -58,6 +58,8 @@ let package = Package(
         .systemLibrary(name: "CLMDB", pkgConfig: "lmdb", providers: [.apt(["liblmdb-dev"])]),
         .systemLibrary(name: "COpenSSL", pkgConfig: "openssl", providers: [.apt(["libssl-dev"])]),
         .systemLibrary(name: "CMalloc"),
+        // zlib inflates the deflated files of a Go module zip, to check go.sum's hashes (warm).
+        .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
         // OpenSSL initialized at program load without its atexit cleanup (see the C file).
@@ -116,7 +118,7 @@ let package = Package(
         .executableTarget(
             name: "tollgate",
             dependencies: [
-                "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateCache", "TollgateTLS", "TollgateHTTP",
+                "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateCache", "TollgateTLS", "TollgateHTTP", "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ] + nio,

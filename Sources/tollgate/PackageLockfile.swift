@@ -13,7 +13,8 @@ import TollgateHTTP
 ///   index (and the index's `config.json`), unchecked, and its crate as cargo downloads it,
 ///   `https://static.crates.io/crates/NAME/VERSION/download`, with its `checksum` (SHA-256).
 ///
-/// Python's (uv, pip's requirements with hashes, poetry) are read in `PackageLockfile+Python`.
+/// Python's (uv, pip's requirements with hashes, poetry) are read in `PackageLockfile+Python`,
+/// Go's `go.sum` in `PackageLockfile+Go`.
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
 /// URL listed several times is listed once.
@@ -21,13 +22,13 @@ struct PackageLockfile {
     /// One artifact and what its bytes must hash to.
     struct Artifact {
         var url: HTTPURL
-        /// Nil when the lockfile gives none (an old entry): only fetched, not checked.
-        var integrity: SubresourceIntegrity?
+        /// Nil when the lockfile gives none (an old entry, an index file): only fetched, not checked.
+        var integrity: ArtifactDigest?
     }
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, cargo, uv, pip, poetry
+        case npm, yarn, cargo, uv, pip, poetry, go
     }
 
     let format: Format
@@ -51,6 +52,7 @@ struct PackageLockfile {
             if text.contains("\nname = \"") { return .cargo }
         }
         if text.contains("--hash=sha") { return .pip }
+        if isGoSum(text) { return .go }
         return nil
     }
 
@@ -70,7 +72,7 @@ struct PackageLockfile {
                 problems.append("\(source): \(name): integrity '\(integrityText)' names no sha1, sha256, sha384 or sha512 digest; fetched unchecked")
             }
             guard seen.insert(url.absoluteString).inserted else { return }
-            found.append(Artifact(url: url, integrity: integrity))
+            found.append(Artifact(url: url, integrity: integrity.map(ArtifactDigest.integrity)))
         }
         var lookups: [PythonPackageIndex.Lookup] = []
         switch format {
@@ -88,6 +90,14 @@ struct PackageLockfile {
             problems += found
         case .poetry:
             lookups = Self.readPoetry(text, source: source, problems: &problems)
+        case .go:
+            Self.readGoSum(text, proxy: Self.goModuleProxy()) { name, resolved, digest in
+                guard let url = HTTPURL(string: resolved) else {
+                    problems.append("\(source): \(name): not a URL: '\(resolved)'")
+                    return
+                }
+                if seen.insert(url.absoluteString).inserted { found.append(Artifact(url: url, integrity: digest)) }
+            }
         }
         artifacts = found
         self.lookups = lookups

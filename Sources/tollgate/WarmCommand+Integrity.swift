@@ -2,14 +2,14 @@ import Foundation
 import TollgateCache
 import TollgateHTTP
 
-/// `warm` of an npm lockfile: what was stored is checked against the lockfile's integrity.
+/// `warm` of a lockfile: what was stored is checked against the lockfile's digests.
 extension WarmCommand {
     /// Reads each stored artifact's body again and compares its digest with the lockfile's
     /// `integrity`. One that differs is removed from the cache — an offline build must not be
     /// handed bytes the lockfile does not pin — and its outcome becomes a failure saying both
     /// digests; one that cannot be read fails too.
     func checkIntegrity(
-        _ outcomes: inout [URLWarmer.Outcome], urls: [HTTPURL], integrity: [String: SubresourceIntegrity], store: CacheStore
+        _ outcomes: inout [URLWarmer.Outcome], urls: [HTTPURL], integrity: [String: ArtifactDigest], store: CacheStore
     ) {
         for index in outcomes.indices {
             let url = urls[index]
@@ -26,11 +26,10 @@ extension WarmCommand {
                     fail("nothing is stored under \(stored.key.url) to check against the lockfile's integrity")
                     continue
                 }
-                let digest = try entry.body.digest(expected.algorithm)
-                guard !expected.matches(digest) else { continue }
+                guard let mismatch = try expected.mismatch(of: entry.body) else { continue }
                 _ = try store.remove(key: stored.key)
                 fail(
-                    "integrity mismatch: the lockfile says \(expected), the body is \(expected.format(digest)); removed from the cache"
+                    "integrity mismatch: the lockfile says \(mismatch.expected), the body is \(mismatch.actual); removed from the cache"
                 )
             } catch {
                 fail("cannot check the lockfile's integrity: \(error)")

@@ -17,8 +17,8 @@ struct WarmCommand: AsyncParsableCommand {
             lines starting with # are skipped. FILE may be a lockfile instead — npm's package-lock.json or \
             npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, Cargo.lock (with the crates.io index \
             files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock (with the index pages \
-            pip and poetry read, which give the files' URLs): the artifacts it pins are \
-            warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash): one that \
+            pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy): the artifacts it pins are \
+            warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
             differs is removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
@@ -194,7 +194,7 @@ struct WarmCommand: AsyncParsableCommand {
     /// The URLs of the list (or of an npm lockfile, with the integrity each must have, by URL)
     /// and a `FILE:LINE: …` line for each line that is not one.
     private func readList() throws -> (
-        urls: [HTTPURL], problems: [String], integrity: [String: SubresourceIntegrity], lookups: [PythonPackageIndex.Lookup]
+        urls: [HTTPURL], problems: [String], integrity: [String: ArtifactDigest], lookups: [PythonPackageIndex.Lookup]
     ) {
         let text: String
         let name = file == "-" ? "<stdin>" : file
@@ -211,7 +211,7 @@ struct WarmCommand: AsyncParsableCommand {
         var problems: [String] = []
         if let format = PackageLockfile.format(of: text) {
             let lockfile = try PackageLockfile(text: text, format: format, source: name, problems: &problems)
-            var integrity: [String: SubresourceIntegrity] = [:]
+            var integrity: [String: ArtifactDigest] = [:]
             for artifact in lockfile.artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
             return (lockfile.artifacts.map(\.url), problems, integrity, lockfile.lookups)
         }

@@ -25,12 +25,12 @@ private let sparseCargo: String? = {
 /// The CI use from end to end with the package managers themselves: `tollgate warm LOCKFILE`
 /// fills the cache from the lockfile alone (no package manager runs online), then the package
 /// manager installs through `tollgate serve --offline` with the registries gone. The registries
-/// are local TLS origins standing in for index.crates.io, static.crates.io and
-/// registry.npmjs.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
+/// are local TLS origins standing in for index.crates.io, static.crates.io, registry.npmjs.org
+/// and proxy.golang.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
 /// asks without Accept-Encoding, cargo and npm ask with gzip, and offline the stored identity
 /// bytes are what they get.
 @Suite(
-    "A lockfile warmed, then installed offline by cargo and npm (the built executable)",
+    "A lockfile warmed, then installed offline by cargo, npm and go (the built executable)",
     .serialized,
     .timeLimit(.minutes(3)),
     .enabled(if: tollgateBinary != nil)
@@ -243,5 +243,120 @@ struct LockfileWarmOfflineBuildTests {
         let main = try String(contentsOf: project.appendingPathComponent("node_modules/tgdemo/index.js"), encoding: .utf8)
         #expect(main == "module.exports = 42;\n")
         #expect(gets.count == 1 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+    }
+
+    @Test(
+        "go build offline from a cache warmed by the go.sum go wrote online: the module proxy's .mod, .info and .zip, checked by Go's own h1: hashes",
+        .enabled(if: executableOnPath("go") != nil && python3(importing: "zipfile") != nil, "needs go and python3")
+    )
+    func goOffline() async throws {
+        let go = try #require(executableOnPath("go"))
+        let python = try #require(python3(importing: "zipfile"))
+        let binary = try #require(tollgateBinary)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The module zip as the proxy protocol has it: every file under MODULE@VERSION/, deflated
+        // (one stored as it is: the warm reads both methods).
+        let goMod = "module example.com/TGDemo\n\ngo 1.19\n"
+        let zipPath = directory.appendingPathComponent("module.zip").path
+        let made = try await ChildProcess.run(
+            python,
+            [
+                "-c",
+                """
+                import sys, zipfile
+                with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+                    z.writestr("example.com/TGDemo@v1.0.0/go.mod", sys.argv[2])
+                    z.writestr("example.com/TGDemo@v1.0.0/LICENSE", "stored, not deflated\\n", compress_type=zipfile.ZIP_STORED)
+                    z.writestr("example.com/TGDemo@v1.0.0/tgdemo.go", "package tgdemo\\n\\n" + "// deflated well\\n" * 200 + "func Answer() int { return 42 }\\n")
+                """,
+                zipPath, goMod,
+            ]
+        )
+        #expect(made.status == 0, "\(made.stderr)")
+        let moduleZip = Array(try Data(contentsOf: URL(fileURLWithPath: zipPath)))
+        let info = Array(#"{"Version":"v1.0.0","Time":"2026-01-01T00:00:00Z"}"#.utf8)
+        let pki = try TestPKI(commonName: "Module Proxy CA", host: "proxy.golang.org")
+        // Module paths with capitals are escaped in the protocol's URLs (`!t!g!demo`), and the `!`
+        // percent-encoded in Go's.
+        let origin = try await registry(pki, [
+            "/example.com/%21t%21g%21demo/@v/list": Array("v1.0.0\n".utf8),
+            "/example.com/%21t%21g%21demo/@v/v1.0.0.info": info,
+            "/example.com/%21t%21g%21demo/@latest": info,
+            "/example.com/%21t%21g%21demo/@v/v1.0.0.mod": Array(goMod.utf8),
+            "/example.com/%21t%21g%21demo/@v/v1.0.0.zip": moduleZip,
+        ])
+        defer { origin.stop() }
+
+        let caDirectory = directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try "module app\n\ngo 1.19\n\nrequire example.com/TGDemo v1.0.0\n"
+            .write(to: project.appendingPathComponent("go.mod"), atomically: true, encoding: .utf8)
+        try "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/TGDemo\"\n)\n\nfunc main() { fmt.Println(tgdemo.Answer()) }\n"
+            .write(to: project.appendingPathComponent("main.go"), atomically: true, encoding: .utf8)
+        /// `go ARGUMENTS` in the project through the proxy on `port`, with module and build caches of `cache`.
+        func run(_ arguments: String, port: Int, cache: String, sumdb: Bool) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let proxy = "http://127.0.0.1:\(port)"
+            var environment = [
+                "HOME": directory.path, "GOPATH": directory.appendingPathComponent(cache).path,
+                "GOCACHE": directory.appendingPathComponent(cache + "-build").path, "GOPROXY": "https://proxy.golang.org",
+                "GOFLAGS": "-mod=mod", "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "",
+                "SSL_CERT_FILE": caDirectory + "/ca.pem", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
+            ]
+            // The developer's machine writes go.sum without asking sum.golang.org (not on this machine).
+            if !sumdb { environment["GONOSUMDB"] = "example.com" }
+            return try await ChildProcess.run("/bin/sh", ["-c", "cd '\(project.path)' && exec '\(go)' \(arguments)"], environment: environment)
+        }
+        let hosts = """
+            interception:
+              ca-dir: "\(caDirectory)"
+            hosts:
+              - match: proxy.golang.org
+                intercept: true
+                connect-to: "127.0.0.1:\(origin.port)"
+                trust: { roots: "\(pki.caFile)" }
+            """
+        func configuration(_ cache: String) throws -> URL {
+            let config = directory.appendingPathComponent("\(cache).yaml")
+            try """
+                listen:
+                  - address: "127.0.0.1:0"
+                cache:
+                  path: "\(directory.appendingPathComponent(cache).path)"
+                log:
+                  access: "\(directory.appendingPathComponent("access.log").path)"
+                  format: json
+                \(hosts)
+                """.write(to: config, atomically: true, encoding: .utf8)
+            return config
+        }
+
+        // The developer's side: go writes go.sum online, through a proxy with a cache of its own.
+        do {
+            let online = try await Served.start(["--config", try configuration("lock-cache").path], directory: directory, lines: 1)
+            defer { online.child.kill() }
+            let tidy = try await run("mod tidy", port: try online.port("forward"), cache: "gopath-lock", sumdb: false)
+            #expect(tidy.status == 0, "go mod tidy: \(tidy.stdout) \(tidy.stderr)")
+            online.child.send(SIGTERM)
+            _ = try await online.child.waitForExit()
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("access.log"))
+        let lockfile = project.appendingPathComponent("go.sum")
+        let sums = try String(contentsOf: lockfile, encoding: .utf8)
+        #expect(sums.contains("example.com/TGDemo v1.0.0 h1:") && sums.contains("example.com/TGDemo v1.0.0/go.mod h1:"), "\(sums)")
+
+        // CI: the warm from go.sum alone (the hashes go computed, checked by the warm), then the
+        // build with the module proxy gone and sum.golang.org asked for nothing.
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: try configuration("cache"), directory: directory, origins: [origin])
+        defer { served.child.kill() }
+        let built = try await run("build -o app .", port: try served.port("forward"), cache: "gopath-build", sumdb: true)
+        let (misses, gets) = try await stopOffline(served, directory: directory)
+        #expect(built.status == 0, "go build: \(built.stdout) \(built.stderr)")
+        #expect(misses == "[]", "\(misses)")
+        #expect(FileManager.default.isExecutableFile(atPath: project.appendingPathComponent("app").path))
+        #expect(gets.contains { $0.contains("/@v/v1.0.0.zip") } && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
     }
 }

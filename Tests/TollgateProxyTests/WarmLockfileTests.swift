@@ -23,11 +23,13 @@ struct WarmLockfileTests {
     }
 
     /// `tollgate warm --config CONFIG LOCKFILE`, its data directory in `directory`.
-    private func runWarm(_ lockfile: URL, config: URL, in directory: URL) async throws -> (status: Int32, stdout: String, stderr: String) {
+    private func runWarm(
+        _ lockfile: URL, config: URL, in directory: URL, environment: [String: String] = [:]
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         let binary = try #require(tollgateBinary)
         return try await ChildProcess.run(
             binary, ["warm", "--config", config.path, lockfile.path],
-            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+            environment: environment.merging(["XDG_DATA_HOME": directory.appendingPathComponent("data").path]) { $1 }
         )
     }
 
@@ -228,5 +230,45 @@ struct WarmLockfileTests {
         // The index's config.json once, and each crate's file where cargo looks for it (the
         // name lowercased; 1, 2 and 3 characters have their own directories).
         #expect(index.requests.map(\.target).sorted() == ["/2/cc", "/config.json", "/it/oa/itoa", "/se/rd/serde"])
+    }
+
+    @Test("go.sum: .info, .mod and .zip from GOPROXY's first proxy (capitals escaped as the go command escapes them), checked by Go's h1: hashes; a body that is not a module zip, or not the go.mod pinned, fails and leaves the cache")
+    func goSum() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await tarballOrigin()
+        defer { origin.stop() }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try "listen:\n  - address: \"127.0.0.1:0\"\ncache:\n  path: \"\(directory.appendingPathComponent("cache").path)\"\n"
+            .write(to: config, atomically: true, encoding: .utf8)
+        let lockfile = directory.appendingPathComponent("go.sum")
+        try """
+            github.com/BurntSushi/toml v1.3.2 h1:o7IhLm0Msx3BaB+n3Ag7L8EVlByGKpSR8P2SAyE9Vx8=
+            github.com/BurntSushi/toml v1.3.2/go.mod h1:CxXYINrC8qIiEnFrOxCa7Jy5BFHlXnUU2pbicEuybxQ=
+            golang.org/x/text v0.3.0/go.mod h1:NqM8EUOU14njkJ3fqMW+pc6Ldnwhi/IjpwHt7yyuwOQ=
+
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let proxy = "http://127.0.0.1:\(origin.port)/goproxy"
+        let warm = try await runWarm(lockfile, config: config, in: directory, environment: ["GOPROXY": "\(proxy),direct"])
+        #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
+        let toml = "\(proxy)/github.com/%21burnt%21sushi/toml/@v/v1.3.2"
+        #expect(warm.stdout.contains("stored  \(toml).info\n"), "\(warm.stdout)")
+        #expect(
+            warm.stdout.contains(
+                "failed  \(toml).zip: integrity mismatch: the lockfile says h1:o7IhLm0Msx3BaB+n3Ag7L8EVlByGKpSR8P2SAyE9Vx8=, the body is not a module zip: not a zip archive"
+            ),
+            "\(warm.stdout)"
+        )
+        #expect(warm.stdout.contains("failed  \(toml).mod: integrity mismatch: the lockfile says h1:CxXYINrC8qIiEnFrOxCa7Jy5BFHlXnUU2pbicEuybxQ=, the body is h1:"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("failed  \(proxy)/golang.org/x/text/@v/v0.3.0.mod: integrity mismatch"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("warmed 1 of 4 URLs: 1 stored, 0 already fresh, 0 not stored, 3 failed"), "\(warm.stdout)")
+        #expect(
+            origin.requests.map(\.target).sorted() == [
+                "/goproxy/github.com/%21burnt%21sushi/toml/@v/v1.3.2.info", "/goproxy/github.com/%21burnt%21sushi/toml/@v/v1.3.2.mod",
+                "/goproxy/github.com/%21burnt%21sushi/toml/@v/v1.3.2.zip", "/goproxy/golang.org/x/text/@v/v0.3.0.mod",
+            ]
+        )
+        let list = try await ChildProcess.run(try #require(tollgateBinary), ["cache", "list", "--config", config.path])
+        #expect(!list.stdout.contains(".zip") && !list.stdout.contains(".mod"), "\(list.stdout)")
     }
 }

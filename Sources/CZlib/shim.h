@@ -1,0 +1,12 @@
+#ifndef TOLLGATE_CZLIB_SHIM_H
+#define TOLLGATE_CZLIB_SHIM_H
+
+#include <zlib.h>
+
+/// inflateInit2 is a macro (it passes the library's version and the stream's size): Swift cannot
+/// call it, so it is wrapped. `windowBits` -15: raw deflate, as a zip archive stores it.
+static inline int tollgate_inflate_init_raw(z_stream *stream) {
+    return inflateInit2(stream, -15);
+}
+
+#endif
