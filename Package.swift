@@ -120,6 +120,7 @@ let package = Package(
             dependencies: [
                 "TollgateProxy", "TollgatePolicy", "TollgateSession", "TollgateCache", "TollgateTLS", "TollgateHTTP", "CZlib",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Yams", package: "Yams"),
                 .product(name: "Logging", package: "swift-log"),
             ] + nio,
             swiftSettings: swiftSettings

@@ -13,7 +13,8 @@ import TollgateHTTP
 ///   index (and the index's `config.json`), unchecked, and its crate as cargo downloads it,
 ///   `https://static.crates.io/crates/NAME/VERSION/download`, with its `checksum` (SHA-256).
 ///
-/// Python's (uv, pip's requirements with hashes, poetry) are read in `PackageLockfile+Python`,
+/// pnpm's is read in `PackageLockfile+PNPM`, Python's (uv, pip's requirements with hashes,
+/// poetry) in `PackageLockfile+Python`,
 /// Go's `go.sum` in `PackageLockfile+Go`.
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
@@ -28,7 +29,7 @@ struct PackageLockfile {
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, cargo, uv, pip, poetry, go
+        case npm, yarn, pnpm, cargo, uv, pip, poetry, go
     }
 
     let format: Format
@@ -46,6 +47,7 @@ struct PackageLockfile {
             return .npm
         }
         if text.contains("# yarn lockfile v1") { return .yarn }
+        if isPNPMLock(text) { return .pnpm }
         if text.contains("[[package]]") {
             if text.contains("\nwheels = [") || text.contains("\nsdist = {") { return .uv }
             if text.contains("[metadata]"), text.contains("content-hash") { return .poetry }
@@ -80,6 +82,8 @@ struct PackageLockfile {
             try Self.readNPM(text, source: source, add)
         case .yarn:
             Self.readYarn(text, add)
+        case .pnpm:
+            try Self.readPNPM(text, source: source, registry: Self.npmRegistry(), add)
         case .cargo:
             Self.readCargo(text, add)
         case .uv:

@@ -271,4 +271,106 @@ struct WarmLockfileTests {
         let list = try await ChildProcess.run(try #require(tollgateBinary), ["cache", "list", "--config", config.path])
         #expect(!list.stdout.contains(".zip") && !list.stdout.contains(".mod"), "\(list.stdout)")
     }
+
+    @Test("pnpm-lock.yaml (lockfile 9, 6 and 5): each package's tarball at the registry's URL (npm_config_registry), an explicit tarball as it is, checked by integrity; git resolutions left out")
+    func pnpmLockfile() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await tarballOrigin()
+        defer { origin.stop() }
+        let base = "http://127.0.0.1:\(origin.port)"
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try "listen:\n  - address: \"127.0.0.1:0\"\ncache:\n  path: \"\(directory.appendingPathComponent("cache").path)\"\n"
+            .write(to: config, atomically: true, encoding: .utf8)
+        let lockfile = directory.appendingPathComponent("pnpm-lock.yaml")
+        try """
+            lockfileVersion: '9.0'
+
+            settings:
+              autoInstallPeers: true
+              excludeLinksFromLockfile: false
+
+            importers:
+
+              .:
+                dependencies:
+                  left-pad:
+                    specifier: ^1.3.0
+                    version: 1.3.0
+
+            packages:
+
+              '@scope/a@1.1.0':
+                resolution: {integrity: \(try await integrity("tarball /registry/@scope/a/-/a-1.1.0.tgz"))}
+                engines: {node: '>=14'}
+
+              left-pad@1.3.0:
+                resolution: {integrity: \(try await integrity("tarball /registry/left-pad/-/left-pad-1.3.0.tgz", "sha1"))}
+
+              tampered@0.0.1:
+                resolution: {integrity: \(try await integrity("what the author published"))}
+
+              from-git@1.0.0:
+                resolution: {commit: abc123, repo: https://example.invalid/x.git, type: git}
+
+              direct@2.0.0:
+                resolution: {tarball: \(base)/elsewhere/direct-2.0.0.tgz}
+
+            snapshots:
+
+              '@scope/a@1.1.0': {}
+
+              left-pad@1.3.0: {}
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let environment = ["npm_config_registry": "\(base)/registry"]
+        let warm = try await runWarm(lockfile, config: config, in: directory, environment: environment)
+        #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
+        #expect(warm.stdout.contains("stored  \(base)/registry/@scope/a/-/a-1.1.0.tgz\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("stored  \(base)/registry/left-pad/-/left-pad-1.3.0.tgz\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("stored  \(base)/elsewhere/direct-2.0.0.tgz\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("failed  \(base)/registry/tampered/-/tampered-0.0.1.tgz: integrity mismatch"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("warmed 3 of 4 URLs"), "\(warm.stdout)")
+
+        // Lockfile 5: NAME/VERSION keys, peers after an underscore; the same tarballs, fresh now.
+        let old = directory.appendingPathComponent("old-pnpm-lock.yaml")
+        try """
+            lockfileVersion: 5.4
+
+            specifiers:
+              left-pad: ^1.3.0
+
+            packages:
+
+              /@scope/a/1.1.0_react@18.0.0:
+                resolution: {integrity: \(try await integrity("tarball /registry/@scope/a/-/a-1.1.0.tgz"))}
+                dev: false
+
+              /left-pad/1.3.0:
+                resolution: {integrity: \(try await integrity("tarball /registry/left-pad/-/left-pad-1.3.0.tgz"))}
+                dev: false
+            """.write(to: old, atomically: true, encoding: .utf8)
+        let again = try await runWarm(old, config: config, in: directory, environment: environment)
+        #expect(again.status == 0, "\(again.stdout) \(again.stderr)")
+        #expect(again.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"), "\(again.stdout)")
+
+        // Lockfile 6: /NAME@VERSION keys, peers in parentheses.
+        let six = directory.appendingPathComponent("six-pnpm-lock.yaml")
+        try """
+            lockfileVersion: '6.0'
+
+            packages:
+
+              /@scope/a@1.1.0(react@18.0.0):
+                resolution: {integrity: \(try await integrity("tarball /registry/@scope/a/-/a-1.1.0.tgz"))}
+                dev: false
+
+              /left-pad@1.3.0:
+                resolution: {integrity: \(try await integrity("tarball /registry/left-pad/-/left-pad-1.3.0.tgz"))}
+                dev: false
+            """.write(to: six, atomically: true, encoding: .utf8)
+        let third = try await runWarm(six, config: config, in: directory, environment: environment)
+        #expect(third.status == 0, "\(third.stdout) \(third.stderr)")
+        #expect(third.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"), "\(third.stdout)")
+        #expect(origin.requestCount == 4)
+    }
 }
