@@ -15,7 +15,7 @@ import TollgateHTTP
 ///
 /// pnpm's is read in `PackageLockfile+PNPM`, Python's (uv, pip's requirements with hashes,
 /// poetry) in `PackageLockfile+Python`,
-/// Go's `go.sum` in `PackageLockfile+Go`.
+/// Go's `go.sum` in `PackageLockfile+Go`, Bundler's `Gemfile.lock` in `PackageLockfile+Bundler`.
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
 /// URL listed several times is listed once.
@@ -29,7 +29,7 @@ struct PackageLockfile {
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, pnpm, cargo, uv, pip, poetry, go
+        case npm, yarn, pnpm, cargo, uv, pip, poetry, go, bundler
     }
 
     let format: Format
@@ -55,6 +55,7 @@ struct PackageLockfile {
         }
         if text.contains("--hash=sha") { return .pip }
         if isGoSum(text) { return .go }
+        if isGemfileLock(text) { return .bundler }
         return nil
     }
 
@@ -94,6 +95,8 @@ struct PackageLockfile {
             problems += found
         case .poetry:
             lookups = Self.readPoetry(text, source: source, problems: &problems)
+        case .bundler:
+            Self.readGemfileLock(text, add)
         case .go:
             Self.readGoSum(text, proxy: Self.goModuleProxy()) { name, resolved, digest in
                 guard let url = HTTPURL(string: resolved) else {

@@ -17,7 +17,8 @@ struct WarmCommand: AsyncParsableCommand {
             lines starting with # are skipped. FILE may be a lockfile instead — npm's package-lock.json or \
             npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, pnpm-lock.yaml, Cargo.lock (with the crates.io index \
             files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock (with the index pages \
-            pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy): the artifacts it pins are \
+            pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy), Gemfile.lock (with \
+            the compact index bundler reads): the artifacts it pins are \
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
             differs is removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \

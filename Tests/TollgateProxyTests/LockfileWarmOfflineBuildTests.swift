@@ -25,12 +25,12 @@ private let sparseCargo: String? = {
 /// The CI use from end to end with the package managers themselves: `tollgate warm LOCKFILE`
 /// fills the cache from the lockfile alone (no package manager runs online), then the package
 /// manager installs through `tollgate serve --offline` with the registries gone. The registries
-/// are local TLS origins standing in for index.crates.io, static.crates.io, registry.npmjs.org
-/// and proxy.golang.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
+/// are local TLS origins standing in for index.crates.io, static.crates.io, registry.npmjs.org,
+/// proxy.golang.org, rubygems.org and index.rubygems.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
 /// asks without Accept-Encoding, cargo and npm ask with gzip, and offline the stored identity
 /// bytes are what they get.
 @Suite(
-    "A lockfile warmed, then installed offline by cargo, npm and go (the built executable)",
+    "A lockfile warmed, then installed offline by cargo, npm, go and bundler (the built executable)",
     .serialized,
     .timeLimit(.minutes(3)),
     .enabled(if: tollgateBinary != nil)
@@ -45,7 +45,11 @@ struct LockfileWarmOfflineBuildTests {
             }
             respond.send(
                 status: 200,
-                headers: ["Cache-Control": "max-age=600", "Vary": "Accept-Encoding", "ETag": "\"\(bytes.count)\""],
+                // The body's MD5 as its ETag, as rubygems.org's compact index sends it (Bundler checks it).
+                headers: [
+                    "Cache-Control": "max-age=600", "Vary": "Accept-Encoding",
+                    "ETag": "\"\(SHA256.hex(MessageDigest.hash(.md5, bytes)))\"",
+                ],
                 bytes: bytes
             )
         }
@@ -358,5 +362,94 @@ struct LockfileWarmOfflineBuildTests {
         #expect(misses == "[]", "\(misses)")
         #expect(FileManager.default.isExecutableFile(atPath: project.appendingPathComponent("app").path))
         #expect(gets.contains { $0.contains("/@v/v1.0.0.zip") } && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+    }
+
+    @Test(
+        "bundle install offline from a cache warmed by Gemfile.lock: the compact index on index.rubygems.org, the gem on rubygems.org",
+        .enabled(if: executableOnPath("bundle") != nil && executableOnPath("gem") != nil, "needs Bundler and RubyGems")
+    )
+    func bundlerOffline() async throws {
+        let bundle = try #require(executableOnPath("bundle"))
+        let gem = try #require(executableOnPath("gem"))
+        let binary = try #require(tollgateBinary)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // A real gem, built by `gem build`.
+        let source = directory.appendingPathComponent("gem")
+        try FileManager.default.createDirectory(at: source.appendingPathComponent("lib"), withIntermediateDirectories: true)
+        try "module TGDemo; ANSWER = 42; end\n".write(to: source.appendingPathComponent("lib/tgdemo.rb"), atomically: true, encoding: .utf8)
+        try """
+            Gem::Specification.new do |s|
+              s.name = "tgdemo"
+              s.version = "1.0.0"
+              s.summary = "demo"
+              s.authors = ["CI"]
+              s.files = ["lib/tgdemo.rb"]
+              s.license = "MIT"
+            end
+            """.write(to: source.appendingPathComponent("tgdemo.gemspec"), atomically: true, encoding: .utf8)
+        let built = try await ChildProcess.run("/bin/sh", ["-c", "cd '\(source.path)' && exec '\(gem)' build tgdemo.gemspec"], environment: ["HOME": directory.path])
+        #expect(built.status == 0, "gem build: \(built.stderr)")
+        let gemBytes = Array(try Data(contentsOf: source.appendingPathComponent("tgdemo-1.0.0.gem")))
+        let info = "---\n1.0.0 |checksum:\(SHA256.hex(SHA256.hash(gemBytes)))\n"
+        let versions = "created_at: 2026-01-01T00:00:00Z\n---\ntgdemo 1.0.0 \(SHA256.hex(MessageDigest.hash(.md5, Array(info.utf8))))\n"
+        let indexPKI = try TestPKI(commonName: "Index CA", host: "index.rubygems.org")
+        let index = try await registry(indexPKI, ["/versions": Array(versions.utf8), "/info/tgdemo": Array(info.utf8)])
+        defer { index.stop() }
+        let gemsPKI = try TestPKI(commonName: "Gems CA", host: "rubygems.org")
+        let gems = try await registry(gemsPKI, ["/gems/tgdemo-1.0.0.gem": gemBytes])
+        defer { gems.stop() }
+
+        let caDirectory = directory.appendingPathComponent("ca").path
+        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try writeConfiguration(
+            config, directory: directory, caDirectory: caDirectory,
+            registries: [("index.rubygems.org", indexPKI, index.port), ("rubygems.org", gemsPKI, gems.port)]
+        )
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try "source \"https://rubygems.org\"\ngem \"tgdemo\", \"1.0.0\"\n"
+            .write(to: project.appendingPathComponent("Gemfile"), atomically: true, encoding: .utf8)
+        let lockfile = project.appendingPathComponent("Gemfile.lock")
+        try """
+            GEM
+              remote: https://rubygems.org/
+              specs:
+                tgdemo (1.0.0)
+
+            PLATFORMS
+              ruby
+              x86_64-linux
+
+            DEPENDENCIES
+              tgdemo (= 1.0.0)
+
+            BUNDLED WITH
+               2.3.15
+
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [index, gems])
+        defer { served.child.kill() }
+        let proxy = "http://127.0.0.1:\(try served.port("forward"))"
+        let installed = try await ChildProcess.run(
+            "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(bundle)' install"],
+            environment: [
+                "HOME": directory.path, "BUNDLE_PATH": directory.appendingPathComponent("bundle").path,
+                "BUNDLE_USER_HOME": directory.appendingPathComponent("bundle-home").path, "BUNDLE_RETRY": "0",
+                // Bundler's HTTP client takes the proxy for https too from http_proxy.
+                "http_proxy": proxy, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "https_proxy": proxy,
+                "NO_PROXY": "", "no_proxy": "",
+                "SSL_CERT_FILE": caDirectory + "/ca.pem",
+            ]
+        )
+        let (misses, gets) = try await stopOffline(served, directory: directory)
+        #expect(installed.status == 0, "bundle install: \(installed.stdout) \(installed.stderr)")
+        #expect(misses == "[]", "\(misses)")
+        let files = try FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("bundle").path)
+        #expect(files.contains { $0.hasSuffix("gems/tgdemo-1.0.0/lib/tgdemo.rb") }, "\(files.filter { $0.contains("tgdemo") })")
+        #expect(gets.count == 3 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
     }
 }

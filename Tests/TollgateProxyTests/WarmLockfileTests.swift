@@ -373,4 +373,61 @@ struct WarmLockfileTests {
         #expect(third.stdout.contains("warmed 2 of 2 URLs: 0 stored, 2 already fresh"), "\(third.stdout)")
         #expect(origin.requestCount == 4)
     }
+
+    @Test("Gemfile.lock: each GEM remote's compact index (versions, info/NAME) and each gem, a platform gem by its full name, checked by CHECKSUMS where given; GIT and PATH sources left out")
+    func gemfileLock() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await tarballOrigin()
+        defer { origin.stop() }
+        let base = "http://127.0.0.1:\(origin.port)"
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try "listen:\n  - address: \"127.0.0.1:0\"\ncache:\n  path: \"\(directory.appendingPathComponent("cache").path)\"\n"
+            .write(to: config, atomically: true, encoding: .utf8)
+        let lockfile = directory.appendingPathComponent("Gemfile.lock")
+        try """
+            GIT
+              remote: https://example.invalid/private.git
+              revision: abc123
+              specs:
+                private (0.1.0)
+
+            PATH
+              remote: .
+              specs:
+                app (1.0.0)
+
+            GEM
+              remote: \(base)/gems-mirror/
+              specs:
+                nokogiri (1.15.5-x86_64-linux)
+                  racc (~> 1.4)
+                racc (1.7.3)
+                tampered (2.0.0)
+
+            PLATFORMS
+              x86_64-linux
+
+            DEPENDENCIES
+              nokogiri
+              private!
+
+            CHECKSUMS
+              nokogiri (1.15.5-x86_64-linux) sha256=\(try await hexDigest("tarball /gems-mirror/gems/nokogiri-1.15.5-x86_64-linux.gem", "sha256"))
+              racc (1.7.3)
+              tampered (2.0.0) sha256=\(try await hexDigest("what the author published", "sha256"))
+
+            BUNDLED WITH
+               2.5.3
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let warm = try await runWarm(lockfile, config: config, in: directory)
+        #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
+        let mirror = "\(base)/gems-mirror"
+        for stored in ["versions", "info/nokogiri", "info/racc", "info/tampered", "gems/nokogiri-1.15.5-x86_64-linux.gem", "gems/racc-1.7.3.gem"] {
+            #expect(warm.stdout.contains("stored  \(mirror)/\(stored)\n"), "\(stored): \(warm.stdout)")
+        }
+        #expect(warm.stdout.contains("failed  \(mirror)/gems/tampered-2.0.0.gem: integrity mismatch: the lockfile says sha256-"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("warmed 6 of 7 URLs"), "\(warm.stdout)")
+        #expect(!origin.requests.contains { $0.path.contains("private") || $0.path.contains("app") })
+    }
 }
