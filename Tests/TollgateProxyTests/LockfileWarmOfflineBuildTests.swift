@@ -68,42 +68,12 @@ struct LockfileWarmOfflineBuildTests {
         return Array(try Data(contentsOf: URL(fileURLWithPath: archive)))
     }
 
-    /// The configuration: every registry host intercepted, trusted by its test CA and, online,
-    /// connected to its local origin; JSON access log.
-    private func writeConfiguration(
-        _ config: URL, directory: URL, caDirectory: String, registries: [(host: String, pki: TestPKI, port: Int)]
-    ) throws {
-        var hosts = ""
-        for registry in registries {
-            hosts += """
-
-                  - match: "\(registry.host)"
-                    intercept: true
-                    connect-to: "127.0.0.1:\(registry.port)"
-                    trust: { roots: ["\(registry.pki.caFile)"] }
-                """
-        }
-        try """
-            listen:
-              - address: "127.0.0.1:0"
-            cache:
-              path: "\(directory.appendingPathComponent("cache").path)"
-            interception:
-              ca-dir: "\(caDirectory)"
-            log:
-              access: "\(directory.appendingPathComponent("access.log").path)"
-              format: json
-            hosts:\(hosts)
-            """.write(to: config, atomically: true, encoding: .utf8)
-    }
-
     @Test(
         "cargo fetch --locked offline: the index's config.json, the crate's index file and the crate as cargo names it were all warmed from Cargo.lock",
         .enabled(if: sparseCargo != nil, "needs cargo 1.70 or later (the sparse index)")
     )
     func cargoOffline() async throws {
         let cargo = try #require(sparseCargo)
-        let binary = try #require(tollgateBinary)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let crate = try await tarball(
@@ -124,13 +94,8 @@ struct LockfileWarmOfflineBuildTests {
         let downloads = try await registry(staticPKI, ["/crates/tgdemo/0.1.0/download": crate])
         defer { downloads.stop() }
 
-        let caDirectory = directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "\(created.stderr)")
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try writeConfiguration(
-            config, directory: directory, caDirectory: caDirectory,
-            registries: [("index.crates.io", indexPKI, index.port), ("static.crates.io", staticPKI, downloads.port)]
+        let (config, caFile) = try await interceptingConfiguration(
+            directory: directory, registries: [("index.crates.io", indexPKI, index.port), ("static.crates.io", staticPKI, downloads.port)]
         )
         let project = directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: project.appendingPathComponent("src"), withIntermediateDirectories: true)
@@ -166,7 +131,7 @@ struct LockfileWarmOfflineBuildTests {
             environment: [
                 "CARGO_HOME": directory.appendingPathComponent("cargo-home").path,
                 "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "",
-                "CARGO_HTTP_CAINFO": caDirectory + "/ca.pem", "CARGO_NET_RETRY": "0",
+                "CARGO_HTTP_CAINFO": caFile, "CARGO_NET_RETRY": "0",
                 "CARGO_REGISTRIES_CRATES_IO_PROTOCOL": "sparse",
             ]
         )
@@ -188,7 +153,6 @@ struct LockfileWarmOfflineBuildTests {
     )
     func npmOffline() async throws {
         let npm = try #require(executableOnPath("npm"))
-        let binary = try #require(tollgateBinary)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let tarballBytes = try await tarball(
@@ -206,11 +170,9 @@ struct LockfileWarmOfflineBuildTests {
         let origin = try await registry(pki, ["/tgdemo/-/tgdemo-1.0.0.tgz": tarballBytes])
         defer { origin.stop() }
 
-        let caDirectory = directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "\(created.stderr)")
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try writeConfiguration(config, directory: directory, caDirectory: caDirectory, registries: [("registry.npmjs.org", pki, origin.port)])
+        let (config, caFile) = try await interceptingConfiguration(
+            directory: directory, registries: [("registry.npmjs.org", pki, origin.port)]
+        )
         let project = directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
         try #"{"name":"app","version":"1.0.0","dependencies":{"tgdemo":"1.0.0"}}"#
@@ -237,7 +199,7 @@ struct LockfileWarmOfflineBuildTests {
                 "npm_config_userconfig": directory.appendingPathComponent("npmrc").path,
                 "npm_config_registry": "https://registry.npmjs.org/",
                 "npm_config_https_proxy": proxy, "npm_config_proxy": proxy, "npm_config_noproxy": "",
-                "npm_config_cafile": caDirectory + "/ca.pem", "npm_config_update_notifier": "false",
+                "npm_config_cafile": caFile, "npm_config_update_notifier": "false",
                 "npm_config_fetch_retries": "0", "HOME": directory.path,
             ]
         )
@@ -256,7 +218,6 @@ struct LockfileWarmOfflineBuildTests {
     func goOffline() async throws {
         let go = try #require(executableOnPath("go"))
         let python = try #require(python3(importing: "zipfile"))
-        let binary = try #require(tollgateBinary)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // The module zip as the proxy protocol has it: every file under MODULE@VERSION/, deflated
@@ -292,9 +253,9 @@ struct LockfileWarmOfflineBuildTests {
         ])
         defer { origin.stop() }
 
-        let caDirectory = directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "\(created.stderr)")
+        let registries: [InterceptedRegistry] = [("proxy.golang.org", pki, origin.port)]
+        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
+        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
         let project = directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
         try "module app\n\ngo 1.19\n\nrequire example.com/TGDemo v1.0.0\n"
@@ -308,39 +269,15 @@ struct LockfileWarmOfflineBuildTests {
                 "HOME": directory.path, "GOPATH": directory.appendingPathComponent(cache).path,
                 "GOCACHE": directory.appendingPathComponent(cache + "-build").path, "GOPROXY": "https://proxy.golang.org",
                 "GOFLAGS": "-mod=mod", "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "",
-                "SSL_CERT_FILE": caDirectory + "/ca.pem", "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
+                "SSL_CERT_FILE": caFile, "GOTOOLCHAIN": "local", "CGO_ENABLED": "0",
             ]
             // The developer's machine writes go.sum without asking sum.golang.org (not on this machine).
             if !sumdb { environment["GONOSUMDB"] = "example.com" }
             return try await ChildProcess.run("/bin/sh", ["-c", "cd '\(project.path)' && exec '\(go)' \(arguments)"], environment: environment)
         }
-        let hosts = """
-            interception:
-              ca-dir: "\(caDirectory)"
-            hosts:
-              - match: proxy.golang.org
-                intercept: true
-                connect-to: "127.0.0.1:\(origin.port)"
-                trust: { roots: "\(pki.caFile)" }
-            """
-        func configuration(_ cache: String) throws -> URL {
-            let config = directory.appendingPathComponent("\(cache).yaml")
-            try """
-                listen:
-                  - address: "127.0.0.1:0"
-                cache:
-                  path: "\(directory.appendingPathComponent(cache).path)"
-                log:
-                  access: "\(directory.appendingPathComponent("access.log").path)"
-                  format: json
-                \(hosts)
-                """.write(to: config, atomically: true, encoding: .utf8)
-            return config
-        }
-
         // The developer's side: go writes go.sum online, through a proxy with a cache of its own.
         do {
-            let online = try await Served.start(["--config", try configuration("lock-cache").path], directory: directory, lines: 1)
+            let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
             defer { online.child.kill() }
             let tidy = try await run("mod tidy", port: try online.port("forward"), cache: "gopath-lock", sumdb: false)
             #expect(tidy.status == 0, "go mod tidy: \(tidy.stdout) \(tidy.stderr)")
@@ -354,7 +291,7 @@ struct LockfileWarmOfflineBuildTests {
 
         // CI: the warm from go.sum alone (the hashes go computed, checked by the warm), then the
         // build with the module proxy gone and sum.golang.org asked for nothing.
-        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: try configuration("cache"), directory: directory, origins: [origin])
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [origin])
         defer { served.child.kill() }
         let built = try await run("build -o app .", port: try served.port("forward"), cache: "gopath-build", sumdb: true)
         let (misses, gets) = try await stopOffline(served, directory: directory)
@@ -371,7 +308,6 @@ struct LockfileWarmOfflineBuildTests {
     func bundlerOffline() async throws {
         let bundle = try #require(executableOnPath("bundle"))
         let gem = try #require(executableOnPath("gem"))
-        let binary = try #require(tollgateBinary)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         // A real gem, built by `gem build`.
@@ -400,13 +336,8 @@ struct LockfileWarmOfflineBuildTests {
         let gems = try await registry(gemsPKI, ["/gems/tgdemo-1.0.0.gem": gemBytes])
         defer { gems.stop() }
 
-        let caDirectory = directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "\(created.stderr)")
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try writeConfiguration(
-            config, directory: directory, caDirectory: caDirectory,
-            registries: [("index.rubygems.org", indexPKI, index.port), ("rubygems.org", gemsPKI, gems.port)]
+        let (config, caFile) = try await interceptingConfiguration(
+            directory: directory, registries: [("index.rubygems.org", indexPKI, index.port), ("rubygems.org", gemsPKI, gems.port)]
         )
         let project = directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
@@ -442,7 +373,7 @@ struct LockfileWarmOfflineBuildTests {
                 // Bundler's HTTP client takes the proxy for https too from http_proxy.
                 "http_proxy": proxy, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "https_proxy": proxy,
                 "NO_PROXY": "", "no_proxy": "",
-                "SSL_CERT_FILE": caDirectory + "/ca.pem",
+                "SSL_CERT_FILE": caFile,
             ]
         )
         let (misses, gets) = try await stopOffline(served, directory: directory)

@@ -340,7 +340,6 @@ struct PythonLockfileWarmTests {
     )
     func poetryInstallsOffline() async throws {
         let python = try #require(pythonWithPoetry)
-        let binary = try #require(tollgateBinary)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
@@ -350,18 +349,9 @@ struct PythonLockfileWarmTests {
             tls: pki, fileBase: "https://pypi.org"
         )
         defer { pypi.origin.stop() }
-        let caDirectory = directory.appendingPathComponent("ca").path
-        let created = try await ChildProcess.run(binary, ["ca", "init", "--dir", caDirectory])
-        #expect(created.status == 0, "\(created.stderr)")
-        let hosts = """
-            interception:
-              ca-dir: "\(caDirectory)"
-            hosts:
-              - match: pypi.org
-                intercept: true
-                connect-to: "127.0.0.1:\(pypi.origin.port)"
-                trust: { roots: "\(pki.caFile)" }
-            """
+        let registries: [InterceptedRegistry] = [("pypi.org", pki, pypi.origin.port)]
+        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
+        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
         let project = directory.appendingPathComponent("app")
         try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
         try """
@@ -385,14 +375,13 @@ struct PythonLockfileWarmTests {
                     "POETRY_CACHE_DIR": directory.appendingPathComponent(cache).path,
                     "POETRY_CONFIG_DIR": directory.appendingPathComponent("poetry-config").path,
                     "POETRY_VIRTUALENVS_IN_PROJECT": "true", "HTTPS_PROXY": proxy, "https_proxy": proxy,
-                    "NO_PROXY": "", "no_proxy": "", "REQUESTS_CA_BUNDLE": caDirectory + "/ca.pem",
+                    "NO_PROXY": "", "no_proxy": "", "REQUESTS_CA_BUNDLE": caFile,
                     "HOME": directory.path,
                 ]
             )
         }
 
         // The developer's side: poetry writes the lock, online, through a proxy with a cache of its own.
-        let lockConfig = try configuration(directory, cache: "lock-cache", hosts: hosts)
         do {
             let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
             defer { online.child.kill() }
@@ -406,7 +395,6 @@ struct PythonLockfileWarmTests {
         #expect(try String(contentsOf: lockfile, encoding: .utf8).contains(Self.wheelName))
 
         // CI: the warm from the lock alone, then poetry install with PyPI gone.
-        let config = try configuration(directory, hosts: hosts)
         let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [pypi.origin])
         defer { served.child.kill() }
         let installed = try await poetry("install", port: try served.port("forward"), cache: "poetry-install-cache")

@@ -28,3 +28,47 @@ func stopOffline(_ served: Served, directory: URL) async throws -> (misses: Stri
     let log = try String(contentsOf: directory.appendingPathComponent("access.log"), encoding: .utf8)
     return (misses.trimmingCharacters(in: .whitespacesAndNewlines), log.split(separator: "\n").filter { $0.contains("\"method\":\"GET\"") })
 }
+
+/// A registry host a test intercepts: its name, the test CA of its origin's certificate, and the
+/// origin's port.
+typealias InterceptedRegistry = (host: String, pki: TestPKI, port: Int)
+
+/// A configuration `directory/CACHE.yaml` for a package manager through the proxy: a forward
+/// listener on a free port, the cache in `directory/CACHE`, a JSON access log
+/// `directory/access.log`, interception by a CA in `directory/ca` (made by `tollgate ca init` on
+/// first use), and each registry host intercepted, trusted by its test CA and, online, connected
+/// to its origin. Returns the file and the interception CA's certificate, for the package manager
+/// to trust.
+func interceptingConfiguration(
+    directory: URL, registries: [InterceptedRegistry], cache: String = "cache"
+) async throws -> (config: URL, caFile: String) {
+    let caDirectory = directory.appendingPathComponent("ca").path
+    if !FileManager.default.fileExists(atPath: caDirectory + "/ca.pem") {
+        let created = try await ChildProcess.run(try #require(tollgateBinary), ["ca", "init", "--dir", caDirectory])
+        #expect(created.status == 0, "\(created.stderr)")
+    }
+    var hosts = ""
+    for registry in registries {
+        hosts += """
+
+              - match: "\(registry.host)"
+                intercept: true
+                connect-to: "127.0.0.1:\(registry.port)"
+                trust: { roots: ["\(registry.pki.caFile)"] }
+            """
+    }
+    let config = directory.appendingPathComponent("\(cache).yaml")
+    try """
+        listen:
+          - address: "127.0.0.1:0"
+        cache:
+          path: "\(directory.appendingPathComponent(cache).path)"
+        interception:
+          ca-dir: "\(caDirectory)"
+        log:
+          access: "\(directory.appendingPathComponent("access.log").path)"
+          format: json
+        hosts:\(hosts)
+        """.write(to: config, atomically: true, encoding: .utf8)
+    return (config, caDirectory + "/ca.pem")
+}
