@@ -96,6 +96,8 @@ struct ZipArchive {
             }
             let count = output.count - Int(stream.avail_out)
             produced += count
+            // More than the directory says: stop now rather than hash a decompression bomb to its end.
+            guard produced <= expected else { throw Failure(description: "\(name): inflates past the \(expected) bytes the directory says") }
             output.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
             if status == Z_STREAM_END { break }
             guard status == Z_OK else { throw Failure(description: "\(name): its deflated data is damaged (zlib \(status))") }
