@@ -34,6 +34,17 @@ extension PackageLockfile {
         return nil
     }
 
+    /// The `{ … }` inline tables of a TOML line (not nested, as lockfiles write them).
+    static func inlineTables(in line: Substring) -> [Substring] {
+        var tables: [Substring] = []
+        var rest = line
+        while let open = rest.firstIndex(of: "{"), let close = rest[open...].firstIndex(of: "}") {
+            tables.append(rest[rest.index(after: open)..<close])
+            rest = rest[rest.index(after: close)...]
+        }
+        return tables
+    }
+
     /// A `sha256:HEX` digest (pip's `--hash`, uv's and poetry's `hash`), or nil.
     static func hexDigest(_ text: String) -> SubresourceIntegrity? {
         guard let colon = text.firstIndex(of: ":") else { return nil }
@@ -48,7 +59,7 @@ extension PackageLockfile {
     }
 
     /// uv: every inline table with a `url` and a `hash` (an `sdist`, one of the `wheels`) in a
-    /// `[[package]]`; packages from git or a path have none.
+    /// `[[package]]`, several on one line too; packages from git or a path have none.
     static func readUV(_ text: String, _ add: Add) {
         var package = ""
         var name = ""
@@ -61,8 +72,10 @@ extension PackageLockfile {
             }
             if line.hasPrefix("name = "), let value = quotedValue("name", in: Substring(line)) { name = value }
             if line.hasPrefix("version = "), let value = quotedValue("version", in: Substring(line)) { package = "\(name) \(value)" }
-            guard let url = quotedValue("url", in: Substring(line)), let hash = quotedValue("hash", in: Substring(line)) else { continue }
-            add(package.isEmpty ? name : package, url, hexDigest(hash), hash)
+            for table in inlineTables(in: Substring(line)) {
+                guard let url = quotedValue("url", in: table), let hash = quotedValue("hash", in: table) else { continue }
+                add(package.isEmpty ? name : package, url, hexDigest(hash), hash)
+            }
         }
     }
 
@@ -179,30 +192,38 @@ extension PackageLockfile {
                 continue
             }
             let substring = Substring(line)
-            if let file = quotedValue("file", in: substring), let hash = quotedValue("hash", in: substring) {
-                if section == .package, listName == "files" {
-                    packages[packages.count - 1].files.append((file, hash))
-                } else if section == .metadataFiles, let listName {
-                    filesByName[listName, default: []].append((file, hash))
+            var entries = substring
+            if !line.hasPrefix("{"), let equals = line.firstIndex(of: "=") {
+                // `key = value`; a list value (`files = [`) holds `{file = …, hash = …}` tables, on
+                // the lines that follow or on this one.
+                let key = line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
+                entries = substring[line.index(after: equals)...]
+                let opensList = entries.trimmingCharacters(in: .whitespaces).hasPrefix("[")
+                switch section {
+                case .package:
+                    if key == "name" { packages[packages.count - 1].name = quotedValue("name", in: substring) ?? "" }
+                    if key == "version" { packages[packages.count - 1].version = quotedValue("version", in: substring) ?? "" }
+                    if key == "files", opensList { listName = "files" }
+                case .source:
+                    if key == "type" { packages[packages.count - 1].sourceType = quotedValue("type", in: substring) }
+                    if key == "url" { packages[packages.count - 1].sourceURL = quotedValue("url", in: substring) }
+                case .metadataFiles:
+                    if opensList { listName = key }
+                case .other:
+                    break
                 }
             }
-            if line.hasPrefix("]") { listName = nil }
-            guard let equals = line.firstIndex(of: "=") else { continue }
-            let key = line[..<equals].trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\""))
-            let opensList = line[line.index(after: equals)...].trimmingCharacters(in: .whitespaces).hasPrefix("[")
-            switch section {
-            case .package:
-                if key == "name" { packages[packages.count - 1].name = quotedValue("name", in: substring) ?? "" }
-                if key == "version" { packages[packages.count - 1].version = quotedValue("version", in: substring) ?? "" }
-                if key == "files", opensList, !line.hasSuffix("]") { listName = "files" }
-            case .source:
-                if key == "type" { packages[packages.count - 1].sourceType = quotedValue("type", in: substring) }
-                if key == "url" { packages[packages.count - 1].sourceURL = quotedValue("url", in: substring) }
-            case .metadataFiles:
-                if opensList, !line.hasSuffix("]") { listName = key }
-            case .other:
-                break
+            if let list = listName {
+                for table in inlineTables(in: entries) {
+                    guard let file = quotedValue("file", in: table), let hash = quotedValue("hash", in: table) else { continue }
+                    if section == .package {
+                        packages[packages.count - 1].files.append((file, hash))
+                    } else if section == .metadataFiles {
+                        filesByName[list, default: []].append((file, hash))
+                    }
+                }
             }
+            if line.hasSuffix("]") { listName = nil }
         }
         var lookups: [PythonPackageIndex.Lookup] = []
         for package in packages where !package.name.isEmpty {
