@@ -134,12 +134,25 @@ struct WarmCommand: AsyncParsableCommand {
         var warmer = URLWarmer(runtime: runtime, sessionName: session, tracker: tracker, pickedUp: pickedUp)
         warmer.resumeAttempts = resumeAttempts
         let finished = NIOLockedValueBox(0)
+        // How many URLs in all: a lockfile's files are known once its index pages are read.
+        let total = NIOLockedValueBox(list.urls.count + Set(list.lookups.map(\.page.absoluteString)).count)
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
-            ? WarmProgressDisplay(
-                tracker: tracker, urlCount: list.urls.count + Set(list.lookups.map(\.page.absoluteString)).count,
-                done: { finished.withLockedValue { $0 } }
-            ) : nil
+            ? WarmProgressDisplay(tracker: tracker, urlCount: total.withLockedValue { $0 }, done: { finished.withLockedValue { $0 } })
+            : nil
         display?.start()
+        // SIGINT or SIGTERM: stop where it is, keeping every transfer for the next run.
+        let signals = SignalWaiter([SIGINT, SIGTERM])
+        Task.detached {
+            guard let number = await signals.next() else { return }
+            display?.stop()
+            for session in sessions { session.detachBackgroundTasksAndWait() }
+            stores.close()
+            standardError(
+                "tollgate warm: interrupted after \(finished.withLockedValue { $0 }) of \(total.withLockedValue { $0 }) URLs; "
+                    + "run the same command again to go on where it stopped"
+            )
+            Foundation.exit(128 + number)
+        }
         var outcomes: [URLWarmer.Outcome] = []
         if !list.lookups.isEmpty {
             // The index pages first: the files' URLs are in them.
@@ -155,23 +168,12 @@ struct WarmCommand: AsyncParsableCommand {
                 integrity[artifact.url.absoluteString] = artifact.integrity
             }
             urls = pages.urls + urls
+            total.withLockedValue { $0 = urls.count }
+            display?.setURLCount(urls.count)
         }
         let listed = Set(urls.map(\.absoluteString))
         let unclaimed = pickedUp.cancel { !listed.contains($0) }
         if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
-        // SIGINT or SIGTERM: stop where it is, keeping every transfer for the next run.
-        let signals = SignalWaiter([SIGINT, SIGTERM])
-        Task.detached {
-            guard let number = await signals.next() else { return }
-            display?.stop()
-            for session in sessions { session.detachBackgroundTasksAndWait() }
-            stores.close()
-            standardError(
-                "tollgate warm: interrupted after \(finished.withLockedValue { $0 }) of \(list.urls.count) URLs; "
-                    + "run the same command again to go on where it stopped"
-            )
-            Foundation.exit(128 + number)
-        }
         outcomes += await warmer.warm(Array(urls[outcomes.count...]), concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
         display?.stop()
         if !integrity.isEmpty { checkIntegrity(&outcomes, urls: urls, integrity: integrity, store: stores.cache.store) }

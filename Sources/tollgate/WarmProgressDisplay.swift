@@ -22,7 +22,8 @@ final class WarmProgressDisplay: @unchecked Sendable {
     }
 
     private let tracker: WarmTracker
-    private let urlCount: Int
+    /// The URLs to warm in all (under `lock`).
+    private var urlCount: Int
     private let done: @Sendable () -> Int
     private let lock = NSLock()
     private var linesDrawn = 0
@@ -34,6 +35,13 @@ final class WarmProgressDisplay: @unchecked Sendable {
         self.tracker = tracker
         self.urlCount = urlCount
         self.done = done
+    }
+
+    /// Sets the URLs to warm in all, once known: a lockfile's files are, once its index pages are read.
+    func setURLCount(_ count: Int) {
+        lock.lock()
+        defer { lock.unlock() }
+        urlCount = count
     }
 
     func start() {
@@ -55,11 +63,11 @@ final class WarmProgressDisplay: @unchecked Sendable {
     }
 
     private func draw() {
+        lock.lock()
+        defer { lock.unlock() }
         let lines = Self.render(
             done: done(), of: urlCount, received: tracker.totalWritten, active: tracker.active, now: Date(), width: Self.terminalWidth()
         )
-        lock.lock()
-        defer { lock.unlock() }
         write(erase() + lines.map { $0 + "\n" }.joined())
         linesDrawn = lines.count
     }
