@@ -43,6 +43,9 @@ public struct CertificateVerificationError: Error, Hashable, CustomStringConvert
         public static let pathLengthExceeded = Code(rawValue: X509_V_ERR_PATH_LENGTH_EXCEEDED)
         /// `X509_V_ERR_INVALID_PURPOSE` (26): for example a leaf without serverAuth used by a server.
         public static let invalidPurpose = Code(rawValue: X509_V_ERR_INVALID_PURPOSE)
+        /// `X509_V_ERR_CERT_REJECTED` (28): refused by a rule of the application's (a client's chain
+        /// without a pinned key).
+        public static let certificateRejected = Code(rawValue: X509_V_ERR_CERT_REJECTED)
         /// `X509_V_ERR_HOSTNAME_MISMATCH` (62).
         public static let hostnameMismatch = Code(rawValue: X509_V_ERR_HOSTNAME_MISMATCH)
         /// `X509_V_ERR_IP_ADDRESS_MISMATCH` (64).
@@ -67,10 +70,10 @@ public struct CertificateVerificationError: Error, Hashable, CustomStringConvert
     /// The host that was checked, if any.
     public let host: String?
 
-    /// An error for `code`, with OpenSSL's text as the reason.
-    public init(code: Code, depth: Int = 0, subject: String? = nil, host: String? = nil) {
+    /// An error for `code`, with OpenSSL's text as the reason unless `reason` says more.
+    public init(code: Code, depth: Int = 0, subject: String? = nil, host: String? = nil, reason: String? = nil) {
         self.code = code
-        self.reason = code.description
+        self.reason = reason ?? code.description
         self.depth = depth
         self.subject = subject
         self.host = host

@@ -246,6 +246,8 @@ struct ClientCertificateListenerTests {
         #expect(try await setup.curl(url, identity: "agent").stdout == "origin /p")
         let refused = try await setup.curl(url, identity: "other")
         #expect(refused.status != 0, "same CA, another key: \(refused.stdout)")
+        // Refused in the handshake: the client is told by an alert, not by a closed connection.
+        #expect(refused.stderr.contains("bad certificate"), "\(refused.stderr)")
         #expect(origin.requestCount == 1)
         let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try agentOnly.port("admin")).bodyText
         #expect(metrics.contains("tollgate_client_tls_handshake_failures_total{reason=\"certificate\"} 1"), "\(metrics)")

@@ -13,7 +13,7 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     typealias InboundIn = ByteBuffer
 
     private let environment: ListenerEnvironment
-    /// What the listener's `client-auth` does with a verified certificate: pins, forwarding.
+    /// What the listener's `client-auth` does with a verified certificate: forwarding.
     private let clientAuth: ListenerTLS.ClientAuthRules
     /// The handshake's end was counted (a failure) or the handler left (a success).
     private var settled = false
@@ -26,18 +26,6 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         if let completed = event as? TLSHandshakeCompleted {
             let evaluation = completed.evaluation
-            if !clientAuth.pins.isEmpty, !evaluation.verifiedChain.isEmpty,
-                !ChainVerifier.pinMatch(chain: evaluation.verifiedChain, pins: clientAuth.pins)
-            {
-                // The handshake is over (a certificate passes or fails it; pins are checked on the
-                // chain it verified): the connection closes before any request is read.
-                ListenerTLS.logger.notice(
-                    "refused a client certificate: no certificate of its chain has a client-auth pin: \(PinMismatchError(host: nil, expectedPins: clientAuth.pins, presentedChain: evaluation.verifiedChain))"
-                )
-                settle(.certificate)
-                context.close(promise: nil)
-                return
-            }
             let selection = ClientProtocolSelection(negotiated: evaluation.applicationProtocol)
             do {
                 try selection.configure(
@@ -64,7 +52,11 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
     }
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
-        // A failed handshake or a reset: nothing was served yet.
+        // A failed handshake or a reset: nothing was served yet. A client `client-auth.pins`
+        // refused is said (which keys its chain has), as an operator adding an agent needs it.
+        if let tls = error as? TLSError, let refused = tls.verificationError, refused.code == .certificateRejected, !settled {
+            ListenerTLS.logger.notice("refused a client certificate: \(refused.reason) (\(refused.subject ?? "no subject"))")
+        }
         settle(ClientHandshakeFailure(error))
         context.close(promise: nil)
     }

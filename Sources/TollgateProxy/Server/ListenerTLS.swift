@@ -31,19 +31,16 @@ final class ListenerTLS: Sendable {
 
         init(_ context: TLSContext, _ settings: PolicyConfiguration.Listener.TLS) {
             self.context = context
-            self.clientAuth = ClientAuthRules(
-                forwardsCertificate: settings.clientAuth?.forward == .clientCert, pins: settings.clientAuth?.pins ?? []
-            )
+            self.clientAuth = ClientAuthRules(forwardsCertificate: settings.clientAuth?.forward == .clientCert)
         }
     }
 
-    /// The parts of `client-auth` applied once the handshake verified a client's certificate
-    /// (``ClientProtocolSelectionHandler``); the context checks the rest in the handshake.
+    /// The part of `client-auth` applied once the handshake verified a client's certificate
+    /// (``ClientProtocolSelectionHandler``); the context checks the rest — roots, revocation
+    /// lists, pins — in the handshake.
     struct ClientAuthRules {
         /// Whether the origin is told of the certificate (`forward: client-cert`).
         var forwardsCertificate = false
-        /// The pins the verified chain must match (`pins`); empty: none.
-        var pins: [SPKIPin] = []
     }
 
     /// The address as configured (port 0 stays 0), to find the listener after a reload.
@@ -126,6 +123,7 @@ final class ListenerTLS: Sendable {
             // The bundles and lists are read as the context is made (at start and every reload).
             configuration.clientCertificateRequirement = clientAuth.verify == .required ? .required : .requested
             configuration.trustRoots = TrustRoots(pemFiles: clientAuth.roots, revocationListFiles: clientAuth.crls)
+            configuration.clientCertificatePins = clientAuth.pins
         }
         do {
             return try TLSContext(configuration: configuration)

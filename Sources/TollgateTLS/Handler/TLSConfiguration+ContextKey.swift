@@ -15,6 +15,7 @@ extension TLSConfiguration {
         /// The identity's chain; its key is the one matching the leaf, so the chain identifies it.
         var identityChain: [Certificate]?
         var clientCertificateRequirement: ClientCertificateRequirement
+        var clientCertificatePins: [SPKIPin]
         var handshakeTimeout: TimeAmount
         var closeTimeout: TimeAmount
         var reportsUncleanShutdown: Bool
@@ -32,6 +33,7 @@ extension TLSConfiguration {
             applicationProtocols: self.applicationProtocols,
             identityChain: self.identity?.certificateChain,
             clientCertificateRequirement: self.clientCertificateRequirement,
+            clientCertificatePins: self.clientCertificatePins,
             handshakeTimeout: self.handshakeTimeout,
             closeTimeout: self.closeTimeout,
             reportsUncleanShutdown: self.reportsUncleanShutdown

@@ -48,6 +48,13 @@ public struct TLSConfiguration: Sendable {
     /// unless set.
     public var clientCertificateRequirement: ClientCertificateRequirement = .notRequested
 
+    /// Servers only: the SPKI pins a client's verified chain must hold one of (its own key, or an
+    /// issuing CA's). Checked in the handshake once OpenSSL has verified the chain: a client with no
+    /// match gets a `bad_certificate` alert, and the handshake fails with
+    /// ``TLSError/peerUntrusted`` (``CertificateVerificationError/Code/certificateRejected``). Empty
+    /// (the default): no pins.
+    public var clientCertificatePins: [SPKIPin] = []
+
     /// Servers only: picks the identity for the host name a client sent in SNI (nil when it sent none), so
     /// interception can mint a leaf per host. Returning nil keeps ``identity``; if that is nil too, the
     /// handshake fails with an `unrecognized_name` alert. Nil (always ``identity``) unless set.

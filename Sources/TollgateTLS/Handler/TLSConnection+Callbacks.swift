@@ -72,7 +72,7 @@ extension TLSConnection {
 
     /// Records OpenSSL's verdict on one certificate and decides whether verification goes on.
     func verify(preverified: Bool, store: OpaquePointer) -> Bool {
-        if preverified { return true }
+        if preverified { return self.checkClientPins(store) }
         if self.verificationError == nil {
             let subject = X509_STORE_CTX_get_current_cert(store).map { Certificate.oneLine(X509_get_subject_name($0)) }
             self.verificationError = CertificateVerificationError(
@@ -86,6 +86,24 @@ extension TLSConnection {
         if configuration.deferTrustDecision || !configuration.certificateVerification.enforcesTrust {
             return true  // note it and let the handshake finish; the application decides
         }
+        self.rejectedChain = true
+        return false
+    }
+
+    /// A server's last call, for the leaf of a chain OpenSSL verified: the chain must hold one of
+    /// ``TLSConfiguration/clientCertificatePins``, else the handshake fails here (OpenSSL sends
+    /// `bad_certificate` for `X509_V_ERR_CERT_REJECTED`) rather than after it.
+    private func checkClientPins(_ store: OpaquePointer) -> Bool {
+        let pins = self.context.configuration.clientCertificatePins
+        guard self.role == .server, !pins.isEmpty, X509_STORE_CTX_get_error_depth(store) == 0 else { return true }
+        let chain = TLSConnection.certificates(in: X509_STORE_CTX_get0_chain(store))
+        if ChainVerifier.pinMatch(chain: chain, pins: pins) { return true }
+        X509_STORE_CTX_set_error(store, X509_V_ERR_CERT_REJECTED)
+        let mismatch = PinMismatchError(host: nil, expectedPins: pins, presentedChain: chain)
+        self.verificationError = CertificateVerificationError(
+            code: .certificateRejected, depth: 0, subject: chain.first?.subject,
+            reason: "no certificate of its chain has a client-auth pin: \(mismatch)"
+        )
         self.rejectedChain = true
         return false
     }

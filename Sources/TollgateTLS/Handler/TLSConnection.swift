@@ -329,7 +329,7 @@ final class TLSConnection {
         )
     }
 
-    private static func certificates(in stack: OpaquePointer?) -> [Certificate] {
+    static func certificates(in stack: OpaquePointer?) -> [Certificate] {
         guard let stack else { return [] }
         return (0..<tg_sk_X509_num(stack)).compactMap { index in
             tg_sk_X509_value(stack, index).flatMap { try? Certificate(retaining: $0) }

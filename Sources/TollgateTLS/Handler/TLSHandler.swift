@@ -78,7 +78,8 @@ public final class TLSHandler: ChannelDuplexHandler {
         self.connection = try TLSConnection(context: context, role: role)
         self.stateMachine = TLSHandlerStateMachine(
             defersTrustDecision: context.configuration.deferTrustDecision,
-            reportsUncleanShutdown: context.configuration.reportsUncleanShutdown
+            reportsUncleanShutdown: context.configuration.reportsUncleanShutdown,
+            lingersAfterFailure: role == .server
         )
     }
 
@@ -143,6 +144,7 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        if self.stateMachine.isLingering { return }  // dropped: only the client's EOF is waited for
         self.connection.feedCiphertext(self.unwrapInboundIn(data))
         if self.stateMachine.isHandshaking {
             self.stepHandshake(context: context)
@@ -154,12 +156,20 @@ public final class TLSHandler: ChannelDuplexHandler {
     }
 
     public func channelReadComplete(context: ChannelHandlerContext) {
+        if self.stateMachine.isLingering {
+            context.read()  // on to the EOF, whatever the channel's autoRead
+            return
+        }
         if self.stateMachine.deliversApplicationData { self.deliverPlaintext(context: context, force: false) }
         self.readFromSocketIfNeeded(context: context)
     }
 
     public func userInboundEventTriggered(context: ChannelHandlerContext, event: Any) {
         // With allowRemoteHalfClosure the socket's EOF arrives here rather than as channelInactive.
+        if case .some(.inputClosed) = event as? ChannelEvent, self.stateMachine.isLingering {
+            self.run(self.stateMachine.lingerEnded(), context: context)
+            return
+        }
         if case .some(.inputClosed) = event as? ChannelEvent {
             // The peer's close_notify already ended the input, and was told as inputClosed.
             if self.stateMachine.isInputClosed { return }
@@ -332,11 +342,27 @@ public final class TLSHandler: ChannelDuplexHandler {
         case .failAndClose(let error):
             self.cancelTimers()
             self.failPendingWrites(error)
+            // The alert OpenSSL queued, if any, is written before the error reaches the handlers
+            // after this one, which may close the channel at once: the peer learns why. The close
+            // waits for the error to have gone round (a write may complete at once).
+            let written = self.writePendingCiphertext(context: context)
             context.fireErrorCaught(error)
-            self.closeAfterWritingCiphertext(context: context)  // the alert OpenSSL queued, if any
+            self.close(after: written, context: context)
+
+        case .failAndLinger(let error):
+            self.cancelTimers()
+            self.failPendingWrites(error)
+            let written = self.writePendingCiphertext(context: context)
+            context.fireErrorCaught(error)
+            self.linger(after: written, context: context)
 
         case .fireInactive(let error):
             self.cancelTimers()
+            // A close asked for while lingering (or closing) completes with the channel's.
+            if let promise = self.closePromise {
+                self.closePromise = nil
+                context.channel.closeFuture.cascade(to: promise)
+            }
             self.failPendingWrites(error ?? ChannelError.ioOnClosedChannel)
             if let error { context.fireErrorCaught(error) }
             context.fireChannelInactive()
@@ -442,18 +468,48 @@ public final class TLSHandler: ChannelDuplexHandler {
     /// Sends whatever OpenSSL queued (close_notify, an alert), then closes the socket once it is written or
     /// the close timeout runs out.
     private func closeAfterWritingCiphertext(context: ChannelHandlerContext) {
-        guard let ciphertext = self.connection.takeCiphertext(allocator: context.channel.allocator) else {
+        self.close(after: self.writePendingCiphertext(context: context), context: context)
+    }
+
+    /// A server's failed handshake: once the alert is written, the socket's output is shut (the
+    /// client reads the alert, then the EOF) and reading goes on, dropping what comes, until the
+    /// client's EOF or the close timeout — closing with its bytes unread would reset the connection
+    /// under the alert (``TLSHandlerStateMachine``).
+    private func linger(after written: EventLoopFuture<Void>?, context: ChannelHandlerContext) {
+        let timeout = self.connection.context.configuration.closeTimeout
+        self.closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
+            guard let context = self.context else { return }
+            self.run(self.stateMachine.lingerEnded(), context: context)
+        }
+        let halfClose: () -> Void = {
+            guard let context = self.context, self.stateMachine.isLingering else { return }
+            context.close(mode: .output, promise: nil)
+            context.read()
+        }
+        guard let written else { return halfClose() }
+        written.assumeIsolated().whenComplete { _ in halfClose() }
+    }
+
+    /// Writes and flushes the ciphertext OpenSSL has produced; nil when there is none.
+    private func writePendingCiphertext(context: ChannelHandlerContext) -> EventLoopFuture<Void>? {
+        guard let ciphertext = self.connection.takeCiphertext(allocator: context.channel.allocator) else { return nil }
+        let written = context.eventLoop.makePromise(of: Void.self)
+        context.writeAndFlush(self.wrapOutboundOut(ciphertext), promise: written)
+        return written.futureResult
+    }
+
+    /// Closes the socket once `written` completes (at once without it), or at the close timeout.
+    private func close(after written: EventLoopFuture<Void>?, context: ChannelHandlerContext) {
+        guard let written else {
             self.closeSocket(context: context)
             return
         }
-        let written = context.eventLoop.makePromise(of: Void.self)
-        context.writeAndFlush(self.wrapOutboundOut(ciphertext), promise: written)
         let timeout = self.connection.context.configuration.closeTimeout
         self.closeTimer = context.eventLoop.assumeIsolated().scheduleTask(in: timeout) {
             guard let context = self.context else { return }
             self.closeSocket(context: context)
         }
-        written.futureResult.assumeIsolated().whenComplete { _ in
+        written.assumeIsolated().whenComplete { _ in
             guard let context = self.context else { return }
             self.closeSocket(context: context)
         }

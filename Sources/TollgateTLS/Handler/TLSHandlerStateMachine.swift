@@ -3,7 +3,7 @@
 /// ```
 /// idle ──channelActive──▶ handshaking ──completed──▶ active ──close / close_notify──▶ closing ──inactive──▶ closed
 ///                              │          (deferred) ──▶ awaitingApproval ──peerApproved──▶ active
-///                              └──failed / timed out──▶ closed
+///                              └──failed / timed out──▶ closed (a server: lingering ──EOF / linger over──▶ closed)
 /// active ──close(.output)──▶ outputClosed ──close_notify / close──▶ closing
 /// active ──close_notify, half-closure allowed──▶ inputClosed ──close(.output) / close──▶ closing
 /// ```
@@ -16,6 +16,12 @@
 /// sends it and keeps reading (`outputClosed`); the peer's, on a channel that allows remote half-closure,
 /// ends reading with a `ChannelEvent.inputClosed` and keeps writing (`inputClosed`), as a socket's EOF
 /// does. Without half-closure allowed, the peer's `close_notify` closes the channel, as before.
+///
+/// A server whose handshake failed sends its alert, half-closes the socket and reads (dropping what
+/// comes) until the client's EOF or the close timeout (`lingering`), as nginx's lingering close does:
+/// closing a socket with the client's unread bytes in it (a TLS 1.3 client sends its request with
+/// its Finished) resets the connection, and the reset can destroy the alert before the client reads
+/// it — the client would learn only "connection reset", not "bad certificate".
 struct TLSHandlerStateMachine {
     private enum State: Equatable {
         case idle
@@ -27,6 +33,8 @@ struct TLSHandlerStateMachine {
         /// The peer's `close_notify` arrived (half-closure allowed); we may still write.
         case inputClosed
         case closing
+        /// A server's handshake failed: the alert is out, reading on until the client's EOF.
+        case lingering
         case closed
     }
 
@@ -56,6 +64,9 @@ struct TLSHandlerStateMachine {
         case closeChannel
         /// Send what OpenSSL queued (an alert), fire the error, close the channel.
         case failAndClose(TLSError)
+        /// Send what OpenSSL queued (an alert), fire the error, half-close the socket once it is
+        /// written and read until the peer's EOF or the close timeout (a server's failed handshake).
+        case failAndLinger(TLSError)
         /// Fire the error, if any, then `channelInactive`; fail what is still held.
         case fireInactive(TLSError?)
     }
@@ -63,10 +74,13 @@ struct TLSHandlerStateMachine {
     private var state: State = .idle
     private let defersTrustDecision: Bool
     private let reportsUncleanShutdown: Bool
+    /// A failed handshake lingers (a server's) rather than closing at once.
+    private let lingersAfterFailure: Bool
 
-    init(defersTrustDecision: Bool, reportsUncleanShutdown: Bool) {
+    init(defersTrustDecision: Bool, reportsUncleanShutdown: Bool, lingersAfterFailure: Bool = false) {
         self.defersTrustDecision = defersTrustDecision
         self.reportsUncleanShutdown = reportsUncleanShutdown
+        self.lingersAfterFailure = lingersAfterFailure
     }
 
     /// Whether OpenSSL should be handed ciphertext to decrypt.
@@ -90,7 +104,10 @@ struct TLSHandlerStateMachine {
     var isHandshaking: Bool { self.state == .handshaking }
 
     /// Whether the channel is closing or closed.
-    var isClosingOrClosed: Bool { self.state == .closing || self.state == .closed }
+    var isClosingOrClosed: Bool { self.state == .closing || self.state == .lingering || self.state == .closed }
+
+    /// Whether a failed handshake's connection is lingering for the peer's EOF.
+    var isLingering: Bool { self.state == .lingering }
 
     /// The channel became active (or the handler was added to an active channel).
     mutating func channelActive() -> Action {
@@ -119,8 +136,19 @@ struct TLSHandlerStateMachine {
     /// The handshake failed.
     mutating func handshakeFailed(_ error: TLSError) -> Action {
         guard self.state == .handshaking else { preconditionFailure("Invalid state: \(self.state)") }
+        if self.lingersAfterFailure {
+            self.state = .lingering
+            return .failAndLinger(error)
+        }
         self.state = .closed
         return .failAndClose(error)
+    }
+
+    /// The peer's EOF, or the close timeout, while lingering.
+    mutating func lingerEnded() -> Action {
+        guard self.state == .lingering else { return .none }
+        self.state = .closed
+        return .closeChannel
     }
 
     /// The handshake timer fired.
@@ -136,7 +164,7 @@ struct TLSHandlerStateMachine {
         case .awaitingApproval:
             self.state = .active
             return .startDataFlow
-        case .active, .outputClosed, .inputClosed, .closing, .closed:
+        case .active, .outputClosed, .inputClosed, .closing, .lingering, .closed:
             return .none
         case .idle, .handshaking:
             preconditionFailure("approvePeer() before the handshake completed; state: \(self.state)")
@@ -157,8 +185,8 @@ struct TLSHandlerStateMachine {
             // Our close_notify is already out.
             self.state = .closing
             return .closeChannel
-        case .closing:
-            return .none
+        case .closing, .lingering:
+            return .none  // the close under way (or the linger's end) completes the promise
         case .closed:
             return .closeChannel
         }
@@ -174,7 +202,7 @@ struct TLSHandlerStateMachine {
             // Both directions are done.
             self.state = .closing
             return .sendCloseNotifyAndClose(deliverHeldData: false)
-        case .outputClosed, .closing:
+        case .outputClosed, .closing, .lingering:
             return .none
         case .idle, .handshaking, .awaitingApproval, .closed:
             return .refuseOutputClose
@@ -197,7 +225,7 @@ struct TLSHandlerStateMachine {
         case .awaitingApproval:
             self.state = .closing
             return .sendCloseNotifyAndClose(deliverHeldData: false)
-        case .inputClosed, .closing, .closed:
+        case .inputClosed, .closing, .lingering, .closed:
             return .none
         case .idle, .handshaking:
             preconditionFailure("Invalid state: \(self.state)")
@@ -207,7 +235,7 @@ struct TLSHandlerStateMachine {
     /// Decrypting or encrypting application data failed.
     mutating func connectionFailed(_ error: TLSError) -> Action {
         switch self.state {
-        case .closed:
+        case .closed, .lingering:
             return .none
         case .idle, .handshaking, .awaitingApproval, .active, .outputClosed, .inputClosed, .closing:
             self.state = .closed
@@ -220,7 +248,7 @@ struct TLSHandlerStateMachine {
         let previous = self.state
         self.state = .closed
         switch previous {
-        case .idle, .inputClosed, .closing, .closed:
+        case .idle, .inputClosed, .closing, .lingering, .closed:
             return .fireInactive(nil)
         case .handshaking:
             return .fireInactive(.closedDuringHandshake("the connection closed during the handshake"))

@@ -126,6 +126,33 @@ struct TLSHandlerStateMachineTests {
         #expect(late.connectionFailed(.connectionFailed) == .failAndClose(.connectionFailed))
     }
 
+    @Test("a server's failed handshake lingers for the client's EOF: a close asked for meanwhile waits, data is dropped, the EOF or the timeout ends it")
+    func serverLingers() {
+        var server = Machine(defersTrustDecision: false, reportsUncleanShutdown: true, lingersAfterFailure: true)
+        _ = server.channelActive()
+        #expect(server.handshakeFailed(.peerUntrusted) == .failAndLinger(.peerUntrusted))
+        #expect(server.isLingering)
+        #expect(!server.decryptsApplicationData && !server.isHandshaking && server.isClosingOrClosed)
+        #expect(server.closeRequested() == .none)  // the linger's end closes
+        #expect(server.outputCloseRequested() == .none)
+        #expect(server.connectionFailed(.connectionFailed) == .none)
+        #expect(server.lingerEnded() == .closeChannel)
+        #expect(!server.isLingering)
+        #expect(server.lingerEnded() == .none)
+        #expect(server.closeRequested() == .closeChannel)
+
+        var reset = Machine(defersTrustDecision: false, reportsUncleanShutdown: true, lingersAfterFailure: true)
+        _ = reset.channelActive()
+        _ = reset.handshakeFailed(.peerUntrusted)
+        #expect(reset.channelInactive() == .fireInactive(nil))
+        #expect(reset.lingerEnded() == .none)
+
+        // A timeout fails the handshake without an alert to deliver: no linger.
+        var slow = Machine(defersTrustDecision: false, reportsUncleanShutdown: true, lingersAfterFailure: true)
+        _ = slow.channelActive()
+        #expect(slow.handshakeTimedOut(.handshakeTimeout) == .failAndClose(.handshakeTimeout))
+    }
+
     @Test("closing before or during the handshake closes without close_notify")
     func earlyClose() {
         var idle = Machine(defersTrustDecision: false, reportsUncleanShutdown: true)
