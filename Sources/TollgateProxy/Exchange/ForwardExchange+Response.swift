@@ -94,6 +94,7 @@ extension ForwardExchange {
         added.reserveCapacity(4)
         added.add(name: .via, value: via)
         if var outcome = task?.cacheOutcome {
+            if manifestNegotiated { outcome.detail = "negotiated" }
             if rules.offline { outcome.detail = outcome.detail.map { "offline," + $0 } ?? "offline" }
             added.add(name: .cacheStatus, value: memo.cacheStatus(for: outcome))
         }

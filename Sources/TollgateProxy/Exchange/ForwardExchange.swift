@@ -75,6 +75,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     var rerouted = false
     /// Offline with a manifest: the entry the request is served from, and the check of its body.
     var manifestEntry: CacheManifest.Entry?
+    /// The manifest's entry was taken by what the request accepts, not by its own values.
+    var manifestNegotiated = false
     var manifestCheck: ManifestBodyCheck?
 
     init(head: ClientRequestHead, url: HTTPURL, responder: any ClientResponder, context: ExchangeContext) {
@@ -186,7 +188,10 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         var fields = forwardedHeaderFields()
         // Offline, a manifest entry the request took by what it accepts rather than by its own
         // values is looked up with that entry's values: the variant the manifest locks.
-        if let entry = manifestEntry, !entry.isSelected(by: fields) { entry.selectVariant(in: &fields) }
+        if let entry = manifestEntry, !entry.isSelected(by: fields) {
+            entry.selectVariant(in: &fields)
+            manifestNegotiated = true
+        }
         let request = Request(
             method: TollgateHTTP.HTTPMethod(head.method),
             url: url,
