@@ -226,6 +226,15 @@ struct ClientCertificateListenerTests {
         let refused = try await setup.curl(url, identity: "agent")
         #expect(refused.status != 0, "a revoked agent: \(refused.stdout)")
         #expect(origin.requestCount == 1)
+
+        // A list taken out of the configuration leaves /metrics with the reload, rather than
+        // keeping its last value for ever (and an alert on it firing).
+        _ = try setup.reverseConfiguration(upstreamPort: origin.port, clientAuth: "{ roots: clients-ca.pem, crls: [agents.crl] }")
+        let again = try await request("POST /config/reload HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\n\r\n", port: try served.port("admin"))
+        #expect(again.status == 200, "\(again.bodyText)")
+        let after = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        #expect(!after.contains("file=\"\(rootList)\""), "\(after)")
+        #expect(after.contains(series), "\(after)")
     }
 
     @Test("pins: only a client whose chain holds a pinned key is admitted — the agent's own key, or its issuing CA's for every agent under it")

@@ -33,12 +33,20 @@ extension CacheStore {
         for variant in variants where VaryMatching.matches(variant.response, request: requestHeaders) {
             if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
         }
-        if best == nil, negotiating {
-            for variant in variants where ContentNegotiation.accepts(variant.response, request: requestHeaders) {
-                if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
-            }
-        }
+        if best == nil, negotiating { best = Self.acceptedVariant(of: variants, requestHeaders: requestHeaders) }
         noteLookup(best?.id.rawValue)
+        return best
+    }
+
+    /// The most recent of `variants` whose representation a request with `requestHeaders`
+    /// accepts (``ContentNegotiation``). Out of line: only an offline lookup that found no match
+    /// comes here.
+    @inline(never)
+    private static func acceptedVariant(of variants: [CacheEntry], requestHeaders: HeaderFields) -> CacheEntry? {
+        var best: CacheEntry?
+        for variant in variants where ContentNegotiation.accepts(variant.response, request: requestHeaders) {
+            if best.map({ variant.response.responseTime > $0.response.responseTime }) ?? true { best = variant }
+        }
         return best
     }
 

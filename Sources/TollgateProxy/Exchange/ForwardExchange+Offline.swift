@@ -54,6 +54,18 @@ extension ForwardExchange {
         startTask(on: route, cachePolicy: .returnCacheDontLoad)
     }
 
+    /// The request's fields for the lookup offline with a manifest: a manifest entry the request
+    /// took by what it accepts rather than by its own values is looked up with that entry's
+    /// values — the variant the manifest locks.
+    func manifestVariantFields() -> HeaderFields {
+        var fields = forwardedHeaderFields()
+        if let entry = manifestEntry, !entry.isSelected(by: fields) {
+            entry.selectVariant(in: &fields)
+            manifestNegotiated = true
+        }
+        return fields
+    }
+
     /// Records this request in the miss report.
     func noteOfflineMiss(_ reason: OfflineMissReport.Reason) {
         environment.offline.misses.record(method: head.method, url: url.absoluteString, reason: reason)

@@ -185,17 +185,10 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// Creates and resumes the task; `cachePolicy` overrides the session's (offline).
     func startTask(on route: ProxyRoute, cachePolicy: RequestCachePolicy? = nil) {
         guard let connection else { return }
-        var fields = forwardedHeaderFields()
-        // Offline, a manifest entry the request took by what it accepts rather than by its own
-        // values is looked up with that entry's values: the variant the manifest locks.
-        if let entry = manifestEntry, !entry.isSelected(by: fields) {
-            entry.selectVariant(in: &fields)
-            manifestNegotiated = true
-        }
         let request = Request(
             method: TollgateHTTP.HTTPMethod(head.method),
             url: url,
-            headerFields: fields,
+            headerFields: manifestEntry == nil ? forwardedHeaderFields() : manifestVariantFields(),
             cachePolicy: cachePolicy
         )
         do {

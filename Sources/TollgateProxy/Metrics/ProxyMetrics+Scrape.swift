@@ -20,17 +20,32 @@ extension ProxyMetrics {
     ) -> String {
         // One scrape at a time: a counter is moved by the difference from the value last written.
         scraped.withLockedValue { last in
+            var written: [String: Gauge] = [:]
             if let runtime {
                 syncTrust(runtime.trustFailureCounter, last: &last)
-                syncConnectionTargets(runtime.connectionTargetStatuses, last: &last)
-                syncRevocationLists(runtime.configuration, files: runtime.trustEnvironment.files)
-                syncCertificateExpiries(runtime)
+                syncConnectionTargets(runtime.connectionTargetStatuses, last: &last, written: &written)
+                syncRevocationLists(runtime.configuration, files: runtime.trustEnvironment.files, written: &written)
+                syncCertificateExpiries(runtime, written: &written)
             }
             if let cache, let stats = try? cache.store.statistics() { syncCache(stats, last: &last) }
             if let interceptor { syncInterception(interceptor, last: &last) }
             if let offline { syncOffline(offline.misses, last: &last) }
+            scrapedGauges.withLockedValue { previous in
+                for (key, gauge) in previous where written[key] == nil { registry.unregisterGauge(gauge) }
+                previous = written
+            }
         }
         return registry.emitToString()
+    }
+
+    /// Sets the gauge of `descriptor` and `labels` to `value`, and notes it as written this scrape
+    /// (``scrapedGauges``).
+    private func setGauge(
+        _ descriptor: MetricNameDescriptor, labels: [(String, String)], to value: Int64, written: inout [String: Gauge]
+    ) {
+        let gauge = registry.makeGauge(descriptor: descriptor, labels: labels)
+        gauge.set(value)
+        written[descriptor.metricName + labels.map { "\u{1}\($0.0)=\($0.1)" }.joined()] = gauge
     }
 
     private func syncTrust(_ counter: TrustFailureCounter, last: inout [String: Int64]) {
@@ -52,14 +67,16 @@ extension ProxyMetrics {
 
     /// `connect-to` targets and upstream proxies: whether each is being passed over, and its
     /// failed connections.
-    private func syncConnectionTargets(_ statuses: [ConnectionTargetStatus], last: inout [String: Int64]) {
+    private func syncConnectionTargets(
+        _ statuses: [ConnectionTargetStatus], last: inout [String: Int64], written: inout [String: Gauge]
+    ) {
         let descriptor = MetricNameDescriptor.named(
             "tollgate_connect_to_target_down",
             help: "1 while a connect-to target is passed over (a connection to it failed within 10 s), else 0."
         )
         for status in statuses {
             let name = status.target.description
-            registry.makeGauge(descriptor: descriptor, labels: [("target", name)]).set(Int64(status.isPassedOver ? 1 : 0))
+            setGauge(descriptor, labels: [("target", name)], to: Int64(status.isPassedOver ? 1 : 0), written: &written)
             syncCounter(
                 "tollgate_connect_to_failures_total", labels: [("target", name)],
                 help: "Connections to a connect-to target that could not be made.", to: status.failures, last: &last
@@ -74,7 +91,9 @@ extension ProxyMetrics {
     /// A list past it fails every chain it covers, so this is what to alert on
     /// (`tollgate_crl_next_update_timestamp_seconds - time() < 86400`). A file that cannot be read
     /// reads 0 (long past) under `issuer="-"`.
-    private func syncRevocationLists(_ configuration: PolicyConfiguration, files cache: TrustFileCache) {
+    private func syncRevocationLists(
+        _ configuration: PolicyConfiguration, files cache: TrustFileCache, written: inout [String: Gauge]
+    ) {
         var files = configuration.hosts.flatMap(\.trust.crls)
         files += configuration.listeners.flatMap { $0.tls?.clientAuth?.crls ?? [] }
         guard !files.isEmpty else { return }
@@ -86,12 +105,12 @@ extension ProxyMetrics {
         var seen: Set<String> = []
         for file in files where seen.insert(file).inserted {
             guard case .success(let lists) = cache.revocationLists(inFile: file) else {
-                registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", "-")]).set(Int64(0))
+                setGauge(descriptor, labels: [("file", file), ("issuer", "-")], to: 0, written: &written)
                 continue
             }
             for list in lists {
                 let seconds = list.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max
-                registry.makeGauge(descriptor: descriptor, labels: [("file", file), ("issuer", list.issuer)]).set(seconds)
+                setGauge(descriptor, labels: [("file", file), ("issuer", list.issuer)], to: seconds, written: &written)
             }
         }
     }
@@ -100,14 +119,14 @@ extension ProxyMetrics {
     /// files now), and for each host a rule matches, the earliest `notAfter` of the chain its last
     /// verified connection was checked with. Alert ahead of them
     /// (`tollgate_…_certificate_expiry_timestamp_seconds - time() < 14 * 86400`).
-    private func syncCertificateExpiries(_ runtime: PolicyRuntime) {
+    private func syncCertificateExpiries(_ runtime: PolicyRuntime, written: inout [String: Gauge]) {
         let upstream = MetricNameDescriptor.named(
             "tollgate_upstream_certificate_expiry_timestamp_seconds",
             help: "When the chain an upstream host's last verified connection presented expires (its earliest notAfter), "
                 + "for hosts a rule matches; seconds since 1970."
         )
         for (host, date) in runtime.trustEnvironment.expiries.byHost {
-            registry.makeGauge(descriptor: upstream, labels: [("host", host)]).set(Int64(date.timeIntervalSince1970))
+            setGauge(upstream, labels: [("host", host)], to: Int64(date.timeIntervalSince1970), written: &written)
         }
         let listener = MetricNameDescriptor.named(
             "tollgate_listener_certificate_expiry_timestamp_seconds",
@@ -117,10 +136,11 @@ extension ProxyMetrics {
             guard let tls = entry.tls else { continue }
             for files in tls.certificates {
                 let leaf = try? Certificate.bundle(pemFile: files.certificate).first
-                registry.makeGauge(
-                    descriptor: listener,
-                    labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)]
-                ).set(Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0))
+                setGauge(
+                    listener,
+                    labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)],
+                    to: Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0), written: &written
+                )
             }
         }
     }

@@ -40,6 +40,11 @@ public final class ProxyMetrics: Sendable {
     private let clientHandshakeFailures: [Counter]
     /// Values read at scrape time, as last written into their counters (``syncCounter``).
     let scraped = NIOLockedValueBox<[String: Int64]>([:])
+    /// The scrape-time gauges labelled by a file, listener, host or target, as the last scrape wrote
+    /// them (by name and labels): one not written again — its file, listener or host gone from the
+    /// configuration, its host out of the record — is removed from the registry, not kept with its
+    /// last value (an alert on a removed listener's certificate expiry would fire for ever).
+    let scrapedGauges = NIOLockedValueBox<[String: Gauge]>([:])
 
     /// Upper bounds (seconds) of the task-duration histogram buckets.
     static let bucketBounds: [Double] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]

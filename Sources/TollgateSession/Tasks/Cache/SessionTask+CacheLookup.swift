@@ -32,10 +32,12 @@ extension SessionTask {
         case .network:
             return false
         case .serve(let hit, let stale, let revalidateAfter):
-            // A variant chosen by what the request accepts rather than by its Vary'd values says so.
-            let negotiated = offline && entry.map { !VaryMatching.matches($0.response, request: request.headerFields) } == true
-            let outcome = negotiated ? CacheOutcome(result: .hit, detail: "negotiated") : nil
-            guard let entry, serveStored(hit: hit, entry: entry, request: request, stale: stale, outcome: outcome, now: now) else {
+            guard let entry,
+                serveStored(
+                    hit: hit, entry: entry, request: request, stale: stale,
+                    outcome: offline ? Self.offlineOutcome(entry, request) : nil, now: now
+                )
+            else {
                 return storedCopyUnusable(request, key: key, cache: cache)
             }
             if revalidateAfter { revalidateInBackground(request, key: key, cache: cache) }
@@ -72,6 +74,13 @@ extension SessionTask {
             fail(SessionError(.resourceUnavailable, request.url, why))
             return true
         }
+    }
+
+    /// Offline: a variant chosen by what the request accepts rather than by its Vary'd values says
+    /// so (`detail="negotiated"`). Out of line: the hit path stays as it was online.
+    @inline(never)
+    private static func offlineOutcome(_ entry: CacheEntry, _ request: Request) -> CacheOutcome? {
+        VaryMatching.matches(entry.response, request: request.headerFields) ? nil : CacheOutcome(result: .hit, detail: "negotiated")
     }
 
     /// The URL `request` is stored and looked up under (the session's rewrite, if any).
