@@ -49,21 +49,18 @@ extension ForwardExchange {
                 return
             }
             manifestEntry = entry
+            manifestNegotiated = !entry.isSelected(by: head.headerFields)
             if !head.isHead { manifestCheck = ManifestBodyCheck(entry) }
         }
         startTask(on: route, cachePolicy: .returnCacheDontLoad)
     }
 
-    /// The request's fields for the lookup offline with a manifest: a manifest entry the request
-    /// took by what it accepts rather than by its own values is looked up with that entry's
-    /// values — the variant the manifest locks.
-    func manifestVariantFields() -> HeaderFields {
-        var fields = forwardedHeaderFields()
-        if let entry = manifestEntry, !entry.isSelected(by: fields) {
-            entry.selectVariant(in: &fields)
-            manifestNegotiated = true
-        }
-        return fields
+    /// Offline with a manifest whose entry the request took by what it accepts rather than by its
+    /// own values: the request's fields for the lookup get that entry's values — the variant the
+    /// manifest locks.
+    @inline(never)
+    func selectManifestVariant(in fields: inout HeaderFields) {
+        manifestEntry?.selectVariant(in: &fields)
     }
 
     /// Records this request in the miss report.

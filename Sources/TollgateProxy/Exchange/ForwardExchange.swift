@@ -75,7 +75,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     var rerouted = false
     /// Offline with a manifest: the entry the request is served from, and the check of its body.
     var manifestEntry: CacheManifest.Entry?
-    /// The manifest's entry was taken by what the request accepts, not by its own values.
+    /// The manifest's entry was taken by what the request accepts, not by its own values: the
+    /// lookup goes by the entry's (``selectManifestVariant(in:)``).
     var manifestNegotiated = false
     var manifestCheck: ManifestBodyCheck?
 
@@ -185,12 +186,13 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// Creates and resumes the task; `cachePolicy` overrides the session's (offline).
     func startTask(on route: ProxyRoute, cachePolicy: RequestCachePolicy? = nil) {
         guard let connection else { return }
-        let request = Request(
+        var request = Request(
             method: TollgateHTTP.HTTPMethod(head.method),
             url: url,
-            headerFields: manifestEntry == nil ? forwardedHeaderFields() : manifestVariantFields(),
+            headerFields: forwardedHeaderFields(),
             cachePolicy: cachePolicy
         )
+        if manifestNegotiated { selectManifestVariant(in: &request.headerFields) }
         do {
             let task: DataTask
             if head.hasBody {

@@ -33,10 +33,9 @@ extension SessionTask {
             return false
         case .serve(let hit, let stale, let revalidateAfter):
             guard let entry,
-                serveStored(
-                    hit: hit, entry: entry, request: request, stale: stale,
-                    outcome: offline ? Self.offlineOutcome(entry, request) : nil, now: now
-                )
+                offline
+                    ? serveOffline(hit: hit, entry: entry, request: request, stale: stale, now: now)
+                    : serveStored(hit: hit, entry: entry, request: request, stale: stale, now: now)
             else {
                 return storedCopyUnusable(request, key: key, cache: cache)
             }
@@ -76,11 +75,16 @@ extension SessionTask {
         }
     }
 
-    /// Offline: a variant chosen by what the request accepts rather than by its Vary'd values says
-    /// so (`detail="negotiated"`). Out of line: the hit path stays as it was online.
+    /// ``serveStored(hit:entry:request:stale:outcome:now:)`` offline: a variant chosen by what the
+    /// request accepts rather than by its Vary'd values says so (`detail="negotiated"`). Out of
+    /// line, so the online hit path stays as it was.
     @inline(never)
-    private static func offlineOutcome(_ entry: CacheEntry, _ request: Request) -> CacheOutcome? {
-        VaryMatching.matches(entry.response, request: request.headerFields) ? nil : CacheOutcome(result: .hit, detail: "negotiated")
+    private func serveOffline(hit: CacheHit, entry: CacheEntry, request: Request, stale: Bool, now: Date) -> Bool {
+        let negotiated = !VaryMatching.matches(entry.response, request: request.headerFields)
+        return serveStored(
+            hit: hit, entry: entry, request: request, stale: stale,
+            outcome: negotiated ? CacheOutcome(result: .hit, detail: "negotiated") : nil, now: now
+        )
     }
 
     /// The URL `request` is stored and looked up under (the session's rewrite, if any).
