@@ -16,18 +16,14 @@ enum GoModuleHash {
             guard !entry.name.contains("\n") else { throw ZipArchive.Failure(description: "a file name with a newline") }
             var file = MessageDigest(.sha256)
             try archive.read(entry) { file.update($0) }
-            summary.update(Array("\(hex(file.finalize()))  \(entry.name)\n".utf8))
+            summary.update(Array("\(SHA256.hex(file.finalize()))  \(entry.name)\n".utf8))
         }
         return "h1:" + Data(summary.finalize()).base64EncodedString()
     }
 
     /// `h1:` of a go.mod file's bytes (go.sum's `VERSION/go.mod` lines).
     static func modFile<Bytes: Sequence>(_ bytes: Bytes) -> String where Bytes.Element == UInt8 {
-        let line = "\(hex(MessageDigest.hash(.sha256, bytes)))  go.mod\n"
+        let line = "\(SHA256.hex(MessageDigest.hash(.sha256, bytes)))  go.mod\n"
         return "h1:" + Data(MessageDigest.hash(.sha256, Array(line.utf8))).base64EncodedString()
-    }
-
-    private static func hex(_ digest: [UInt8]) -> String {
-        digest.map { String(format: "%02x", $0) }.joined()
     }
 }

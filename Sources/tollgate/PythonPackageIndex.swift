@@ -168,7 +168,7 @@ struct PythonPackageIndex {
             if let filename = pin.filename {
                 file = files.first { $0.filename == filename }
             } else if pin.integrity.algorithm == .sha256 {
-                let hex = pin.integrity.digests.first.map { $0.map { String(format: "%02x", $0) }.joined() }
+                let hex = pin.integrity.digests.first.map(SHA256.hex)
                 file = files.first { $0.sha256 != nil && $0.sha256 == hex }
             } else {
                 file = nil

@@ -25,17 +25,19 @@ extension WarmCommand {
     ) async -> IndexPages {
         var pages = IndexPages()
         var seen: Set<String> = []
-        for lookup in lookups where seen.insert(lookup.page.absoluteString).inserted { pages.urls.append(lookup.page) }
+        // The first lookup of each page: its URL and how it is read.
+        let firsts = lookups.filter { seen.insert($0.page.absoluteString).inserted }
+        pages.urls = firsts.map(\.page)
         pages.outcomes = await warmer.warm(pages.urls, concurrency: concurrency, finished: finished)
         var filesByPage: [String: [PythonPackageIndex.File]] = [:]
-        for (url, outcome) in zip(pages.urls, pages.outcomes) {
+        for (lookup, outcome) in zip(firsts, pages.outcomes) {
             guard outcome.kind == .stored || outcome.kind == .fresh, let stored = outcome.stored,
                 let entry = try? store.lookup(stored.key, requestHeaders: stored.requestHeaders),
                 let body = try? entry.body.readAll()
             else { continue }
-            let kind = lookups.first { $0.page.absoluteString == url.absoluteString }?.kind ?? .simple
-            filesByPage[url.absoluteString] = PythonPackageIndex.files(
-                in: Array(body.readableBytesView), page: url, contentType: entry.response.headerFields[.contentType], kind: kind
+            filesByPage[lookup.page.absoluteString] = PythonPackageIndex.files(
+                in: Array(body.readableBytesView), page: lookup.page, contentType: entry.response.headerFields[.contentType],
+                kind: lookup.kind
             )
         }
         var listed: Set<String> = []

@@ -33,7 +33,7 @@ extension ForwardExchange {
             let keyURL = route.session.configuration.cacheKeyURL.map { $0(url) } ?? url
             let normalizer = route.session.configuration.responseCache?.store.options.keyNormalizer ?? .standard
             let key = CacheKey(url: keyURL, normalizer: normalizer).url
-            guard let entry = lock.entry(forKey: key, headerFields: head.headerFields) else {
+            guard let (entry, negotiated) = lock.entry(forKey: key, headerFields: head.headerFields) else {
                 if let problem = lock.problem(forKey: key, headerFields: head.headerFields) {
                     noteOfflineMiss(.manifestMismatch)
                     respond(
@@ -49,7 +49,7 @@ extension ForwardExchange {
                 return
             }
             manifestEntry = entry
-            manifestNegotiated = !entry.isSelected(by: head.headerFields)
+            manifestNegotiated = negotiated
             if !head.isHead { manifestCheck = ManifestBodyCheck(entry) }
         }
         startTask(on: route, cachePolicy: .returnCacheDontLoad)

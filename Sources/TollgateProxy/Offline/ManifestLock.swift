@@ -33,14 +33,15 @@ public struct ManifestLock: Sendable {
 
     /// The entry a request for the cache key `key` with `headerFields` is served from, or nil:
     /// the one it selects, else one whose stored representation it accepts by `Accept` and
-    /// `Accept-Encoding` (``ContentNegotiation``; the request is then given that variant's
-    /// recorded fields for the lookup, ``CacheManifest/Entry/selectVariant(in:)``).
-    public func entry(forKey key: String, headerFields: HeaderFields) -> CacheManifest.Entry? {
+    /// `Accept-Encoding` (``ContentNegotiation``; `negotiated`: the request is then given that
+    /// variant's recorded fields for the lookup, ``CacheManifest/Entry/selectVariant(in:)``).
+    public func entry(forKey key: String, headerFields: HeaderFields) -> (entry: CacheManifest.Entry, negotiated: Bool)? {
         guard let entries = entriesByKey[key] else { return nil }
-        if let selected = entries.first(where: { $0.isSelected(by: headerFields) }) { return selected }
-        return entries.first { entry in
+        if let selected = entries.first(where: { $0.isSelected(by: headerFields) }) { return (selected, false) }
+        let accepted = entries.first { entry in
             representations[entry.identity].map { entry.isAcceptable(to: headerFields, representation: $0) } ?? false
         }
+        return accepted.map { ($0, true) }
     }
 
     /// The problem that left out the entry a request for `key` with `headerFields` would have
