@@ -128,7 +128,6 @@ public final class Session: @unchecked Sendable {
             threadPool: NameLookupThreads.pool
         )
         self.pool = pool
-        pool.startTargetChecks(on: eventLoopGroup.next())
         self.fileIO = NonBlockingFileIO(threadPool: .singleton)
         if let identifier = configuration.kind.backgroundIdentifier {
             do throws(SessionError) {
@@ -143,6 +142,11 @@ public final class Session: @unchecked Sendable {
         } else {
             background = nil
             backgroundError = nil
+        }
+        // The checks' TLS handshakes are trusted as the session's connections are (its delegate).
+        pool.startTargetChecks(on: eventLoopGroup.next()) { [weak self] evaluation, host, port, decided in
+            guard let self else { return decided(SessionError(.cancelled, nil, "the session is gone")) }
+            self.decideServerTrustForCheck(evaluation, host: host, port: port, then: decided)
         }
         reattachBackgroundTasks()
     }

@@ -18,8 +18,9 @@ public final class NGINXOrigin: Sendable {
         self.directory = directory
     }
 
-    /// Starts nginx in the foreground; every location answers `200 METHOD URI` from the config.
-    public static func start(pki: TestPKI, keepaliveRequests: Int) async throws -> NGINXOrigin {
+    /// Starts nginx in the foreground; every location answers `200 METHOD URI` from the config,
+    /// but those `locations` (nginx `location` blocks, put in its `server` first) answer.
+    public static func start(pki: TestPKI, keepaliveRequests: Int, locations: String = "") async throws -> NGINXOrigin {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("nginx-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory.appendingPathComponent("logs"), withIntermediateDirectories: true)
         let (certificate, key) = try pki.writeServerFiles(in: directory)
@@ -49,6 +50,7 @@ public final class NGINXOrigin: Sendable {
                     listen 127.0.0.1:\(port) ssl http2;
                     ssl_certificate \(certificate);
                     ssl_certificate_key \(key);
+                    \(locations)
                     location / { return 200 "$request_method $request_uri\\n"; }
                   }
                 }

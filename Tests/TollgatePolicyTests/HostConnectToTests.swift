@@ -61,6 +61,76 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:6: hosts[1].connect-to-check:") && $0.contains("100ms") }, "\(problems)")
     }
 
+    @Test("connect-to-check as a mapping: TLS and an HTTP request, what passes, the name checked as; defaults; in explain")
+    func probeChecks() throws {
+        let configuration = try Fixture.load(
+            """
+            hosts:
+              - match: ["api.internal", "*.api.internal"]
+                connect-to: ["10.0.0.1:8443", "10.0.0.2:8443"]
+                connect-to-check: { interval: 500ms, tls: true, request: "HEAD /healthz", expect: 204 }
+              - match: "*.web.internal"
+                connect-to: "10.0.0.5:80"
+                connect-to-check: { request: /ready, host: web.internal }
+              - match: "pinned.internal"
+                connect-to: "10.0.0.7:443"
+                connect-to-check: { tls: true, expect: "200-299", request: "GET /status?full=1" }
+              - match: "tcp.internal"
+                connect-to: "10.0.0.9:80"
+                connect-to-check: { interval: 1s }
+            """
+        )
+        let decisions = PolicyDecisions(configuration: configuration)
+        let checks = decisions.connectionTargetChecks(session: "default")
+        #expect(checks.map(\.target.description) == ["10.0.0.1:8443", "10.0.0.2:8443", "10.0.0.5:80", "10.0.0.7:443", "10.0.0.9:80"])
+        #expect(checks.map(\.interval) == [.milliseconds(500), .milliseconds(500), .seconds(2), .seconds(2), .seconds(1)])
+        let api = try #require(checks[0].probe)
+        #expect(api == ConnectionTargetProbe(host: "api.internal", tls: true, request: .init(method: .head, path: "/healthz", expectedStatuses: 204...204)))
+        #expect(checks[2].probe == ConnectionTargetProbe(host: "web.internal", tls: false, request: .init(method: .get, path: "/ready")))
+        #expect(checks[2].probe?.request?.expectedStatuses == 200...399, "HAProxy's default: 2xx and 3xx pass")
+        #expect(checks[3].probe?.request == .init(method: .get, path: "/status?full=1", expectedStatuses: 200...299))
+        #expect(checks[4].probe == nil, "a mapping without tls or request is a TCP check")
+        let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/")))
+        #expect(
+            explained.contains("connect-to-check: every 500ms, a TLS handshake as api.internal, then HEAD /healthz (Host api.internal) answered 204 at each target"),
+            "\(explained)"
+        )
+    }
+
+    @Test("A connect-to-check mapping's mistakes are problems at their lines")
+    func probeCheckProblems() {
+        let problems = Fixture.problems(
+            """
+            hosts:
+              - match: "*.a.internal"
+                connect-to: "10.0.0.1:80"
+                connect-to-check: { tls: true }
+              - match: b.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check:
+                  request: "POST /x"
+                  expect: 600
+              - match: c.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check:
+                  expect: 200
+                  host: "c.internal:80"
+                  intervall: 1s
+              - match: d.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check: { request: "GET healthz", interval: 10ms }
+            """
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:4: hosts[0].connect-to-check:") && $0.contains("host: NAME") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:8: hosts[1].connect-to-check.request:") && $0.contains("GET, HEAD or OPTIONS") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:9: hosts[1].connect-to-check.expect:") && $0.contains("100 to 599") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:13: hosts[2].connect-to-check.expect:") && $0.contains("add request") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:14: hosts[2].connect-to-check.host:") && $0.contains("add tls or request") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:15: hosts[2].connect-to-check.intervall:") && $0.contains("interval") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:18: hosts[3].connect-to-check.request:") && $0.contains("METHOD /path") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:18: hosts[3].connect-to-check:") && $0.contains("100ms") }, "\(problems)")
+    }
+
     @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")
     func rejectsBadTargets() {
         let problems = Fixture.problems(

@@ -246,4 +246,76 @@ struct ConnectToCheckTests {
         _ = try await awaitDown(false, target: "127.0.0.1:\(off)", admin: admin)
         try await eventually("the target's return is said") { served.child.standardError.contains("a connect-to target answers again") }
     }
+
+    @Test("HTTP checks over TLS: a backend answering 503 and one whose certificate the rule does not trust are down before any request, with why; requests go to the healthy one; the 503 one is back once it answers 200")
+    func httpChecksOverTLS() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let stranger = try TestPKI(host: "api.test")
+        let toggles = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: toggles) }
+        // nginx's workers may run as another user: they must be able to look for the file.
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: toggles.path)
+        let down = toggles.appendingPathComponent("down")
+        try Data().write(to: down)
+        let health = "location = /healthz { if (-f \(down.path)) { return 503 \"down\\n\"; } return 200 \"ok\\n\"; }"
+        let healthy = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1, locations: "location = /healthz { return 200 \"ok\\n\"; }")
+        defer { healthy.stop() }
+        let failing = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1, locations: health)
+        defer { failing.stop() }
+        let untrusted = try await NGINXOrigin.start(pki: stranger, keepaliveRequests: 100)
+        defer { untrusted.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+            admin:
+              address: "127.0.0.1:0"
+            hosts:
+              - match: api.test
+                http2: off
+                connect-to: ["127.0.0.1:\(healthy.port)", "127.0.0.1:\(failing.port)", "127.0.0.1:\(untrusted.port)"]
+                connect-to-check: { interval: 200ms, tls: true, request: GET /healthz }
+                trust: { roots: "\(pki.caFile)" }
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        defer { served.child.kill() }
+        let admin = try served.port("admin")
+
+        // No request yet: the checks alone found the two that would fail one.
+        var listing = try await awaitDown(true, target: "127.0.0.1:\(failing.port)", admin: admin)
+        listing = try await awaitDown(true, target: "127.0.0.1:\(untrusted.port)", admin: admin)
+        listing = try await awaitDown(false, target: "127.0.0.1:\(healthy.port)", admin: admin)
+        #expect(listing.contains("\"last_check\":\"GET /healthz answered 503\",\"target\":\"127.0.0.1:\(failing.port)\""), "\(listing)")
+        #expect(listing.contains("\"last_check\":\"not trusted: api.test:"), "\(listing)")
+        #expect(listing.contains("\"last_check\":\"ok\",\"target\":\"127.0.0.1:\(healthy.port)\""), "\(listing)")
+        #expect(served.child.standardError.contains("failed its health check"), "\(served.child.standardError)")
+        // The checks asked as a request would: over TLS for the rule's name, HTTP/1.1.
+        #expect(failing.accessLog.contains { $0.contains("GET /healthz HTTP/1.1 503") }, "\(failing.accessLog)")
+        #expect(untrusted.accessLog.isEmpty, "the untrusted backend's handshake was refused before a request: \(untrusted.accessLog)")
+
+        // Every request goes to the one whose check passes: the 503 one accepts connections,
+        // and a request's connection would not take it back.
+        for index in 0..<6 {
+            let response = try await request("GET /c/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: try served.port("reverse"))
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(healthy.accessLog.filter { $0.contains(" /c/") }.count == 6)
+        #expect(!failing.accessLog.contains { $0.contains(" /c/") })
+
+        // Healthy again: the next check takes it back, and requests reach it (each on a new
+        // connection: the backends close after one request, and connections go round).
+        try FileManager.default.removeItem(at: down)
+        listing = try await awaitDown(false, target: "127.0.0.1:\(failing.port)", admin: admin)
+        try await eventually("the target's return is said") { served.child.standardError.contains("a connect-to target answers again") }
+        for index in 0..<4 {
+            let response = try await request("GET /d/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: try served.port("reverse"))
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(failing.accessLog.contains { $0.contains(" /d/") }, "\(failing.accessLog)")
+        _ = listing
+    }
 }

@@ -129,6 +129,7 @@ struct LiveViewTests {
                 hosts:
                   - match: backend.test
                     connect-to: ["127.0.0.1:\(refusing)", "127.0.0.1:\(origin.port)"]
+                    connect-to-check: { interval: 200ms, request: GET /healthz }
                 """
         )
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
@@ -138,6 +139,12 @@ struct LiveViewTests {
         )
         #expect(answer.bodyText == "from the backend")
         let admin = try served.port("admin")
+        var listing = ""
+        for _ in 0..<100 where listing.components(separatedBy: "\"last_check\"").count < 3 {
+            listing = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(listing.components(separatedBy: "\"last_check\"").count == 3, "both targets were checked: \(listing)")
         let profile = directory.appendingPathComponent("chromium-profile")
         let browser = try ChildProcess(
             try #require(chromiumBinary),
@@ -152,6 +159,7 @@ struct LiveViewTests {
         let dom = browser.standardOutput
         #expect(dom.contains("<section id=\"backends\">"), "the backends section is shown: \(dom)")
         #expect(dom.contains("127.0.0.1:\(refusing)</td><td class=\"down\" title=\"passed over\">passed over</td>"), "\(dom)")
-        #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td>"), "\(dom)")
+        #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td><td>0</td><td title=\"ok\">ok</td>"), "\(dom)")
+        #expect(dom.contains("Connection refused</td>") && dom.contains("<td class=\"down\" title=\"cannot connect to 127.0.0.1:\(refusing)"), "the failed check says why: \(dom)")
     }
 }

@@ -60,4 +60,56 @@ struct ConnectionTargetHealthTests {
         health.failed(b, now: now + .seconds(2))
         #expect(health.order([a, b, c], for: "api:80", now: now + .seconds(3)) == [c, a, b])
     }
+
+    @Test("A target a health check found down goes last until a check passes: neither the pause running out nor a request's connection takes it back")
+    func downByCheckUntilACheckPasses() {
+        var health = ConnectionTargetHealth(failurePause: .seconds(10))
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        let first = health.checkFailed(b, why: "GET /healthz answered 503", now: now)
+        #expect(first, "it was taking its turns: the moment to say so")
+        let second = health.checkFailed(b, why: "GET /healthz answered 503", now: now + .seconds(1))
+        #expect(!second, "said once")
+        #expect(health.lastCheck[b] == "GET /healthz answered 503")
+        let later = now + .seconds(60)
+        #expect(health.isPaused(b, now: later))
+        #expect(health.order([a, b, c], for: "api:80", now: later) == [a, c, b])
+        let connected = health.succeeded(b)
+        #expect(!connected, "a connection made to it is not a check: it stays down, and is not said to be back")
+        #expect(health.isPaused(b, now: later))
+        // Checks passing and failing for others do not touch it.
+        health.checkPassed(a, now: later)
+        #expect(health.isPaused(b, now: later))
+        let back = health.checkPassed(b, now: later)
+        #expect(back, "back: the moment to say so")
+        #expect(health.lastCheck[b] == "ok")
+        #expect(!health.isPaused(b, now: later))
+        #expect(health.order([a, b, c], for: "api:80", now: later) == [b, c, a])
+    }
+
+    @Test("A check that passes also ends a request's pause; all down by checks are tried, the one that failed longest ago first")
+    func checksAndPauses() {
+        var health = ConnectionTargetHealth(failurePause: .seconds(10))
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        health.failed(a, now: now)
+        let passed = health.checkPassed(a, now: now + .seconds(1))
+        #expect(passed)
+        #expect(!health.isPaused(a, now: now + .seconds(1)))
+        health.checkFailed(c, why: "x", now: now + .seconds(2))
+        health.checkFailed(a, why: "x", now: now + .seconds(3))
+        health.failed(b, now: now + .seconds(4))
+        #expect(health.order([a, b, c], for: "api:80", now: now + .seconds(5)) == [c, a, b])
+    }
+
+    @Test("What checks found of targets no longer checked is forgotten (a reload took their checks out)")
+    func forgetsUncheckedTargets() {
+        var health = ConnectionTargetHealth()
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        health.checkFailed(a, why: "refused", now: now)
+        health.checkFailed(b, why: "refused", now: now)
+        health.keepChecks(of: [b])
+        #expect(!health.isPaused(a, now: now))
+        #expect(health.lastCheck[a] == nil)
+        #expect(health.isPaused(b, now: now))
+        #expect(health.lastCheck[b] == "refused")
+    }
 }

@@ -87,7 +87,9 @@ extension PolicyDecisions {
             lines.append("connect-to: \(targets) (in turn; one that cannot be connected to goes last for 10s)")
             // The rule matched in this configuration: its index is one of its hosts'.
             if let rule = decision.rule, let interval = configuration.hosts[rule.index].connectToCheck {
-                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), a TCP connection to each target (one that does not accept goes last)")
+                let what = configuration.hosts[rule.index].connectToCheckProbe.map { "\($0.summary) at each target (one that fails goes last until a check passes)" }
+                    ?? "a TCP connection to each target (one that does not accept goes last)"
+                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), \(what)")
             }
         }
         if decision.additionalHeaders.isEmpty {

@@ -1,6 +1,7 @@
 public import Foundation
 public import TollgateHTTP
 public import struct TollgateSession.ConnectionTarget
+public import struct TollgateSession.ConnectionTargetCheck
 
 /// The policy engine's decisions as pure functions of a configuration: which rule and session
 /// a request gets, and the answers the policy delegate gives the session for it (cache or not,
@@ -18,7 +19,7 @@ public struct PolicyDecisions: Sendable {
         let matcher: HostRuleMatcher
         /// Each session's `connect-to-check`s (``PolicyDecisions/connectionTargetChecks(session:)``),
         /// worked out once: every session's checker asks ten times a second.
-        let targetChecks: [String: [(target: ConnectionTarget, interval: Duration)]]
+        let targetChecks: [String: [ConnectionTargetCheck]]
         /// Decisions made, by host and port, each with the times it holds for (a rule's pins
         /// expiring divides them); the proxy asks once per request, mostly for a few hosts.
         private var decided: [HostAndPort: (decision: PolicyDecision, holds: Range<Date>)] = [:]
@@ -31,9 +32,10 @@ public struct PolicyDecisions: Sendable {
         }
 
         /// For each session, the `connect-to` targets of its rules that ask for health checks,
-        /// each once with the shortest interval asked for it, in the order the rules name them.
-        private static func targetChecks(_ rules: [HostRule]) -> [String: [(target: ConnectionTarget, interval: Duration)]] {
-            var bySession: [String: [(target: ConnectionTarget, interval: Duration)]] = [:]
+        /// each once with the shortest interval asked for it, in the order the rules name them;
+        /// a target several rules check is checked as the first of them asks (its probe).
+        private static func targetChecks(_ rules: [HostRule]) -> [String: [ConnectionTargetCheck]] {
+            var bySession: [String: [ConnectionTargetCheck]] = [:]
             for rule in rules {
                 guard let interval = rule.connectToCheck else { continue }
                 var checks = bySession[rule.session] ?? []
@@ -41,7 +43,7 @@ public struct PolicyDecisions: Sendable {
                     if let index = checks.firstIndex(where: { $0.target == target }) {
                         checks[index].interval = min(checks[index].interval, interval)
                     } else {
-                        checks.append((target, interval))
+                        checks.append(ConnectionTargetCheck(target: target, interval: interval, probe: rule.connectToCheckProbe))
                     }
                 }
                 bySession[rule.session] = checks
@@ -183,7 +185,7 @@ public struct PolicyDecisions: Sendable {
 
     /// The `connect-to` targets of the rules of session `name` that ask for health checks
     /// (`connect-to-check`), each once with the shortest interval asked for it.
-    public func connectionTargetChecks(session name: String) -> [(target: ConnectionTarget, interval: Duration)] {
+    public func connectionTargetChecks(session name: String) -> [ConnectionTargetCheck] {
         storage.targetChecks[name] ?? []
     }
 

@@ -22,7 +22,7 @@ extension HostRule {
     /// | `intercept` | boolean | `false` |
     /// | `http2` | `auto` \| `off` | `auto` |
     /// | `connect-to` | `HOST:PORT`, or a list of them | none |
-    /// | `connect-to-check` | duration, 100ms or more | none: no health checks |
+    /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -54,14 +54,8 @@ extension HostRule {
             if items.isEmpty { targetsNode.report("list at least one HOST:PORT (or leave connect-to out)") }
             node.context.connectToUses.append((session, targetsNode.line, targetsNode.path))
         }
-        if let checkNode = entry["connect-to-check"], let interval = checkNode.duration() {
-            if interval < .milliseconds(100) {
-                checkNode.report("check at most every 100ms (a connection to each target each time)")
-            } else if entry["connect-to"] == nil {
-                checkNode.report("connect-to-check checks the connect-to targets: this rule has none")
-            } else {
-                connectToCheck = interval
-            }
+        if let checkNode = entry["connect-to-check"] {
+            loadConnectToCheck(checkNode, hasTargets: entry["connect-to"] != nil)
         }
         guard !patterns.isEmpty else { return nil }
     }

@@ -103,6 +103,16 @@ public struct HostPattern: Hashable, Sendable, CustomStringConvertible {
         self.description = canonical
     }
 
+    /// The one host the pattern names, without its port (`api.internal`, `10.0.0.1`, `::1`);
+    /// nil for a wildcard.
+    public var singleHost: String? {
+        switch form {
+        case .exact(let name): return name
+        case .address(let bytes): return CIDR.addressText(bytes)
+        case .oneLabel, .anyDepth: return nil
+        }
+    }
+
     /// A host prepared for matching against many patterns: normalized and tried as an address
     /// once, not once per pattern (a request is checked against every host rule and destination
     /// rule before the first that matches).

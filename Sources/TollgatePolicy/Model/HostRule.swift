@@ -26,10 +26,14 @@ public struct HostRule: Hashable, Sendable {
     /// tried in turn, a new connection starting at the next, one that fails going last for 10 s.
     /// URL, `Host`, TLS name, trust and cache key stay the host's. Default: none.
     public var connectTo: [ConnectionTarget] = []
-    /// How often a TCP connection is made to each ``connectTo`` target to see that it accepts
-    /// (`connect-to-check`, HAProxy's `check`): one that does not goes last before a request pays
-    /// for it. Default: nil, no checks (the failures requests meet decide alone).
+    /// How often each ``connectTo`` target is checked (`connect-to-check`, HAProxy's `check`):
+    /// one that fails a check goes last, before a request pays for it, until a check passes.
+    /// Default: nil, no checks (the failures requests meet decide alone).
     public var connectToCheck: Duration?
+    /// What a check asks beyond an accepted TCP connection (`connect-to-check`'s `tls`,
+    /// `request`, `expect`, `host`): a TLS handshake trusted by this rule's `trust`, an HTTP
+    /// status. Default: nil, a TCP connection.
+    public var connectToCheckProbe: ConnectionTargetProbe?
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

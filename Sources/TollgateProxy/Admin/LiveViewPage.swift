@@ -61,8 +61,8 @@ enum LiveViewPage {
         <thead><tr><th>method</th><th>URL</th><th>reason</th><th>count</th><th>last</th></tr></thead>
         <tbody id="misses"></tbody></table></section>
         <section id="backends" hidden><h2>Backends (connect-to)</h2>
-        <table><colgroup><col><col style="width:10em"><col style="width:8em"></colgroup>
-        <thead><tr><th>target</th><th>state</th><th>failures</th></tr></thead>
+        <table><colgroup><col><col style="width:10em"><col style="width:8em"><col></colgroup>
+        <thead><tr><th>target</th><th>state</th><th>failures</th><th>last check</th></tr></thead>
         <tbody id="upstreams"></tbody></table></section>
         <section><h2>Live tasks</h2>
         <table><colgroup><col style="width:9em"><col style="width:4em"><col style="width:7em"><col style="width:7em">
@@ -129,8 +129,9 @@ enum LiveViewPage {
         function showUpstreams(upstreams) {
           $("backends").hidden = !upstreams.length;
           const rows = upstreams.map((u) => row([cell(u.target, "url"),
-            cell(u.down ? "passed over" : "in turn", u.down ? "down" : ""), cell(u.failures)]));
-          replace($("upstreams"), rows, 3, "no backends");
+            cell(u.down ? "passed over" : "in turn", u.down ? "down" : ""), cell(u.failures),
+            cell(u.last_check || "not checked", u.last_check && u.last_check !== "ok" ? "down" : "")]));
+          replace($("upstreams"), rows, 4, "no backends");
         }
         function showTasks(tasks) {
           const rows = tasks.map((t) => {

@@ -3,18 +3,21 @@ import TollgatePolicy
 import TollgateSession
 
 /// `GET /upstreams`: the `connect-to` targets the sessions' connections were asked of, whether
-/// each is passed over now and how many connections to it failed, as JSON (sorted by target).
+/// each is passed over now, how many connections to it (and checks of it) failed and what its
+/// last health check found, as JSON (sorted by target).
 enum UpstreamListing {
     private struct Entry: Encodable {
         var target: String
         var down: Bool
         var failures: Int
+        /// What the last health check found (`ok`, or why it failed); absent when unchecked.
+        var last_check: String?
     }
 
     /// The listing for the sessions in force (``PolicyRuntime/connectionTargetStatuses``).
     static func json(runtime: PolicyRuntime) -> String {
         let entries = runtime.connectionTargetStatuses.map {
-            Entry(target: $0.target.description, down: $0.isPassedOver, failures: $0.failures)
+            Entry(target: $0.target.description, down: $0.isPassedOver, failures: $0.failures, last_check: $0.lastCheck)
         }
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]

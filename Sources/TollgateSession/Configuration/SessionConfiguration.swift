@@ -71,12 +71,14 @@ public struct SessionConfiguration: Sendable {
     /// Rewrites a request's URL into the one its response is stored under (a rule's cache-key
     /// normalization: dropped or sorted query parameters). Default: nil, the URL itself.
     public var cacheKeyURL: (@Sendable (HTTPURL) -> HTTPURL)?
-    /// Active health checks of ``connectionTargets``: each target with how often a TCP connection
-    /// is made to it (a Tollgate addition, HAProxy's `check`). One that does not accept goes last
-    /// as when a request's connection fails; one that accepts again takes its turns again. Read
-    /// at every check, so a reload's rules apply. Default: nil, no checks (failures seen by
-    /// requests alone decide).
-    public var connectionTargetChecks: (@Sendable () -> [(target: ConnectionTarget, interval: Duration)])?
+    /// Active health checks of ``connectionTargets`` (a Tollgate addition, HAProxy's `check`):
+    /// each target with how often it is checked and what passes (``ConnectionTargetCheck``: a TCP
+    /// connection accepted, or a TLS handshake the server-trust challenge accepts and an HTTP
+    /// status). One that fails a check goes last until a check passes again — a request's
+    /// connection made to it does not take it back —, and one that passes takes its turns at
+    /// once. Read at every check, so a reload's rules apply. Default: nil, no checks (failures
+    /// seen by requests alone decide).
+    public var connectionTargetChecks: (@Sendable () -> [ConnectionTargetCheck])?
     /// How stale a stored response to a URL may be and still be served when its revalidation
     /// meets an error (the origin unreachable, or a 500, 502, 503 or 504), as if the response
     /// said `stale-if-error` with this many seconds; nil for a URL with no such window (a rule's

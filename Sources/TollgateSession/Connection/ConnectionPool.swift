@@ -22,7 +22,7 @@ final class ConnectionPool: @unchecked Sendable {
         /// ``SessionConfiguration/connectionTargets``.
         var connectionTargets: (@Sendable (String, Int) -> [ConnectionTarget])? = nil
         /// ``SessionConfiguration/connectionTargetChecks``.
-        var connectionTargetChecks: (@Sendable () -> [(target: ConnectionTarget, interval: Duration)])? = nil
+        var connectionTargetChecks: (@Sendable () -> [ConnectionTargetCheck])? = nil
         /// ``SessionConfiguration/upstreamProxyFallbacks``.
         var upstreamProxyFallbacks: [UpstreamProxy] = []
         /// Answers the upstream proxy's 407 to a CONNECT (``SessionConfiguration/upstreamProxyCredential``).
@@ -51,7 +51,7 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     let configuration: Configuration
-    private let resolver: NameResolver
+    let resolver: NameResolver
     let lock = NIOLock()
     var entries: [ConnectionKey: Entry] = [:]
     private var waiters: [Int: Waiter] = [:]
@@ -180,10 +180,15 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Starts the active health checks of `connect-to` targets, when the session has any
-    /// (``SessionConfiguration/connectionTargetChecks``), on `loop`; ``shutdown()`` stops them.
-    func startTargetChecks(on loop: any EventLoop) {
+    /// (``SessionConfiguration/connectionTargetChecks``), on `loop`, the server trust of TLS
+    /// checks decided by `trust`; ``shutdown()`` stops them.
+    func startTargetChecks(on loop: any EventLoop, trust: @escaping ProbeTrustDecision) {
         guard let checks = configuration.connectionTargetChecks else { return }
-        let checker = ConnectionTargetChecker(loop: loop, checks: checks, resolver: resolver, health: targetHealth)
+        let prober: ConnectionTargetChecker.Prober = { [weak self] probe, target, timeout, loop in
+            guard let self else { return loop.makeFailedFuture(ConnectionTargetCheckError(description: "the session is gone")) }
+            return self.probe(probe, at: target, timeout: timeout, trust: trust, on: loop)
+        }
+        let checker = ConnectionTargetChecker(loop: loop, checks: checks, resolver: resolver, health: targetHealth, prober: prober)
         let started = lock.withLock { () -> Bool in
             guard !isShutDown else { return false }
             targetChecker = checker
@@ -358,7 +363,7 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Connects to the first of `addresses` that answers (after the destination check), with the
     /// key's TLS handlers installed; the handshake is not awaited here.
-    private func connect(
+    func connect(
         key: ConnectionKey, to addresses: [SocketAddress], record: NIOLockedValueBox<OriginConnection.Establishment>,
         connectTimeout: TimeAmount = .seconds(10), on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {

@@ -3,17 +3,22 @@ import NIOCore
 import NIOPosix
 
 /// Active health checks of `connect-to` targets (``SessionConfiguration/connectionTargetChecks``):
-/// a TCP connection made to each target every `interval`, as HAProxy's `check` does by default.
-/// A target that does not accept one within `min(interval, 3 s)` goes last, as when a request's
-/// connection to it fails (``ConnectionTargetHealth``), before any request pays for it — a
-/// machine that is off, whose SYNs go unanswered, would otherwise cost one request a connect
-/// timeout every time its pause ran out; one that accepts again takes its turns again at once.
+/// every `interval` a TCP connection made to each target, as HAProxy's `check` does by default,
+/// or what its ``ConnectionTargetProbe`` asks (a TLS handshake the session trusts, an HTTP
+/// status; ``ConnectionPool/probe(_:at:timeout:trust:on:)``). A target whose check is not over
+/// within `min(interval, 3 s)`, or fails, goes last until a check passes
+/// (``ConnectionTargetHealth``), before any request pays for it — a machine that is off, whose
+/// SYNs go unanswered, would otherwise cost one request a connect timeout every time its pause
+/// ran out, and one whose application is down would answer requests with errors; one that
+/// passes again takes its turns again at once.
 ///
 /// The checks run on one event loop, at most one per target at a time; names are looked up on
 /// the lookup threads (``NameResolver``). Stopped with the session's pool.
 final class ConnectionTargetChecker: Sendable {
-    /// One target's check, and how often (``SessionConfiguration/connectionTargetChecks``).
-    typealias Check = (target: ConnectionTarget, interval: Duration)
+    /// One target's check (``SessionConfiguration/connectionTargetChecks``).
+    typealias Check = ConnectionTargetCheck
+    /// Runs a probe (the pool's ``ConnectionPool/probe(_:at:timeout:trust:on:)``).
+    typealias Prober = @Sendable (ConnectionTargetProbe, ConnectionTarget, TimeAmount, any EventLoop) -> EventLoopFuture<Void>
 
     private struct State {
         /// When each target's last check started.
@@ -37,16 +42,18 @@ final class ConnectionTargetChecker: Sendable {
     private let checks: @Sendable () -> [Check]
     private let resolver: NameResolver
     private let health: NIOLockedValueBox<ConnectionTargetHealth>
+    private let prober: Prober?
     private let state = NIOLockedValueBox(State())
 
     init(
         loop: any EventLoop, checks: @escaping @Sendable () -> [Check], resolver: NameResolver,
-        health: NIOLockedValueBox<ConnectionTargetHealth>
+        health: NIOLockedValueBox<ConnectionTargetHealth>, prober: Prober? = nil
     ) {
         self.loop = loop
         self.checks = checks
         self.resolver = resolver
         self.health = health
+        self.prober = prober
     }
 
     /// Starts checking (the due targets, every ``tickInterval`` while there are checks).
@@ -79,8 +86,12 @@ final class ConnectionTargetChecker: Sendable {
     private func runDueChecks() -> Bool {
         let now = NIODeadline.now()
         let listed = checks()
+        let checked = Set(listed.map(\.target))
+        health.withLockedValue { $0.keepChecks(of: checked) }
         let due = state.withLockedValue { state -> [Check] in
             guard !state.stopped else { return [] }
+            // A reload took some targets' checks out: their times go too.
+            if state.started.count > checked.count { state.started = state.started.filter { checked.contains($0.key) } }
             var due: [Check] = []
             for check in listed where !state.running.contains(check.target) {
                 if let last = state.started[check.target], now - last < TimeAmount(check.interval) { continue }
@@ -98,24 +109,30 @@ final class ConnectionTargetChecker: Sendable {
         let target = check.target
         let timeout = min(TimeAmount(check.interval), Self.longestTimeout)
         let loop = self.loop
-        let connected: EventLoopFuture<any Channel> = resolver.resolve(host: target.host, port: target.port, on: loop).flatMap {
-            (addresses: [SocketAddress]) -> EventLoopFuture<any Channel> in
-            guard let address = addresses.first else {
-                return loop.makeFailedFuture(ConnectionTargetCheckError(description: "the name has no address"))
-            }
-            return ClientBootstrap(group: loop).connectTimeout(timeout).connect(to: address)
+        let checked: EventLoopFuture<Void>
+        if let probe = check.probe, let prober {
+            checked = prober(probe, target, timeout, loop)
+        } else {
+            checked = resolver.resolve(host: target.host, port: target.port, on: loop).flatMap {
+                (addresses: [SocketAddress]) -> EventLoopFuture<any Channel> in
+                guard let address = addresses.first else {
+                    return loop.makeFailedFuture(ConnectionTargetCheckError(description: "the name has no address"))
+                }
+                return ClientBootstrap(group: loop).connectTimeout(timeout).connect(to: address)
+            }.map { channel in channel.close(promise: nil) }
         }
-        connected.whenComplete { [self] (result: Result<any Channel, any Error>) in
+        checked.whenComplete { [self] result in
             let stopped = state.withLockedValue { state in
                 state.running.remove(target)
                 return state.stopped
             }
+            guard !stopped else { return }
             switch result {
-            case .success(let channel):
-                channel.close(promise: nil)
-                if !stopped { ConnectionTargetWalk.noteSucceeded(target, of: "health check", in: health) }
+            case .success:
+                ConnectionTargetWalk.noteCheckPassed(target, in: health)
             case .failure(let error):
-                if !stopped { ConnectionTargetWalk.noteFailed(target, of: "health check", why: "\(error)", in: health) }
+                let why = (error as? SessionError)?.detail ?? ConnectionPool.reason(error)
+                ConnectionTargetWalk.noteCheckFailed(target, why: why, in: health)
             }
         }
     }

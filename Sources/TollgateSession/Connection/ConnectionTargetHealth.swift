@@ -3,9 +3,11 @@ import NIOCore
 /// The order in which a host's ``ConnectionTarget``s are tried, per host and port: each new
 /// connection starts at the next target (round robin over connections, among the targets not
 /// paused), and a target that could not be connected to goes last for ``failurePause``
-/// (nginx's `max_fails=1 fail_timeout=10s`: passive health, no probes). When every target failed
-/// recently they are all tried, the one that failed longest ago first. Pure: the pool keeps it
-/// under its lock and says what happened.
+/// (nginx's `max_fails=1 fail_timeout=10s`: passive health). A target an active health check
+/// found down (``ConnectionTargetCheck``) goes last until a check passes: a request's connection
+/// made to it does not take it back, since a check may ask more than a connection (HAProxy's
+/// server state, set by its checks). When every target failed recently they are all tried, the
+/// one that failed longest ago first. Pure: the pool keeps it under its lock and says what happened.
 struct ConnectionTargetHealth {
     /// How long a target that failed goes last.
     let failurePause: TimeAmount
@@ -13,6 +15,10 @@ struct ConnectionTargetHealth {
     private var started: [String: Int] = [:]
     /// When each failed target may go in its turn again.
     private var pausedUntil: [ConnectionTarget: NIODeadline] = [:]
+    /// The targets a health check found down, with when its last failed check ended.
+    private var downByCheck: [ConnectionTarget: NIODeadline] = [:]
+    /// What each checked target's last check found (`ok`, or why it failed), for `/upstreams`.
+    private(set) var lastCheck: [ConnectionTarget: String] = [:]
     /// Every target a connection was asked of (for `/metrics`).
     private(set) var known: Set<ConnectionTarget> = []
 
@@ -38,8 +44,8 @@ struct ConnectionTargetHealth {
         }
         // The turn goes round the targets that may be tried now, so that a paused one does not
         // hand its turns to the target after it (which would then get twice the connections).
-        let ready = targets.filter { (pausedUntil[$0] ?? now) <= now }
-        let paused = targets.filter { (pausedUntil[$0] ?? now) > now }.sorted { pausedUntil[$0]! < pausedUntil[$1]! }
+        let ready = targets.filter { !isPaused($0, now: now) }
+        let paused = targets.filter { isPaused($0, now: now) }.sorted { lastFailure($0) < lastFailure($1) }
         guard !ready.isEmpty else { return paused }
         let start = turn % ready.count
         return Array(ready[start...] + ready[..<start]) + paused
@@ -50,21 +56,61 @@ struct ConnectionTargetHealth {
     @discardableResult
     mutating func failed(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
         known.insert(target)  // a health check's target, before any connection was asked of it
-        let wasInTurn = (pausedUntil[target] ?? now) <= now
+        let wasInTurn = !isPaused(target, now: now)
         pausedUntil[target] = now + failurePause
         return wasInTurn
     }
 
-    /// A connection to `target` was made: it takes its turns again. Returns whether it had
-    /// failed before (the moment to say it is back).
+    /// A connection to `target` was made: it takes its turns again, unless a health check found
+    /// it down. Returns whether it had failed before and is back (the moment to say so).
     @discardableResult
     mutating func succeeded(_ target: ConnectionTarget) -> Bool {
         known.insert(target)
-        return pausedUntil.removeValue(forKey: target) != nil
+        return pausedUntil.removeValue(forKey: target) != nil && downByCheck[target] == nil
     }
 
-    /// Whether `target` is going last now (for tests and explanations).
+    /// A health check of `target` failed (`why`): it goes last until a check passes. Returns
+    /// whether it was taking its turns until now (the moment to say it is down).
+    @discardableResult
+    mutating func checkFailed(_ target: ConnectionTarget, why: String, now: NIODeadline) -> Bool {
+        known.insert(target)
+        let wasInTurn = !isPaused(target, now: now)
+        downByCheck[target] = now
+        lastCheck[target] = why
+        return wasInTurn
+    }
+
+    /// A health check of `target` passed: it takes its turns again, whatever failed before.
+    /// Returns whether it had been going last (the moment to say it is back).
+    @discardableResult
+    mutating func checkPassed(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
+        known.insert(target)
+        let wasOut = isPaused(target, now: now)
+        downByCheck[target] = nil
+        pausedUntil[target] = nil
+        lastCheck[target] = "ok"
+        return wasOut
+    }
+
+    /// Forgets what checks found of targets no longer checked (a reload took their checks out):
+    /// one a check found down would otherwise go last for ever.
+    mutating func keepChecks(of checked: Set<ConnectionTarget>) {
+        guard downByCheck.keys.contains(where: { !checked.contains($0) }) || lastCheck.keys.contains(where: { !checked.contains($0) })
+        else { return }
+        downByCheck = downByCheck.filter { checked.contains($0.key) }
+        lastCheck = lastCheck.filter { checked.contains($0.key) }
+    }
+
+    /// Whether `target` is going last now: a connection to it failed within ``failurePause``, or
+    /// its last health check failed.
     func isPaused(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
-        (pausedUntil[target] ?? now) > now
+        downByCheck[target] != nil || (pausedUntil[target] ?? now) > now
+    }
+
+    /// When `target` last failed, as far as the order goes (the one that failed longest ago is
+    /// tried first when all are going last).
+    private func lastFailure(_ target: ConnectionTarget) -> NIODeadline {
+        let passive = pausedUntil[target].map { $0 - failurePause } ?? .distantPast
+        return max(passive, downByCheck[target] ?? .distantPast)
     }
 }

@@ -110,6 +110,24 @@ struct ConnectionTargetWalk {
         )
     }
 
+    /// A health check of `target` failed: it goes last until a check passes; counted, and
+    /// logged when it had been taking its turns.
+    static func noteCheckFailed(_ target: ConnectionTarget, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
+        let wasInTurn = health.withLockedValue { $0.checkFailed(target, why: why, now: .now()) }
+        failures.withLockedValue { $0[target, default: 0] += 1 }
+        guard wasInTurn else { return }
+        logger.warning(
+            "a connect-to target failed its health check; it goes last until a check passes",
+            metadata: ["host": "health check", "target": "\(target)", "error": "\(why)"]
+        )
+    }
+
+    /// A health check of `target` passed: it takes its turns; logged when it had been going last.
+    static func noteCheckPassed(_ target: ConnectionTarget, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
+        guard health.withLockedValue({ $0.checkPassed(target, now: .now()) }) else { return }
+        logger.notice("a connect-to target answers again", metadata: ["host": "health check", "target": "\(target)"])
+    }
+
     /// A connection to `target` was made: noted, and logged when it had failed before.
     static func noteSucceeded(
         _ target: ConnectionTarget, of origin: String, parent: Bool = false, in health: NIOLockedValueBox<ConnectionTargetHealth>

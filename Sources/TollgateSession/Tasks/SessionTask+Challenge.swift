@@ -320,26 +320,7 @@ extension SessionTask {
         let space = ProtectionSpace(host: host, port: port, protocol: "https", authenticationMethod: .serverTrust)
         let challenge = AuthenticationChallenge(protectionSpace: space, serverTrust: evaluation)
         raise(challenge) { [self] disposition in
-            let url = engine.request?.url
-            let untrusted: SessionError? = {
-                switch evaluation.trustResult {
-                case .trusted: return nil
-                case .untrusted(let verification):
-                    return SessionError(.serverCertificateUntrusted, url, "\(host): \(verification)")
-                case .noCertificate:
-                    return SessionError(.serverCertificateUntrusted, url, "\(host) presented no certificate")
-                }
-            }()
-            switch disposition?.base {
-            case .useCredential(let credential?) where credential.trustsServer:
-                decided(nil)
-            case .cancelAuthenticationChallenge(let reason):
-                decided(reason ?? SessionError(.cancelled, url, "the server-trust challenge was cancelled"))
-            case .rejectProtectionSpace:
-                decided(untrusted ?? SessionError(.serverCertificateUntrusted, url, "\(host): trust rejected"))
-            default:
-                decided(untrusted)
-            }
+            decided(ServerTrustAnswer.failure(evaluation, disposition: disposition, host: host, url: engine.request?.url))
         }
     }
 }

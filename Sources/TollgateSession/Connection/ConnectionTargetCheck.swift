@@ -1,0 +1,73 @@
+public import TollgateHTTP
+
+/// One active health check of a `connect-to` target (``SessionConfiguration/connectionTargetChecks``,
+/// a Tollgate addition, HAProxy's `check`): how often, and what passes.
+///
+/// Without a ``probe`` the check is a TCP connection that is accepted (HAProxy's default); with
+/// one it is what a request would meet there: a TLS handshake whose certificate the session's
+/// server-trust challenge accepts (`check-ssl`), and an HTTP request answered with an expected
+/// status (`option httpchk`, `http-check expect status`).
+public struct ConnectionTargetCheck: Hashable, Sendable {
+    /// The target checked.
+    public var target: ConnectionTarget
+    /// How often a check starts.
+    public var interval: Duration
+    /// What the check asks beyond an accepted connection; nil for a TCP check.
+    public var probe: ConnectionTargetProbe?
+
+    /// Creates a check.
+    public init(target: ConnectionTarget, interval: Duration, probe: ConnectionTargetProbe? = nil) {
+        self.target = target
+        self.interval = interval
+        self.probe = probe
+    }
+}
+
+/// What a health check asks of a target beyond an accepted connection (``ConnectionTargetCheck``).
+public struct ConnectionTargetProbe: Hashable, Sendable {
+    /// The request a check sends, and the statuses that pass.
+    public struct Request: Hashable, Sendable {
+        /// GET, HEAD or OPTIONS.
+        public var method: HTTPMethod
+        /// The request target, origin-form (`/healthz`, with a query if any).
+        public var path: String
+        /// The statuses that pass (HAProxy: 2xx and 3xx).
+        public var expectedStatuses: ClosedRange<Int>
+
+        /// Creates a request; `expectedStatuses` defaults to 200–399.
+        public init(method: HTTPMethod = .get, path: String, expectedStatuses: ClosedRange<Int> = 200...399) {
+            self.method = method
+            self.path = path
+            self.expectedStatuses = expectedStatuses
+        }
+    }
+
+    /// The name the target is checked as: the TLS server name (and the name its certificate is
+    /// trusted for, by the session's rules for it), and the request's `Host`.
+    public var host: String
+    /// Whether the connection starts with TLS, the certificate decided by the session's
+    /// server-trust challenge for ``host`` as a request's connection's is.
+    public var tls: Bool
+    /// The HTTP request sent (over TLS when ``tls``); nil: the connection (and handshake) alone.
+    public var request: Request?
+
+    /// Creates a probe.
+    public init(host: String, tls: Bool, request: Request?) {
+        self.host = host
+        self.tls = tls
+        self.request = request
+    }
+
+    /// What it checks, for the log and `explain`: `TLS as api.internal, GET /healthz expecting 200-399`.
+    public var summary: String {
+        var parts: [String] = []
+        if tls { parts.append("a TLS handshake as \(host)") }
+        if let request {
+            let statuses = request.expectedStatuses.count == 1
+                ? "\(request.expectedStatuses.lowerBound)"
+                : "\(request.expectedStatuses.lowerBound)-\(request.expectedStatuses.upperBound)"
+            parts.append("\(request.method) \(request.path) (Host \(host)) answered \(statuses)")
+        }
+        return parts.joined(separator: ", then ")
+    }
+}

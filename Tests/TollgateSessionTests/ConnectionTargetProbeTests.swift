@@ -1,0 +1,100 @@
+import Foundation
+import NIOConcurrencyHelpers
+import NIOCore
+import NIOPosix
+import Testing
+import TollgateHTTP
+import TollgateTesting
+
+@testable import TollgateSession
+
+/// A health check's probe (``ConnectionPool/probe(_:at:timeout:trust:on:)``) over plain HTTP: the
+/// request it sends, and each way it fails; and the checker putting a target last by it.
+@Suite("connect-to-check probes: an HTTP request to a target and what passes", .timeLimit(.minutes(1)))
+struct ConnectionTargetProbeTests {
+    private static func origin() async throws -> LoopbackOrigin {
+        try await LoopbackOrigin.start { request, respond in
+            switch request.target {
+            case "/ok": respond.send(status: 204, headers: [:], body: "")
+            case "/fail": respond.send(status: 500, headers: [:], body: "broken")
+            case "/slow": break  // never answers
+            default: respond.send(status: 404, headers: [:], body: "")
+            }
+        }
+    }
+
+    private func run(_ path: String, expecting: ClosedRange<Int> = 200...399, on session: Session, at target: ConnectionTarget) async -> Result<Void, any Error> {
+        let probe = ConnectionTargetProbe(host: "web.test", tls: false, request: .init(method: .get, path: path, expectedStatuses: expecting))
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let future = session.pool.probe(probe, at: target, timeout: .milliseconds(500), trust: { _, _, _, decided in decided(nil) }, on: loop)
+        do {
+            try await future.get()
+            return .success(())
+        } catch {
+            return .failure(error)
+        }
+    }
+
+    private func failure(_ result: Result<Void, any Error>) -> String? {
+        if case .failure(let error) = result { return "\(error)" }
+        return nil
+    }
+
+    @Test("It asks GET PATH with the checked name as Host, closing; an expected status passes, another fails naming it; no answer in time, and a refused connection, fail")
+    func probeOutcomes() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        let session = Session(configuration: .ephemeral)
+        defer { session.invalidateAndCancel() }
+        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
+
+        #expect(failure(await run("/ok", on: session, at: target)) == nil)
+        let sent = try #require(origin.requests.first)
+        #expect(sent.method == "GET" && sent.target == "/ok")
+        #expect(sent.headerFields[.host] == "web.test")
+        #expect(sent.headerFields[.connection] == "close")
+        #expect(sent.headerFields[.userAgent] == "tollgate-health-check")
+
+        #expect(failure(await run("/fail", on: session, at: target)) == "GET /fail answered 500")
+        #expect(failure(await run("/fail", expecting: 500...500, on: session, at: target)) == nil)
+        #expect(failure(await run("/ok", expecting: 200...200, on: session, at: target)) == "GET /ok answered 204")
+        #expect(failure(await run("/slow", on: session, at: target)) == "no answer within 500 ms")
+        let refused = failure(await run("/ok", on: session, at: ConnectionTarget(host: "127.0.0.1", port: ClosedPort().port)))
+        #expect(refused?.contains("Connection refused") == true, "\(refused ?? "passed")")
+    }
+
+    @Test("The checker puts a target whose check fails last, though it accepts connections, and says why")
+    func checkerPutsFailingTargetLast() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
+        let path = CheckedPath("/fail")
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionTargets = { _, _ in [target] }
+        configuration.connectionTargetChecks = {
+            [ConnectionTargetCheck(
+                target: target, interval: .milliseconds(100),
+                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value))
+            )]
+        }
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        try await eventually("the target is down by its check") {
+            session.pool.targetHealth.withLockedValue { $0.isPaused(target, now: .now()) && $0.lastCheck[target] == "GET /fail answered 500" }
+        }
+        path.value = "/ok"
+        try await eventually("the target is back once its check passes") {
+            session.pool.targetHealth.withLockedValue { !$0.isPaused(target, now: .now()) && $0.lastCheck[target] == "ok" }
+        }
+    }
+}
+
+/// The path a check asks for, changed while the checker runs.
+private final class CheckedPath: Sendable {
+    private let box: NIOLockedValueBox<String>
+    init(_ value: String) { box = NIOLockedValueBox(value) }
+    var value: String {
+        get { box.withLockedValue { $0 } }
+        set { box.withLockedValue { $0 = newValue } }
+    }
+}
