@@ -25,6 +25,9 @@ struct PackageLockfile {
         var url: HTTPURL
         /// Nil when the lockfile gives none (an old entry, an index file): only fetched, not checked.
         var integrity: ArtifactDigest?
+        /// The package (and version, where the lockfile gives it) the file is of: a release's
+        /// files are chosen together for a ``PythonTarget``.
+        var release: String? = nil
     }
 
     /// The lockfile formats read.
@@ -75,7 +78,7 @@ struct PackageLockfile {
                 problems.append("\(source): \(name): integrity '\(integrityText)' names no sha1, sha256, sha384 or sha512 digest; fetched unchecked")
             }
             guard seen.insert(url.absoluteString).inserted else { return }
-            found.append(Artifact(url: url, integrity: integrity.map(ArtifactDigest.integrity)))
+            found.append(Artifact(url: url, integrity: integrity.map(ArtifactDigest.integrity), release: name))
         }
         var lookups: [PythonPackageIndex.Lookup] = []
         switch format {
@@ -108,6 +111,23 @@ struct PackageLockfile {
         }
         artifacts = found
         self.lookups = lookups
+    }
+
+    /// Whether the format pins Python files, which a ``PythonTarget`` chooses among.
+    var isPython: Bool { [.uv, .pip, .poetry].contains(format) }
+
+    /// `artifacts` with each release's files narrowed to those `target` takes
+    /// (``PythonTarget/select(_:filename:)``), in their order.
+    static func selecting(_ artifacts: [Artifact], for target: PythonTarget) -> [Artifact] {
+        var byRelease: [String: [Artifact]] = [:]
+        var order: [String] = []
+        for artifact in artifacts {
+            let release = artifact.release ?? artifact.url.absoluteString
+            if byRelease[release] == nil { order.append(release) }
+            byRelease[release, default: []].append(artifact)
+        }
+        let kept = Set(order.flatMap { target.select(byRelease[$0]!, filename: { PythonTarget.filename(ofURLPath: $0.url.path) }) }.map(\.url.absoluteString))
+        return artifacts.filter { kept.contains($0.url.absoluteString) }
     }
 
     typealias Add = (_ name: String, _ resolved: String, _ integrity: SubresourceIntegrity?, _ integrityText: String?) -> Void

@@ -178,7 +178,7 @@ struct PythonPackageIndex {
                 problems.append("\(source): \(lookup.requirement): \(lookup.page) lists no \(what)")
                 continue
             }
-            found.append(PackageLockfile.Artifact(url: file.url, integrity: .integrity(pin.integrity)))
+            found.append(PackageLockfile.Artifact(url: file.url, integrity: .integrity(pin.integrity), release: lookup.requirement))
         }
         return found
     }

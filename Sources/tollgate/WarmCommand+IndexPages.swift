@@ -15,12 +15,14 @@ extension WarmCommand {
         var artifacts: [PackageLockfile.Artifact] = []
         /// A line for each pin no page gave a URL for.
         var problems: [String] = []
+        /// Pinned files left out: not for the ``PythonTarget``.
+        var leftOut = 0
     }
 
     /// Warms the pages `lookups` read (each once) — an installer reads them first, offline too —
     /// then reads each one stored for the URLs of its pinned files.
     func warmIndexPages(
-        _ lookups: [PythonPackageIndex.Lookup], warmer: URLWarmer, store: CacheStore, source: String,
+        _ lookups: [PythonPackageIndex.Lookup], warmer: URLWarmer, store: CacheStore, source: String, target: PythonTarget?,
         finished: @escaping @Sendable () -> Void
     ) async -> IndexPages {
         var pages = IndexPages()
@@ -46,8 +48,11 @@ extension WarmCommand {
                 pages.problems.append("\(source): \(lookup.requirement): its index page \(lookup.page) is not in the cache; its files are not warmed")
                 continue
             }
-            for artifact in PythonPackageIndex.artifacts(of: lookup, in: files, source: source, problems: &pages.problems)
-            where listed.insert(artifact.url.absoluteString).inserted {
+            let pinned = PythonPackageIndex.artifacts(of: lookup, in: files, source: source, problems: &pages.problems)
+            // One lookup is one release: its files are chosen together.
+            let chosen = target.map { PackageLockfile.selecting(pinned, for: $0) } ?? pinned
+            pages.leftOut += pinned.count - chosen.count
+            for artifact in chosen where listed.insert(artifact.url.absoluteString).inserted {
                 pages.artifacts.append(artifact)
             }
         }

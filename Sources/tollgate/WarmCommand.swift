@@ -6,7 +6,8 @@ import TollgatePolicy
 import TollgateSession
 
 /// `tollgate warm [--config FILE] [--session NAME] [--concurrency N] [--manifest FILE] [--resume-attempts N]
-/// [--background-id ID] [--progress auto|always|never] [--json FILE] FILE|-`: fetches every URL listed
+/// [--background-id ID] [--progress auto|always|never] [--json FILE] [--python-version X.Y] [--python-platform TAG]
+/// FILE|-`: fetches every URL listed
 /// into the cache, so that a build can later run offline against it.
 struct WarmCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
@@ -20,7 +21,9 @@ struct WarmCommand: AsyncParsableCommand {
             pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy), Gemfile.lock (with \
             the compact index bundler reads): the artifacts it pins are \
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
-            differs is removed from the cache and counts as failed. Each URL is fetched with GET under the configuration's rules \
+            differs is removed from the cache and counts as failed. Of a Python lockfile's files, --python-version \
+            and --python-platform keep those an installer on that target takes (each release's fitting wheels, else its \
+            sdist). Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \
@@ -71,6 +74,22 @@ struct WarmCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Write a JSON report (per URL: outcome, status, cache status, bytes, duration, resumed-from, error).", valueName: "file"))
     var json: String?
 
+    @Option(
+        help: ArgumentHelp(
+            "Of a Python lockfile's files, warm only those CPython X.Y installs (repeatable, or a comma list).", valueName: "X.Y"
+        )
+    )
+    var pythonVersion: [String] = []
+
+    @Option(
+        help: ArgumentHelp(
+            "Of a Python lockfile's files, warm only those this platform installs: a tag such as manylinux_2_36_x86_64, "
+                + "musllinux_1_2_aarch64, macosx_14_0_arm64, win_amd64, or local (repeatable, or a comma list).",
+            valueName: "tag"
+        )
+    )
+    var pythonPlatform: [String] = []
+
     @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
     var file: String
 
@@ -80,7 +99,15 @@ struct WarmCommand: AsyncParsableCommand {
         if let backgroundID, backgroundID.isEmpty || backgroundID.utf8.count > 200 {
             throw ValidationError("--background-id must be 1 to 200 bytes")
         }
+        do {
+            _ = try PythonTarget.parse(versions: pythonVersion, platforms: pythonPlatform)
+        } catch {
+            throw ValidationError(error.message)
+        }
     }
+
+    /// The machines a Python lockfile's files are for (`--python-version`, `--python-platform`).
+    var pythonTarget: PythonTarget? { try? PythonTarget.parse(versions: pythonVersion, platforms: pythonPlatform) }
 
     func run() async throws {
         let configuration = try ConfigurationSource.load(config)
@@ -154,11 +181,13 @@ struct WarmCommand: AsyncParsableCommand {
             Foundation.exit(128 + number)
         }
         var outcomes: [URLWarmer.Outcome] = []
+        var leftOut = list.leftOut
         if !list.lookups.isEmpty {
             // The index pages first: the files' URLs are in them.
             let pages = await warmIndexPages(
-                list.lookups, warmer: warmer, store: stores.cache.store, source: file == "-" ? "<stdin>" : file
+                list.lookups, warmer: warmer, store: stores.cache.store, source: file == "-" ? "<stdin>" : file, target: pythonTarget
             ) { finished.withLockedValue { $0 += 1 } }
+            leftOut += pages.leftOut
             for problem in pages.problems { standardError(problem) }
             problems += pages.problems
             outcomes = pages.outcomes
@@ -170,6 +199,9 @@ struct WarmCommand: AsyncParsableCommand {
             urls = pages.urls + urls
             total.withLockedValue { $0 = urls.count }
             display?.setURLCount(urls.count)
+        }
+        if leftOut > 0, let target = pythonTarget {
+            standardError("tollgate warm: \(leftOut) files the lockfile pins are not for \(target.description): not warmed")
         }
         let listed = Set(urls.map(\.absoluteString))
         let unclaimed = pickedUp.cancel { !listed.contains($0) }
@@ -197,7 +229,7 @@ struct WarmCommand: AsyncParsableCommand {
     /// The URLs of the list (or of an npm lockfile, with the integrity each must have, by URL)
     /// and a `FILE:LINE: …` line for each line that is not one.
     private func readList() throws -> (
-        urls: [HTTPURL], problems: [String], integrity: [String: ArtifactDigest], lookups: [PythonPackageIndex.Lookup]
+        urls: [HTTPURL], problems: [String], integrity: [String: ArtifactDigest], lookups: [PythonPackageIndex.Lookup], leftOut: Int
     ) {
         let text: String
         let name = file == "-" ? "<stdin>" : file
@@ -214,9 +246,11 @@ struct WarmCommand: AsyncParsableCommand {
         var problems: [String] = []
         if let format = PackageLockfile.format(of: text) {
             let lockfile = try PackageLockfile(text: text, format: format, source: name, problems: &problems)
+            var artifacts = lockfile.artifacts
+            if lockfile.isPython, let target = pythonTarget { artifacts = PackageLockfile.selecting(artifacts, for: target) }
             var integrity: [String: ArtifactDigest] = [:]
-            for artifact in lockfile.artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
-            return (lockfile.artifacts.map(\.url), problems, integrity, lockfile.lookups)
+            for artifact in artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
+            return (artifacts.map(\.url), problems, integrity, lockfile.lookups, lockfile.artifacts.count - artifacts.count)
         }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -232,6 +266,6 @@ struct WarmCommand: AsyncParsableCommand {
                 problems.append("\(name):\(index + 1): not a URL: '\(line)' (\(error.description))")
             }
         }
-        return (urls, problems, [:], [])
+        return (urls, problems, [:], [], 0)
     }
 }

@@ -22,9 +22,11 @@ struct PythonLockfileWarmTests {
     private static let wheelName = "tgdemo-1.0-py3-none-any.whl"
 
     /// `tollgate warm --config CONFIG LOCKFILE`.
-    private func runWarm(_ lockfile: URL, config: URL, in directory: URL) async throws -> (status: Int32, stdout: String, stderr: String) {
+    private func runWarm(
+        _ lockfile: URL, config: URL, in directory: URL, arguments: [String] = []
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
         try await ChildProcess.run(
-            try #require(tollgateBinary), ["warm", "--config", config.path, lockfile.path],
+            try #require(tollgateBinary), ["warm", "--config", config.path] + arguments + [lockfile.path],
             environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
         )
     }
@@ -137,6 +139,96 @@ struct PythonLockfileWarmTests {
         #expect(index.origin.requests.map(\.path).sorted() == ["/files/\(other.filename)", "/files/\(Self.wheelName)", "/files/tgdemo-1.0.tar.gz"])
     }
 
+    @Test("--python-version and --python-platform: of each release only the wheels the target installs, its sdist when none does, nothing of a package for other platforms; from uv.lock and from requirements' index pages")
+    func pythonTarget() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let many = [
+            "many-2.0-cp311-cp311-manylinux_2_17_x86_64.manylinux2014_x86_64.whl",  // 0: fits manylinux_2_28 x86_64, 3.11
+            "many-2.0-cp311-cp311-manylinux_2_34_x86_64.whl",  // 1: newer glibc
+            "many-2.0-cp311-cp311-musllinux_1_1_x86_64.whl",  // 2: musl
+            "many-2.0-cp311-cp311-manylinux_2_17_aarch64.whl",  // 3: another architecture
+            "many-2.0-cp312-cp312-manylinux_2_17_x86_64.whl",  // 4: another Python
+            "many-2.0-cp310-cp310-manylinux_2_17_x86_64.whl",  // 5: an older Python's ABI
+            "many-2.0-cp39-abi3-manylinux2010_x86_64.whl",  // 6: fits: the stable ABI of an older Python
+            "many-2.0-cp311-cp311-win_amd64.whl",  // 7: Windows
+            "many-2.0-cp311-cp311-macosx_11_0_arm64.whl",  // 8: macOS on arm64
+            "many-2.0-cp311-cp311-macosx_10_9_universal2.whl",  // 9: macOS, both architectures
+            "many-2.0-pp310-pypy310_pp73-manylinux_2_17_x86_64.whl",  // 10: PyPy
+            "many-2.0-1-py2.py3-none-any.whl",  // 11: fits everywhere (a build tag, two Pythons)
+            "many-2.0.tar.gz",  // 12: not needed where a wheel fits
+        ].map { file("many", "2.0", $0) }
+        let sourceOnly = [file("srconly", "1.0", "srconly-1.0-cp312-cp312-manylinux_2_17_x86_64.whl"), file("srconly", "1.0", "srconly-1.0.tar.gz")]
+        let windowsOnly = [file("winonly", "306", "winonly-306-cp311-cp311-win_amd64.whl")]
+        let index = try await PythonIndexOrigin.start(files: many + sourceOnly + windowsOnly)
+        defer { index.origin.stop() }
+        let base = "http://127.0.0.1:\(index.origin.port)"
+        func wheels(_ files: [PythonIndexOrigin.File]) -> String {
+            files.map { "{ url = \"\(base)/files/\($0.filename)\", hash = \"sha256:\(sha256($0))\" }" }.joined(separator: ",\n    ")
+        }
+        let lockfile = directory.appendingPathComponent("uv.lock")
+        try """
+            version = 1
+            requires-python = ">=3.9"
+
+            [[package]]
+            name = "many"
+            version = "2.0"
+            source = { registry = "\(base)/simple/" }
+            sdist = { url = "\(base)/files/many-2.0.tar.gz", hash = "sha256:\(sha256(many[12]))" }
+            wheels = [
+                \(wheels(Array(many[0..<12])))
+            ]
+
+            [[package]]
+            name = "srconly"
+            version = "1.0"
+            source = { registry = "\(base)/simple/" }
+            sdist = { url = "\(base)/files/srconly-1.0.tar.gz", hash = "sha256:\(sha256(sourceOnly[1]))" }
+            wheels = [\(wheels([sourceOnly[0]]))]
+
+            [[package]]
+            name = "winonly"
+            version = "306"
+            source = { registry = "\(base)/simple/" }
+            wheels = [\(wheels(windowsOnly))]
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+
+        func fetched(_ arguments: [String], cache: String, lockfile: URL) async throws -> (files: Set<String>, stderr: String) {
+            let before = Set(index.origin.requests.indices)
+            let warm = try await runWarm(lockfile, config: try configuration(directory, cache: cache), in: directory, arguments: arguments)
+            #expect(warm.status == 0, "\(arguments): \(warm.stdout) \(warm.stderr)")
+            let paths = index.origin.requests.enumerated().filter { !before.contains($0.offset) }.map(\.element.path)
+            return (Set(paths.filter { $0.hasPrefix("/files/") }.map { String($0.dropFirst("/files/".count)) }), warm.stderr)
+        }
+
+        let linux = try await fetched(["--python-version", "3.11", "--python-platform", "manylinux_2_28_x86_64"], cache: "linux", lockfile: lockfile)
+        #expect(linux.files == [many[0].filename, many[6].filename, many[11].filename, "srconly-1.0.tar.gz"], "\(linux.files.sorted())")
+        #expect(
+            linux.stderr.contains("tollgate warm: 12 files the lockfile pins are not for CPython 3.11 on manylinux_2_28_x86_64: not warmed"),
+            "\(linux.stderr)"
+        )
+        let mac = try await fetched(["--python-version=3.11,3.12", "--python-platform", "macosx_12_0_x86_64"], cache: "mac", lockfile: lockfile)
+        #expect(mac.files == [many[9].filename, many[11].filename, "srconly-1.0.tar.gz"], "\(mac.files.sorted())")
+        let all = try await fetched([], cache: "all", lockfile: lockfile)
+        #expect(all.files.count == 16, "without a target every pinned file: \(all.files.sorted())")
+
+        // requirements.txt: the files are found on the index page, one release's chosen together.
+        let requirements = directory.appendingPathComponent("requirements.txt")
+        try """
+            --index-url \(base)/simple/
+            many==2.0 --hash=sha256:\(sha256(many[0])) --hash=sha256:\(sha256(many[7])) --hash=sha256:\(sha256(many[11])) --hash=sha256:\(sha256(many[12]))
+            """.write(to: requirements, atomically: true, encoding: .utf8)
+        let windows = try await fetched(["--python-platform", "win_amd64"], cache: "windows", lockfile: requirements)
+        #expect(windows.files == [many[7].filename, many[11].filename], "\(windows.files.sorted())")
+        #expect(windows.stderr.contains("2 files the lockfile pins are not for any Python on win_amd64"), "\(windows.stderr)")
+
+        let bad = try await runWarm(lockfile, config: try configuration(directory, cache: "bad"), in: directory, arguments: ["--python-platform", "manylinux_x86_64"])
+        #expect(bad.status != 0 && bad.stderr.contains("'manylinux_x86_64' is not a platform tag"), "\(bad.stderr)")
+        let badVersion = try await runWarm(lockfile, config: try configuration(directory, cache: "bad"), in: directory, arguments: ["--python-version", "3"])
+        #expect(badVersion.status != 0 && badVersion.stderr.contains("'3' is not a Python 3 version"), "\(badVersion.stderr)")
+    }
+
     @Test("poetry.lock: PyPI's release JSON (here a connect-to rule's origin for pypi.org) and another source's simple page, then each listed file by name, checked by its hash")
     func poetryLock() async throws {
         let directory = try temporaryDirectory()
@@ -220,10 +312,12 @@ struct PythonLockfileWarmTests {
     }
 
     /// The real wheel, served by a plain-HTTP index on loopback.
-    private func wheelIndex(_ python: String, in directory: URL) async throws -> (wheel: [UInt8], index: PythonIndexOrigin) {
+    private func wheelIndex(
+        _ python: String, in directory: URL, more: [PythonIndexOrigin.File] = []
+    ) async throws -> (wheel: [UInt8], index: PythonIndexOrigin) {
         let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
         let index = try await PythonIndexOrigin.start(
-            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: Self.wheelName, bytes: wheel)]
+            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: Self.wheelName, bytes: wheel)] + more
         )
         return (wheel, index)
     }
@@ -266,14 +360,17 @@ struct PythonLockfileWarmTests {
     }
 
     @Test(
-        "uv sync --frozen offline from a cache warmed by uv.lock",
+        "uv sync --frozen offline from a cache warmed by uv.lock for this machine (--python-platform local): the Windows wheel the lock also pins is not fetched",
         .enabled(if: pythonWithUV != nil, "needs python3 with uv")
     )
     func uvInstallsOffline() async throws {
         let python = try #require(pythonWithUV)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let (wheel, index) = try await wheelIndex(python, in: directory)
+        // A wheel for Windows beside the pure one, as a universal lock lists it: the warm for this
+        // machine leaves it out, and uv does not miss it.
+        let windows = file("tgdemo", "1.0", "tgdemo-1.0-cp311-cp311-win_amd64.whl")
+        let (wheel, index) = try await wheelIndex(python, in: directory, more: [windows])
         defer { index.origin.stop() }
         let base = "http://127.0.0.1:\(index.origin.port)"
         let config = try configuration(directory)
@@ -309,10 +406,16 @@ struct PythonLockfileWarmTests {
             source = { registry = "\(base)/simple/" }
             wheels = [
                 { url = "\(base)/files/\(Self.wheelName)", hash = "sha256:\(SHA256.hex(SHA256.hash(wheel)))" },
+                { url = "\(base)/files/\(windows.filename)", hash = "sha256:\(sha256(windows))" },
             ]
 
             """.write(to: lockfile, atomically: true, encoding: .utf8)
-        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [index.origin])
+        let version = try await ChildProcess.run(python, ["-c", "import sys; print('%d.%d' % sys.version_info[:2])"])
+        let served = try await serveOfflineAfterWarming(
+            lockfile: lockfile, config: config, directory: directory, origins: [index.origin],
+            warmArguments: ["--python-platform", "local", "--python-version", version.stdout.trimmingCharacters(in: .whitespacesAndNewlines)]
+        )
+        #expect(index.origin.requests.map(\.path) == ["/files/\(Self.wheelName)"], "the Windows wheel is not fetched")
         defer { served.child.kill() }
         let proxy = "http://127.0.0.1:\(try served.port("forward"))"
         let uv = try await ChildProcess.run(

@@ -5,10 +5,12 @@ import TollgateTesting
 /// `tollgate warm --config CONFIG LOCKFILE` (which must succeed), then the origins stopped and
 /// `tollgate serve --offline` started on the same configuration with a miss report
 /// (`directory/misses.json`): the build's side of a warmed cache.
-func serveOfflineAfterWarming(lockfile: URL, config: URL, directory: URL, origins: [LoopbackOrigin]) async throws -> Served {
+func serveOfflineAfterWarming(
+    lockfile: URL, config: URL, directory: URL, origins: [LoopbackOrigin], warmArguments: [String] = []
+) async throws -> Served {
     let binary = try #require(tollgateBinary)
     let warm = try await ChildProcess.run(
-        binary, ["warm", "--config", config.path, lockfile.path],
+        binary, ["warm", "--config", config.path] + warmArguments + [lockfile.path],
         environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
     )
     #expect(warm.status == 0, "warm: \(warm.stdout) \(warm.stderr)")
