@@ -102,26 +102,45 @@ extension PackageLockfile {
         return lines
     }
 
-    /// pip's `requirements.txt` with hashes.
+    /// pip's `requirements.txt` with hashes. The options apply to the whole file, wherever they
+    /// are (as pip reads them): `--index-url`, and the places pip also looks for each project's
+    /// files — each `--extra-index-url`'s simple page and each `--find-links` page.
     static func readRequirements(_ text: String, source: String, problems: inout [String], _ add: Add) -> [PythonPackageIndex.Lookup] {
         var index = pypiSimpleIndex
-        var lookups: [PythonPackageIndex.Lookup] = []
+        var extraIndexes: [String] = []
+        var linkPages: [HTTPURL] = []
+        var requirements: [String] = []
         for line in requirementLines(text) {
             let tokens = line.split(whereSeparator: \.isWhitespace).map(String.init)
             guard let first = tokens.first else { continue }
-            if first.hasPrefix("-") {
-                let option = first.split(separator: "=", maxSplits: 1).first.map(String.init) ?? first
-                let value = first.contains("=") ? String(first.split(separator: "=", maxSplits: 1)[1]) : tokens.dropFirst().first
-                switch option {
-                case "-i", "--index-url":
-                    if let value { index = value }
-                case "--extra-index-url", "-f", "--find-links", "-r", "--requirement", "-c", "--constraint", "-e", "--editable":
-                    problems.append("\(source): '\(line)' is not followed: only the --index-url's files are warmed")
-                default:
-                    break  // --trusted-host, --prefer-binary, --require-hashes, …: nothing to fetch
-                }
+            guard first.hasPrefix("-") else {
+                requirements.append(line)
                 continue
             }
+            let option = first.split(separator: "=", maxSplits: 1).first.map(String.init) ?? first
+            let value = first.contains("=") ? String(first.split(separator: "=", maxSplits: 1)[1]) : tokens.dropFirst().first
+            switch option {
+            case "-i", "--index-url":
+                if let value { index = value }
+            case "--extra-index-url":
+                if let value { extraIndexes.append(value) }
+            case "-f", "--find-links":
+                if let value, value.hasPrefix("http://") || value.hasPrefix("https://"), let page = HTTPURL(string: value) {
+                    linkPages.append(page)
+                } else {
+                    problems.append("\(source): '\(line)' is not followed: only http(s) pages of links are read")
+                }
+            case "-r", "--requirement", "-c", "--constraint", "-e", "--editable":
+                problems.append("\(source): '\(line)' is not followed: only this file's requirements are warmed")
+            case "--no-index":
+                index = ""
+            default:
+                break  // --trusted-host, --prefer-binary, --require-hashes, …: nothing to fetch
+            }
+        }
+        var lookups: [PythonPackageIndex.Lookup] = []
+        for line in requirements {
+            let tokens = line.split(whereSeparator: \.isWhitespace).map(String.init)
             let hashes = tokens.filter { $0.hasPrefix("--hash=") }.map { String($0.dropFirst("--hash=".count)) }
             let specification = line.components(separatedBy: " --").first!.components(separatedBy: ";").first!
                 .trimmingCharacters(in: .whitespaces)
@@ -143,10 +162,18 @@ extension PackageLockfile {
                 problems.append("\(source): \(requirement) has no --hash: which of its files pip takes is not pinned; not warmed")
                 continue
             }
-            guard let page = PythonPackageIndex.simplePage(index: index, name: name) else {
-                problems.append("\(source): the index '\(index)' is not a URL")
-                continue
+            // The pages pip reads for the project, in its order: the index, the extra indexes,
+            // the pages of links (`--no-index` leaves the links alone).
+            var pages: [HTTPURL] = []
+            for base in (index.isEmpty ? [] : [index]) + extraIndexes {
+                guard let page = PythonPackageIndex.simplePage(index: base, name: name) else {
+                    problems.append("\(source): the index '\(base)' is not a URL")
+                    continue
+                }
+                pages.append(page)
             }
+            pages += linkPages
+            guard let page = pages.first else { continue }
             var pins: [PythonPackageIndex.Pin] = []
             for hash in hashes {
                 guard let integrity = hexDigest(hash) else {
@@ -155,7 +182,9 @@ extension PackageLockfile {
                 }
                 pins.append(PythonPackageIndex.Pin(filename: nil, integrity: integrity, text: hash))
             }
-            lookups.append(PythonPackageIndex.Lookup(page: page, kind: .simple, requirement: requirement, pins: pins))
+            lookups.append(
+                PythonPackageIndex.Lookup(page: page, kind: .simple, requirement: requirement, pins: pins, morePages: Array(pages.dropFirst()))
+            )
         }
         return lookups
     }

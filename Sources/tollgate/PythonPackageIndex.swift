@@ -22,6 +22,14 @@ struct PythonPackageIndex {
         /// `NAME==VERSION`, for problem lines.
         var requirement: String
         var pins: [Pin]
+        /// Other pages the installer also reads for the project's files (pip's
+        /// `--extra-index-url` simple pages, `--find-links` pages), of the same kind: warmed too,
+        /// and a pin may be found on any of them. One that is not stored fails nothing by
+        /// itself (the installer goes on without it, offline too).
+        var morePages: [HTTPURL] = []
+
+        /// ``page`` and then ``morePages``.
+        var pages: [HTTPURL] { [page] + morePages }
     }
 
     /// A pinned file: by its name (poetry) or only by its digest (pip), with the digest its bytes
@@ -175,7 +183,8 @@ struct PythonPackageIndex {
             }
             guard let file else {
                 let what = pin.filename ?? "file with \(pin.text)"
-                problems.append("\(source): \(lookup.requirement): \(lookup.page) lists no \(what)")
+                let pages = lookup.pages.map(\.absoluteString).joined(separator: " or ")
+                problems.append("\(source): \(lookup.requirement): \(pages) lists no \(what)")
                 continue
             }
             found.append(PackageLockfile.Artifact(url: file.url, integrity: .integrity(pin.integrity), release: lookup.requirement))

@@ -17,38 +17,64 @@ extension WarmCommand {
         var problems: [String] = []
         /// Pinned files left out: not for the ``PythonTarget``.
         var leftOut = 0
+        /// Pages warmed but left out of ``urls`` (not stored, and not needed).
+        var dropped = 0
     }
 
     /// Warms the pages `lookups` read (each once) — an installer reads them first, offline too —
-    /// then reads each one stored for the URLs of its pinned files.
+    /// then reads each one stored for the URLs of its pinned files. A page that is one of several
+    /// a project's files may be on (an extra index, a page of links) and could not be stored is
+    /// left out of the outcomes with a note on standard error: the installer goes on without it,
+    /// online and offline; a pin found on no page is a problem as ever.
     func warmIndexPages(
         _ lookups: [PythonPackageIndex.Lookup], warmer: URLWarmer, store: CacheStore, source: String, target: PythonTarget?,
         finished: @escaping @Sendable () -> Void
     ) async -> IndexPages {
         var pages = IndexPages()
-        var seen: Set<String> = []
-        // The first lookup of each page: its URL and how it is read.
-        let firsts = lookups.filter { seen.insert($0.page.absoluteString).inserted }
-        pages.urls = firsts.map(\.page)
-        pages.outcomes = await warmer.warm(pages.urls, concurrency: concurrency, finished: finished)
+        // Each page once, in the order first needed, with how it is read; a page some project
+        // has no other page beside is needed.
+        var kinds: [String: PythonPackageIndex.Lookup.Kind] = [:]
+        var needed: Set<String> = []
+        var order: [HTTPURL] = []
+        for lookup in lookups {
+            for page in lookup.pages where kinds[page.absoluteString] == nil {
+                kinds[page.absoluteString] = lookup.kind
+                order.append(page)
+            }
+            if lookup.morePages.isEmpty { needed.insert(lookup.page.absoluteString) }
+        }
+        let outcomes = await warmer.warm(order, concurrency: concurrency, finished: finished)
         var filesByPage: [String: [PythonPackageIndex.File]] = [:]
-        for (lookup, outcome) in zip(firsts, pages.outcomes) {
+        for (page, outcome) in zip(order, outcomes) {
             guard outcome.kind == .stored || outcome.kind == .fresh, let stored = outcome.stored,
                 let entry = try? store.lookup(stored.key, requestHeaders: stored.requestHeaders),
                 let body = try? entry.body.readAll()
-            else { continue }
-            filesByPage[lookup.page.absoluteString] = PythonPackageIndex.files(
-                in: Array(body.readableBytesView), page: lookup.page, contentType: entry.response.headerFields[.contentType],
-                kind: lookup.kind
+            else {
+                if needed.contains(page.absoluteString) {
+                    pages.urls.append(page)
+                    pages.outcomes.append(outcome)
+                } else {
+                    pages.dropped += 1
+                    standardError("\(source): \(page) was not stored (\(outcome.error ?? outcome.kind.rawValue)): its project's files are looked for on its other pages")
+                }
+                continue
+            }
+            pages.urls.append(page)
+            pages.outcomes.append(outcome)
+            filesByPage[page.absoluteString] = PythonPackageIndex.files(
+                in: Array(body.readableBytesView), page: page, contentType: entry.response.headerFields[.contentType],
+                kind: kinds[page.absoluteString] ?? .simple
             )
         }
         var listed: Set<String> = []
         for lookup in lookups {
-            guard let files = filesByPage[lookup.page.absoluteString] else {
-                pages.problems.append("\(source): \(lookup.requirement): its index page \(lookup.page) is not in the cache; its files are not warmed")
+            let found = lookup.pages.compactMap { filesByPage[$0.absoluteString] }
+            guard !found.isEmpty else {
+                let which = lookup.morePages.isEmpty ? "its index page \(lookup.page) is" : "none of its pages is"
+                pages.problems.append("\(source): \(lookup.requirement): \(which) in the cache; its files are not warmed")
                 continue
             }
-            let pinned = PythonPackageIndex.artifacts(of: lookup, in: files, source: source, problems: &pages.problems)
+            let pinned = PythonPackageIndex.artifacts(of: lookup, in: found.flatMap { $0 }, source: source, problems: &pages.problems)
             // One lookup is one release: its files are chosen together.
             let chosen = target.map { PackageLockfile.selecting(pinned, for: $0) } ?? pinned
             pages.leftOut += pinned.count - chosen.count

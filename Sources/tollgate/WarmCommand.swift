@@ -162,7 +162,7 @@ struct WarmCommand: AsyncParsableCommand {
         warmer.resumeAttempts = resumeAttempts
         let finished = NIOLockedValueBox(0)
         // How many URLs in all: a lockfile's files are known once its index pages are read.
-        let total = NIOLockedValueBox(list.urls.count + Set(list.lookups.map(\.page.absoluteString)).count)
+        let total = NIOLockedValueBox(list.urls.count + Set(list.lookups.flatMap(\.pages).map(\.absoluteString)).count)
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
             ? WarmProgressDisplay(tracker: tracker, urlCount: total.withLockedValue { $0 }, done: { finished.withLockedValue { $0 } })
             : nil
@@ -197,8 +197,9 @@ struct WarmCommand: AsyncParsableCommand {
                 integrity[artifact.url.absoluteString] = artifact.integrity
             }
             urls = pages.urls + urls
-            total.withLockedValue { $0 = urls.count }
-            display?.setURLCount(urls.count)
+            // The pages left out were fetched too: they count among those done.
+            total.withLockedValue { $0 = urls.count + pages.dropped }
+            display?.setURLCount(urls.count + pages.dropped)
         }
         if leftOut > 0, let target = pythonTarget {
             standardError("tollgate warm: \(leftOut) files the lockfile pins are not for \(target.description): not warmed")

@@ -95,6 +95,58 @@ struct PythonLockfileWarmTests {
         #expect(!index.origin.requests.contains { $0.path.contains("0.9") })
     }
 
+    @Test("requirements.txt with --extra-index-url and --find-links (anywhere in the file): every page pip reads, a pin found on any; a page that is not there is noted, not a failure")
+    func requirementsOnSeveralIndexes() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sdist = file("tgdemo", "1.0", "tgdemo-1.0.tar.gz")
+        let wheel = file("tgdemo", "1.0", Self.wheelName)
+        let onlyExtra = file("onlyextra", "2.0", "onlyextra-2.0.tar.gz")
+        let linked = file("linked", "3.0", "linked-3.0.tar.gz")
+        let main = try await PythonIndexOrigin.start(files: [sdist])
+        defer { main.origin.stop() }
+        let extra = try await PythonIndexOrigin.start(files: [wheel, onlyExtra])
+        defer { extra.origin.stop() }
+        let links = try await PythonIndexOrigin.start(files: [linked])
+        defer { links.origin.stop() }
+        let (mainBase, extraBase, linksBase) = (
+            "http://127.0.0.1:\(main.origin.port)", "http://127.0.0.1:\(extra.origin.port)", "http://127.0.0.1:\(links.origin.port)"
+        )
+        let lockfile = directory.appendingPathComponent("requirements.txt")
+        try """
+            --index-url \(mainBase)/simple/
+            --extra-index-url \(extraBase)/simple/
+            tgdemo==1.0 --hash=sha256:\(sha256(sdist)) --hash=sha256:\(sha256(wheel))
+            onlyextra==2.0 --hash=sha256:\(sha256(onlyExtra))
+            linked==3.0 --hash=sha256:\(sha256(linked))
+            --find-links \(linksBase)/simple/linked/
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let warm = try await runWarm(lockfile, config: try configuration(directory), in: directory)
+        #expect(warm.status == 0, "\(warm.stdout) \(warm.stderr)")
+        #expect(warm.stdout.split(separator: "\n").last == "warmed 8 of 8 URLs: 8 stored, 0 already fresh, 0 not stored, 0 failed, 0 resumed", "\(warm.stdout)")
+        #expect(main.origin.requests.map(\.path).sorted() == ["/files/tgdemo-1.0.tar.gz", "/simple/linked/", "/simple/onlyextra/", "/simple/tgdemo/"])
+        #expect(
+            extra.origin.requests.map(\.path).sorted()
+                == ["/files/onlyextra-2.0.tar.gz", "/files/\(Self.wheelName)", "/simple/linked/", "/simple/onlyextra/", "/simple/tgdemo/"]
+        )
+        #expect(links.origin.requests.map(\.path).sorted() == ["/files/linked-3.0.tar.gz", "/simple/linked/"])
+        #expect(warm.stderr.contains("\(mainBase)/simple/onlyextra/ was not stored ("), "\(warm.stderr)")
+        #expect(warm.stderr.contains("its project's files are looked for on its other pages"), "\(warm.stderr)")
+
+        // A pin on none of the pages names them all.
+        try """
+            --index-url \(mainBase)/simple/
+            --extra-index-url \(extraBase)/simple/
+            onlyextra==2.0 --hash=sha256:\(String(repeating: "0", count: 64))
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let missing = try await runWarm(lockfile, config: try configuration(directory, cache: "second"), in: directory)
+        #expect(missing.status == 1)
+        #expect(
+            missing.stderr.contains("onlyextra==2.0: \(mainBase)/simple/onlyextra/ or \(extraBase)/simple/onlyextra/ lists no file with sha256:"),
+            "\(missing.stderr)"
+        )
+    }
+
     @Test("uv.lock: each registry package's sdist and wheels by their URLs (several tables on a line too), checked by their hashes; a virtual or path package has none")
     func uvLock() async throws {
         let directory = try temporaryDirectory()
@@ -357,6 +409,45 @@ struct PythonLockfileWarmTests {
         #expect(misses == "[]", "\(misses)")
         #expect(Array(try Data(contentsOf: destination.appendingPathComponent(Self.wheelName))) == wheel)
         #expect(gets.count == 2 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+    }
+
+    @Test(
+        "pip download --require-hashes offline, its wheel on the --extra-index-url: both simple pages pip reads are warmed",
+        .enabled(if: python3(importing: "pip") != nil, "needs python3 with pip")
+    )
+    func pipExtraIndexOffline() async throws {
+        let python = try #require(python3(importing: "pip"))
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let main = try await PythonIndexOrigin.start(files: [file("tgdemo", "0.9", "tgdemo-0.9.tar.gz")])
+        defer { main.origin.stop() }
+        let (wheel, extra) = try await wheelIndex(python, in: directory)
+        defer { extra.origin.stop() }
+        let config = try configuration(directory)
+        let lockfile = directory.appendingPathComponent("requirements.txt")
+        try """
+            --index-url http://127.0.0.1:\(main.origin.port)/simple/
+            --extra-index-url http://127.0.0.1:\(extra.origin.port)/simple/
+            --trusted-host 127.0.0.1
+            tgdemo==1.0 --hash=sha256:\(SHA256.hex(SHA256.hash(wheel)))
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [main.origin, extra.origin])
+        defer { served.child.kill() }
+        let destination = directory.appendingPathComponent("downloaded")
+        let pip = try await ChildProcess.run(
+            python,
+            [
+                "-m", "pip", "download", "--no-deps", "--require-hashes", "--no-cache-dir", "--disable-pip-version-check",
+                "--retries", "0", "--timeout", "20", "--dest", destination.path, "-r", lockfile.path,
+                "--proxy", "http://127.0.0.1:\(try served.port("forward"))",
+            ],
+            environment: ["PIP_CONFIG_FILE": "/dev/null", "NO_PROXY": "", "no_proxy": ""]
+        )
+        let (misses, gets) = try await stopOffline(served, directory: directory)
+        #expect(pip.status == 0, "pip: \(pip.stdout) \(pip.stderr)")
+        #expect(misses == "[]", "\(misses)")
+        #expect(Array(try Data(contentsOf: destination.appendingPathComponent(Self.wheelName))) == wheel)
+        #expect(gets.count == 3 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
     }
 
     @Test(
