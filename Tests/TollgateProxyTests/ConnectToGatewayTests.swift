@@ -175,6 +175,69 @@ struct ConnectToHTTP2BackendsTests {
         #expect(first.sessionCount == 1, "one h2 connection to each backend")
         #expect(second.sessionCount == 1)
     }
+
+    @Test("A reload that adds a backend spreads the streams over it at once; one that takes a backend out sends it nothing more on the connection it kept")
+    func reloadChangesTheBackends() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let body = Data("backend file\n".utf8)
+        let first = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
+        defer { first.process.kill() }
+        let second = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
+        defer { second.process.kill() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        func write(_ targets: [Int]) throws {
+            try """
+                listen:
+                  - address: "127.0.0.1:0"
+                    mode: reverse
+                    upstream: "https://api.test"
+                cache:
+                  path: "\(directory.appendingPathComponent("cache").path)"
+                hosts:
+                  - match: api.test
+                    connect-to: [\(targets.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", "))]
+                    cache: { store: deny }
+                    trust: { roots: "\(pki.caFile)" }
+                """.write(to: config, atomically: true, encoding: .utf8)
+        }
+        try write([first.port])
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let gateway = try served.port("reverse")
+        func get(_ prefix: String, _ count: Int) async throws {
+            for index in 0..<count {
+                let response = try await request("GET /f.txt?\(prefix)=\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+                #expect(response.status == 200, "\(response.bodyText)")
+            }
+            try await eventually("the backends logged the requests") {
+                requests(first, under: "/f.txt?\(prefix)=") + requests(second, under: "/f.txt?\(prefix)=") == count
+            }
+        }
+        func reload(_ round: Int) async throws {
+            served.child.send(SIGHUP)
+            try await eventually("reload \(round)") {
+                served.child.standardError.components(separatedBy: "configuration reloaded").count == round + 1
+            }
+        }
+        try await get("one", 4)
+        #expect(requests(first, under: "/f.txt?one=") == 4)
+
+        // A backend added: the kept h2 connection to the first no longer takes every stream.
+        try write([first.port, second.port])
+        try await reload(1)
+        try await get("two", 8)
+        #expect(requests(second, under: "/f.txt?two=") >= 3, "\(requests(second, under: "/f.txt?two="))")
+        #expect(requests(first, under: "/f.txt?two=") >= 3, "\(requests(first, under: "/f.txt?two="))")
+
+        // The first taken out: none of the next requests reaches it.
+        try write([second.port])
+        try await reload(2)
+        try await get("three", 6)
+        #expect(requests(first, under: "/f.txt?three=") == 0)
+        #expect(requests(second, under: "/f.txt?three=") == 6)
+    }
 }
 
 /// `connect-to-check`: the gateway makes a TCP connection to each target on its own, so a target

@@ -60,9 +60,15 @@ struct ForwardingLoopTests {
         defer { first.stop(); second.stop() }
 
         let response = try await request("CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\r\nHost: 127.0.0.1:\(echo.port)\r\n\r\n", port: a.boundAddress.port)
-        // The client's answer: its proxy's parent refused the CONNECT (the parent's own parent said 508).
-        #expect(response.status == 502)
+        // The client's answer: the loop, relayed by each proxy on the way back (the parent's own
+        // parent said 508 to its CONNECT), as a request's 508 would be.
+        #expect(response.status == 508)
+        #expect(response.header("Tollgate-Error") == "forwarding-loop")
         #expect(response.bodyText.contains("the upstream proxy refused CONNECT"), "\(response.bodyText)")
+        #expect(response.bodyText.contains("508 Loop Detected"), "\(response.bodyText)")
+        try await eventually("the 508 relayed in the second proxy's log") {
+            secondLog.withLockedValue { $0.contains { $0.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 508") } }
+        }
         try await eventually("the loop's 508 in the first proxy's log") {
             firstLog.withLockedValue { $0.contains { $0.contains("\"CONNECT 127.0.0.1:\(echo.port) HTTP/1.1\" 508") } }
         }

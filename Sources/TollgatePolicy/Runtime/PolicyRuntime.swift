@@ -264,8 +264,13 @@ public final class PolicyRuntime: Sendable {
         // sessions' idle connections close, so the next request is checked under the new rules.
         // So they do whenever a rule names revocation lists: a reload is how a refreshed list,
         // same path and new contents, is put in force, and it must reach connections made earlier.
+        // And so they do when where connections go changed (`connect-to`): a backend taken out
+        // gets no more requests on the connections it kept, one added gets its share of the h2
+        // streams at once (the pool reads the targets again when it retires its connections).
         let checksRevocation = configuration.hosts.contains { !$0.trust.crls.isEmpty }
-        if checksRevocation || Self.trustSettings(old.configuration) != Self.trustSettings(configuration) {
+        if checksRevocation || Self.trustSettings(old.configuration) != Self.trustSettings(configuration)
+            || Self.connectionTargets(old.configuration) != Self.connectionTargets(configuration)
+        {
             let retiredSessions = Set(retired.map(ObjectIdentifier.init))
             for session in next.sessions.values where !retiredSessions.contains(ObjectIdentifier(session)) {
                 session.flush()
@@ -371,6 +376,11 @@ public final class PolicyRuntime: Sendable {
         configuration.hosts.map {
             TrustSettings(patterns: $0.patterns, trust: $0.trust, clientIdentity: $0.clientIdentity)
         }
+    }
+
+    /// Each rule's hosts and `connect-to` targets.
+    private static func connectionTargets(_ configuration: PolicyConfiguration) -> [[String]] {
+        configuration.hosts.map { $0.patterns.map(\.description) + ["->"] + $0.connectTo.map(\.description) }
     }
 
     private struct TrustSettings: Equatable {

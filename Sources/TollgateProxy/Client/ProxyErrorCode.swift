@@ -63,6 +63,11 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
 
     /// The code for a task that failed with `error`.
     public init(for error: SessionError) {
+        // A parent that found the CONNECT had passed it before: the loop goes on being one.
+        if error.upstreamProxyStatus == 508 {
+            self = .forwardingLoop
+            return
+        }
         switch error.code {
         case .cannotFindHost, .cannotConnectToHost, .notConnectedToInternet: self = .upstreamUnreachable
         case .timedOut: self = .upstreamTimeout

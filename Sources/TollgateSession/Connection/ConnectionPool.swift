@@ -71,8 +71,12 @@ final class ConnectionPool: @unchecked Sendable {
     /// The bookkeeping for a new origin: h2 streams spread over as many connections as the
     /// origin's `connect-to` targets (the rules when its first connection is asked for).
     func poolState(for key: ConnectionKey, multiplexing: Bool) -> OriginPoolState {
-        let spread = multiplexing && !key.viaProxy && key.tunnelVia == nil ? (configuration.connectionTargets?(key.host, key.port).count ?? 1) : 1
-        return OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: multiplexing, spread: spread)
+        OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: multiplexing, spread: spread(for: key, multiplexing: multiplexing))
+    }
+
+    /// How many h2 connections `key`'s streams spread over: its `connect-to` targets, as the rules say now.
+    private func spread(for key: ConnectionKey, multiplexing: Bool) -> Int {
+        multiplexing && !key.viaProxy && key.tunnelVia == nil ? (configuration.connectionTargets?(key.host, key.port).count ?? 1) : 1
     }
 
     /// Asks for a connection to `key`; the future completes when one is free or made.
@@ -170,13 +174,26 @@ final class ConnectionPool: @unchecked Sendable {
     }
 
     /// Makes every existing connection unusable for later requests: idle ones close now,
-    /// leased ones when they are released.
+    /// leased ones when they are released, h2 ones take no new stream (closed once their last
+    /// ends). The number of h2 connections to spread each origin's streams over is read again
+    /// from the rules (a reload may have changed its `connect-to` targets).
     func retireConnections() {
-        let idle: [OriginConnection] = lock.withLock {
+        let (idle, drains): ([OriginConnection], [(ConnectionKey, any EventLoop, OriginPoolState.Actions)]) = lock.withLock {
             retiredThrough = nextID
-            return entries.values.flatMap { entry in entry.state.idle.compactMap { entry.connections[$0] } }
+            var drains: [(ConnectionKey, any EventLoop, OriginPoolState.Actions)] = []
+            for (key, entry) in entries {
+                guard entry.state.mayMultiplex else { continue }
+                entry.state.spread = max(1, min(spread(for: key, multiplexing: true), entry.state.limit))
+                for id in entry.state.multiplexed.keys {
+                    guard let connection = entry.connections[id] else { continue }
+                    let actions = entry.state.goAwayReceived(id)
+                    if actions.first != nil { drains.append((key, connection.eventLoop, actions)) }
+                }
+            }
+            return (entries.values.flatMap { entry in entry.state.idle.compactMap { entry.connections[$0] } }, drains)
         }
         for connection in idle { connection.channel.close(promise: nil) }
+        for (key, loop, actions) in drains { run(actions, key: key, eventLoop: loop) }
     }
 
     /// Starts the active health checks of `connect-to` targets, when the session has any

@@ -75,8 +75,9 @@ struct OriginPoolState {
     /// Whether the origin is offered h2 (https, not switched off for its host).
     let mayMultiplex: Bool
     /// How many h2 connections to keep for spreading streams: the number of `connect-to` targets
-    /// the origin's connections go to (each new connection goes to the next); 1 otherwise.
-    let spread: Int
+    /// the origin's connections go to (each new connection goes to the next); 1 otherwise. Set
+    /// again when the connections are retired (a reload changed the targets).
+    var spread: Int
     private(set) var idle: [Int] = []
     private(set) var leased: Set<Int> = []
     private(set) var connecting = 0

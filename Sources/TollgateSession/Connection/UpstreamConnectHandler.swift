@@ -122,7 +122,7 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         if status == 407, answerChallenge(head: head, headEnd: end.upperBound, buffer: buffer, context: context) { return }
         guard (200..<300).contains(status) else {
             let refused = status == 407 && sentAuthorization ? " (the upstream-proxy-credentials were not accepted)" : ""
-            finish(context: context, failure: "the upstream proxy refused CONNECT \(target): \(statusLine)\(refused)")
+            finish(context: context, failure: "the upstream proxy refused CONNECT \(target): \(statusLine)\(refused)", status: status)
             return
         }
         guard end.upperBound == view.endIndex || passesLeftover else {
@@ -188,11 +188,12 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         context.fireErrorCaught(error)
     }
 
-    private func finish(context: ChannelHandlerContext, failure: String) {
+    private func finish(context: ChannelHandlerContext, failure: String, status: Int? = nil) {
         guard !done else { return }
         done = true
         var error = SessionError(.cannotConnectToHost, nil, failure)
         error.answeredByProxy = true
+        error.upstreamProxyStatus = status
         established.fail(error)
         context.close(promise: nil)
     }

@@ -112,6 +112,10 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     /// not take, something that is not HTTP): the proxy is up, so another of the session's
     /// proxies is not tried for it. Not part of equality.
     var answeredByProxy = false
+    /// The status an upstream proxy refused a `CONNECT` with (its answer's status line), nil when
+    /// it did not answer with one: a proxy in front relays a parent's `508 Loop Detected` as one
+    /// (RFC 8586), so that a forwarding loop reads as a loop all the way back. Not part of equality.
+    public internal(set) var upstreamProxyStatus: Int?
 
     /// Creates an error.
     public init(_ code: Code, _ url: HTTPURL? = nil, _ detail: String = "") {
