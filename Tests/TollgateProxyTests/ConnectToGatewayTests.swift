@@ -308,6 +308,21 @@ struct ConnectToCheckTests {
         defer { listener.close(promise: nil) }
         _ = try await awaitDown(false, target: "127.0.0.1:\(off)", admin: admin)
         try await eventually("the target's return is said") { served.child.standardError.contains("a connect-to target answers again") }
+
+        // A reload that takes the target out of the rules takes it out of the listing.
+        try String(contentsOf: config, encoding: .utf8)
+            .replacingOccurrences(of: "[\"127.0.0.1:\(off)\", \"127.0.0.1:\(backend.port)\"]", with: "[\"127.0.0.1:\(backend.port)\"]")
+            .write(to: config, atomically: true, encoding: .utf8)
+        served.child.send(SIGHUP)
+        try await eventually("the reload") { served.child.standardError.contains("configuration reloaded") }
+        var listing = ""
+        for _ in 0..<100 {
+            listing = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+            if !listing.contains("127.0.0.1:\(off)") { break }
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(!listing.contains("127.0.0.1:\(off)"), "\(listing)")
+        #expect(listing.contains("\"target\":\"127.0.0.1:\(backend.port)\""), "\(listing)")
     }
 
     @Test("HTTP checks over TLS: a backend answering 503 and one whose certificate the rule does not trust are down before any request, with why; requests go to the healthy one; the 503 one is back once it answers 200")

@@ -276,6 +276,12 @@ public final class PolicyRuntime: Sendable {
                 session.flush()
             }
         }
+        if Self.connectionTargets(old.configuration) != Self.connectionTargets(configuration) {
+            // Targets no rule of a kept session names any more leave its record (and `/upstreams`).
+            for (name, session) in next.sessions {
+                session.keepConnectionTargets(Set(configuration.hosts.filter { $0.session == name }.flatMap(\.connectTo)))
+            }
+        }
     }
 
     /// Lets every session finish its tasks and be invalidated (`finishTasksAndInvalidate()`);

@@ -126,7 +126,8 @@ final class ConnectionTargetChecker: Sendable {
                 state.running.remove(target)
                 return state.stopped
             }
-            guard !stopped else { return }
+            // A reload may have taken the target's check out while this one ran: it says nothing then.
+            guard !stopped, checks().contains(where: { $0.target == target }) else { return }
             switch result {
             case .success:
                 ConnectionTargetWalk.noteCheckPassed(target, in: health)

@@ -101,6 +101,15 @@ struct ConnectionTargetHealth {
         lastCheck = lastCheck.filter { checked.contains($0.key) }
     }
 
+    /// Forgets every target but `kept` (a reload took the others out of the rules): they are no
+    /// longer listed, and one that comes back starts afresh.
+    mutating func forget(except kept: Set<ConnectionTarget>) {
+        known = known.intersection(kept)
+        pausedUntil = pausedUntil.filter { kept.contains($0.key) }
+        downByCheck = downByCheck.filter { kept.contains($0.key) }
+        lastCheck = lastCheck.filter { kept.contains($0.key) }
+    }
+
     /// Whether `target` is going last now: a connection to it failed within ``failurePause``, or
     /// its last health check failed.
     func isPaused(_ target: ConnectionTarget, now: NIODeadline) -> Bool {

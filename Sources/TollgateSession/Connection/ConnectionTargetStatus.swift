@@ -33,6 +33,17 @@ public struct ConnectionTargetStatus: Hashable, Sendable {
 }
 
 extension Session {
+    /// Forgets the `connect-to` targets that are not in `targets` (the rules' targets after a
+    /// reload): `/metrics` and `/upstreams` no longer list them. The session's upstream proxies
+    /// are kept.
+    public func keepConnectionTargets(_ targets: Set<ConnectionTarget>) {
+        var kept = targets
+        for proxy in [configuration.upstreamProxy].compactMap({ $0 }) + configuration.upstreamProxyFallbacks {
+            kept.insert(ConnectionTarget(host: proxy.host, port: proxy.port))
+        }
+        pool.targetHealth.withLockedValue { $0.forget(except: kept) }
+    }
+
     /// The `connect-to` targets this session's connections were asked of, and their state.
     public var connectionTargetStatuses: [ConnectionTargetStatus] {
         let now = NIODeadline.now()
