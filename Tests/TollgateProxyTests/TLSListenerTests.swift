@@ -323,6 +323,44 @@ struct TLSListenerTests {
         #expect(try await servedSerial(port: port, serverName: nil) == defaultSerial)
     }
 
+    @Test("A client that connects again resumes its session by ticket and is served over it; with session-tickets: false each connection is a full handshake")
+    func sessionResumption() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "over a resumed session\n") }
+        defer { origin.stop() }
+        for tickets in [true, false] {
+            let configuration = try setup.write("""
+                mode: reverse
+                upstream: "http://127.0.0.1:\(origin.port)"
+                tls: { certificate: srv.pem, key: srv.key\(tickets ? "" : ", session-tickets: false") }
+                """)
+            let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+            defer { served.child.kill() }
+            let session = setup.path("session-\(tickets).pem")
+            var lines: [String] = []
+            for (index, store) in ["-sess_out", "-sess_in"].enumerated() {
+                let client = try await ChildProcess.run(
+                    "/bin/sh",
+                    [
+                        "-c",
+                        "printf 'GET /r\(index) HTTP/1.1\\r\\nHost: gw\\r\\nConnection: close\\r\\n\\r\\n' | openssl s_client -connect 127.0.0.1:\(try served.port("reverse")) "
+                            + "-CAfile \(setup.pki.caFile) -verify_return_error -tls1_3 \(store) \(session) -ign_eof 2>/dev/null",
+                    ]
+                )
+                lines.append(client.stdout.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? "")
+                if tickets { #expect(client.stdout.contains("over a resumed session"), "\(client.stdout)") }
+            }
+            #expect(lines[0].hasPrefix("New, TLSv1.3"), "\(lines)")
+            if tickets {
+                #expect(lines[1].hasPrefix("Reused, TLSv1.3"), "\(lines)")
+            } else {
+                #expect(!lines[1].hasPrefix("Reused"), "\(lines)")
+            }
+            served.child.kill()
+        }
+    }
+
     @Test("With min-version 1.3 a TLS 1.2 client is refused and a TLS 1.3 one served")
     func minimumVersion() async throws {
         let setup = try TLSListenerSetup()

@@ -13,8 +13,10 @@ extension PolicyConfiguration.Listener.TLS {
     /// | `certificates` | list of `{ certificate, key }`, chosen by SNI; the first is the default | |
     /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
     /// | `client-auth` | mapping (``ClientAuth``) | none: no client certificates asked for |
+    /// | `session-tickets` | boolean | `true`; `false` with `client-auth` (`true` with it is refused) |
     init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
-        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version", "client-auth"]) else { return nil }
+        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version", "client-auth", "session-tickets"])
+        else { return nil }
         let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
         var clientAuth: ClientAuth?
         if let clientAuthNode = entry["client-auth"] {
@@ -36,8 +38,18 @@ extension PolicyConfiguration.Listener.TLS {
         case (nil, nil):
             node.report("missing key \"certificate\" (with \"key\") or \"certificates\"")
         }
+        var sessionTickets = clientAuth == nil
+        if let ticketsNode = entry["session-tickets"], let value = ticketsNode.bool() {
+            if value, clientAuth != nil {
+                ticketsNode.report(
+                    "session tickets are off with client-auth: a resumed session would skip the client certificate's check (revocation lists, pins)"
+                )
+            }
+            sessionTickets = value && clientAuth == nil
+        }
         guard let certificates, let minimumVersion else { return nil }
         self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
+        self.sessionTickets = sessionTickets
     }
 }
 

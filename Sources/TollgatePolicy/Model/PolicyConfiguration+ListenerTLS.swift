@@ -75,6 +75,11 @@ extension PolicyConfiguration.Listener {
         public var minimumVersion: MinimumVersion
         /// Client certificates asked for and checked (`client-auth`). Default: nil, none asked for.
         public var clientAuth: ClientAuth?
+        /// Whether clients get session tickets to resume with, skipping a full handshake when
+        /// they connect again (`session-tickets`, nginx's `ssl_session_tickets`). Default: true
+        /// without `client-auth`; always false with it (a resumed session skips the certificate's
+        /// check).
+        public var sessionTickets: Bool = true
 
         /// Creates TLS settings.
         public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2, clientAuth: ClientAuth? = nil) {

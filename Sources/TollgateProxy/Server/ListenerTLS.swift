@@ -116,6 +116,7 @@ final class ListenerTLS: Sendable {
         var configuration = TLSConfiguration.makeServerConfiguration(identity: certificates.defaultIdentity)
         configuration.minimumVersion = settings.minimumVersion.tlsVersion
         configuration.applicationProtocols = protocols
+        configuration.issuesSessionTickets = settings.sessionTickets && settings.clientAuth == nil
         if identities.count > 1 {
             configuration.serverNameHandler = { name in certificates.identity(forServerName: name) }
         }

@@ -19,6 +19,7 @@ extension TLSConfiguration {
         var handshakeTimeout: TimeAmount
         var closeTimeout: TimeAmount
         var reportsUncleanShutdown: Bool
+        var issuesSessionTickets: Bool
     }
 
     /// The key, or nil when the configuration has a closure and cannot be compared.
@@ -36,7 +37,8 @@ extension TLSConfiguration {
             clientCertificatePins: self.clientCertificatePins,
             handshakeTimeout: self.handshakeTimeout,
             closeTimeout: self.closeTimeout,
-            reportsUncleanShutdown: self.reportsUncleanShutdown
+            reportsUncleanShutdown: self.reportsUncleanShutdown,
+            issuesSessionTickets: self.issuesSessionTickets
         )
     }
 }

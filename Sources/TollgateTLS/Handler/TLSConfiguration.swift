@@ -55,6 +55,14 @@ public struct TLSConfiguration: Sendable {
     /// (the default): no pins.
     public var clientCertificatePins: [SPKIPin] = []
 
+    /// Servers only: whether clients are given session tickets, with which a client that connects
+    /// again resumes its session without a full handshake (TLS 1.3 PSK with a fresh key exchange,
+    /// TLS 1.2 tickets; stateless: the ticket keys are the context's, made with it). Ignored when
+    /// clients are asked for a certificate: a resumed session skips the certificate's check
+    /// (revocation lists, pins). A client never resumes, whatever this says (pins are checked on
+    /// the verified chain of every connection). False unless set.
+    public var issuesSessionTickets: Bool = false
+
     /// Servers only: picks the identity for the host name a client sent in SNI (nil when it sent none), so
     /// interception can mint a leaf per host. Returning nil keeps ``identity``; if that is nil too, the
     /// handshake fails with an `unrecognized_name` alert. Nil (always ``identity``) unless set.

@@ -7,9 +7,11 @@ import NIOCore
 /// so build it once per configuration, or get it from a ``TLSContextCache``, and hand it to every
 /// ``TLSHandler`` that should behave alike. A context serves clients and servers; the handler picks the role.
 ///
-/// Every context turns session resumption off in both roles (no client session cache, no tickets, no
-/// server session cache): a resumed session has no verified chain, and pins are checked on that chain
-/// (DESIGN.md, "Pinning with OpenSSL").
+/// Every context turns session resumption off in the client role (no client session cache, no tickets):
+/// a resumed session has no verified chain, and pins are checked on that chain (DESIGN.md, "Pinning with
+/// OpenSSL"). A server resumes only from the stateless tickets it issues when
+/// ``TLSConfiguration/issuesSessionTickets`` says so and it asks for no client certificate; it keeps no
+/// session cache.
 ///
 /// `@unchecked Sendable`: the `SSL_CTX` is fully configured in `init` and never changed afterwards, and
 /// OpenSSL allows `SSL_new` and handshakes on many threads at once against one such context (it locks
@@ -93,9 +95,12 @@ public final class TLSContext: @unchecked Sendable {
         clientCAs: [Certificate],
         alpn: [UInt8]
     ) throws {
+        // Tickets only where a server issues them (never with client certificates: see
+        // `issuesSessionTickets`); a client never offers a session, ticket or not.
+        let tickets = configuration.issuesSessionTickets && configuration.clientCertificateRequirement == .notRequested
         _ = tg_SSL_CTX_set_options(
             ctx,
-            tg_SSL_OP_NO_COMPRESSION() | tg_SSL_OP_NO_RENEGOTIATION() | tg_SSL_OP_NO_TICKET()
+            tg_SSL_OP_NO_COMPRESSION() | tg_SSL_OP_NO_RENEGOTIATION() | (tickets ? 0 : tg_SSL_OP_NO_TICKET())
         )
         guard tg_SSL_CTX_set_min_proto_version(ctx, configuration.minimumVersion.rawValue) == 1,
             tg_SSL_CTX_set_max_proto_version(ctx, configuration.maximumVersion?.rawValue ?? 0) == 1
@@ -111,9 +116,10 @@ public final class TLSContext: @unchecked Sendable {
             tg_SSL_MODE_ENABLE_PARTIAL_WRITE() | tg_SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER()
                 | tg_SSL_MODE_RELEASE_BUFFERS() | tg_SSL_MODE_NO_AUTO_CHAIN()
         )
-        // No resumption in either role: see the type's documentation.
+        // No resumption in either role but from a server's stateless tickets: see the type's
+        // documentation. (No session cache: a ticket holds the session itself.)
         _ = tg_SSL_CTX_set_session_cache_mode(ctx, tg_SSL_SESS_CACHE_OFF())
-        _ = SSL_CTX_set_num_tickets(ctx, 0)
+        _ = SSL_CTX_set_num_tickets(ctx, tickets ? 2 : 0)
 
         // The context takes its own reference to the verifier's store.
         guard X509_STORE_up_ref(verifier.store) == 1 else {

@@ -62,6 +62,32 @@ struct ListenerTLSLoadingTests {
         #expect(configuration.listeners[0].tls != nil && configuration.listeners[1].mode == .reverse)
     }
 
+    @Test("session-tickets: on by default, off when asked; off with client-auth, where turning it on is a problem")
+    func sessionTickets() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        try files.pki.authority.certificate.pemString.write(toFile: files.directory + "/ca.pem", atomically: true, encoding: .utf8)
+        let configuration = try PolicyLoader(checkFiles: true).load(
+            yaml: """
+                listen:
+                  - address: "127.0.0.1:0"
+                    tls: { certificate: srv.pem, key: srv.key }
+                  - address: "127.0.0.1:1"
+                    tls: { certificate: srv.pem, key: srv.key, session-tickets: false }
+                  - address: "127.0.0.1:2"
+                    tls: { certificate: srv.pem, key: srv.key, client-auth: { roots: ca.pem } }
+                """,
+            file: "t.yaml",
+            baseDirectory: files.directory
+        )
+        #expect(configuration.listeners.map { $0.tls?.sessionTickets } == [true, false, false])
+        let problems = files.problems("certificate: srv.pem\nkey: srv.key\nclient-auth: { roots: ca.pem }\nsession-tickets: true")
+        #expect(
+            problems.contains { $0.hasPrefix("t.yaml:7: listen[0].tls.session-tickets:") && $0.contains("a resumed session would skip") },
+            "\(problems)"
+        )
+    }
+
     @Test("A missing key file is FILE:LINE: KEY: cannot read")
     func missingKey() throws {
         let files = try TLSFiles()

@@ -73,6 +73,59 @@ struct TLSOpenSSLPeerTests {
         await server.stop()
     }
 
+    /// How `openssl s_client` (TLS `version`) connects to our server twice, the second time with the
+    /// session the first saved: `New, …` or `Reused, …` each.
+    private func resumption(port: Int, pki: TestPKI, version: String) async throws -> [String] {
+        let session = pki.directory.appendingPathComponent("session-\(UUID().uuidString).pem").path
+        var results: [String] = []
+        for store in ["-sess_out", "-sess_in"] {
+            let client = try OpenSSLProcess(
+                [
+                    "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
+                    "-verify_return_error", "-\(version)", store, session, "-ign_eof",
+                ],
+                in: pki.directory
+            )
+            defer { client.stop() }
+            client.send("ping\n")
+            try await client.waitForExit()
+            results.append(client.output.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? "")
+        }
+        return results
+    }
+
+    @Test("a server that issues session tickets lets s_client resume (TLS 1.3 and 1.2); by default, and when it asks for client certificates, every connection is a full handshake")
+    func sessionTickets() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let issuing = try await LoopbackTLSServer.start(
+            context: try pki.serverContext { $0.issuesSessionTickets = true },
+            behaviour: .init(closeAfterFirstReply: true)
+        )
+        for version in ["tls1_3", "tls1_2"] {
+            let outcome = try await resumption(port: issuing.port, pki: pki, version: version)
+            #expect(outcome[0].hasPrefix("New,") && outcome[1].hasPrefix("Reused,"), "\(version): \(outcome)")
+        }
+        await issuing.stop()
+        let plain = try await LoopbackTLSServer.start(context: try pki.serverContext(), behaviour: .init(closeAfterFirstReply: true))
+        let fullEachTime = try await resumption(port: plain.port, pki: pki, version: "tls1_3")
+        // No ticket to save: the second s_client has no session to offer, or one the server declines.
+        #expect(fullEachTime[0].hasPrefix("New,") && !fullEachTime[1].hasPrefix("Reused,"), "\(fullEachTime)")
+        await plain.stop()
+        let askingForCertificates = try await LoopbackTLSServer.start(
+            context: try pki.serverContext {
+                $0.issuesSessionTickets = true
+                $0.clientCertificateRequirement = .requested
+                $0.trustRoots = .certificates([pki.ca.certificate])
+            },
+            behaviour: .init(closeAfterFirstReply: true)
+        )
+        let checkedEachTime = try await resumption(port: askingForCertificates.port, pki: pki, version: "tls1_3")
+        // No ticket to save: the second s_client has no session to offer, or one the server declines.
+        #expect(checkedEachTime[0].hasPrefix("New,") && !checkedEachTime[1].hasPrefix("Reused,"), "\(checkedEachTime)")
+        await askingForCertificates.stop()
+    }
+
     @Test("a peer that vanishes without close_notify is reported as an unclean shutdown")
     func uncleanShutdown() async throws {
         let pki = try TestPKI()
