@@ -129,6 +129,9 @@ public final class Interceptor: Sendable {
         let identity = try authority.issueLeaf(for: host, key: leafKey, validity: lifetime, now: now)
         var configuration = TLSConfiguration.makeServerConfiguration(identity: identity)
         configuration.applicationProtocols = ClientProtocolSelection.offeredProtocols
+        // A client that tunnels to the host again resumes (each host's context has its own ticket
+        // keys, so a ticket is good for its host alone).
+        configuration.issuesSessionTickets = true
         let context = try TLSContext(configuration: configuration)
         state.withLockedValue { state in
             state.leavesMinted += 1
