@@ -29,7 +29,7 @@ endif
 DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics;
 # uv and poetry install offline from a cache warmed by their lockfiles (PythonLockfileWarmTests).
-PYTHON_MODULES := prometheus_client websockets h2 uv poetry
+PYTHON_MODULES := prometheus_client websockets h2 uv poetry pipenv
 # The debug suite must finish within TEST_TIMEOUT seconds, and the release build with its suite
 # (`make test-release`) within TEST_RELEASE_TIMEOUT: together at most 23 minutes. Measured in
 # session 17 (2 cores, a fuzz build beside it part of the time): the debug suite ~60 s, the

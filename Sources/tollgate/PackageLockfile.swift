@@ -14,7 +14,7 @@ import TollgateHTTP
 ///   `https://static.crates.io/crates/NAME/VERSION/download`, with its `checksum` (SHA-256).
 ///
 /// pnpm's is read in `PackageLockfile+PNPM`, Python's (uv, pip's requirements with hashes,
-/// poetry) in `PackageLockfile+Python`,
+/// poetry) in `PackageLockfile+Python` and pipenv's `Pipfile.lock` in `PackageLockfile+Pipenv`,
 /// Go's `go.sum` in `PackageLockfile+Go`, Bundler's `Gemfile.lock` in `PackageLockfile+Bundler`.
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
@@ -32,7 +32,7 @@ struct PackageLockfile {
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, pnpm, cargo, uv, pip, poetry, go, bundler
+        case npm, yarn, pnpm, cargo, uv, pip, poetry, pipenv, go, bundler
     }
 
     let format: Format
@@ -44,6 +44,7 @@ struct PackageLockfile {
     /// The format of `text`, or nil when it is none of them (a list of URLs).
     static func format(of text: String) -> Format? {
         let start = text.drop(while: \.isWhitespace)
+        if start.first == "{", isPipfileLock(text) { return .pipenv }
         if start.first == "{", text.contains("\"lockfileVersion\""),
             (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["lockfileVersion"] != nil
         {
@@ -98,6 +99,10 @@ struct PackageLockfile {
             problems += found
         case .poetry:
             lookups = Self.readPoetry(text, source: source, problems: &problems)
+        case .pipenv:
+            var found: [String] = []
+            lookups = try Self.readPipfileLock(text, source: source, problems: &found, add)
+            problems += found
         case .bundler:
             Self.readGemfileLock(text, add)
         case .go:
@@ -114,7 +119,7 @@ struct PackageLockfile {
     }
 
     /// Whether the format pins Python files, which a ``PythonTarget`` chooses among.
-    var isPython: Bool { [.uv, .pip, .poetry].contains(format) }
+    var isPython: Bool { [.uv, .pip, .poetry, .pipenv].contains(format) }
 
     /// `artifacts` with each release's files narrowed to those `target` takes
     /// (``PythonTarget/select(_:filename:)``), in their order.

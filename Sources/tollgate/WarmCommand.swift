@@ -17,7 +17,7 @@ struct WarmCommand: AsyncParsableCommand {
             Reads absolute http(s) URLs, one a line, from FILE (- for standard input); blank lines and \
             lines starting with # are skipped. FILE may be a lockfile instead — npm's package-lock.json or \
             npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, pnpm-lock.yaml, Cargo.lock (with the crates.io index \
-            files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock (with the index pages \
+            files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock, pipenv's Pipfile.lock (with the index pages \
             pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy), Gemfile.lock (with \
             the compact index bundler reads): the artifacts it pins are \
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \

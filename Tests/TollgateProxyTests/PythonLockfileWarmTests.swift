@@ -7,6 +7,7 @@ import TollgateTesting
 /// python3 with uv and poetry importable (`make test` installs both with pip).
 private let pythonWithUV: String? = python3(importing: "uv")
 private let pythonWithPoetry: String? = python3(importing: "poetry")
+private let pythonWithPipenv: String? = python3(importing: "pipenv")
 
 /// `tollgate warm` of Python's lockfiles: uv.lock's URLs; pip's requirements and poetry.lock,
 /// whose files are found on the index pages the warm fetches (and stores) first; each file
@@ -145,6 +146,58 @@ struct PythonLockfileWarmTests {
             missing.stderr.contains("onlyextra==2.0: \(mainBase)/simple/onlyextra/ or \(extraBase)/simple/onlyextra/ lists no file with sha256:"),
             "\(missing.stderr)"
         )
+    }
+
+    @Test("Pipfile.lock: each package's simple page on the source its entry names (the others too, as pip is given them), then the files its hashes pin; a file entry as it is; git left out")
+    func pipfileLock() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let sdist = file("tgdemo", "1.0", "tgdemo-1.0.tar.gz")
+        let wheel = file("tgdemo", "1.0", Self.wheelName)
+        let onlyExtra = file("onlyextra", "2.0", "onlyextra-2.0.tar.gz")
+        let linked = file("linked", "3.0", "linked-3.0.tar.gz")
+        let main = try await PythonIndexOrigin.start(files: [sdist])
+        defer { main.origin.stop() }
+        let extra = try await PythonIndexOrigin.start(files: [wheel, onlyExtra])
+        defer { extra.origin.stop() }
+        let links = try await PythonIndexOrigin.start(files: [linked])
+        defer { links.origin.stop() }
+        let (mainBase, extraBase, linksBase) = (
+            "http://127.0.0.1:\(main.origin.port)", "http://127.0.0.1:\(extra.origin.port)", "http://127.0.0.1:\(links.origin.port)"
+        )
+        let lockfile = directory.appendingPathComponent("Pipfile.lock")
+        try """
+            {
+                "_meta": {
+                    "hash": {"sha256": "\(String(repeating: "a", count: 64))"},
+                    "pipfile-spec": 6,
+                    "requires": {"python_version": "3.11"},
+                    "sources": [
+                        {"name": "pypi", "url": "\(mainBase)/simple", "verify_ssl": false},
+                        {"name": "private", "url": "\(extraBase)/simple", "verify_ssl": false}
+                    ]
+                },
+                "default": {
+                    "tgdemo": {"hashes": ["sha256:\(sha256(wheel))", "sha256:\(sha256(sdist))"], "markers": "python_version >= '3.8'", "version": "==1.0"},
+                    "onlyextra": {"hashes": ["sha256:\(sha256(onlyExtra))"], "index": "private", "version": "==2.0"},
+                    "fromgit": {"git": "https://example.invalid/fromgit.git", "ref": "0123456789abcdef"}
+                },
+                "develop": {
+                    "linked": {"file": "\(linksBase)/files/linked-3.0.tar.gz", "hashes": ["sha256:\(sha256(linked))"]}
+                }
+            }
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let warm = try await runWarm(lockfile, config: try configuration(directory), in: directory)
+        #expect(warm.status == 0, "\(warm.stdout) \(warm.stderr)")
+        #expect(warm.stdout.split(separator: "\n").last == "warmed 7 of 7 URLs: 7 stored, 0 already fresh, 0 not stored, 0 failed, 0 resumed", "\(warm.stdout)")
+        #expect(main.origin.requests.map(\.path).sorted() == ["/files/tgdemo-1.0.tar.gz", "/simple/onlyextra/", "/simple/tgdemo/"])
+        #expect(
+            extra.origin.requests.map(\.path).sorted()
+                == ["/files/onlyextra-2.0.tar.gz", "/files/\(Self.wheelName)", "/simple/onlyextra/", "/simple/tgdemo/"]
+        )
+        #expect(links.origin.requests.map(\.path) == ["/files/linked-3.0.tar.gz"])
+        #expect(warm.stderr.contains("\(mainBase)/simple/onlyextra/ was not stored ("), "\(warm.stderr)")
+        #expect(!warm.stderr.contains("fromgit"), "\(warm.stderr)")
     }
 
     @Test("uv.lock: each registry package's sdist and wheels by their URLs (several tables on a line too), checked by their hashes; a virtual or path package has none")
@@ -598,5 +651,73 @@ struct PythonLockfileWarmTests {
         // poetry took the file's URL from PyPI's release JSON, as the warm did.
         #expect(gets.contains { $0.contains("https://pypi.org/pypi/tgdemo/1.0/json") }, "\(gets)")
         #expect(gets.contains { $0.contains("https://pypi.org/files/\(Self.wheelName)") }, "\(gets)")
+    }
+
+    @Test(
+        "pipenv sync offline from a cache warmed by the Pipfile.lock pipenv wrote online (PyPI intercepted, here a local origin)",
+        .enabled(if: pythonWithPipenv != nil, "needs python3 with pipenv")
+    )
+    func pipenvInstallsOffline() async throws {
+        let python = try #require(pythonWithPipenv)
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
+        let pki = try TestPKI(commonName: "PyPI CA", host: "pypi.org")
+        let pypi = try await PythonIndexOrigin.start(
+            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: Self.wheelName, bytes: wheel)],
+            tls: pki, fileBase: "https://pypi.org"
+        )
+        defer { pypi.origin.stop() }
+        let registries: [InterceptedRegistry] = [("pypi.org", pki, pypi.origin.port)]
+        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
+        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try """
+            [[source]]
+            url = "https://pypi.org/simple"
+            verify_ssl = true
+            name = "pypi"
+
+            [packages]
+            tgdemo = "==1.0"
+            """.write(to: project.appendingPathComponent("Pipfile"), atomically: true, encoding: .utf8)
+        /// `python -m pipenv ARGUMENTS` in the project through the proxy on `port`.
+        func pipenv(_ arguments: String, port: Int, cache: String) async throws -> (status: Int32, stdout: String, stderr: String) {
+            let proxy = "http://127.0.0.1:\(port)"
+            return try await ChildProcess.run(
+                "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(python)' -m pipenv \(arguments)"],
+                environment: [
+                    "PIPENV_VENV_IN_PROJECT": "1", "PIPENV_IGNORE_VIRTUALENVS": "1", "PIPENV_PYTHON": python, "PIPENV_YES": "1",
+                    "PIPENV_NOSPIN": "1", "PIPENV_CACHE_DIR": directory.appendingPathComponent(cache).path,
+                    "PIP_CONFIG_FILE": "/dev/null", "PIP_CERT": caFile, "PIP_NO_CACHE_DIR": "1", "REQUESTS_CA_BUNDLE": caFile,
+                    "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "", "HOME": directory.path,
+                ]
+            )
+        }
+
+        // The developer's side: pipenv writes the lock, online, through a proxy with a cache of its own.
+        do {
+            let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
+            defer { online.child.kill() }
+            let locked = try await pipenv("lock", port: try online.port("forward"), cache: "pipenv-lock-cache")
+            #expect(locked.status == 0, "pipenv lock: \(locked.stdout) \(locked.stderr)")
+            online.child.send(SIGTERM)
+            _ = try await online.child.waitForExit()
+        }
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent("access.log"))
+        let lockfile = project.appendingPathComponent("Pipfile.lock")
+        #expect(try String(contentsOf: lockfile, encoding: .utf8).contains(SHA256.hex(SHA256.hash(wheel))))
+
+        // CI: the warm from the lock alone, then pipenv sync with PyPI gone.
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [pypi.origin])
+        defer { served.child.kill() }
+        let installed = try await pipenv("sync", port: try served.port("forward"), cache: "pipenv-sync-cache")
+        let (misses, gets) = try await stopOffline(served, directory: directory)
+        #expect(installed.status == 0, "pipenv sync: \(installed.stdout) \(installed.stderr)")
+        #expect(misses == "[]", "\(misses)")
+        let venv = try FileManager.default.subpathsOfDirectory(atPath: project.appendingPathComponent(".venv").path)
+        #expect(venv.contains { $0.hasSuffix("site-packages/tgdemo/__init__.py") }, "\(venv.filter { $0.contains("tgdemo") })")
+        #expect(!gets.isEmpty && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
     }
 }
