@@ -51,27 +51,11 @@ extension PackageLockfile {
                 }
                 // Its index first, then the other sources pip is also given.
                 let named = (entry["index"] as? String).flatMap { index in sources.first { $0.name == index } } ?? sources[0]
-                let ordered = [named] + sources.filter { $0.name != named.name }
-                var pages: [HTTPURL] = []
-                for index in ordered {
-                    guard let page = PythonPackageIndex.simplePage(index: index.url, name: name) else {
-                        problems.append("\(source): the source '\(index.name)' has no URL: '\(index.url)'")
-                        continue
-                    }
-                    pages.append(page)
-                }
-                guard let page = pages.first else { continue }
-                var pins: [PythonPackageIndex.Pin] = []
-                for hash in hashes {
-                    guard let integrity = hexDigest(hash) else {
-                        problems.append("\(source): \(requirement): '\(hash)' is not a sha256, sha384 or sha512 digest")
-                        continue
-                    }
-                    pins.append(PythonPackageIndex.Pin(filename: nil, integrity: integrity, text: hash))
-                }
-                lookups.append(
-                    PythonPackageIndex.Lookup(page: page, kind: .simple, requirement: requirement, pins: pins, morePages: Array(pages.dropFirst()))
+                let lookup = hashedLookup(
+                    requirement: requirement, name: name, indexes: [named] + sources.filter { $0.name != named.name }, hashes: hashes,
+                    source: source, problems: &problems
                 )
+                if let lookup { lookups.append(lookup) }
             }
         }
         return lookups

@@ -164,29 +164,43 @@ extension PackageLockfile {
             }
             // The pages pip reads for the project, in its order: the index, the extra indexes,
             // the pages of links (`--no-index` leaves the links alone).
-            var pages: [HTTPURL] = []
-            for base in (index.isEmpty ? [] : [index]) + extraIndexes {
-                guard let page = PythonPackageIndex.simplePage(index: base, name: name) else {
-                    problems.append("\(source): the index '\(base)' is not a URL")
-                    continue
-                }
-                pages.append(page)
-            }
-            pages += linkPages
-            guard let page = pages.first else { continue }
-            var pins: [PythonPackageIndex.Pin] = []
-            for hash in hashes {
-                guard let integrity = hexDigest(hash) else {
-                    problems.append("\(source): \(requirement): '\(hash)' is not a sha256, sha384 or sha512 digest")
-                    continue
-                }
-                pins.append(PythonPackageIndex.Pin(filename: nil, integrity: integrity, text: hash))
-            }
-            lookups.append(
-                PythonPackageIndex.Lookup(page: page, kind: .simple, requirement: requirement, pins: pins, morePages: Array(pages.dropFirst()))
+            let indexes = (index.isEmpty ? [] : [index]) + extraIndexes
+            let lookup = hashedLookup(
+                requirement: requirement, name: name, indexes: indexes.map { ($0, $0) }, linkPages: linkPages, hashes: hashes,
+                source: source, problems: &problems
             )
+            if let lookup { lookups.append(lookup) }
         }
         return lookups
+    }
+
+    /// The lookup of a release whose files are pinned by digest alone (pip's `--hash`, pipenv's
+    /// `hashes`): the project's simple page on each of `indexes` (a name for problem lines, and
+    /// the index's URL), then `linkPages`, the first the main one; nil when there is no page.
+    static func hashedLookup(
+        requirement: String, name: String, indexes: [(name: String, url: String)], linkPages: [HTTPURL] = [], hashes: [String],
+        source: String, problems: inout [String]
+    ) -> PythonPackageIndex.Lookup? {
+        var pages: [HTTPURL] = []
+        for index in indexes {
+            guard let page = PythonPackageIndex.simplePage(index: index.url, name: name) else {
+                let named = index.name == index.url ? "" : " (\(index.name))"
+                problems.append("\(source): the index '\(index.url)'\(named) is not a URL")
+                continue
+            }
+            pages.append(page)
+        }
+        pages += linkPages
+        guard let page = pages.first else { return nil }
+        var pins: [PythonPackageIndex.Pin] = []
+        for hash in hashes {
+            guard let integrity = hexDigest(hash) else {
+                problems.append("\(source): \(requirement): '\(hash)' is not a sha256, sha384 or sha512 digest")
+                continue
+            }
+            pins.append(PythonPackageIndex.Pin(filename: nil, integrity: integrity, text: hash))
+        }
+        return PythonPackageIndex.Lookup(page: page, kind: .simple, requirement: requirement, pins: pins, morePages: Array(pages.dropFirst()))
     }
 
     /// poetry: `[[package]]` tables with `files = [{file = …, hash = …}, …]` (lock versions 2)

@@ -117,6 +117,24 @@ struct ConnectToHTTP2BackendsTests {
         origin.process.standardOutput.split(separator: "\n").filter { $0.contains(":path: \(prefix)") }.count
     }
 
+    /// `DIRECTORY/tollgate.yaml`: a reverse gateway for `https://api.test` over the nghttpd
+    /// `targets` (h2, trusted by `roots`, nothing stored).
+    private func writeGateway(_ config: URL, in directory: URL, targets: [Int], roots: String) throws {
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            hosts:
+              - match: api.test
+                connect-to: [\(targets.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", "))]
+                cache: { store: deny }
+                trust: { roots: "\(roots)" }
+            """.write(to: config, atomically: true, encoding: .utf8)
+    }
+
     @Test("Requests one at a time and twenty at once both reach each backend, over one h2 connection to each")
     func streamsSpreadOverBackends() async throws {
         let pki = try TestPKI(host: "api.test")
@@ -128,19 +146,7 @@ struct ConnectToHTTP2BackendsTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-            listen:
-              - address: "127.0.0.1:0"
-                mode: reverse
-                upstream: "https://api.test"
-            cache:
-              path: "\(directory.appendingPathComponent("cache").path)"
-            hosts:
-              - match: api.test
-                connect-to: ["127.0.0.1:\(first.port)", "127.0.0.1:\(second.port)"]
-                cache: { store: deny }
-                trust: { roots: "\(pki.caFile)" }
-            """.write(to: config, atomically: true, encoding: .utf8)
+        try writeGateway(config, in: directory, targets: [first.port, second.port], roots: pki.caFile)
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let gateway = try served.port("reverse")
@@ -187,21 +193,7 @@ struct ConnectToHTTP2BackendsTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
-        func write(_ targets: [Int]) throws {
-            try """
-                listen:
-                  - address: "127.0.0.1:0"
-                    mode: reverse
-                    upstream: "https://api.test"
-                cache:
-                  path: "\(directory.appendingPathComponent("cache").path)"
-                hosts:
-                  - match: api.test
-                    connect-to: [\(targets.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", "))]
-                    cache: { store: deny }
-                    trust: { roots: "\(pki.caFile)" }
-                """.write(to: config, atomically: true, encoding: .utf8)
-        }
+        func write(_ targets: [Int]) throws { try writeGateway(config, in: directory, targets: targets, roots: pki.caFile) }
         try write([first.port])
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
@@ -262,14 +254,10 @@ struct ConnectToCheckTests {
         return listing
     }
 
-    @Test("A target nobody listens on is down before any request; once something accepts there it is up again; requests go to the one that answers")
-    func checksMarkTargets() async throws {
-        let pki = try TestPKI(host: "api.test")
-        let backend = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
-        defer { backend.stop() }
-        let off = ClosedPort().port
-        let directory = try temporaryDirectory()
-        defer { try? FileManager.default.removeItem(at: directory) }
+    /// `DIRECTORY/tollgate.yaml`: a reverse listener for `https://api.test` over `targets` (ports
+    /// on 127.0.0.1, HTTP/1.1, trusted by `roots`) checked as `check` says, and an admin listener;
+    /// then the built executable serving it.
+    private func startGateway(in directory: URL, targets: [Int], check: String, roots: String) async throws -> (served: Served, config: URL) {
         let config = directory.appendingPathComponent("tollgate.yaml")
         try """
             listen:
@@ -281,11 +269,22 @@ struct ConnectToCheckTests {
             hosts:
               - match: api.test
                 http2: off
-                connect-to: ["127.0.0.1:\(off)", "127.0.0.1:\(backend.port)"]
-                connect-to-check: 200ms
-                trust: { roots: "\(pki.caFile)" }
+                connect-to: [\(targets.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", "))]
+                connect-to-check: \(check)
+                trust: { roots: "\(roots)" }
             """.write(to: config, atomically: true, encoding: .utf8)
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        return (try await Served.start(["--config", config.path], directory: directory, lines: 2), config)
+    }
+
+    @Test("A target nobody listens on is down before any request; once something accepts there it is up again; requests go to the one that answers")
+    func checksMarkTargets() async throws {
+        let pki = try TestPKI(host: "api.test")
+        let backend = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { backend.stop() }
+        let off = ClosedPort().port
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let (served, config) = try await startGateway(in: directory, targets: [off, backend.port], check: "200ms", roots: pki.caFile)
         defer { served.child.kill() }
         let admin = try served.port("admin")
 
@@ -344,22 +343,10 @@ struct ConnectToCheckTests {
         defer { untrusted.stop() }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-            listen:
-              - address: "127.0.0.1:0"
-                mode: reverse
-                upstream: "https://api.test"
-            admin:
-              address: "127.0.0.1:0"
-            hosts:
-              - match: api.test
-                http2: off
-                connect-to: ["127.0.0.1:\(healthy.port)", "127.0.0.1:\(failing.port)", "127.0.0.1:\(untrusted.port)"]
-                connect-to-check: { interval: 200ms, tls: true, request: GET /healthz }
-                trust: { roots: "\(pki.caFile)" }
-            """.write(to: config, atomically: true, encoding: .utf8)
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
+        let (served, _) = try await startGateway(
+            in: directory, targets: [healthy.port, failing.port, untrusted.port],
+            check: "{ interval: 200ms, tls: true, request: GET /healthz }", roots: pki.caFile
+        )
         defer { served.child.kill() }
         let admin = try served.port("admin")
 

@@ -100,19 +100,11 @@ struct PythonLockfileWarmTests {
     func requirementsOnSeveralIndexes() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let sdist = file("tgdemo", "1.0", "tgdemo-1.0.tar.gz")
-        let wheel = file("tgdemo", "1.0", Self.wheelName)
-        let onlyExtra = file("onlyextra", "2.0", "onlyextra-2.0.tar.gz")
-        let linked = file("linked", "3.0", "linked-3.0.tar.gz")
-        let main = try await PythonIndexOrigin.start(files: [sdist])
-        defer { main.origin.stop() }
-        let extra = try await PythonIndexOrigin.start(files: [wheel, onlyExtra])
-        defer { extra.origin.stop() }
-        let links = try await PythonIndexOrigin.start(files: [linked])
-        defer { links.origin.stop() }
-        let (mainBase, extraBase, linksBase) = (
-            "http://127.0.0.1:\(main.origin.port)", "http://127.0.0.1:\(extra.origin.port)", "http://127.0.0.1:\(links.origin.port)"
-        )
+        let indexes = try await ThreeIndexes.start(file: file, wheelName: Self.wheelName)
+        defer { indexes.stop() }
+        let (sdist, wheel, onlyExtra, linked) = (indexes.sdist, indexes.wheel, indexes.onlyExtra, indexes.linked)
+        let (main, extra, links) = (indexes.main, indexes.extra, indexes.links)
+        let (mainBase, extraBase, linksBase) = (indexes.base(main), indexes.base(extra), indexes.base(links))
         let lockfile = directory.appendingPathComponent("requirements.txt")
         try """
             --index-url \(mainBase)/simple/
@@ -152,19 +144,11 @@ struct PythonLockfileWarmTests {
     func pipfileLock() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let sdist = file("tgdemo", "1.0", "tgdemo-1.0.tar.gz")
-        let wheel = file("tgdemo", "1.0", Self.wheelName)
-        let onlyExtra = file("onlyextra", "2.0", "onlyextra-2.0.tar.gz")
-        let linked = file("linked", "3.0", "linked-3.0.tar.gz")
-        let main = try await PythonIndexOrigin.start(files: [sdist])
-        defer { main.origin.stop() }
-        let extra = try await PythonIndexOrigin.start(files: [wheel, onlyExtra])
-        defer { extra.origin.stop() }
-        let links = try await PythonIndexOrigin.start(files: [linked])
-        defer { links.origin.stop() }
-        let (mainBase, extraBase, linksBase) = (
-            "http://127.0.0.1:\(main.origin.port)", "http://127.0.0.1:\(extra.origin.port)", "http://127.0.0.1:\(links.origin.port)"
-        )
+        let indexes = try await ThreeIndexes.start(file: file, wheelName: Self.wheelName)
+        defer { indexes.stop() }
+        let (sdist, wheel, onlyExtra, linked) = (indexes.sdist, indexes.wheel, indexes.onlyExtra, indexes.linked)
+        let (main, extra, links) = (indexes.main, indexes.extra, indexes.links)
+        let (mainBase, extraBase, linksBase) = (indexes.base(main), indexes.base(extra), indexes.base(links))
         let lockfile = directory.appendingPathComponent("Pipfile.lock")
         try """
             {
@@ -417,6 +401,22 @@ struct PythonLockfileWarmTests {
     }
 
     /// The real wheel, served by a plain-HTTP index on loopback.
+    /// `pip download --require-hashes -r LOCKFILE` into `destination` through the proxy on `proxyPort`,
+    /// no retries, no cache, no configuration of the machine's.
+    private func pipDownload(
+        _ python: String, lockfile: URL, into destination: URL, proxyPort: Int
+    ) async throws -> (status: Int32, stdout: String, stderr: String) {
+        try await ChildProcess.run(
+            python,
+            [
+                "-m", "pip", "download", "--no-deps", "--require-hashes", "--no-cache-dir", "--disable-pip-version-check",
+                "--retries", "0", "--timeout", "20", "--dest", destination.path, "-r", lockfile.path,
+                "--proxy", "http://127.0.0.1:\(proxyPort)",
+            ],
+            environment: ["PIP_CONFIG_FILE": "/dev/null", "NO_PROXY": "", "no_proxy": ""]
+        )
+    }
+
     private func wheelIndex(
         _ python: String, in directory: URL, more: [PythonIndexOrigin.File] = []
     ) async throws -> (wheel: [UInt8], index: PythonIndexOrigin) {
@@ -448,15 +448,7 @@ struct PythonLockfileWarmTests {
         let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [index.origin])
         defer { served.child.kill() }
         let destination = directory.appendingPathComponent("downloaded")
-        let pip = try await ChildProcess.run(
-            python,
-            [
-                "-m", "pip", "download", "--no-deps", "--require-hashes", "--no-cache-dir", "--disable-pip-version-check",
-                "--retries", "0", "--timeout", "20", "--dest", destination.path, "-r", lockfile.path,
-                "--proxy", "http://127.0.0.1:\(try served.port("forward"))",
-            ],
-            environment: ["PIP_CONFIG_FILE": "/dev/null", "NO_PROXY": "", "no_proxy": ""]
-        )
+        let pip = try await pipDownload(python, lockfile: lockfile, into: destination, proxyPort: try served.port("forward"))
         let (misses, gets) = try await stopOffline(served, directory: directory)
         #expect(pip.status == 0, "pip: \(pip.stdout) \(pip.stderr)")
         #expect(misses == "[]", "\(misses)")
@@ -487,15 +479,7 @@ struct PythonLockfileWarmTests {
         let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [main.origin, extra.origin])
         defer { served.child.kill() }
         let destination = directory.appendingPathComponent("downloaded")
-        let pip = try await ChildProcess.run(
-            python,
-            [
-                "-m", "pip", "download", "--no-deps", "--require-hashes", "--no-cache-dir", "--disable-pip-version-check",
-                "--retries", "0", "--timeout", "20", "--dest", destination.path, "-r", lockfile.path,
-                "--proxy", "http://127.0.0.1:\(try served.port("forward"))",
-            ],
-            environment: ["PIP_CONFIG_FILE": "/dev/null", "NO_PROXY": "", "no_proxy": ""]
-        )
+        let pip = try await pipDownload(python, lockfile: lockfile, into: destination, proxyPort: try served.port("forward"))
         let (misses, gets) = try await stopOffline(served, directory: directory)
         #expect(pip.status == 0, "pip: \(pip.stdout) \(pip.stderr)")
         #expect(misses == "[]", "\(misses)")
@@ -586,18 +570,8 @@ struct PythonLockfileWarmTests {
         let python = try #require(pythonWithPoetry)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
-        let pki = try TestPKI(commonName: "PyPI CA", host: "pypi.org")
-        let pypi = try await PythonIndexOrigin.start(
-            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: Self.wheelName, bytes: wheel)],
-            tls: pki, fileBase: "https://pypi.org"
-        )
-        defer { pypi.origin.stop() }
-        let registries: [InterceptedRegistry] = [("pypi.org", pki, pypi.origin.port)]
-        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
-        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
-        let project = directory.appendingPathComponent("app")
-        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        let index = try await InterceptedPyPI.start(python: python, in: directory, wheelName: Self.wheelName)
+        defer { index.pypi.origin.stop() }
         try """
             [tool.poetry]
             name = "app"
@@ -609,45 +583,25 @@ struct PythonLockfileWarmTests {
             [tool.poetry.dependencies]
             python = ">=3.8"
             tgdemo = "1.0"
-            """.write(to: project.appendingPathComponent("pyproject.toml"), atomically: true, encoding: .utf8)
+            """.write(to: index.project.appendingPathComponent("pyproject.toml"), atomically: true, encoding: .utf8)
         /// `python -m poetry ARGUMENTS` in the project through the proxy on `port`.
         func poetry(_ arguments: String, port: Int, cache: String) async throws -> (status: Int32, stdout: String, stderr: String) {
             let proxy = "http://127.0.0.1:\(port)"
             return try await ChildProcess.run(
-                "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(python)' -m poetry --no-interaction \(arguments)"],
+                "/bin/sh", ["-c", "cd '\(index.project.path)' && exec '\(python)' -m poetry --no-interaction \(arguments)"],
                 environment: [
                     "POETRY_CACHE_DIR": directory.appendingPathComponent(cache).path,
                     "POETRY_CONFIG_DIR": directory.appendingPathComponent("poetry-config").path,
                     "POETRY_VIRTUALENVS_IN_PROJECT": "true", "HTTPS_PROXY": proxy, "https_proxy": proxy,
-                    "NO_PROXY": "", "no_proxy": "", "REQUESTS_CA_BUNDLE": caFile,
+                    "NO_PROXY": "", "no_proxy": "", "REQUESTS_CA_BUNDLE": index.caFile,
                     "HOME": directory.path,
                 ]
             )
         }
-
-        // The developer's side: poetry writes the lock, online, through a proxy with a cache of its own.
-        do {
-            let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
-            defer { online.child.kill() }
-            let locked = try await poetry("lock", port: try online.port("forward"), cache: "poetry-lock-cache")
-            #expect(locked.status == 0, "poetry lock: \(locked.stdout) \(locked.stderr)")
-            online.child.send(SIGTERM)
-            _ = try await online.child.waitForExit()
-        }
-        try? FileManager.default.removeItem(at: directory.appendingPathComponent("access.log"))
-        let lockfile = project.appendingPathComponent("poetry.lock")
+        try await index.lockOnline { try await poetry("lock", port: $0, cache: "poetry-lock-cache") }
+        let lockfile = index.project.appendingPathComponent("poetry.lock")
         #expect(try String(contentsOf: lockfile, encoding: .utf8).contains(Self.wheelName))
-
-        // CI: the warm from the lock alone, then poetry install with PyPI gone.
-        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [pypi.origin])
-        defer { served.child.kill() }
-        let installed = try await poetry("install", port: try served.port("forward"), cache: "poetry-install-cache")
-        let (misses, gets) = try await stopOffline(served, directory: directory)
-        #expect(installed.status == 0, "poetry install: \(installed.stdout) \(installed.stderr)")
-        #expect(misses == "[]", "\(misses)")
-        let venv = try FileManager.default.subpathsOfDirectory(atPath: project.appendingPathComponent(".venv").path)
-        #expect(venv.contains { $0.hasSuffix("site-packages/tgdemo/__init__.py") }, "\(venv.filter { $0.contains("tgdemo") })")
-        #expect(!gets.isEmpty && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+        let gets = try await index.installOffline(lockfile: lockfile) { try await poetry("install", port: $0, cache: "poetry-install-cache") }
         // poetry took the file's URL from PyPI's release JSON, as the warm did.
         #expect(gets.contains { $0.contains("https://pypi.org/pypi/tgdemo/1.0/json") }, "\(gets)")
         #expect(gets.contains { $0.contains("https://pypi.org/files/\(Self.wheelName)") }, "\(gets)")
@@ -661,18 +615,8 @@ struct PythonLockfileWarmTests {
         let python = try #require(pythonWithPipenv)
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
-        let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
-        let pki = try TestPKI(commonName: "PyPI CA", host: "pypi.org")
-        let pypi = try await PythonIndexOrigin.start(
-            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: Self.wheelName, bytes: wheel)],
-            tls: pki, fileBase: "https://pypi.org"
-        )
-        defer { pypi.origin.stop() }
-        let registries: [InterceptedRegistry] = [("pypi.org", pki, pypi.origin.port)]
-        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
-        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
-        let project = directory.appendingPathComponent("app")
-        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        let index = try await InterceptedPyPI.start(python: python, in: directory, wheelName: Self.wheelName)
+        defer { index.pypi.origin.stop() }
         try """
             [[source]]
             url = "https://pypi.org/simple"
@@ -681,43 +625,111 @@ struct PythonLockfileWarmTests {
 
             [packages]
             tgdemo = "==1.0"
-            """.write(to: project.appendingPathComponent("Pipfile"), atomically: true, encoding: .utf8)
+            """.write(to: index.project.appendingPathComponent("Pipfile"), atomically: true, encoding: .utf8)
         /// `python -m pipenv ARGUMENTS` in the project through the proxy on `port`.
         func pipenv(_ arguments: String, port: Int, cache: String) async throws -> (status: Int32, stdout: String, stderr: String) {
             let proxy = "http://127.0.0.1:\(port)"
             return try await ChildProcess.run(
-                "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(python)' -m pipenv \(arguments)"],
+                "/bin/sh", ["-c", "cd '\(index.project.path)' && exec '\(python)' -m pipenv \(arguments)"],
                 environment: [
                     "PIPENV_VENV_IN_PROJECT": "1", "PIPENV_IGNORE_VIRTUALENVS": "1", "PIPENV_PYTHON": python, "PIPENV_YES": "1",
                     "PIPENV_NOSPIN": "1", "PIPENV_CACHE_DIR": directory.appendingPathComponent(cache).path,
-                    "PIP_CONFIG_FILE": "/dev/null", "PIP_CERT": caFile, "PIP_NO_CACHE_DIR": "1", "REQUESTS_CA_BUNDLE": caFile,
+                    "PIP_CONFIG_FILE": "/dev/null", "PIP_CERT": index.caFile, "PIP_NO_CACHE_DIR": "1", "REQUESTS_CA_BUNDLE": index.caFile,
                     "HTTPS_PROXY": proxy, "https_proxy": proxy, "NO_PROXY": "", "no_proxy": "", "HOME": directory.path,
                 ]
             )
         }
+        try await index.lockOnline { try await pipenv("lock", port: $0, cache: "pipenv-lock-cache") }
+        let lockfile = index.project.appendingPathComponent("Pipfile.lock")
+        #expect(try String(contentsOf: lockfile, encoding: .utf8).contains(SHA256.hex(SHA256.hash(index.wheel))))
+        let gets = try await index.installOffline(lockfile: lockfile) { try await pipenv("sync", port: $0, cache: "pipenv-sync-cache") }
+        // pip read the simple page pipenv gave it, then took the wheel.
+        #expect(gets.contains { $0.contains("https://pypi.org/simple/tgdemo/") }, "\(gets)")
+    }
+}
 
-        // The developer's side: pipenv writes the lock, online, through a proxy with a cache of its own.
-        do {
-            let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
-            defer { online.child.kill() }
-            let locked = try await pipenv("lock", port: try online.port("forward"), cache: "pipenv-lock-cache")
-            #expect(locked.status == 0, "pipenv lock: \(locked.stdout) \(locked.stderr)")
-            online.child.send(SIGTERM)
-            _ = try await online.child.waitForExit()
-        }
+/// PyPI for a package manager's own lock: `pypi.org` intercepted by a proxy and served by a local
+/// origin with the one wheel `tgdemo` 1.0, an `app` project directory, and the two configurations
+/// the tests use — the developer's (a cache of its own, to lock with online) and CI's.
+private struct InterceptedPyPI {
+    let wheel: [UInt8]
+    let pypi: PythonIndexOrigin
+    let lockConfig: URL
+    let config: URL
+    let caFile: String
+    let project: URL
+    let directory: URL
+
+    static func start(python: String, in directory: URL, wheelName: String) async throws -> InterceptedPyPI {
+        let wheel = try await makeWheel(python: python, at: directory.appendingPathComponent("built.whl").path)
+        let pki = try TestPKI(commonName: "PyPI CA", host: "pypi.org")
+        let pypi = try await PythonIndexOrigin.start(
+            files: [PythonIndexOrigin.File(project: "tgdemo", version: "1.0", filename: wheelName, bytes: wheel)],
+            tls: pki, fileBase: "https://pypi.org"
+        )
+        let registries: [InterceptedRegistry] = [("pypi.org", pki, pypi.origin.port)]
+        let (lockConfig, caFile) = try await interceptingConfiguration(directory: directory, registries: registries, cache: "lock-cache")
+        let (config, _) = try await interceptingConfiguration(directory: directory, registries: registries)
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        return InterceptedPyPI(wheel: wheel, pypi: pypi, lockConfig: lockConfig, config: config, caFile: caFile, project: project, directory: directory)
+    }
+
+    /// The developer's side: `lock` (given the proxy's port) run online through a proxy with a
+    /// cache of its own; its access log is removed after.
+    func lockOnline(_ lock: (Int) async throws -> (status: Int32, stdout: String, stderr: String)) async throws {
+        let online = try await Served.start(["--config", lockConfig.path], directory: directory, lines: 1)
+        defer { online.child.kill() }
+        let locked = try await lock(try online.port("forward"))
+        #expect(locked.status == 0, "lock: \(locked.stdout) \(locked.stderr)")
+        online.child.send(SIGTERM)
+        _ = try await online.child.waitForExit()
         try? FileManager.default.removeItem(at: directory.appendingPathComponent("access.log"))
-        let lockfile = project.appendingPathComponent("Pipfile.lock")
-        #expect(try String(contentsOf: lockfile, encoding: .utf8).contains(SHA256.hex(SHA256.hash(wheel))))
+    }
 
-        // CI: the warm from the lock alone, then pipenv sync with PyPI gone.
+    /// CI's side: the warm from `lockfile` alone, PyPI gone, then `install` (given the offline
+    /// proxy's port), which must succeed with no miss, every GET a hit, and tgdemo installed in
+    /// the project's `.venv`. Returns the offline proxy's GET lines.
+    func installOffline(
+        lockfile: URL, _ install: (Int) async throws -> (status: Int32, stdout: String, stderr: String)
+    ) async throws -> [Substring] {
         let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [pypi.origin])
         defer { served.child.kill() }
-        let installed = try await pipenv("sync", port: try served.port("forward"), cache: "pipenv-sync-cache")
+        let installed = try await install(try served.port("forward"))
         let (misses, gets) = try await stopOffline(served, directory: directory)
-        #expect(installed.status == 0, "pipenv sync: \(installed.stdout) \(installed.stderr)")
+        #expect(installed.status == 0, "install: \(installed.stdout) \(installed.stderr)")
         #expect(misses == "[]", "\(misses)")
         let venv = try FileManager.default.subpathsOfDirectory(atPath: project.appendingPathComponent(".venv").path)
         #expect(venv.contains { $0.hasSuffix("site-packages/tgdemo/__init__.py") }, "\(venv.filter { $0.contains("tgdemo") })")
         #expect(!gets.isEmpty && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+        return gets
+    }
+}
+
+/// Three indexes for a project on several: the main one with `tgdemo`'s sdist, an extra one with
+/// its wheel and a project of its own (`onlyextra`), and one with `linked` (a page of links).
+private struct ThreeIndexes {
+    let sdist, wheel, onlyExtra, linked: PythonIndexOrigin.File
+    let main, extra, links: PythonIndexOrigin
+
+    static func start(
+        file: (String, String, String, String?) -> PythonIndexOrigin.File, wheelName: String
+    ) async throws -> ThreeIndexes {
+        let sdist = file("tgdemo", "1.0", "tgdemo-1.0.tar.gz", nil)
+        let wheel = file("tgdemo", "1.0", wheelName, nil)
+        let onlyExtra = file("onlyextra", "2.0", "onlyextra-2.0.tar.gz", nil)
+        let linked = file("linked", "3.0", "linked-3.0.tar.gz", nil)
+        return ThreeIndexes(
+            sdist: sdist, wheel: wheel, onlyExtra: onlyExtra, linked: linked,
+            main: try await PythonIndexOrigin.start(files: [sdist]),
+            extra: try await PythonIndexOrigin.start(files: [wheel, onlyExtra]),
+            links: try await PythonIndexOrigin.start(files: [linked])
+        )
+    }
+
+    func base(_ index: PythonIndexOrigin) -> String { "http://127.0.0.1:\(index.origin.port)" }
+
+    func stop() {
+        for index in [main, extra, links] { index.origin.stop() }
     }
 }
