@@ -63,6 +63,12 @@ extension PolicySessionDelegate {
         completionHandler(verdict.disposition)
     }
 
+    /// A health check's server trust: the rules' verdict, as the challenge gets it, without its
+    /// log line and count (the check's failure is reported once, when the backend goes down).
+    public func healthCheckTrust(host: String, port: Int, evaluation: TLSPeerEvaluation) -> ChallengeDisposition {
+        serverTrustVerdict(host: host, port: port, evaluation: evaluation).disposition
+    }
+
     /// Notes when the chain a host's connection was just verified with expires (its earliest
     /// `notAfter`), for a host a rule matches: the gateway's partners, not every site a forward
     /// proxy's clients visit.

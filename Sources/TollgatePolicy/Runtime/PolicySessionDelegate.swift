@@ -29,7 +29,7 @@ public import TollgateSession
 /// The rules it decides from are replaced by ``PolicyRuntime/apply(_:)`` while the session is
 /// kept, so a task running across a reload gets the new rules' answers; a session the reload
 /// retires keeps the rules it had.
-public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTaskDelegate, DownloadTaskDelegate {
+public final class PolicySessionDelegate: SessionDelegate, TaskDelegate, DataTaskDelegate, DownloadTaskDelegate, HealthCheckTrustDeciding {
     /// The name of the session it is the delegate of.
     public let sessionName: String
     private let rules: NIOLockedValueBox<PolicyDecisions>
