@@ -46,8 +46,7 @@ struct PythonTarget: Equatable {
         /// this machine's (its architecture and glibc).
         static func parse(_ text: String) -> Platform? {
             if text == "local" { return local() }
-            let legacy = ["manylinux1_": 5, "manylinux2010_": 12, "manylinux2014_": 17]
-            for (prefix, minor) in legacy where text.hasPrefix(prefix) {
+            for (prefix, minor) in legacyManylinux where text.hasPrefix(prefix) {
                 let arch = String(text.dropFirst(prefix.count))
                 return arch.isEmpty ? nil : .manylinux(glibcMinor: minor, arch: arch)
             }
@@ -86,7 +85,7 @@ struct PythonTarget: Equatable {
             switch self {
             case .manylinux(let minor, let arch):
                 if tag == "linux_\(arch)" { return true }
-                if let legacy = ["manylinux1_": 5, "manylinux2010_": 12, "manylinux2014_": 17].first(where: { tag.hasPrefix($0.key) }) {
+                if let legacy = Self.legacyManylinux.first(where: { tag.hasPrefix($0.key) }) {
                     return tag == legacy.key + arch && legacy.value <= minor
                 }
                 guard let (major, wheelMinor, wheelArch) = Self.versioned(tag, prefix: "manylinux_") else { return false }
@@ -106,6 +105,9 @@ struct PythonTarget: Equatable {
                 return tag == windowsTag
             }
         }
+
+        /// The manylinux tags before PEP 600, with the glibc 2 minor each stands for.
+        static let legacyManylinux = ["manylinux1_": 5, "manylinux2010_": 12, "manylinux2014_": 17]
 
         /// `PREFIX{A}_{B}_{ARCH}` as its parts.
         private static func versioned(_ tag: String, prefix: String) -> (Int, Int, String)? {
