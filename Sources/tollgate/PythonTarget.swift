@@ -73,7 +73,7 @@ struct PythonTarget: Equatable {
             // "glibc 2.36" (confstr: gnu_get_libc_version's header is not in the Glibc module).
             var buffer = [CChar](repeating: 0, count: 64)
             let length = confstr(Int32(_CS_GNU_LIBC_VERSION), &buffer, buffer.count)
-            let text = length > 0 ? String(cString: buffer) : ""
+            let text = length > 0 ? String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
             let glibc = text.hasPrefix("glibc ") ? text.dropFirst(6).split(separator: ".").compactMap { Int($0) } : []
             guard glibc.count >= 2, glibc[0] == 2 else { return .linux(arch: arch) }
             return .manylinux(glibcMinor: glibc[1], arch: arch)
