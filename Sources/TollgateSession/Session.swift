@@ -143,10 +143,9 @@ public final class Session: @unchecked Sendable {
             background = nil
             backgroundError = nil
         }
-        // The checks' TLS handshakes are trusted as the session's connections are (its delegate).
-        pool.startTargetChecks(on: eventLoopGroup.next()) { [weak self] evaluation, host, port, decided in
-            guard let self else { return decided(SessionError(.cancelled, nil, "the session is gone")) }
-            self.decideServerTrustForCheck(evaluation, host: host, port: port, then: decided)
+        // The checks' TLS handshakes are judged by the session's delegate (held by the checker).
+        pool.startTargetChecks(on: eventLoopGroup.next()) { evaluation, host, port, decided in
+            Session.decideServerTrustForCheck(evaluation, host: host, port: port, delegate: delegate, then: decided)
         }
         reattachBackgroundTasks()
     }

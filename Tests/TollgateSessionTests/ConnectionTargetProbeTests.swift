@@ -26,7 +26,10 @@ struct ConnectionTargetProbeTests {
     private func run(_ path: String, expecting: ClosedRange<Int> = 200...399, on session: Session, at target: ConnectionTarget) async -> Result<Void, any Error> {
         let probe = ConnectionTargetProbe(host: "web.test", tls: false, request: .init(method: .get, path: path, expectedStatuses: expecting))
         let loop = MultiThreadedEventLoopGroup.singleton.next()
-        let future = session.pool.probe(probe, at: target, timeout: .milliseconds(500), trust: { _, _, _, decided in decided(nil) }, on: loop)
+        let future = ConnectionPool.probe(
+            probe, at: target, timeout: .milliseconds(500), trust: { _, _, _, decided in decided(nil) },
+            configuration: session.pool.configuration, resolver: session.pool.resolver, on: loop
+        )
         do {
             try await future.get()
             return .success(())

@@ -64,7 +64,7 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The code for a task that failed with `error`.
     public init(for error: SessionError) {
         // A parent that found the CONNECT had passed it before: the loop goes on being one.
-        if error.upstreamProxyStatus == 508 {
+        if error.upstreamProxyDetectedLoop {
             self = .forwardingLoop
             return
         }

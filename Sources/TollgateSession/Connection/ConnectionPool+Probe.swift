@@ -4,8 +4,8 @@ import TollgateHTTP
 import TollgateTLS
 
 /// Decides a health check's server trust: the evaluation of a finished handshake with `host:port`,
-/// answered with the failure it means, nil when the server is trusted (``Session`` raises its
-/// session-level server-trust challenge, as for a request's connection).
+/// answered with the failure it means, nil when the server is trusted (``Session``'s delegate
+/// decides, ``HealthCheckTrustDeciding``).
 typealias ProbeTrustDecision = @Sendable (
     _ evaluation: TLSPeerEvaluation, _ host: String, _ port: Int, _ decided: @escaping @Sendable (SessionError?) -> Void
 ) -> Void
@@ -16,9 +16,9 @@ extension ConnectionPool {
     /// ALPN `http/1.1`), the handshake's trust decided by `trust`, then the request, whose status
     /// must be one expected. The whole check must be over within `timeout`; the connection is
     /// closed after it either way. Fails with why, in words for `/upstreams` and the log.
-    func probe(
+    static func probe(
         _ probe: ConnectionTargetProbe, at target: ConnectionTarget, timeout: TimeAmount, trust: @escaping ProbeTrustDecision,
-        on loop: any EventLoop
+        configuration: Configuration, resolver: NameResolver, on loop: any EventLoop
     ) -> EventLoopFuture<Void> {
         let run = ProbeRun(promise: loop.makePromise(), loop: loop)
         let port = probe.tls ? 443 : 80
@@ -29,7 +29,7 @@ extension ConnectionPool {
         run.promise.futureResult.whenComplete { _ in deadline.cancel() }
         let record = NIOLockedValueBox(OriginConnection.Establishment())
         resolver.resolve(host: target.host, port: target.port, on: loop).flatMap { addresses in
-            self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, on: loop)
+            Self.connect(key: key, to: addresses, record: record, connectTimeout: timeout, configuration: configuration, on: loop)
         }.whenComplete { result in
             switch result {
             case .failure(let error):

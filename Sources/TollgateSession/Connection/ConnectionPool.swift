@@ -201,9 +201,11 @@ final class ConnectionPool: @unchecked Sendable {
     /// checks decided by `trust`; ``shutdown()`` stops them.
     func startTargetChecks(on loop: any EventLoop, trust: @escaping ProbeTrustDecision) {
         guard let checks = configuration.connectionTargetChecks else { return }
-        let prober: ConnectionTargetChecker.Prober = { [weak self] probe, target, timeout, loop in
-            guard let self else { return loop.makeFailedFuture(ConnectionTargetCheckError(description: "the session is gone")) }
-            return self.probe(probe, at: target, timeout: timeout, trust: trust, on: loop)
+        // The pool's parts, not the pool: a weak reference would give the pool a side table, and
+        // every retain and release of it — several a request — the slow path.
+        let (configuration, resolver) = (self.configuration, self.resolver)
+        let prober: ConnectionTargetChecker.Prober = { probe, target, timeout, loop in
+            Self.probe(probe, at: target, timeout: timeout, trust: trust, configuration: configuration, resolver: resolver, on: loop)
         }
         let checker = ConnectionTargetChecker(loop: loop, checks: checks, resolver: resolver, health: targetHealth, prober: prober)
         let started = lock.withLock { () -> Bool in
@@ -380,9 +382,18 @@ final class ConnectionPool: @unchecked Sendable {
 
     /// Connects to the first of `addresses` that answers (after the destination check), with the
     /// key's TLS handlers installed; the handshake is not awaited here.
-    func connect(
+    private func connect(
         key: ConnectionKey, to addresses: [SocketAddress], record: NIOLockedValueBox<OriginConnection.Establishment>,
         connectTimeout: TimeAmount = .seconds(10), on eventLoop: any EventLoop
+    ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
+        Self.connect(key: key, to: addresses, record: record, connectTimeout: connectTimeout, configuration: configuration, on: eventLoop)
+    }
+
+    /// ``connect(key:to:record:connectTimeout:on:)`` with `configuration`, for a health check's
+    /// probe, which holds no reference to the pool.
+    static func connect(
+        key: ConnectionKey, to addresses: [SocketAddress], record: NIOLockedValueBox<OriginConnection.Establishment>,
+        connectTimeout: TimeAmount = .seconds(10), configuration: Configuration, on eventLoop: any EventLoop
     ) -> EventLoopFuture<(any Channel, OriginConnectionHandler)> {
         record.withLockedValue {
             $0.domainLookupEnd = Date()

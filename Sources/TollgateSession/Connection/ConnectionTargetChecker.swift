@@ -5,7 +5,7 @@ import NIOPosix
 /// Active health checks of `connect-to` targets (``SessionConfiguration/connectionTargetChecks``):
 /// every `interval` a TCP connection made to each target, as HAProxy's `check` does by default,
 /// or what its ``ConnectionTargetProbe`` asks (a TLS handshake the session trusts, an HTTP
-/// status; ``ConnectionPool/probe(_:at:timeout:trust:on:)``). A target whose check is not over
+/// status; ``ConnectionPool/probe(_:at:timeout:trust:configuration:resolver:on:)``). A target whose check is not over
 /// within `min(interval, 3 s)`, or fails, goes last until a check passes
 /// (``ConnectionTargetHealth``), before any request pays for it — a machine that is off, whose
 /// SYNs go unanswered, would otherwise cost one request a connect timeout every time its pause
@@ -17,7 +17,7 @@ import NIOPosix
 final class ConnectionTargetChecker: Sendable {
     /// One target's check (``SessionConfiguration/connectionTargetChecks``).
     typealias Check = ConnectionTargetCheck
-    /// Runs a probe (the pool's ``ConnectionPool/probe(_:at:timeout:trust:on:)``).
+    /// Runs a probe (the pool's ``ConnectionPool/probe(_:at:timeout:trust:configuration:resolver:on:)``).
     typealias Prober = @Sendable (ConnectionTargetProbe, ConnectionTarget, TimeAmount, any EventLoop) -> EventLoopFuture<Void>
 
     private struct State {

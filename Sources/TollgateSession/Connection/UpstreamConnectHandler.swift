@@ -192,8 +192,7 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
         guard !done else { return }
         done = true
         var error = SessionError(.cannotConnectToHost, nil, failure)
-        error.answeredByProxy = true
-        error.upstreamProxyStatus = status
+        error.proxyAnswer = status == 508 ? .loopDetected : .answered
         established.fail(error)
         context.close(promise: nil)
     }
