@@ -73,8 +73,8 @@ public struct SessionConfiguration: Sendable {
     public var cacheKeyURL: (@Sendable (HTTPURL) -> HTTPURL)?
     /// Active health checks of ``connectionTargets`` (a Tollgate addition, HAProxy's `check`):
     /// each target with how often it is checked and what passes (``ConnectionTargetCheck``: a TCP
-    /// connection accepted, or a TLS handshake the server-trust challenge accepts and an HTTP
-    /// status). One that fails a check goes last until a check passes again — a request's
+    /// connection accepted, or a TLS handshake the delegate accepts — ``HealthCheckTrustDeciding``
+    /// — and an HTTP status). One that fails a check goes last until a check passes again — a request's
     /// connection made to it does not take it back —, and one that passes takes its turns at
     /// once. Read at every check, so a reload's rules apply. Default: nil, no checks (failures
     /// seen by requests alone decide).

@@ -5,8 +5,8 @@ public import TollgateHTTP
 ///
 /// Without a ``probe`` the check is a TCP connection that is accepted (HAProxy's default); with
 /// one it is what a request would meet there: a TLS handshake whose certificate the session's
-/// server-trust challenge accepts (`check-ssl`), and an HTTP request answered with an expected
-/// status (`option httpchk`, `http-check expect status`).
+/// delegate accepts (``HealthCheckTrustDeciding``, else default handling; `check-ssl`), and an
+/// HTTP request answered with an expected status (`option httpchk`, `http-check expect status`).
 public struct ConnectionTargetCheck: Hashable, Sendable {
     /// The target checked.
     public var target: ConnectionTarget
@@ -45,8 +45,8 @@ public struct ConnectionTargetProbe: Hashable, Sendable {
     /// The name the target is checked as: the TLS server name (and the name its certificate is
     /// trusted for, by the session's rules for it), and the request's `Host`.
     public var host: String
-    /// Whether the connection starts with TLS, the certificate decided by the session's
-    /// server-trust challenge for ``host`` as a request's connection's is.
+    /// Whether the connection starts with TLS, the certificate for ``host`` decided by the session
+    /// delegate's ``HealthCheckTrustDeciding`` answer (else default handling).
     public var tls: Bool
     /// The HTTP request sent (over TLS when ``tls``); nil: the connection (and handshake) alone.
     public var request: Request?
