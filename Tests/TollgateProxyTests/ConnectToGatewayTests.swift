@@ -117,6 +117,18 @@ struct ConnectToHTTP2BackendsTests {
         origin.process.standardOutput.split(separator: "\n").filter { $0.contains(":path: \(prefix)") }.count
     }
 
+    /// Two nghttpd backends with `pki`'s certificate for api.test, each serving `f.txt`.
+    private func startBackends(_ pki: TestPKI) async throws -> (NGHTTPDOrigin, NGHTTPDOrigin) {
+        let body = Data("backend file\n".utf8)
+        let first = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
+        do {
+            return (first, try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body]))
+        } catch {
+            first.process.kill()
+            throw error
+        }
+    }
+
     /// `DIRECTORY/tollgate.yaml`: a reverse gateway for `https://api.test` over the nghttpd
     /// `targets` (h2, trusted by `roots`, nothing stored).
     private func writeGateway(_ config: URL, in directory: URL, targets: [Int], roots: String) throws {
@@ -138,11 +150,8 @@ struct ConnectToHTTP2BackendsTests {
     @Test("Requests one at a time and twenty at once both reach each backend, over one h2 connection to each")
     func streamsSpreadOverBackends() async throws {
         let pki = try TestPKI(host: "api.test")
-        let body = Data("backend file\n".utf8)
-        let first = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
-        defer { first.process.kill() }
-        let second = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
-        defer { second.process.kill() }
+        let (first, second) = try await startBackends(pki)
+        defer { first.process.kill(); second.process.kill() }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
@@ -185,11 +194,8 @@ struct ConnectToHTTP2BackendsTests {
     @Test("A reload that adds a backend spreads the streams over it at once; one that takes a backend out sends it nothing more on the connection it kept")
     func reloadChangesTheBackends() async throws {
         let pki = try TestPKI(host: "api.test")
-        let body = Data("backend file\n".utf8)
-        let first = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
-        defer { first.process.kill() }
-        let second = try await NGHTTPDOrigin.start(pki: pki, files: ["f.txt": body])
-        defer { second.process.kill() }
+        let (first, second) = try await startBackends(pki)
+        defer { first.process.kill(); second.process.kill() }
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")

@@ -268,15 +268,14 @@ public final class PolicyRuntime: Sendable {
         // gets no more requests on the connections it kept, one added gets its share of the h2
         // streams at once (the pool reads the targets again when it retires its connections).
         let checksRevocation = configuration.hosts.contains { !$0.trust.crls.isEmpty }
-        if checksRevocation || Self.trustSettings(old.configuration) != Self.trustSettings(configuration)
-            || Self.connectionTargets(old.configuration) != Self.connectionTargets(configuration)
-        {
+        let targetsChanged = Self.connectionTargets(old.configuration) != Self.connectionTargets(configuration)
+        if checksRevocation || targetsChanged || Self.trustSettings(old.configuration) != Self.trustSettings(configuration) {
             let retiredSessions = Set(retired.map(ObjectIdentifier.init))
             for session in next.sessions.values where !retiredSessions.contains(ObjectIdentifier(session)) {
                 session.flush()
             }
         }
-        if Self.connectionTargets(old.configuration) != Self.connectionTargets(configuration) {
+        if targetsChanged {
             // Targets no rule of a kept session names any more leave its record (and `/upstreams`).
             for (name, session) in next.sessions {
                 session.keepConnectionTargets(Set(configuration.hosts.filter { $0.session == name }.flatMap(\.connectTo)))

@@ -116,7 +116,9 @@ final class ListenerTLS: Sendable {
         var configuration = TLSConfiguration.makeServerConfiguration(identity: certificates.defaultIdentity)
         configuration.minimumVersion = settings.minimumVersion.tlsVersion
         configuration.applicationProtocols = protocols
-        configuration.issuesSessionTickets = settings.sessionTickets && settings.clientAuth == nil
+        // Never with client-auth: the loader says so, and the context issues none to a server
+        // that asks for certificates.
+        configuration.issuesSessionTickets = settings.sessionTickets
         if identities.count > 1 {
             configuration.serverNameHandler = { name in certificates.identity(forServerName: name) }
         }

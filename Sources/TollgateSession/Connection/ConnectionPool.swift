@@ -183,7 +183,7 @@ final class ConnectionPool: @unchecked Sendable {
             var drains: [(ConnectionKey, any EventLoop, OriginPoolState.Actions)] = []
             for (key, entry) in entries {
                 guard entry.state.mayMultiplex else { continue }
-                entry.state.spread = max(1, min(spread(for: key, multiplexing: true), entry.state.limit))
+                entry.state.spread(over: spread(for: key, multiplexing: true))
                 for id in entry.state.multiplexed.keys {
                     guard let connection = entry.connections[id] else { continue }
                     let actions = entry.state.goAwayReceived(id)

@@ -76,8 +76,8 @@ struct OriginPoolState {
     let mayMultiplex: Bool
     /// How many h2 connections to keep for spreading streams: the number of `connect-to` targets
     /// the origin's connections go to (each new connection goes to the next); 1 otherwise. Set
-    /// again when the connections are retired (a reload changed the targets).
-    var spread: Int
+    /// again when the connections are retired (a reload changed the targets: ``spread(over:)``).
+    private(set) var spread: Int
     private(set) var idle: [Int] = []
     private(set) var leased: Set<Int> = []
     private(set) var connecting = 0
@@ -94,7 +94,13 @@ struct OriginPoolState {
     init(limit: Int, mayMultiplex: Bool = false, spread: Int = 1) {
         self.limit = max(1, limit)
         self.mayMultiplex = mayMultiplex
-        self.spread = max(1, min(spread, self.limit))
+        self.spread = 1
+        self.spread(over: spread)
+    }
+
+    /// Spreads h2 streams over `targets` connections (at least one, at most ``limit``).
+    mutating func spread(over targets: Int) {
+        spread = max(1, min(targets, limit))
     }
 
     var total: Int { idle.count + leased.count + connecting }

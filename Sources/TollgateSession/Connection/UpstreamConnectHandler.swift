@@ -36,7 +36,7 @@ final class UpstreamConnectHandler: ChannelInboundHandler, RemovableChannelHandl
                 .cannotConnectToHost, nil,
                 "the upstream proxy asked for authentication again for CONNECT \(target) and closed the connection"
             )
-            error.answeredByProxy = true
+            error.proxyAnswer = .answered
             return error
         }
     }

@@ -111,10 +111,7 @@ public struct SessionError: Error, Hashable, Sendable, CustomStringConvertible {
     /// An upstream proxy answered the CONNECT, and not with a tunnel (a refusal, a 407 it would
     /// not take, something that is not HTTP): the proxy is up, so another of the session's
     /// proxies is not tried for it. Not part of equality.
-    var answeredByProxy: Bool {
-        get { proxyAnswer != .none }
-        set { proxyAnswer = newValue ? (proxyAnswer == .none ? .answered : proxyAnswer) : .none }
-    }
+    var answeredByProxy: Bool { proxyAnswer != .none }
     /// Whether an upstream proxy refused the `CONNECT` with `508 Loop Detected` (RFC 8586): a
     /// proxy in front relays it as one, so that a forwarding loop reads as a loop all the way
     /// back. Not part of equality.

@@ -339,22 +339,19 @@ public final class TLSHandler: ChannelDuplexHandler {
             self.failPendingWrites(ChannelError.ioOnClosedChannel)
             self.closeSocket(context: context)
 
-        case .failAndClose(let error):
+        case .failAndClose(let error), .failAndLinger(let error):
             self.cancelTimers()
             self.failPendingWrites(error)
             // The alert OpenSSL queued, if any, is written before the error reaches the handlers
             // after this one, which may close the channel at once: the peer learns why. The close
-            // waits for the error to have gone round (a write may complete at once).
+            // (or the linger) waits for the error to have gone round (a write may complete at once).
             let written = self.writePendingCiphertext(context: context)
             context.fireErrorCaught(error)
-            self.close(after: written, context: context)
-
-        case .failAndLinger(let error):
-            self.cancelTimers()
-            self.failPendingWrites(error)
-            let written = self.writePendingCiphertext(context: context)
-            context.fireErrorCaught(error)
-            self.linger(after: written, context: context)
+            if case .failAndLinger = action {
+                self.linger(after: written, context: context)
+            } else {
+                self.close(after: written, context: context)
+            }
 
         case .fireInactive(let error):
             self.cancelTimers()
