@@ -77,7 +77,7 @@ struct HostConnectToTests {
                 connect-to-check: { tls: true, expect: "200-299", request: "GET /status?full=1" }
               - match: "tcp.internal"
                 connect-to: "10.0.0.9:80"
-                connect-to-check: { interval: 1s }
+                connect-to-check: { interval: 1s, fall: 3, rise: 2 }
             """
         )
         let decisions = PolicyDecisions(configuration: configuration)
@@ -90,6 +90,9 @@ struct HostConnectToTests {
         #expect(checks[2].probe?.request?.expectedStatuses == 200...399, "HAProxy's default: 2xx and 3xx pass")
         #expect(checks[3].probe?.request == .init(method: .get, path: "/status?full=1", expectedStatuses: 200...299))
         #expect(checks[4].probe == nil, "a mapping without tls or request is a TCP check")
+        #expect(checks.map(\.fall) == [1, 1, 1, 1, 3] && checks.map(\.rise) == [1, 1, 1, 1, 2], "one check out, one back, unless fall and rise say")
+        let tcp = decisions.explain(try #require(HTTPURL(string: "http://tcp.internal/")))
+        #expect(tcp.contains("(one that does not accept goes last); out after 3 failed in a row, back after 2 passed in a row"), "\(tcp)")
         let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/")))
         #expect(
             explained.contains("connect-to-check: every 500ms, a TLS handshake as api.internal, then HEAD /healthz (Host api.internal) answered 204 at each target"),
@@ -119,6 +122,9 @@ struct HostConnectToTests {
               - match: d.internal
                 connect-to: "10.0.0.1:80"
                 connect-to-check: { request: "GET healthz", interval: 10ms }
+              - match: e.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check: { fall: 0, rise: many }
             """
         )
         #expect(problems.contains { $0.hasPrefix("t.yaml:4: hosts[0].connect-to-check:") && $0.contains("host: NAME") }, "\(problems)")
@@ -129,6 +135,8 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:15: hosts[2].connect-to-check.intervall:") && $0.contains("interval") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("t.yaml:18: hosts[3].connect-to-check.request:") && $0.contains("METHOD /path") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("t.yaml:18: hosts[3].connect-to-check:") && $0.contains("100ms") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:21: hosts[4].connect-to-check.fall:") && $0.contains("from 1 to 100") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:21: hosts[4].connect-to-check.rise:") && $0.contains("a whole number") }, "\(problems)")
     }
 
     @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")

@@ -112,4 +112,31 @@ struct ConnectionTargetHealthTests {
         #expect(health.isPaused(b, now: now))
         #expect(health.lastCheck[b] == "refused")
     }
+
+    @Test("fall: a target goes out at the fall-th failed check in a row, a pass between starting over; rise: back at the rise-th passed check in a row, a failure between starting over")
+    func fallAndRise() {
+        var health = ConnectionTargetHealth(failurePause: .seconds(10))
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        func fails() -> Bool { health.checkFailed(b, why: "503", now: now, fall: 3) }
+        func passes() -> Bool { health.checkPassed(b, now: now, rise: 2) }
+        #expect(!fails())
+        #expect(!fails())
+        #expect(health.lastCheck[b] == "503", "what the last check found is shown though the target is in turn")
+        #expect(!health.isPaused(b, now: now))
+        #expect(!passes(), "in turn: nothing to say")
+        #expect(!fails())
+        #expect(!fails())
+        #expect(!health.isPaused(b, now: now), "the pass started the count over")
+        #expect(fails(), "the third in a row: out, the moment to say so")
+        #expect(health.isPaused(b, now: now + .seconds(60)))
+        #expect(!passes())
+        #expect(health.lastCheck[b] == "ok")
+        #expect(health.isPaused(b, now: now), "one pass of two")
+        #expect(!fails(), "down already: not said again")
+        #expect(!passes())
+        #expect(health.isPaused(b, now: now), "the failure started the count over")
+        #expect(passes(), "the second in a row: back")
+        #expect(!health.isPaused(b, now: now))
+        #expect(!fails(), "back in turn: three failures again to go out")
+    }
 }

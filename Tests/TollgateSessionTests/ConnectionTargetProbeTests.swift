@@ -90,6 +90,35 @@ struct ConnectionTargetProbeTests {
             session.pool.targetHealth.withLockedValue { !$0.isPaused(target, now: .now()) && $0.lastCheck[target] == "ok" }
         }
     }
+
+    @Test("With fall 3 and rise 2 the checker takes a target out at its third failed check in a row and back at its second passed")
+    func fallAndRise() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
+        let path = CheckedPath("/fail")
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionTargets = { _, _ in [target] }
+        configuration.connectionTargetChecks = {
+            [ConnectionTargetCheck(
+                target: target, interval: .milliseconds(100),
+                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value)), fall: 3, rise: 2
+            )]
+        }
+        let checks = { (asked: String) in origin.requests.filter { $0.target == asked }.count }
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        try await eventually("the target is down by its checks") {
+            session.pool.targetHealth.withLockedValue { $0.isPaused(target, now: .now()) }
+        }
+        // Read after the state: the checks counted are at least those that took it out.
+        #expect(checks("/fail") >= 3, "out after \(checks("/fail")) failed checks")
+        path.value = "/ok"
+        try await eventually("the target is back once checks pass") {
+            session.pool.targetHealth.withLockedValue { !$0.isPaused(target, now: .now()) }
+        }
+        #expect(checks("/ok") >= 2, "back after \(checks("/ok")) passed checks")
+    }
 }
 
 /// The path a check asks for, changed while the checker runs.

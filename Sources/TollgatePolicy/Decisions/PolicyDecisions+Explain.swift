@@ -87,9 +87,13 @@ extension PolicyDecisions {
             lines.append("connect-to: \(targets) (in turn; one that cannot be connected to goes last for 10s)")
             // The rule matched in this configuration: its index is one of its hosts'.
             if let rule = decision.rule, let interval = configuration.hosts[rule.index].connectToCheck {
-                let what = configuration.hosts[rule.index].connectToCheckProbe.map { "\($0.summary) at each target (one that fails goes last until a check passes)" }
+                let host = configuration.hosts[rule.index]
+                let what = host.connectToCheckProbe.map { "\($0.summary) at each target (one that fails goes last until a check passes)" }
                     ?? "a TCP connection to each target (one that does not accept goes last)"
-                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), \(what)")
+                // Said only when not 1 and 1, as the line read before the keys existed.
+                let counts = (host.connectToCheckFall, host.connectToCheckRise) == (1, 1)
+                    ? "" : "; out after \(host.connectToCheckFall) failed in a row, back after \(host.connectToCheckRise) passed in a row"
+                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), \(what)\(counts)")
             }
         }
         if decision.additionalHeaders.isEmpty {

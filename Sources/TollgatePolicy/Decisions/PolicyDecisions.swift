@@ -33,7 +33,7 @@ public struct PolicyDecisions: Sendable {
 
         /// For each session, the `connect-to` targets of its rules that ask for health checks,
         /// each once with the shortest interval asked for it, in the order the rules name them;
-        /// a target several rules check is checked as the first of them asks (its probe).
+        /// a target several rules check is checked as the first of them asks (its probe, `fall`, `rise`).
         private static func targetChecks(_ rules: [HostRule]) -> [String: [ConnectionTargetCheck]] {
             var bySession: [String: [ConnectionTargetCheck]] = [:]
             for rule in rules {
@@ -43,7 +43,12 @@ public struct PolicyDecisions: Sendable {
                     if let index = checks.firstIndex(where: { $0.target == target }) {
                         checks[index].interval = min(checks[index].interval, interval)
                     } else {
-                        checks.append(ConnectionTargetCheck(target: target, interval: interval, probe: rule.connectToCheckProbe))
+                        checks.append(
+                            ConnectionTargetCheck(
+                                target: target, interval: interval, probe: rule.connectToCheckProbe,
+                                fall: rule.connectToCheckFall, rise: rule.connectToCheckRise
+                            )
+                        )
                     }
                 }
                 bySession[rule.session] = checks

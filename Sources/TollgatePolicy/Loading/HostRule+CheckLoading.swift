@@ -4,7 +4,7 @@ import TollgateSession
 import Yams
 
 extension HostRule {
-    static let checkKeys = ["interval", "tls", "request", "expect", "host"]
+    static let checkKeys = ["interval", "tls", "request", "expect", "host", "fall", "rise"]
 
     /// Reads `connect-to-check`: a duration (a TCP connection to each target that often), or a
     /// mapping for more than an accepted connection (HAProxy's `check-ssl`, `option httpchk`,
@@ -17,13 +17,18 @@ extension HostRule {
     /// | `request` | `METHOD /path` (GET, HEAD or OPTIONS) or `/path` (GET) | none: no request |
     /// | `expect` | a status (`200`) or a range (`200-299`) | `200-399` |
     /// | `host` | the name checked as: TLS server name, `Host` | the rule's `match` when it names one host |
+    /// | `fall` | failed checks in a row that take a target out, 1–100 | `1` |
+    /// | `rise` | passed checks in a row that bring it back, 1–100 | `1` |
     mutating func loadConnectToCheck(_ node: ConfigNode, hasTargets: Bool) {
         var interval: Duration?
         var probe: ConnectionTargetProbe?
+        var (fall, rise) = (1, 1)
         if case .mapping = node.node {
             guard let entry = node.mapping(keys: Self.checkKeys) else { return }
             interval = entry["interval"].map { $0.duration() } ?? .seconds(2)
             probe = loadProbe(entry, node: node)
+            fall = entry["fall"]?.int(in: 1...100) ?? 1
+            rise = entry["rise"]?.int(in: 1...100) ?? 1
         } else {
             interval = node.duration()
         }
@@ -35,6 +40,7 @@ extension HostRule {
         } else {
             connectToCheck = interval
             connectToCheckProbe = probe
+            (connectToCheckFall, connectToCheckRise) = (fall, rise)
         }
     }
 

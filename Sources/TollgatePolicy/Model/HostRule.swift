@@ -34,6 +34,9 @@ public struct HostRule: Hashable, Sendable {
     /// `request`, `expect`, `host`): a TLS handshake trusted by this rule's `trust`, an HTTP
     /// status. Default: nil, a TCP connection.
     public var connectToCheckProbe: ConnectionTargetProbe?
+    /// How many checks in a row fail before a target goes out, and how many pass before it is
+    /// back (`connect-to-check`'s `fall` and `rise`, HAProxy's). Default: 1 and 1.
+    public var connectToCheckFall = 1, connectToCheckRise = 1
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

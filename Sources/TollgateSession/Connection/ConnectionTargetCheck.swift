@@ -14,12 +14,20 @@ public struct ConnectionTargetCheck: Hashable, Sendable {
     public var interval: Duration
     /// What the check asks beyond an accepted connection; nil for a TCP check.
     public var probe: ConnectionTargetProbe?
+    /// How many checks in a row must fail to take the target out (HAProxy's `fall`), at least 1.
+    public var fall: Int
+    /// How many checks in a row must pass to bring back a target checks took out (HAProxy's
+    /// `rise`), at least 1.
+    public var rise: Int
 
-    /// Creates a check.
-    public init(target: ConnectionTarget, interval: Duration, probe: ConnectionTargetProbe? = nil) {
+    /// Creates a check; by default one failed check takes the target out and one passed check
+    /// brings it back.
+    public init(target: ConnectionTarget, interval: Duration, probe: ConnectionTargetProbe? = nil, fall: Int = 1, rise: Int = 1) {
         self.target = target
         self.interval = interval
         self.probe = probe
+        self.fall = max(1, fall)
+        self.rise = max(1, rise)
     }
 }
 

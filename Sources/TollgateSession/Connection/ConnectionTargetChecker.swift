@@ -6,8 +6,8 @@ import NIOPosix
 /// every `interval` a TCP connection made to each target, as HAProxy's `check` does by default,
 /// or what its ``ConnectionTargetProbe`` asks (a TLS handshake the session trusts, an HTTP
 /// status; ``ConnectionPool/probe(_:at:timeout:trust:configuration:resolver:on:)``). A target whose check is not over
-/// within `min(interval, 3 s)`, or fails, goes last until a check passes
-/// (``ConnectionTargetHealth``), before any request pays for it — a machine that is off, whose
+/// within `min(interval, 3 s)`, or fails (`fall` times in a row), goes last until a check
+/// passes (`rise` in a row; ``ConnectionTargetHealth``), before any request pays for it — a machine that is off, whose
 /// SYNs go unanswered, would otherwise cost one request a connect timeout every time its pause
 /// ran out, and one whose application is down would answer requests with errors; one that
 /// passes again takes its turns again at once.
@@ -130,10 +130,10 @@ final class ConnectionTargetChecker: Sendable {
             guard !stopped, checks().contains(where: { $0.target == target }) else { return }
             switch result {
             case .success:
-                ConnectionTargetWalk.noteCheckPassed(target, in: health)
+                ConnectionTargetWalk.noteCheckPassed(target, rise: check.rise, in: health)
             case .failure(let error):
                 let why = (error as? SessionError)?.detail ?? ConnectionPool.reason(error)
-                ConnectionTargetWalk.noteCheckFailed(target, why: why, in: health)
+                ConnectionTargetWalk.noteCheckFailed(target, why: why, fall: check.fall, in: health)
             }
         }
     }

@@ -6,7 +6,8 @@ import NIOCore
 /// (nginx's `max_fails=1 fail_timeout=10s`: passive health). A target an active health check
 /// found down (``ConnectionTargetCheck``) goes last until a check passes: a request's connection
 /// made to it does not take it back, since a check may ask more than a connection (HAProxy's
-/// server state, set by its checks). When every target failed recently they are all tried, the
+/// server state, set by its checks). A check's `fall` and `rise` (HAProxy's) say how many failed
+/// checks in a row take a target out and how many passed in a row bring it back. When every target failed recently they are all tried, the
 /// one that failed longest ago first. Pure: the pool keeps it under its lock and says what happened.
 struct ConnectionTargetHealth {
     /// How long a target that failed goes last.
@@ -19,6 +20,9 @@ struct ConnectionTargetHealth {
     private var downByCheck: [ConnectionTarget: NIODeadline] = [:]
     /// What each checked target's last check found (`ok`, or why it failed), for `/upstreams`.
     private(set) var lastCheck: [ConnectionTarget: String] = [:]
+    /// Per checked target, how many checks in a row went against its state: failed while it is
+    /// in turn, passed while it is down (towards `fall` and `rise`).
+    private var checksAgainst: [ConnectionTarget: Int] = [:]
     /// Every target a connection was asked of (for `/metrics`).
     private(set) var known: Set<ConnectionTarget> = []
 
@@ -69,26 +73,48 @@ struct ConnectionTargetHealth {
         return pausedUntil.removeValue(forKey: target) != nil && downByCheck[target] == nil
     }
 
-    /// A health check of `target` failed (`why`): it goes last until a check passes. Returns
-    /// whether it was taking its turns until now (the moment to say it is down).
+    /// A health check of `target` failed (`why`): the `fall`th in a row takes it out, until
+    /// `rise` checks in a row pass. Returns whether it went out now, having been taking its
+    /// turns (the moment to say it is down).
     @discardableResult
-    mutating func checkFailed(_ target: ConnectionTarget, why: String, now: NIODeadline) -> Bool {
+    mutating func checkFailed(_ target: ConnectionTarget, why: String, now: NIODeadline, fall: Int = 1) -> Bool {
         known.insert(target)
+        lastCheck[target] = why
+        if downByCheck[target] != nil {
+            // Down already: the passes counted towards `rise` start over.
+            downByCheck[target] = now
+            checksAgainst[target] = nil
+            return false
+        }
+        let inARow = checksAgainst[target, default: 0] + 1
+        guard inARow >= fall else {
+            checksAgainst[target] = inARow
+            return false
+        }
         let wasInTurn = !isPaused(target, now: now)
         downByCheck[target] = now
-        lastCheck[target] = why
+        checksAgainst[target] = nil
         return wasInTurn
     }
 
-    /// A health check of `target` passed: it takes its turns again, whatever failed before.
-    /// Returns whether it had been going last (the moment to say it is back).
+    /// A health check of `target` passed: the `rise`th in a row brings back a target checks took
+    /// out; one that is not down by checks takes its turns again at once, whatever failed before.
+    /// Returns whether it had been going last and is back (the moment to say so).
     @discardableResult
-    mutating func checkPassed(_ target: ConnectionTarget, now: NIODeadline) -> Bool {
+    mutating func checkPassed(_ target: ConnectionTarget, now: NIODeadline, rise: Int = 1) -> Bool {
         known.insert(target)
+        lastCheck[target] = "ok"
+        if downByCheck[target] != nil {
+            let inARow = checksAgainst[target, default: 0] + 1
+            guard inARow >= rise else {
+                checksAgainst[target] = inARow
+                return false
+            }
+        }
         let wasOut = isPaused(target, now: now)
         downByCheck[target] = nil
         pausedUntil[target] = nil
-        lastCheck[target] = "ok"
+        checksAgainst[target] = nil
         return wasOut
     }
 
@@ -99,6 +125,7 @@ struct ConnectionTargetHealth {
         else { return }
         downByCheck = downByCheck.filter { checked.contains($0.key) }
         lastCheck = lastCheck.filter { checked.contains($0.key) }
+        checksAgainst = checksAgainst.filter { checked.contains($0.key) }
     }
 
     /// Forgets every target but `kept` (a reload took the others out of the rules): they are no
@@ -108,6 +135,7 @@ struct ConnectionTargetHealth {
         pausedUntil = pausedUntil.filter { kept.contains($0.key) }
         downByCheck = downByCheck.filter { kept.contains($0.key) }
         lastCheck = lastCheck.filter { kept.contains($0.key) }
+        checksAgainst = checksAgainst.filter { kept.contains($0.key) }
     }
 
     /// Whether `target` is going last now: a connection to it failed within ``failurePause``, or

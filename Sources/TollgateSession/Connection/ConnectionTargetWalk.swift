@@ -110,10 +110,12 @@ struct ConnectionTargetWalk {
         )
     }
 
-    /// A health check of `target` failed: it goes last until a check passes; counted, and
-    /// logged when it had been taking its turns.
-    static func noteCheckFailed(_ target: ConnectionTarget, why: String, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
-        let wasInTurn = health.withLockedValue { $0.checkFailed(target, why: why, now: .now()) }
+    /// A health check of `target` failed: the `fall`th in a row takes it out until checks pass;
+    /// counted, and logged when it goes out having been taking its turns.
+    static func noteCheckFailed(
+        _ target: ConnectionTarget, why: String, fall: Int = 1, in health: NIOLockedValueBox<ConnectionTargetHealth>
+    ) {
+        let wasInTurn = health.withLockedValue { $0.checkFailed(target, why: why, now: .now(), fall: fall) }
         failures.withLockedValue { $0[target, default: 0] += 1 }
         guard wasInTurn else { return }
         logger.warning(
@@ -122,9 +124,10 @@ struct ConnectionTargetWalk {
         )
     }
 
-    /// A health check of `target` passed: it takes its turns; logged when it had been going last.
-    static func noteCheckPassed(_ target: ConnectionTarget, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
-        guard health.withLockedValue({ $0.checkPassed(target, now: .now()) }) else { return }
+    /// A health check of `target` passed: it takes its turns (a target checks took out, at the
+    /// `rise`th in a row); logged when it had been going last.
+    static func noteCheckPassed(_ target: ConnectionTarget, rise: Int = 1, in health: NIOLockedValueBox<ConnectionTargetHealth>) {
+        guard health.withLockedValue({ $0.checkPassed(target, now: .now(), rise: rise) }) else { return }
         logger.notice("a connect-to target answers again", metadata: ["host": "health check", "target": "\(target)"])
     }
 
