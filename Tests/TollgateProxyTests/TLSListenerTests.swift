@@ -361,6 +361,48 @@ struct TLSListenerTests {
         }
     }
 
+    @Test("With session-ticket-keys a client resumes its session on the next instance (a restart), and after a rotation that puts a new key first; without, a restart is a full handshake")
+    func sharedTicketKeys() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "resumed\n") }
+        defer { origin.stop() }
+        for name in ["old.key", "new.key"] {
+            #expect(FileManager.default.createFile(atPath: setup.path(name), contents: Data((0..<80).map { _ in UInt8.random(in: 0...255) })))
+            #expect(chmod(setup.path(name), 0o600) == 0)
+        }
+        /// "New, …" or "Reused, …" for one request through a listener started with `keys`, saving
+        /// the session (`-sess_out`) or offering it (`-sess_in`).
+        func handshake(keys: String?, _ store: String, _ session: String) async throws -> String {
+            let configuration = try setup.write("""
+                mode: reverse
+                upstream: "http://127.0.0.1:\(origin.port)"
+                tls: { certificate: srv.pem, key: srv.key\(keys.map { ", session-ticket-keys: \($0)" } ?? "") }
+                """)
+            let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+            defer { served.child.kill() }
+            let client = try await ChildProcess.run(
+                "/bin/sh",
+                [
+                    "-c",
+                    "printf 'GET / HTTP/1.1\\r\\nHost: gw\\r\\nConnection: close\\r\\n\\r\\n' | openssl s_client -connect 127.0.0.1:\(try served.port("reverse")) "
+                        + "-CAfile \(setup.pki.caFile) -verify_return_error -tls1_3 \(store) \(session) -ign_eof 2>/dev/null",
+                ]
+            )
+            #expect(client.stdout.contains("resumed"), "\(client.stdout)")
+            return client.stdout.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? ""
+        }
+        let shared = setup.path("shared.pem")
+        #expect(try await handshake(keys: "old.key", "-sess_out", shared).hasPrefix("New,"))
+        #expect(try await handshake(keys: "old.key", "-sess_in", shared).hasPrefix("Reused,"), "the next instance, given the same key")
+        let rotated = try await handshake(keys: "[new.key, old.key]", "-sess_in", shared)
+        #expect(rotated.hasPrefix("Reused,"), "a ticket under the old key, second now: \(rotated)")
+        #expect(try await handshake(keys: "new.key", "-sess_in", shared).hasPrefix("New,"), "the old key gone: a full handshake")
+        let own = setup.path("own.pem")
+        #expect(try await handshake(keys: nil, "-sess_out", own).hasPrefix("New,"))
+        #expect(try await handshake(keys: nil, "-sess_in", own).hasPrefix("New,"), "without keys each instance makes its own")
+    }
+
     @Test("With min-version 1.3 a TLS 1.2 client is refused and a TLS 1.3 one served")
     func minimumVersion() async throws {
         let setup = try TLSListenerSetup()

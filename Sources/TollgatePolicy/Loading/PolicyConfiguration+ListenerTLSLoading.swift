@@ -14,8 +14,12 @@ extension PolicyConfiguration.Listener.TLS {
     /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
     /// | `client-auth` | mapping (``ClientAuth``) | none: no client certificates asked for |
     /// | `session-tickets` | boolean | `true`; `false` with `client-auth` (`true` with it is refused) |
+    /// | `session-ticket-keys` | a key file path (80 or 48 random bytes, mode 0600), or a list of them: the first seals new tickets, each opens them | none: a key made at each start and reload |
     init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
-        guard let entry = node.mapping(keys: ["certificate", "key", "certificates", "min-version", "client-auth", "session-tickets"])
+        guard
+            let entry = node.mapping(keys: [
+                "certificate", "key", "certificates", "min-version", "client-auth", "session-tickets", "session-ticket-keys",
+            ])
         else { return nil }
         let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
         var clientAuth: ClientAuth?
@@ -47,9 +51,48 @@ extension PolicyConfiguration.Listener.TLS {
             }
             sessionTickets = value && clientAuth == nil
         }
+        var ticketKeyFiles: [String] = []
+        if let keysNode = entry["session-ticket-keys"] {
+            if !sessionTickets {
+                keysNode.report(
+                    clientAuth != nil
+                        ? "session tickets are off with client-auth: no keys to give"
+                        : "session tickets are off (session-tickets: false): no keys to give"
+                )
+            } else {
+                guard let files = Self.ticketKeyFiles(keysNode) else { return nil }
+                ticketKeyFiles = files
+            }
+        }
         guard let certificates, let minimumVersion else { return nil }
         self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
         self.sessionTickets = sessionTickets
+        self.sessionTicketKeyFiles = ticketKeyFiles
+    }
+
+    /// `session-ticket-keys`: each file readable by its owner alone and, with a loader that checks
+    /// files, holding a key (80 or 48 bytes).
+    private static func ticketKeyFiles(_ node: ConfigNode) -> [String]? {
+        guard let items = node.scalarOrList("a key file path or a list of them") else { return nil }
+        if items.isEmpty { node.report("list at least one key file (openssl rand 80 > FILE; chmod 600 FILE)") }
+        let files = items.map { item -> String? in
+            guard let path = item.readableFile() else { return nil }
+            guard item.context.loader.checkFiles, PathResolution.problemReadingFile(path) == nil else { return path }
+            // A ticket key opens every session sealed with it: a secret, kept as a server key is.
+            if let problem = PathResolution.problemWithSecretFileMode(path) {
+                item.report(problem)
+                return nil
+            }
+            do {
+                _ = try SessionTicketKey(contentsOf: path)
+            } catch {
+                item.report("\(error)")
+                return nil
+            }
+            return path
+        }
+        guard !items.isEmpty, files.allSatisfy({ $0 != nil }) else { return nil }
+        return files.compactMap { $0 }
     }
 }
 

@@ -80,6 +80,13 @@ extension PolicyConfiguration.Listener {
         /// without `client-auth`; always false with it (a resumed session skips the certificate's
         /// check).
         public var sessionTickets: Bool = true
+        /// The files of the keys session tickets are sealed with (`session-ticket-keys`, nginx's
+        /// `ssl_session_ticket_key`): the first seals new tickets, each opens them, so that
+        /// instances given the same files — or this one after a restart — resume each other's
+        /// sessions. Read at start and at every reload (rotation: put a new file first, keep the
+        /// old one after it for a while). Paths are resolved. Default: none, a key made with each
+        /// context.
+        public var sessionTicketKeyFiles: [String] = []
 
         /// Creates TLS settings.
         public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2, clientAuth: ClientAuth? = nil) {

@@ -88,7 +88,7 @@ final class ListenerTLS: Sendable {
                 return state.settings
             }
             // Made again even when the settings are equal: a renewed certificate (or client CA
-            // bundle, or revocation list) keeps its path.
+            // bundle, or revocation list, or a rotated ticket key) keeps its path.
             do {
                 state.settings = Settings(try Self.makeContext(settings, protocols: protocols), settings)
             } catch {
@@ -119,6 +119,11 @@ final class ListenerTLS: Sendable {
         // Never with client-auth: the loader says so, and the context issues none to a server
         // that asks for certificates.
         configuration.issuesSessionTickets = settings.sessionTickets
+        do {
+            configuration.sessionTicketKeys = try settings.sessionTicketKeyFiles.map(SessionTicketKey.init(contentsOf:))
+        } catch {
+            throw ListenerTLSError(description: "\(error)")
+        }
         if identities.count > 1 {
             configuration.serverNameHandler = { name in certificates.identity(forServerName: name) }
         }

@@ -20,6 +20,7 @@ extension TLSConfiguration {
         var closeTimeout: TimeAmount
         var reportsUncleanShutdown: Bool
         var issuesSessionTickets: Bool
+        var sessionTicketKeys: [SessionTicketKey]
     }
 
     /// The key, or nil when the configuration has a closure and cannot be compared.
@@ -38,7 +39,8 @@ extension TLSConfiguration {
             handshakeTimeout: self.handshakeTimeout,
             closeTimeout: self.closeTimeout,
             reportsUncleanShutdown: self.reportsUncleanShutdown,
-            issuesSessionTickets: self.issuesSessionTickets
+            issuesSessionTickets: self.issuesSessionTickets,
+            sessionTicketKeys: self.sessionTicketKeys
         )
     }
 }

@@ -63,6 +63,13 @@ public struct TLSConfiguration: Sendable {
     /// the verified chain of every connection). False unless set.
     public var issuesSessionTickets: Bool = false
 
+    /// Servers issuing session tickets only: the keys tickets are encrypted with — the first for
+    /// new tickets, every one to resume from (a ticket under a later key is resumed and replaced by
+    /// one under the first) — so that servers given the same keys, or this server after a restart,
+    /// resume each other's sessions (nginx's `ssl_session_ticket_key`). Empty (the default): a key
+    /// made with the context, known to it alone.
+    public var sessionTicketKeys: [SessionTicketKey] = []
+
     /// Servers only: picks the identity for the host name a client sent in SNI (nil when it sent none), so
     /// interception can mint a leaf per host. Returning nil keeps ``identity``; if that is nil too, the
     /// handshake fails with an `unrecognized_name` alert. Nil (always ``identity``) unless set.

@@ -60,6 +60,57 @@ func tlsClientCertificateRequested(
     return 0
 }
 
+/// The session ticket key callback (servers with ``TLSConfiguration/sessionTicketKeys``): sets up
+/// the cipher and the MAC to seal a new ticket (`encrypt` 1: the first key, a fresh IV) or to open
+/// one (`encrypt` 0: the key the ticket names). Returns 1 (sealed, or opened with the first key), 2
+/// (opened with a later key: resumed, and a ticket under the first key is issued), 0 (no such key:
+/// a full handshake) or -1 (an error).
+func tlsTicketKey(
+    _ ssl: OpaquePointer?,
+    _ keyName: UnsafeMutablePointer<UInt8>?,
+    _ iv: UnsafeMutablePointer<UInt8>?,
+    _ cipher: OpaquePointer?,
+    _ mac: OpaquePointer?,
+    _ encrypt: Int32
+) -> Int32 {
+    guard let ssl, let keyName, let iv, let cipher, let mac, let connection = TLSConnection.from(ssl: ssl) else { return -1 }
+    let keys = connection.context.configuration.sessionTicketKeys
+    let index: Int
+    if encrypt == 1 {
+        guard !keys.isEmpty, RAND_bytes(iv, 16) == 1 else { return -1 }
+        index = 0
+        keys[0].name.withUnsafeBufferPointer { keyName.update(from: $0.baseAddress!, count: 16) }
+    } else {
+        let named = Array(UnsafeBufferPointer(start: keyName, count: 16))
+        guard let found = keys.firstIndex(where: { $0.name == named }) else { return 0 }
+        index = found
+    }
+    let key = keys[index]
+    let algorithm = key.isAES256 ? EVP_aes_256_cbc() : EVP_aes_128_cbc()
+    let ready = key.aesKey.withUnsafeBufferPointer { aes in
+        encrypt == 1
+            ? EVP_EncryptInit_ex(cipher, algorithm, nil, aes.baseAddress, iv)
+            : EVP_DecryptInit_ex(cipher, algorithm, nil, aes.baseAddress, iv)
+    }
+    guard ready == 1 else { return -1 }
+    let macReady = key.hmacSecret.withUnsafeBufferPointer { secret in
+        "sha256".withCString { digest in
+            "key".withCString { keyParameter in
+                "digest".withCString { digestParameter in
+                    var parameters = [
+                        OSSL_PARAM_construct_octet_string(keyParameter, UnsafeMutableRawPointer(mutating: secret.baseAddress), secret.count),
+                        OSSL_PARAM_construct_utf8_string(digestParameter, UnsafeMutablePointer(mutating: digest), 0),
+                        OSSL_PARAM_construct_end(),
+                    ]
+                    return EVP_MAC_CTX_set_params(mac, &parameters)
+                }
+            }
+        }
+    }
+    guard macReady == 1 else { return -1 }
+    return index == 0 ? 1 : 2
+}
+
 extension TLSConnection {
     /// The ex-data slot of every `SSL` that points back to its connection.
     static let exDataIndex: Int32 = tg_SSL_get_ex_new_index(0, nil)

@@ -11,7 +11,8 @@ import NIOCore
 /// a resumed session has no verified chain, and pins are checked on that chain (DESIGN.md, "Pinning with
 /// OpenSSL"). A server resumes only from the stateless tickets it issues when
 /// ``TLSConfiguration/issuesSessionTickets`` says so and it asks for no client certificate; it keeps no
-/// session cache.
+/// session cache. Its tickets are encrypted with ``TLSConfiguration/sessionTicketKeys`` when given,
+/// else with a key OpenSSL makes with the context.
 ///
 /// `@unchecked Sendable`: the `SSL_CTX` is fully configured in `init` and never changed afterwards, and
 /// OpenSSL allows `SSL_new` and handshakes on many threads at once against one such context (it locks
@@ -166,6 +167,11 @@ public final class TLSContext: @unchecked Sendable {
             tg_SSL_CTX_set_alpn_select_cb(ctx, tlsSelectALPN, nil)
         }
         if configuration.identity == nil { SSL_CTX_set_client_cert_cb(ctx, tlsClientCertificateRequested) }
+        if tickets, !configuration.sessionTicketKeys.isEmpty {
+            guard SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, tlsTicketKey) == 1 else {
+                throw OpenSSLError(.invalidArgument, "setting the session ticket keys")
+            }
+        }
         _ = tg_SSL_CTX_set_tlsext_servername_callback(ctx, tlsServerName)
         SSL_CTX_set_info_callback(ctx, tlsInfo)
     }

@@ -88,6 +88,42 @@ struct ListenerTLSLoadingTests {
         )
     }
 
+    @Test("session-ticket-keys: a file or a list, in order; a key readable by others, of the wrong size, or with tickets off is a problem at its line")
+    func sessionTicketKeys() throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        for (name, size, mode) in [("a.tk", 80, 0o600), ("b.tk", 48, 0o600), ("open.tk", 80, 0o644), ("short.tk", 32, 0o600)] {
+            #expect(FileManager.default.createFile(atPath: files.directory + "/" + name, contents: Data(repeating: 7, count: size)))
+            #expect(chmod(files.directory + "/" + name, mode_t(mode)) == 0)
+        }
+        let configuration = try PolicyLoader(checkFiles: true).load(
+            yaml: """
+                listen:
+                  - address: "127.0.0.1:0"
+                    tls: { certificate: srv.pem, key: srv.key, session-ticket-keys: a.tk }
+                  - address: "127.0.0.1:1"
+                    tls: { certificate: srv.pem, key: srv.key, session-ticket-keys: [b.tk, a.tk] }
+                  - address: "127.0.0.1:2"
+                    tls: { certificate: srv.pem, key: srv.key }
+                """,
+            file: "t.yaml",
+            baseDirectory: files.directory
+        )
+        #expect(
+            configuration.listeners.map { $0.tls?.sessionTicketKeyFiles ?? [] }
+                == [[files.directory + "/a.tk"], [files.directory + "/b.tk", files.directory + "/a.tk"], []]
+        )
+        let open = files.directory + "/open.tk"
+        #expect(
+            files.problems("certificate: srv.pem\nkey: srv.key\nsession-ticket-keys: [a.tk, open.tk]")
+                == ["t.yaml:6: listen[0].tls.session-ticket-keys[1]: \"\(open)\" is readable by others (mode 644): chmod 600 \(open)"]
+        )
+        let short = files.problems("certificate: srv.pem\nkey: srv.key\nsession-ticket-keys: short.tk")
+        #expect(short.count == 1 && short[0].hasPrefix("t.yaml:6: listen[0].tls.session-ticket-keys:") && short[0].contains("80 bytes"), "\(short)")
+        let off = files.problems("certificate: srv.pem\nkey: srv.key\nsession-tickets: false\nsession-ticket-keys: a.tk")
+        #expect(off.count == 1 && off[0].hasPrefix("t.yaml:7: listen[0].tls.session-ticket-keys:") && off[0].contains("session tickets are off"), "\(off)")
+    }
+
     @Test("A missing key file is FILE:LINE: KEY: cannot read")
     func missingKey() throws {
         let files = try TLSFiles()

@@ -75,10 +75,12 @@ struct TLSOpenSSLPeerTests {
 
     /// How `openssl s_client` (TLS `version`) connects to our server twice, the second time with the
     /// session the first saved: `New, …` or `Reused, …` each.
-    private func resumption(port: Int, pki: TestPKI, version: String) async throws -> [String] {
+    /// What s_client says of two connections, the second offering the session the first saved:
+    /// the first to `port`, the second to `resumingAt` (by default the same port).
+    private func resumption(port: Int, resumingAt: Int? = nil, pki: TestPKI, version: String) async throws -> [String] {
         let session = pki.directory.appendingPathComponent("session-\(UUID().uuidString).pem").path
         var results: [String] = []
-        for store in ["-sess_out", "-sess_in"] {
+        for (store, port) in [("-sess_out", port), ("-sess_in", resumingAt ?? port)] {
             let client = try OpenSSLProcess(
                 [
                     "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
@@ -124,6 +126,43 @@ struct TLSOpenSSLPeerTests {
         // No ticket to save: the second s_client has no session to offer, or one the server declines.
         #expect(checkedEachTime[0].hasPrefix("New,") && !checkedEachTime[1].hasPrefix("Reused,"), "\(checkedEachTime)")
         await askingForCertificates.stop()
+    }
+
+    @Test("servers given the same ticket keys resume each other's sessions (TLS 1.3 and 1.2, AES-256 and AES-128 keys); a ticket under a later key resumes; one under a key the server does not have is a full handshake")
+    func sharedTicketKeys() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let wide = try SessionTicketKey(bytes: (0..<80).map { _ in UInt8.random(in: 0...255) })
+        let narrow = try SessionTicketKey(bytes: (0..<48).map { _ in UInt8.random(in: 0...255) })
+        let other = try SessionTicketKey(bytes: (0..<80).map { _ in UInt8.random(in: 0...255) })
+        func server(_ keys: [SessionTicketKey]) async throws -> LoopbackTLSServer {
+            try await LoopbackTLSServer.start(
+                context: try pki.serverContext {
+                    $0.issuesSessionTickets = true
+                    $0.sessionTicketKeys = keys
+                },
+                behaviour: .init(closeAfterFirstReply: true)
+            )
+        }
+        let first = try await server([wide])
+        let second = try await server([wide])
+        let narrowFirst = try await server([narrow])
+        let narrowSecond = try await server([narrow])
+        let rotated = try await server([other, wide])
+        let stranger = try await server([other])
+        for version in ["tls1_3", "tls1_2"] {
+            let across = try await resumption(port: first.port, resumingAt: second.port, pki: pki, version: version)
+            #expect(across[0].hasPrefix("New,") && across[1].hasPrefix("Reused,"), "\(version), AES-256: \(across)")
+            let narrowAcross = try await resumption(port: narrowFirst.port, resumingAt: narrowSecond.port, pki: pki, version: version)
+            #expect(narrowAcross[0].hasPrefix("New,") && narrowAcross[1].hasPrefix("Reused,"), "\(version), AES-128: \(narrowAcross)")
+            let afterRotation = try await resumption(port: first.port, resumingAt: rotated.port, pki: pki, version: version)
+            #expect(afterRotation[1].hasPrefix("Reused,"), "\(version), the old key second: \(afterRotation)")
+            let unknown = try await resumption(port: first.port, resumingAt: stranger.port, pki: pki, version: version)
+            #expect(unknown[0].hasPrefix("New,") && unknown[1].hasPrefix("New,"), "\(version), another key: \(unknown)")
+        }
+        for running in [first, second, narrowFirst, narrowSecond, rotated, stranger] { await running.stop() }
+        #expect(throws: SessionTicketKey.FormatError.self) { try SessionTicketKey(bytes: Array(repeating: 1, count: 32)) }
+        #expect("\(wide)" == "session ticket key " + wide.name.map { String(format: "%02x", $0) }.joined(), "named, its secrets never shown")
     }
 
     @Test("a peer that vanishes without close_notify is reported as an unclean shutdown")
