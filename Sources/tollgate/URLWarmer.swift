@@ -47,6 +47,9 @@ struct URLWarmer {
         var bytes: Int64 = 0
         var resumedFrom: Int64?
         var duration: TimeInterval = 0
+        /// Where a redirect the session passed on (`redirects: pass`) points: a client asks for
+        /// it next, so it is warmed too (``WarmCommand/warmRedirectTargets``). Nil otherwise.
+        var location: HTTPURL?
     }
 
     let runtime: PolicyRuntime
@@ -152,12 +155,18 @@ struct URLWarmer {
         if let outcome, !outcome.servedStale, outcome.isHit {
             // A hit, or a stale entry the origin confirmed (304): it is in the cache.
             kind = .fresh
-        } else if outcome?.stored == true, (200..<300).contains(status) || status == 304 {
+        } else if outcome?.stored == true, (200..<300).contains(status) || status == 304 || task.response?.isRedirect == true {
+            // A redirect stored is a hop a client following it is served offline; its target is
+            // warmed next.
             kind = .stored
         } else {
             kind = .notStored
         }
-        return Outcome(kind: kind, line: line, stored: kind == .notStored ? nil : stored, status: status, cacheStatus: cacheStatus)
+        var result = Outcome(kind: kind, line: line, stored: kind == .notStored ? nil : stored, status: status, cacheStatus: cacheStatus)
+        if let response = task.response, response.isRedirect, let location = response.headerFields["Location"] {
+            result.location = try? url.resolving(location)
+        }
+        return result
     }
 
     /// The cache key of `url` on `session` (its rule's `cache.key` rewrite, then the store's

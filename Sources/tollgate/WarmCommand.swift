@@ -208,6 +208,11 @@ struct WarmCommand: AsyncParsableCommand {
         let unclaimed = pickedUp.cancel { !listed.contains($0) }
         if unclaimed > 0 { standardError("tollgate warm: cancelled \(unclaimed) transfers of an earlier run whose URLs are not in this list") }
         outcomes += await warmer.warm(Array(urls[outcomes.count...]), concurrency: concurrency) { finished.withLockedValue { $0 += 1 } }
+        await warmRedirectTargets(
+            urls: &urls, outcomes: &outcomes, integrity: &integrity, warmer: warmer, concurrency: concurrency,
+            adding: { count in display?.setURLCount(total.withLockedValue { $0 += count; return $0 }) },
+            finished: { finished.withLockedValue { $0 += 1 } }
+        )
         display?.stop()
         if !integrity.isEmpty { checkIntegrity(&outcomes, urls: urls, integrity: integrity, store: stores.cache.store) }
         for outcome in outcomes { print(outcome.line) }

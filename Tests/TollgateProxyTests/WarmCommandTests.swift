@@ -84,6 +84,79 @@ struct WarmCommandTests {
         #expect(response.header("Cache-Status") == "tollgate; hit")
     }
 
+    @Test("A URL that redirects is warmed hop by hop, as a client following it asks: each hop stored and in the manifest, served offline to curl -L; a loop fails after 10 hops; a hop that may not be stored says so")
+    func redirectsWarmedHopByHop() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            let path = request.path
+            if path == "/download" {
+                // A registry's download URL, redirecting to its storage (GitHub's zipball to codeload).
+                respond.send(status: 302, headers: ["Location": "/storage/a.zip?token=1", "Cache-Control": "max-age=60"], body: "")
+            } else if path == "/storage/a.zip" {
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "the artifact")
+            } else if path.hasPrefix("/loop/"), let hop = Int(path.dropFirst(6)) {
+                respond.send(status: 301, headers: ["Location": "/loop/\(hop + 1)"], body: "")
+            } else if path == "/uncacheable" {
+                respond.send(status: 302, headers: ["Location": "/storage/a.zip?token=1"], body: "")
+            } else {
+                respond.send(status: 404, body: "no")
+            }
+        }
+        defer { origin.stop() }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+        access:
+          destinations:
+            - { allow: all }
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let base = "http://127.0.0.1:\(origin.port)"
+        let binary = try #require(tollgateBinary)
+        let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        let list = directory.appendingPathComponent("urls.txt")
+        let manifest = directory.appendingPathComponent("deps.lock.json").path
+
+        try "\(base)/download\n".write(to: list, atomically: true, encoding: .utf8)
+        let warmed = try await ChildProcess.run(binary, ["warm", "--config", config.path, "--manifest", manifest, list.path], environment: environment)
+        #expect(warmed.status == 0, "\(warmed.stdout) \(warmed.stderr)")
+        let lines = warmed.stdout.split(separator: "\n").map(String.init)
+        #expect(
+            lines == [
+                "302  tollgate; fwd=uri-miss; stored  \(base)/download",
+                "200  tollgate; fwd=uri-miss; stored  \(base)/storage/a.zip?token=1",
+                "warmed 2 of 2 URLs: 2 stored, 0 already fresh, 0 not stored, 0 failed, 0 resumed",
+            ],
+            "\(warmed.stdout)"
+        )
+        let entries = try #require(JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: manifest))) as? [String: Any])
+        let listed = (entries["entries"] as? [[String: Any]] ?? []).compactMap { $0["url"] as? String }.sorted()
+        #expect(listed == ["\(base)/download", "\(base)/storage/a.zip?token=1"], "\(entries)")
+
+        try "\(base)/loop/0\n\(base)/uncacheable\n".write(to: list, atomically: true, encoding: .utf8)
+        let looped = try await ChildProcess.run(binary, ["warm", "--config", config.path, list.path], environment: environment)
+        #expect(looped.status == 1, "\(looped.stdout) \(looped.stderr)")
+        #expect(
+            looped.stdout.contains("failed  \(base)/loop/10: more than 10 redirects from \(base)/loop/0; the last to \(base)/loop/11\n"),
+            "\(looped.stdout)"
+        )
+        #expect(origin.requests.filter { $0.path.hasPrefix("/loop/") }.count == 11, "the listed URL and ten hops")
+        #expect(looped.stdout.contains("302  tollgate; fwd=uri-miss; detail=\"status\"  \(base)/uncacheable"), "\(looped.stdout)")
+        #expect(looped.stdout.contains("200  tollgate; hit  \(base)/storage/a.zip?token=1"), "its target warmed once: \(looped.stdout)")
+
+        // Offline with the manifest, the registry gone: curl follows the stored redirect to the stored artifact.
+        origin.stop()
+        let served = try await Served.start(["--config", config.path, "--offline", "--manifest", manifest], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let fetched = try await ChildProcess.run(
+            "/usr/bin/curl", ["-sSL", "--proxy", "http://127.0.0.1:\(try served.port("forward"))", "\(base)/download"]
+        )
+        #expect(fetched.status == 0 && fetched.stdout == "the artifact", "\(fetched.stdout) \(fetched.stderr)")
+    }
+
     @Test("warm refuses an unknown --session and a bad --concurrency with exit 1")
     func badArguments() async throws {
         let directory = try temporaryDirectory()
