@@ -118,12 +118,13 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 		python3 -m pip install --quiet --disable-pip-version-check "$$module" \
 			|| { echo "deps: cannot install the Python module $$module" >&2; exit 1; }; \
 	done
-	@# npm, go and bundler for the offline build tests (LockfileWarmOfflineBuildTests): Debian's, when the
+	@# npm, go, bundler and composer (with unzip, which it extracts zips with) for the offline build
+	@# tests (LockfileWarmOfflineBuildTests): Debian's, when the
 	@# command is not on PATH (one installed another way, as NodeSource's Node.js, is used as it
 	@# is). cargo is used when a cargo 1.70 or later (the sparse index) is on PATH, as rustup
 	@# installs it; Debian 12's is older.
 	@missing=""; \
-	for tool in npm:npm go:golang-go bundle:ruby-bundler; do \
+	for tool in npm:npm go:golang-go bundle:ruby-bundler composer:composer unzip:unzip; do \
 		command -v "$${tool%%:*}" >/dev/null 2>&1 || missing="$$missing $${tool#*:}"; \
 	done; \
 	if [ -n "$$missing" ] && command -v dpkg-query >/dev/null 2>&1; then \

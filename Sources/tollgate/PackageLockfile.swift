@@ -15,7 +15,8 @@ import TollgateHTTP
 ///
 /// pnpm's is read in `PackageLockfile+PNPM`, Python's (uv, pip's requirements with hashes,
 /// poetry) in `PackageLockfile+Python` and pipenv's `Pipfile.lock` in `PackageLockfile+Pipenv`,
-/// Go's `go.sum` in `PackageLockfile+Go`, Bundler's `Gemfile.lock` in `PackageLockfile+Bundler`.
+/// Go's `go.sum` in `PackageLockfile+Go`, Bundler's `Gemfile.lock` in `PackageLockfile+Bundler`,
+/// Composer's `composer.lock` in `PackageLockfile+Composer`.
 ///
 /// Packages from git, local paths, links or other registries have no such URL and are left out; a
 /// URL listed several times is listed once.
@@ -32,7 +33,7 @@ struct PackageLockfile {
 
     /// The lockfile formats read.
     enum Format: String {
-        case npm, yarn, pnpm, cargo, uv, pip, poetry, pipenv, go, bundler
+        case npm, yarn, pnpm, cargo, uv, pip, poetry, pipenv, go, bundler, composer
     }
 
     let format: Format
@@ -45,6 +46,7 @@ struct PackageLockfile {
     static func format(of text: String) -> Format? {
         let start = text.drop(while: \.isWhitespace)
         if start.first == "{", isPipfileLock(text) { return .pipenv }
+        if start.first == "{", isComposerLock(text) { return .composer }
         if start.first == "{", text.contains("\"lockfileVersion\""),
             (try? JSONSerialization.jsonObject(with: Data(text.utf8)) as? [String: Any])?["lockfileVersion"] != nil
         {
@@ -105,6 +107,8 @@ struct PackageLockfile {
             problems += found
         case .bundler:
             Self.readGemfileLock(text, add)
+        case .composer:
+            try Self.readComposerLock(text, source: source, add)
         case .go:
             Self.readGoSum(text, proxy: Self.goModuleProxy()) { name, resolved, digest in
                 guard let url = HTTPURL(string: resolved) else {

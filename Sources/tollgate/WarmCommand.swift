@@ -19,11 +19,12 @@ struct WarmCommand: AsyncParsableCommand {
             npm-shrinkwrap.json (versions 1 to 3), Yarn's classic yarn.lock, pnpm-lock.yaml, Cargo.lock (with the crates.io index \
             files cargo reads), uv.lock, pip's requirements.txt with --hash, poetry.lock, pipenv's Pipfile.lock (with the index pages \
             pip and poetry read, which give the files' URLs), go.sum (from GOPROXY's module proxy), Gemfile.lock (with \
-            the compact index bundler reads): the artifacts it pins are \
+            the compact index bundler reads), composer.lock: the artifacts it pins are \
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
             differs is removed from the cache and counts as failed. Of a Python lockfile's files, --python-version \
             and --python-platform keep those an installer on that target takes (each release's fitting wheels, else its \
-            sdist). Each URL is fetched with GET under the configuration's rules \
+            sdist). A redirect the session passes on is warmed hop by hop, each hop as a client following \
+            it asks for it. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
             `STATUS  CACHE-STATUS  URL` (or `failed  URL: why`), then a summary. A transfer that is cut \

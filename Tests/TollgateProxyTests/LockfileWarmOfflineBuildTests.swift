@@ -26,11 +26,11 @@ private let sparseCargo: String? = {
 /// fills the cache from the lockfile alone (no package manager runs online), then the package
 /// manager installs through `tollgate serve --offline` with the registries gone. The registries
 /// are local TLS origins standing in for index.crates.io, static.crates.io, registry.npmjs.org,
-/// proxy.golang.org, rubygems.org and index.rubygems.org (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
+/// proxy.golang.org, rubygems.org and index.rubygems.org, api.github.com and codeload.github.com (`connect-to`), answering with `Vary: Accept-Encoding` as CDNs do: the warm
 /// asks without Accept-Encoding, cargo and npm ask with gzip, and offline the stored identity
 /// bytes are what they get.
 @Suite(
-    "A lockfile warmed, then installed offline by cargo, npm, go and bundler (the built executable)",
+    "A lockfile warmed, then installed offline by cargo, npm, go, bundler and composer (the built executable)",
     .serialized,
     .timeLimit(.minutes(3)),
     .enabled(if: tollgateBinary != nil)
@@ -382,5 +382,88 @@ struct LockfileWarmOfflineBuildTests {
         let files = try FileManager.default.subpathsOfDirectory(atPath: directory.appendingPathComponent("bundle").path)
         #expect(files.contains { $0.hasSuffix("gems/tgdemo-1.0.0/lib/tgdemo.rb") }, "\(files.filter { $0.contains("tgdemo") })")
         #expect(gets.count == 3 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
+    }
+
+    @Test(
+        "composer install offline from a cache warmed by composer.lock: the dist zipball on api.github.com, redirected to codeload.github.com",
+        .enabled(if: executableOnPath("composer") != nil && executableOnPath("php") != nil, "needs Composer and PHP")
+    )
+    func composerOffline() async throws {
+        let composer = try #require(executableOnPath("composer"))
+        let php = try #require(executableOnPath("php"))
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        // The package's zipball as GitHub makes it: one top directory holding the package.
+        let zipPath = directory.appendingPathComponent("demo.zip").path
+        let zipped = try await ChildProcess.run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import sys, zipfile
+                with zipfile.ZipFile(sys.argv[1], "w", zipfile.ZIP_DEFLATED) as z:
+                    z.writestr("acme-demo-0123abc/composer.json", '{"name": "acme/demo", "autoload": {"psr-4": {"Acme\\\\Demo\\\\": "src/"}}}')
+                    z.writestr("acme-demo-0123abc/src/Answer.php", "<?php\\nnamespace Acme\\\\Demo;\\n\\nclass Answer { const VALUE = 42; }\\n")
+                """,
+                zipPath,
+            ]
+        )
+        #expect(zipped.status == 0, "\(zipped.stderr)")
+        let zipBytes = Array(try Data(contentsOf: URL(fileURLWithPath: zipPath)))
+        let reference = "0123abcd0123abcd0123abcd0123abcd0123abcd"
+        let apiPKI = try TestPKI(commonName: "API CA", host: "api.github.com")
+        let api = try await LoopbackOrigin.start(tls: apiPKI.serverConfiguration) { request, respond in
+            respond.send(
+                status: 302,
+                headers: ["Location": "https://codeload.github.com/acme/demo/legacy.zip/\(reference)", "Cache-Control": "public, max-age=60"],
+                body: ""
+            )
+        }
+        defer { api.stop() }
+        let codeloadPKI = try TestPKI(commonName: "Codeload CA", host: "codeload.github.com")
+        let codeload = try await registry(codeloadPKI, ["/acme/demo/legacy.zip/\(reference)": zipBytes])
+        defer { codeload.stop() }
+        let (config, caFile) = try await interceptingConfiguration(
+            directory: directory, registries: [("api.github.com", apiPKI, api.port), ("codeload.github.com", codeloadPKI, codeload.port)]
+        )
+        let project = directory.appendingPathComponent("app")
+        try FileManager.default.createDirectory(at: project, withIntermediateDirectories: true)
+        try #"{"require": {"acme/demo": "1.0.0"}}"#.write(to: project.appendingPathComponent("composer.json"), atomically: true, encoding: .utf8)
+        let lockfile = project.appendingPathComponent("composer.lock")
+        try """
+            {
+                "_readme": ["This file locks the dependencies of your project to a known state"],
+                "content-hash": "d41d8cd98f00b204e9800998ecf8427e",
+                "packages": [
+                    {"name": "acme/demo", "version": "1.0.0",
+                     "source": {"type": "git", "url": "https://github.com/acme/demo.git", "reference": "\(reference)"},
+                     "dist": {"type": "zip", "url": "https://api.github.com/repos/acme/demo/zipball/\(reference)", "reference": "\(reference)", "shasum": ""},
+                     "type": "library", "autoload": {"psr-4": {"Acme\\\\Demo\\\\": "src/"}}}
+                ],
+                "packages-dev": [], "aliases": [], "minimum-stability": "stable", "stability-flags": [], "prefer-stable": false,
+                "prefer-lowest": false, "platform": [], "platform-dev": [], "plugin-api-version": "2.3.0"
+            }
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+
+        let served = try await serveOfflineAfterWarming(lockfile: lockfile, config: config, directory: directory, origins: [api, codeload])
+        defer { served.child.kill() }
+        let proxy = "http://127.0.0.1:\(try served.port("forward"))"
+        let installed = try await ChildProcess.run(
+            "/bin/sh", ["-c", "cd '\(project.path)' && exec '\(composer)' install --no-interaction --no-progress --prefer-dist"],
+            environment: [
+                "HOME": directory.path, "COMPOSER_HOME": directory.appendingPathComponent("composer-home").path,
+                "COMPOSER_CACHE_DIR": directory.appendingPathComponent("composer-cache").path, "COMPOSER_ALLOW_SUPERUSER": "1",
+                "http_proxy": proxy, "https_proxy": proxy, "HTTP_PROXY": proxy, "HTTPS_PROXY": proxy, "no_proxy": "", "NO_PROXY": "",
+                "SSL_CERT_FILE": caFile,
+            ]
+        )
+        let (misses, gets) = try await stopOffline(served, directory: directory)
+        #expect(installed.status == 0, "composer install: \(installed.stdout) \(installed.stderr)")
+        #expect(misses == "[]", "\(misses)")
+        let answer = try await ChildProcess.run(
+            php, ["-r", "require '\(project.path)/vendor/autoload.php'; echo \\Acme\\Demo\\Answer::VALUE;"]
+        )
+        #expect(answer.stdout == "42", "\(answer.stdout) \(answer.stderr)")
+        #expect(gets.count == 2 && gets.allSatisfy { $0.contains("\"cache\":\"hit\"") }, "\(gets)")
     }
 }

@@ -162,6 +162,65 @@ struct WarmLockfileTests {
         #expect(origin.requests.map(\.target).sorted() == ["/@scope/a/-/a-1.1.0.tgz", "/b/-/b-2.0.0.tgz", "/c/-/c-3.0.0.tgz"])
     }
 
+    @Test("composer.lock: each package's dist as Composer downloads it (a preferred mirror first, %package% and %reference% filled in; a redirect followed to its storage), checked by shasum where given; source-only packages left out")
+    func composerLock() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await LoopbackOrigin.start { request, respond in
+            if request.path.hasPrefix("/repos/") {
+                // GitHub's API answers a zipball URL with a redirect to codeload.
+                respond.send(
+                    status: 302, headers: ["Location": "/codeload" + request.path.dropFirst("/repos".count), "Cache-Control": "public, max-age=60"], body: ""
+                )
+            } else {
+                respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "zip \(request.path)")
+            }
+        }
+        defer { origin.stop() }
+        let base = "http://127.0.0.1:\(origin.port)"
+        let config = try plainConfiguration(in: directory)
+        let lockfile = directory.appendingPathComponent("composer.lock")
+        try """
+            {
+                "_readme": ["This file locks the dependencies of your project to a known state"],
+                "content-hash": "4b1c0b3f0f1e2d3c4b5a69788796a5b4",
+                "packages": [
+                    {"name": "acme/checked", "version": "1.2.0",
+                     "dist": {"type": "zip", "url": "\(base)/dists/acme-checked-1.2.0.zip", "reference": "abc", "shasum": "\(try await hexDigest("zip /dists/acme-checked-1.2.0.zip", "sha1"))"}},
+                    {"name": "acme/github", "version": "v2.0.1",
+                     "source": {"type": "git", "url": "https://github.com/acme/github.git", "reference": "0123abcd"},
+                     "dist": {"type": "zip", "url": "\(base)/repos/acme/github/zipball/0123abcd", "reference": "0123abcd", "shasum": ""}},
+                    {"name": "acme/mirrored", "version": "3.0.0",
+                     "dist": {"type": "zip", "url": "\(base)/origin/mirrored.zip", "reference": "fedc", "shasum": "",
+                              "mirrors": [{"url": "\(base)/mirror/%package%/%reference%.%type%", "preferred": true}]}},
+                    {"name": "acme/source-only", "version": "dev-main",
+                     "source": {"type": "git", "url": "https://example.invalid/acme/source-only.git", "reference": "9999"}}
+                ],
+                "packages-dev": [
+                    {"name": "acme/tampered", "version": "0.1.0",
+                     "dist": {"type": "tar", "url": "\(base)/dists/acme-tampered-0.1.0.tar", "reference": null, "shasum": "\(try await hexDigest("other bytes", "sha1"))"}}
+                ],
+                "aliases": [], "minimum-stability": "stable", "stability-flags": [], "prefer-stable": false,
+                "prefer-lowest": false, "platform": [], "platform-dev": [], "plugin-api-version": "2.3.0"
+            }
+            """.write(to: lockfile, atomically: true, encoding: .utf8)
+        let warm = try await runWarm(lockfile, config: config, in: directory)
+        #expect(warm.status == 1, "\(warm.stdout) \(warm.stderr)")
+        #expect(warm.stdout.contains("200  tollgate; fwd=uri-miss; stored  \(base)/dists/acme-checked-1.2.0.zip\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("302  tollgate; fwd=uri-miss; stored  \(base)/repos/acme/github/zipball/0123abcd\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("200  tollgate; fwd=uri-miss; stored  \(base)/codeload/acme/github/zipball/0123abcd\n"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("stored  \(base)/mirror/acme/mirrored/fedc.zip\n"), "the preferred mirror, filled in: \(warm.stdout)")
+        #expect(warm.stdout.contains("failed  \(base)/dists/acme-tampered-0.1.0.tar: integrity mismatch: the lockfile says sha1-"), "\(warm.stdout)")
+        #expect(warm.stdout.contains("warmed 4 of 5 URLs"), "\(warm.stdout)")
+        #expect(
+            origin.requests.map(\.target).sorted()
+                == [
+                    "/codeload/acme/github/zipball/0123abcd", "/dists/acme-checked-1.2.0.zip", "/dists/acme-tampered-0.1.0.tar",
+                    "/mirror/acme/mirrored/fedc.zip", "/repos/acme/github/zipball/0123abcd",
+                ]
+        )
+    }
+
     @Test("Cargo.lock: crates.io packages are fetched as cargo asks for them (index files, then the download URL; here connect-to rules' local origins) and checked by their checksum; others are left out")
     func cargoLockfile() async throws {
         let directory = try temporaryDirectory()
