@@ -8,6 +8,7 @@
 #include <openssl/bio.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/ocsp.h>
 #include <openssl/pem.h>
 #include <openssl/pkcs12.h>
 #include <openssl/rand.h>
@@ -151,6 +152,20 @@ static inline int tg_SSL_CTX_set_tlsext_servername_arg(SSL_CTX *ctx, void *arg) 
 static inline int tg_SSL_TLSEXT_ERR_OK(void) { return SSL_TLSEXT_ERR_OK; }
 static inline int tg_SSL_TLSEXT_ERR_ALERT_FATAL(void) { return SSL_TLSEXT_ERR_ALERT_FATAL; }
 static inline int tg_SSL_TLSEXT_ERR_NOACK(void) { return SSL_TLSEXT_ERR_NOACK; }
+
+// MARK: - OCSP stapling (servers)
+
+static inline int tg_SSL_CTX_set_tlsext_status_cb(SSL_CTX *ctx, int (*cb)(SSL *, void *)) {
+    return (int)SSL_CTX_set_tlsext_status_cb(ctx, cb);
+}
+// Takes ownership of `response`, which must come from OPENSSL_malloc.
+static inline int tg_SSL_set_tlsext_status_ocsp_resp(SSL *ssl, unsigned char *response, long length) {
+    return (int)SSL_set_tlsext_status_ocsp_resp(ssl, response, length);
+}
+static inline void *tg_OPENSSL_malloc(size_t count) { return OPENSSL_malloc(count); }
+static inline int tg_OCSP_RESPONSE_STATUS_SUCCESSFUL(void) { return OCSP_RESPONSE_STATUS_SUCCESSFUL; }
+static inline int tg_V_OCSP_CERTSTATUS_GOOD(void) { return V_OCSP_CERTSTATUS_GOOD; }
+static inline int tg_V_OCSP_CERTSTATUS_REVOKED(void) { return V_OCSP_CERTSTATUS_REVOKED; }
 
 // MARK: - ALPN
 

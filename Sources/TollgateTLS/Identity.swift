@@ -9,6 +9,10 @@ public struct Identity: Sendable {
     /// The leaf certificate.
     public var certificate: Certificate { self.certificateChain[0] }
 
+    /// Servers: the OCSP response about ``certificate`` stapled to handshakes of clients that
+    /// ask for one (`status_request`), while it is current. Nil (the default): none stapled.
+    public var ocspResponse: OCSPResponse?
+
     /// An identity from a chain and the leaf's key.
     ///
     /// - Parameters:

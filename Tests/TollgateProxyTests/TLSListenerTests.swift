@@ -464,6 +464,62 @@ struct TLSListenerTests {
         #expect(try await servedSerial(port: port, serverName: nil) == renewed.certificate.serialNumber)
     }
 
+    @Test("With ocsp-response the listener staples it and curl --cert-status accepts the certificate; a revoked response put in place and reloaded makes curl refuse it; /metrics says when it runs out; without one curl --cert-status fails")
+    func ocspStapling() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
+        defer { origin.stop() }
+        // As public CAs issue: the leaf from an intermediate, which signs the OCSP responses and
+        // which the listener sends (clients compute the response's CertID from it).
+        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
+        let leaf = try intermediate.issueLeaf(for: "127.0.0.1")
+        try leaf.certificateChain.map(\.pemString).joined().write(toFile: setup.path("gw.pem"), atomically: true, encoding: .utf8)
+        try leaf.privateKey.write(toPEMFile: setup.path("gw.key"))
+        let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
+        #expect(FileManager.default.createFile(atPath: setup.path("gw.ocsp"), contents: Data(good)))
+        let configuration = try setup.write("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: gw.pem, key: gw.key, ocsp-response: gw.ocsp }
+            """)
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let url = "https://127.0.0.1:\(try served.port("reverse"))/"
+        let admin = try served.port("admin")
+        let checked = try await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
+        #expect(checked.status == 0 && checked.stdout == "checked\n", "\(checked.stderr)")
+
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+        let nextUpdate = try #require(try OCSPResponse(der: good, for: leaf.certificateChain).nextUpdate)
+        #expect(
+            metrics.contains("tollgate_listener_ocsp_next_update_timestamp_seconds{listener=\"127.0.0.1:0\",file=\"\(setup.path("gw.ocsp"))\"} \(Int64(nextUpdate.timeIntervalSince1970))"),
+            "\(metrics.split(separator: "\n").filter { $0.contains("ocsp") })"
+        )
+
+        // The CA revokes the certificate: the operator's cron fetches the new response and reloads.
+        let revoked = try await TestOCSPResponder.response(by: intermediate, for: leaf, status: .revoked)
+        #expect(FileManager.default.createFile(atPath: setup.path("gw.ocsp"), contents: Data(revoked)))
+        let reload = try await curl(["-X", "POST", "http://127.0.0.1:\(admin)/config/reload"])
+        #expect(reload.stdout == "reloaded\n", "\(reload.stdout)")
+        let refused = try await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
+        #expect(refused.status == 91 && refused.stderr.contains("revocation reason"), "\(refused.stdout) \(refused.stderr)")
+
+        // A listener without a response: curl asking for one fails, as it does against any server that staples none.
+        let plainConfiguration = try setup.write("""
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: srv.pem, key: srv.key }
+            """)
+        served.child.kill()
+        let plain = try await Served.start(["--config", plainConfiguration], directory: setup.directory, lines: 2)
+        defer { plain.child.kill() }
+        let none = try await curl(["--cacert", setup.pki.caFile, "--cert-status", "https://127.0.0.1:\(try plain.port("reverse"))/"])
+        #expect(none.status != 0, "\(none.stdout) \(none.stderr)")
+        let fine = try await curl(["--cacert", setup.pki.caFile, "https://127.0.0.1:\(try plain.port("reverse"))/"])
+        #expect(fine.status == 0, "\(fine.stderr)")
+    }
+
     @Test("Plain HTTP sent to a TLS listener closes that connection; the listener serves TLS clients after it")
     func garbageIsRefused() async throws {
         let setup = try TLSListenerSetup()

@@ -10,7 +10,8 @@ extension PolicyConfiguration.Listener.TLS {
     /// |---|---|---|
     /// | `certificate` | PEM file path: the leaf, then intermediates | one of `certificate` and `certificates` is required |
     /// | `key` | PEM key file path, mode 0600 or stricter | required with `certificate` |
-    /// | `certificates` | list of `{ certificate, key }`, chosen by SNI; the first is the default | |
+    /// | `ocsp-response` | DER OCSP response file about `certificate`, stapled while current | none |
+    /// | `certificates` | list of `{ certificate, key, ocsp-response }`, chosen by SNI; the first is the default | |
     /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
     /// | `client-auth` | mapping (``ClientAuth``) | none: no client certificates asked for |
     /// | `session-tickets` | boolean | `true`; `false` with `client-auth` (`true` with it is refused) |
@@ -18,7 +19,7 @@ extension PolicyConfiguration.Listener.TLS {
     init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
         guard
             let entry = node.mapping(keys: [
-                "certificate", "key", "certificates", "min-version", "client-auth", "session-tickets", "session-ticket-keys",
+                "certificate", "key", "ocsp-response", "certificates", "min-version", "client-auth", "session-tickets", "session-ticket-keys",
             ])
         else { return nil }
         let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
@@ -31,11 +32,13 @@ extension PolicyConfiguration.Listener.TLS {
         switch (entry["certificate"], entry["certificates"]) {
         case (_?, let listNode?):
             listNode.report("give either certificate and key, or certificates, not both")
+        case (nil, _?) where entry["ocsp-response"] != nil:
+            entry["ocsp-response"]!.report("with certificates, give each certificate's ocsp-response in its entry")
         case (_?, nil):
             certificates = CertificateFiles(entry: entry).map { [$0] }
         case (nil, let listNode?):
             if let items = listNode.list("a list of { certificate, key }") {
-                let read = items.map { item in item.mapping(keys: ["certificate", "key"]).flatMap(CertificateFiles.init(entry:)) }
+                let read = items.map { item in item.mapping(keys: ["certificate", "key", "ocsp-response"]).flatMap(CertificateFiles.init(entry:)) }
                 if items.isEmpty { listNode.report("no certificates; list at least one { certificate, key }") }
                 if !items.isEmpty, read.allSatisfy({ $0 != nil }) { certificates = read.compactMap { $0 } }
             }
@@ -140,25 +143,42 @@ extension PolicyConfiguration.Listener.TLS.ClientAuth {
 }
 
 extension PolicyConfiguration.Listener.TLS.CertificateFiles {
-    /// Reads `certificate` and `key` of a mapping and, when the loader checks files, loads them.
+    /// Reads `certificate`, `key` and `ocsp-response` of a mapping and, when the loader checks
+    /// files, loads them: a response that is not about the certificate, or no longer current, is
+    /// a problem at its line.
     init?(entry: ConfigMapping) {
         let certificateNode = entry.required("certificate")
         let keyNode = entry.required("key")
         guard let certificateNode, let keyNode else { return nil }
         let certificate = certificateNode.readableFile()
         let key = keyNode.readableFile()
-        guard let certificate, let key else { return nil }
-        self.init(certificate: certificate, key: key)
+        let ocspNode = entry["ocsp-response"]
+        let ocspResponse = ocspNode?.readableFile()
+        guard let certificate, let key, ocspNode == nil || ocspResponse != nil else { return nil }
+        self.init(certificate: certificate, key: key, ocspResponse: ocspResponse)
         guard keyNode.context.loader.checkFiles,
-            PathResolution.problemReadingFile(certificate) == nil, PathResolution.problemReadingFile(key) == nil
+            PathResolution.problemReadingFile(certificate) == nil, PathResolution.problemReadingFile(key) == nil,
+            ocspResponse.map({ PathResolution.problemReadingFile($0) == nil }) ?? true
         else { return }
         // A server key is a secret, kept as password files are: readable by its owner alone.
         if let problem = PathResolution.problemWithSecretFileMode(key) {
             keyNode.report(problem)
             return
         }
-        if case .failure(let error) = load() {
-            (error.file == .certificate ? certificateNode : keyNode).report(error.message)
+        switch load() {
+        case .failure(let error):
+            switch error.file {
+            case .certificate: certificateNode.report(error.message)
+            case .key: keyNode.report(error.message)
+            case .ocspResponse: (ocspNode ?? keyNode).report(error.message)
+            }
+        case .success(let identity):
+            // Stapled only while current: one already out of date would never be.
+            if let ocspNode, let response = identity.ocspResponse, !response.isCurrent() {
+                ocspNode.report(
+                    "the OCSP response's nextUpdate (\(response.nextUpdate.map { "\($0)" } ?? "-")) has passed: it would not be stapled; fetch a new one"
+                )
+            }
         }
     }
 }

@@ -22,15 +22,20 @@ extension PolicyConfiguration.Listener {
             public var certificate: String
             /// The private key file.
             public var key: String
+            /// The DER OCSP response about the certificate, stapled to the handshakes of clients
+            /// that ask (`ocsp-response`; nginx's `ssl_stapling_file`), while current. Nil: none.
+            public var ocspResponse: String?
 
-            /// Creates a pair of files.
-            public init(certificate: String, key: String) {
+            /// Creates a pair of files (and an OCSP response's).
+            public init(certificate: String, key: String, ocspResponse: String? = nil) {
                 self.certificate = certificate
                 self.key = key
+                self.ocspResponse = ocspResponse
             }
 
-            /// Reads both files and checks that the key belongs to the certificate. The error
-            /// names the file at fault and what is wrong, never what the key holds.
+            /// Reads the files and checks that the key belongs to the certificate (and the OCSP
+            /// response is about it). The error names the file at fault and what is wrong, never
+            /// what the key holds.
             public func load() -> Result<Identity, CertificateFilesError> {
                 let chain: [Certificate]
                 do {
@@ -47,20 +52,29 @@ extension PolicyConfiguration.Listener {
                 } catch {
                     return .failure(.init(file: .key, message: "cannot load the key \(key): \(error)"))
                 }
+                var identity: Identity
                 do {
-                    return .success(try Identity(certificateChain: chain, privateKey: privateKey))
+                    identity = try Identity(certificateChain: chain, privateKey: privateKey)
                 } catch {
                     return .failure(
                         .init(file: .key, message: "the key \(key) does not belong to the certificate \(certificate)")
                     )
                 }
+                if let ocspResponse {
+                    do {
+                        identity.ocspResponse = try OCSPResponse(contentsOf: ocspResponse, for: chain)
+                    } catch {
+                        return .failure(.init(file: .ocspResponse, message: "\(error) (for the certificate \(certificate))"))
+                    }
+                }
+                return .success(identity)
             }
         }
 
         /// Why a ``CertificateFiles`` pair cannot be used.
         public struct CertificateFilesError: Error, Hashable, Sendable, CustomStringConvertible {
             /// Which of the two files is at fault (the key when they do not belong together).
-            public enum File: Hashable, Sendable { case certificate, key }
+            public enum File: Hashable, Sendable { case certificate, key, ocspResponse }
             /// The file at fault.
             public let file: File
             /// One line naming the file and the reason.

@@ -117,7 +117,8 @@ extension ProxyMetrics {
 
     /// When certificates run out, in seconds since 1970: each TLS listener's own (read from its
     /// files now), and for each host a rule matches, the earliest `notAfter` of the chain its last
-    /// verified connection was checked with. Alert ahead of them
+    /// verified connection was checked with; and when each listener's stapled OCSP response
+    /// goes out of date. Alert ahead of them
     /// (`tollgate_…_certificate_expiry_timestamp_seconds - time() < 14 * 86400`).
     private func syncCertificateExpiries(_ runtime: PolicyRuntime, written: inout [String: Gauge]) {
         let upstream = MetricNameDescriptor.named(
@@ -132,15 +133,25 @@ extension ProxyMetrics {
             "tollgate_listener_certificate_expiry_timestamp_seconds",
             help: "When a TLS listener's certificate (its leaf) expires, seconds since 1970; 0: the file cannot be read."
         )
+        let staple = MetricNameDescriptor.named(
+            "tollgate_listener_ocsp_next_update_timestamp_seconds",
+            help: "When a TLS listener's stapled OCSP response (ocsp-response) stops being stapled (its nextUpdate), "
+                + "seconds since 1970; 0: the file cannot be read or is not about the certificate."
+        )
         for entry in runtime.configuration.listeners {
             guard let tls = entry.tls else { continue }
             for files in tls.certificates {
-                let leaf = try? Certificate.bundle(pemFile: files.certificate).first
+                let chain = (try? Certificate.bundle(pemFile: files.certificate)) ?? []
+                let leaf = chain.first
                 setGauge(
                     listener,
                     labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)],
                     to: Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0), written: &written
                 )
+                guard let file = files.ocspResponse else { continue }
+                let response = try? OCSPResponse(contentsOf: file, for: chain)
+                let seconds = response.map { $0.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max } ?? 0
+                setGauge(staple, labels: [("listener", entry.address.description), ("file", file)], to: seconds, written: &written)
             }
         }
     }

@@ -14,6 +14,8 @@ extension TLSConfiguration {
         var applicationProtocols: [String]
         /// The identity's chain; its key is the one matching the leaf, so the chain identifies it.
         var identityChain: [Certificate]?
+        /// The identity's stapled OCSP response (it changes while the chain stays).
+        var identityOCSPResponse: OCSPResponse?
         var clientCertificateRequirement: ClientCertificateRequirement
         var clientCertificatePins: [SPKIPin]
         var handshakeTimeout: TimeAmount
@@ -34,6 +36,7 @@ extension TLSConfiguration {
             deferTrustDecision: self.deferTrustDecision,
             applicationProtocols: self.applicationProtocols,
             identityChain: self.identity?.certificateChain,
+            identityOCSPResponse: self.identity?.ocspResponse,
             clientCertificateRequirement: self.clientCertificateRequirement,
             clientCertificatePins: self.clientCertificatePins,
             handshakeTimeout: self.handshakeTimeout,

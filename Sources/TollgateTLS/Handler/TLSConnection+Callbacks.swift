@@ -35,6 +35,22 @@ func tlsServerName(
     return connection.selectIdentity(alert: alert)
 }
 
+/// The certificate status callback (servers; clients that sent `status_request`): staples the
+/// served identity's current OCSP response (``Identity/ocspResponse``), else none.
+func tlsCertificateStatus(_ ssl: OpaquePointer?, _ argument: UnsafeMutableRawPointer?) -> Int32 {
+    guard let ssl, let connection = TLSConnection.from(ssl: ssl),
+        let response = (connection.chosenIdentity ?? connection.context.configuration.identity)?.ocspResponse,
+        response.isCurrent(), let copy = tg_OPENSSL_malloc(response.der.count)
+    else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    response.der.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+    // OpenSSL takes the copy and frees it with the connection.
+    guard tg_SSL_set_tlsext_status_ocsp_resp(ssl, copy.assumingMemoryBound(to: UInt8.self), response.der.count) == 1 else {
+        tg_OPENSSL_free(copy)
+        return tg_SSL_TLSEXT_ERR_NOACK()
+    }
+    return tg_SSL_TLSEXT_ERR_OK()
+}
+
 /// The ALPN selection callback (servers).
 func tlsSelectALPN(
     _ ssl: OpaquePointer?,
@@ -198,6 +214,7 @@ extension TLSConnection {
             }
             return SSL_use_cert_and_key(self.ssl, identity.certificate.x509, identity.privateKey.pkey, chain, 1) == 1
         }
+        if used { self.chosenIdentity = identity }
         guard used else {
             self.serverNameFailure =
                 "cannot use the certificate chosen for \(name ?? "(no name)"): "

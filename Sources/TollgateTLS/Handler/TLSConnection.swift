@@ -72,6 +72,8 @@ final class TLSConnection {
     var receivedServerName: String?
     /// Why the server-name hook could not choose an identity, when it could not.
     var serverNameFailure: String?
+    /// Servers: the identity the SNI callback chose for this connection (nil: the context's).
+    var chosenIdentity: Identity?
 
     /// Creates the `SSL` for one connection.
     ///

@@ -172,6 +172,10 @@ public final class TLSContext: @unchecked Sendable {
                 throw OpenSSLError(.invalidArgument, "setting the session ticket keys")
             }
         }
+        // A server staples its identity's OCSP response to handshakes that ask for one.
+        if configuration.identity != nil || configuration.serverNameHandler != nil {
+            _ = tg_SSL_CTX_set_tlsext_status_cb(ctx, tlsCertificateStatus)
+        }
         _ = tg_SSL_CTX_set_tlsext_servername_callback(ctx, tlsServerName)
         SSL_CTX_set_info_callback(ctx, tlsInfo)
     }

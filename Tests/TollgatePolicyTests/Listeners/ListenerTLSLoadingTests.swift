@@ -124,6 +124,40 @@ struct ListenerTLSLoadingTests {
         #expect(off.count == 1 && off[0].hasPrefix("t.yaml:7: listen[0].tls.session-ticket-keys:") && off[0].contains("session tickets are off"), "\(off)")
     }
 
+    @Test("ocsp-response: read with its certificate, in a certificates entry too; one about another certificate, or not a response, is a problem at its line")
+    func ocspResponse() async throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        let other = try files.pki.authority.issueLeaf(for: "other.test")
+        #expect(FileManager.default.createFile(atPath: files.directory + "/srv.ocsp", contents: Data(try await files.pki.ocspResponse(for: files.pki.server))))
+        #expect(FileManager.default.createFile(atPath: files.directory + "/other.ocsp", contents: Data(try await files.pki.ocspResponse(for: other))))
+        #expect(FileManager.default.createFile(atPath: files.directory + "/junk.ocsp", contents: Data("junk".utf8)))
+        let configuration = try PolicyLoader(checkFiles: true).load(
+            yaml: """
+                listen:
+                  - address: "127.0.0.1:0"
+                    tls: { certificate: srv.pem, key: srv.key, ocsp-response: srv.ocsp }
+                  - address: "127.0.0.1:1"
+                    tls:
+                      certificates:
+                        - { certificate: a.pem, key: a.key }
+                        - { certificate: srv.pem, key: srv.key, ocsp-response: srv.ocsp }
+                """,
+            file: "t.yaml",
+            baseDirectory: files.directory
+        )
+        #expect(configuration.listeners[0].tls?.certificates.map(\.ocspResponse) == [files.directory + "/srv.ocsp"])
+        #expect(configuration.listeners[1].tls?.certificates.map(\.ocspResponse) == [nil, files.directory + "/srv.ocsp"])
+        let identity = try configuration.listeners[0].tls!.certificates[0].load().get()
+        #expect(identity.ocspResponse?.status == .good)
+        let elsewhere = files.problems("certificate: srv.pem\nkey: srv.key\nocsp-response: other.ocsp")
+        #expect(elsewhere.count == 1 && elsewhere[0].hasPrefix("t.yaml:6: listen[0].tls.ocsp-response:") && elsewhere[0].contains("about another certificate"), "\(elsewhere)")
+        let junk = files.problems("certificate: srv.pem\nkey: srv.key\nocsp-response: junk.ocsp")
+        #expect(junk.count == 1 && junk[0].contains("not a DER OCSP response"), "\(junk)")
+        let misplaced = files.problems("certificates: [{ certificate: srv.pem, key: srv.key }]\nocsp-response: srv.ocsp")
+        #expect(misplaced.count == 1 && misplaced[0].contains("in its entry"), "\(misplaced)")
+    }
+
     @Test("A missing key file is FILE:LINE: KEY: cannot read")
     func missingKey() throws {
         let files = try TLSFiles()
