@@ -163,6 +163,8 @@ static inline int tg_SSL_set_tlsext_status_ocsp_resp(SSL *ssl, unsigned char *re
     return (int)SSL_set_tlsext_status_ocsp_resp(ssl, response, length);
 }
 static inline void *tg_OPENSSL_malloc(size_t count) { return OPENSSL_malloc(count); }
+static inline int tg_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
+static inline const char *tg_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) { return sk_OPENSSL_STRING_value(sk, i); }
 static inline int tg_OCSP_RESPONSE_STATUS_SUCCESSFUL(void) { return OCSP_RESPONSE_STATUS_SUCCESSFUL; }
 static inline int tg_V_OCSP_CERTSTATUS_GOOD(void) { return V_OCSP_CERTSTATUS_GOOD; }
 static inline int tg_V_OCSP_CERTSTATUS_REVOKED(void) { return V_OCSP_CERTSTATUS_REVOKED; }

@@ -137,6 +137,8 @@ public struct CertificateAuthority: Sendable {
     ///   - validity: seconds from the start of validity to its end; 30 days unless given.
     ///   - notBeforeOffset: seconds added to `now` for the start of validity; −3600 unless given.
     ///   - now: the reference time; the current time unless given.
+    ///   - ocspResponder: an OCSP responder URL for authorityInfoAccess (`OCSP;URI:`), as public
+    ///     CAs name theirs; none unless given.
     /// - Returns: the leaf, this authority's ``intermediates`` and the leaf's key.
     /// - Throws: ``OpenSSLError/invalidArgument`` for a host that cannot go in a certificate.
     public func issueLeaf(
@@ -145,7 +147,8 @@ public struct CertificateAuthority: Sendable {
         usage: ExtendedKeyUsage = .serverAuth,
         validity: TimeInterval = 30 * 86_400,
         notBeforeOffset: TimeInterval = -3600,
-        now: Date = Date()
+        now: Date = Date(),
+        ocspResponder: String? = nil
     ) throws -> Identity {
         let name = try CertificateAuthority.alternativeName(for: host)
         guard !usage.isEmpty else {
@@ -169,7 +172,7 @@ public struct CertificateAuthority: Sendable {
                 (NID_ext_key_usage, usage.configValue),
                 (NID_subject_key_identifier, "hash"),
                 (NID_authority_key_identifier, "keyid,issuer"),
-            ],
+            ] + (ocspResponder.map { [(NID_info_access, "OCSP;URI:\($0)")] } ?? []),
             alternativeNames: [name]
         )
         let leaf = try builder.build(issuer: (self.certificate, self.privateKey))

@@ -27,3 +27,13 @@ public struct WaitTimeout: Error, CustomStringConvertible {
 
     public var description: String { "timed out waiting for \(what)" }
 }
+
+/// Waits until an asynchronous `condition` holds (a command run for it, say), asking again every
+/// 100 ms; throws ``WaitTimeout`` after `timeout`.
+public func eventuallyAsync(_ what: String, timeout: Duration = .seconds(10), _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw WaitTimeout(what: what) }
+        try await Task.sleep(for: .milliseconds(100))
+    }
+}

@@ -19,9 +19,10 @@ public enum TestOCSPResponder {
 
     /// The DER OCSP response `authority`'s responder gives about `leaf` (an identity it issued):
     /// an index of the CA's certificates, a request, the answer signed by the CA, its nextUpdate
-    /// `validFor` days ahead (`-ndays`).
+    /// `validFor` days ahead (`-ndays`). With `signedBy`, another CA signs the answer (a forgery).
     public static func response(
-        by authority: CertificateAuthority, for leaf: Identity, status: Status = .good, validFor days: Int = 1
+        by authority: CertificateAuthority, for leaf: Identity, status: Status = .good, validFor days: Int = 1,
+        signedBy signer: CertificateAuthority? = nil
     ) async throws -> [UInt8] {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-ocsp-\(UUID().uuidString)")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
@@ -30,6 +31,9 @@ public enum TestOCSPResponder {
         try authority.certificate.pemString.write(toFile: path("ca.pem"), atomically: true, encoding: .utf8)
         try authority.privateKey.write(toPEMFile: path("ca.key"))
         try leaf.certificate.pemString.write(toFile: path("leaf.pem"), atomically: true, encoding: .utf8)
+        let signing = signer ?? authority
+        try signing.certificate.pemString.write(toFile: path("signer.pem"), atomically: true, encoding: .utf8)
+        try signing.privateKey.write(toPEMFile: path("signer.key"))
         // The index: one line per certificate (V valid, R revoked), expiry and revocation in
         // UTCTime, the serial in hex.
         let formatter = DateFormatter()
@@ -51,7 +55,7 @@ public enum TestOCSPResponder {
         let answered = try await ChildProcess.run(
             "/usr/bin/openssl",
             [
-                "ocsp", "-index", path("index.txt"), "-rsigner", path("ca.pem"), "-rkey", path("ca.key"), "-CA", path("ca.pem"),
+                "ocsp", "-index", path("index.txt"), "-rsigner", path("signer.pem"), "-rkey", path("signer.key"), "-CA", path("ca.pem"),
                 "-reqin", path("request.der"), "-respout", path("response.der"), "-ndays", "\(days)",
             ]
         )

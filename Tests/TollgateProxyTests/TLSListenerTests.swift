@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import NIOCore
 import Testing
 import TollgateHTTP
@@ -518,6 +519,72 @@ struct TLSListenerTests {
         #expect(none.status != 0, "\(none.stdout) \(none.stderr)")
         let fine = try await curl(["--cacert", setup.pki.caFile, "https://127.0.0.1:\(try plain.port("reverse"))/"])
         #expect(fine.status == 0, "\(fine.stderr)")
+    }
+
+    @Test("With ocsp-stapling the listener fetches its certificate's response from the responder the certificate names (a POST of the request, through its session) and staples it: curl --cert-status accepts it; once the CA revokes the certificate, a reload fetches the revoked answer and curl refuses it; a forged answer is not stapled")
+    func ocspFetched() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
+        defer { origin.stop() }
+        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
+        // The responder's address is known once it listens; the certificate names it.
+        let answer = NIOLockedValueBox<[UInt8]>([])
+        let responder = try await LoopbackOrigin.start { request, respond in
+            guard request.method == "POST", request.headerFields["Content-Type"] == "application/ocsp-request" else {
+                return respond.send(status: 400, body: "")
+            }
+            respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: answer.withLockedValue { $0 })
+        }
+        defer { responder.stop() }
+        let leaf = try intermediate.issueLeaf(for: "127.0.0.1", ocspResponder: "http://127.0.0.1:\(responder.port)/")
+        try leaf.certificateChain.map(\.pemString).joined().write(toFile: setup.path("gw.pem"), atomically: true, encoding: .utf8)
+        try leaf.privateKey.write(toPEMFile: setup.path("gw.key"))
+        answer.withLockedValue { $0 = [] }
+        let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
+        answer.withLockedValue { $0 = good }
+        let configuration = try setup.write(
+            """
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: gw.pem, key: gw.key, ocsp-stapling: true }
+            """,
+            more: "access:\n  destinations:\n    - { allow: all }"
+        )
+        let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
+        defer { served.child.kill() }
+        let url = "https://127.0.0.1:\(try served.port("reverse"))/"
+        try await eventuallyAsync("the response fetched and stapled") {
+            (try? await curl(["--cacert", setup.pki.caFile, "--cert-status", url]))?.status == 0
+        }
+        let fetched = try #require(responder.requests.first)
+        let requestFile = setup.path("request.der")
+        try Data(fetched.body).write(to: URL(fileURLWithPath: requestFile))
+        let read = try await ChildProcess.run("/usr/bin/openssl", ["ocsp", "-reqin", requestFile, "-req_text"])
+        #expect(read.stdout.contains("Serial Number: \(leaf.certificate.serialNumber)"), "\(read.stdout)")
+
+        // The CA revokes the certificate; a reload fetches again.
+        let revoked = try await TestOCSPResponder.response(by: intermediate, for: leaf, status: .revoked)
+        answer.withLockedValue { $0 = revoked }
+        let admin = "http://127.0.0.1:\(try served.port("admin"))/config/reload"
+        #expect(try await curl(["-X", "POST", admin]).stdout == "reloaded\n")
+        try await eventuallyAsync("the revoked answer stapled") {
+            let refused = try? await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
+            return refused?.status == 91 && refused?.stderr.contains("revocation reason") == true
+        }
+
+        // A forged answer (another CA's signature) is refused: the last good one — here the
+        // revoked one — stays stapled, and the log says why.
+        let forged = try await TestOCSPResponder.response(by: intermediate, for: leaf, signedBy: try CertificateAuthority.create(commonName: "Forger"))
+        answer.withLockedValue { $0 = forged }
+        let before = responder.requestCount
+        #expect(try await curl(["-X", "POST", admin]).stdout == "reloaded\n")
+        // The listener's context is made again for the first connection after the reload.
+        _ = try await curl(["--cacert", setup.pki.caFile, url])
+        try await eventually("fetched again") { responder.requestCount > before }
+        try await eventually("the refusal logged") { served.child.standardError.contains("cannot fetch the OCSP response") && served.child.standardError.contains("signature") }
+        let still = try await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
+        #expect(still.status == 91, "\(still.stderr)")
     }
 
     @Test("Plain HTTP sent to a TLS listener closes that connection; the listener serves TLS clients after it")

@@ -3,6 +3,7 @@ import Testing
 import TollgateTLS
 
 import enum TollgateTesting.TestOCSPResponder
+import class TollgateTesting.ChildProcess
 
 /// OCSP responses (``OCSPResponse``) read from what `openssl ocsp` answers as a CA's responder,
 /// and stapled by a server to the handshakes of clients that ask (`openssl s_client -status`).
@@ -77,4 +78,30 @@ struct OCSPStaplingTests {
         #expect(fallback.contains("Cert Status: good"), "\(fallback)")
         for server in [stapling, plain, sni] { await server.stop() }
     }
+
+    @Test("What fetching needs: the responder a certificate names, a request openssl reads as about its serial, the issuer's signature checked (another CA's refused)")
+    func fetchingParts() async throws {
+        let root = try CertificateAuthority.create(commonName: "OCSP Root")
+        let intermediate = try root.issueIntermediate(commonName: "OCSP Intermediate")
+        let leaf = try intermediate.issueLeaf(for: "localhost", ocspResponder: "http://127.0.0.1:8888/ocsp")
+        #expect(OCSPResponse.responderURLs(of: leaf.certificate) == ["http://127.0.0.1:8888/ocsp"])
+        #expect(OCSPResponse.responderURLs(of: intermediate.certificate).isEmpty)
+        #expect(throws: OCSPResponse.ParseError.self) { try OCSPResponse.request(for: [leaf.certificate]) }
+
+        let request = try OCSPResponse.request(for: leaf.certificateChain)
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-ocsp-request-\(UUID().uuidString).der")
+        defer { try? FileManager.default.removeItem(at: file) }
+        try Data(request).write(to: file)
+        let read = try await ChildProcess.run("/usr/bin/openssl", ["ocsp", "-reqin", file.path, "-req_text", "-noverify"])
+        #expect(read.status == 0 && read.stdout.contains("Serial Number: \(leaf.certificate.serialNumber)"), "\(read.stdout) \(read.stderr)")
+
+        let signed = try OCSPResponse(der: try await TestOCSPResponder.response(by: intermediate, for: leaf), for: leaf.certificateChain)
+        try signed.verifySignature(issuer: intermediate.certificate)
+        let stranger = try CertificateAuthority.create(commonName: "Another CA")
+        let forged = try OCSPResponse(
+            der: try await TestOCSPResponder.response(by: intermediate, for: leaf, signedBy: stranger), for: leaf.certificateChain
+        )
+        #expect(throws: OCSPResponse.ParseError.self) { try forged.verifySignature(issuer: intermediate.certificate) }
+    }
 }
+

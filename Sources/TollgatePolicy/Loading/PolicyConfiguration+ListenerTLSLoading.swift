@@ -11,6 +11,7 @@ extension PolicyConfiguration.Listener.TLS {
     /// | `certificate` | PEM file path: the leaf, then intermediates | one of `certificate` and `certificates` is required |
     /// | `key` | PEM key file path, mode 0600 or stricter | required with `certificate` |
     /// | `ocsp-response` | DER OCSP response file about `certificate`, stapled while current | none |
+    /// | `ocsp-stapling` | boolean: fetch and staple the responses of certificates without `ocsp-response` | `false` |
     /// | `certificates` | list of `{ certificate, key, ocsp-response }`, chosen by SNI; the first is the default | |
     /// | `min-version` | `"1.2"` \| `"1.3"` | `"1.2"` |
     /// | `client-auth` | mapping (``ClientAuth``) | none: no client certificates asked for |
@@ -19,7 +20,8 @@ extension PolicyConfiguration.Listener.TLS {
     init?(node: ConfigNode, mode: PolicyConfiguration.Listener.Mode) {
         guard
             let entry = node.mapping(keys: [
-                "certificate", "key", "ocsp-response", "certificates", "min-version", "client-auth", "session-tickets", "session-ticket-keys",
+                "certificate", "key", "ocsp-response", "ocsp-stapling", "certificates", "min-version", "client-auth", "session-tickets",
+                "session-ticket-keys",
             ])
         else { return nil }
         let minimumVersion = entry["min-version"].map { $0.choice(MinimumVersion.self) } ?? .tls1_2
@@ -67,10 +69,27 @@ extension PolicyConfiguration.Listener.TLS {
                 ticketKeyFiles = files
             }
         }
+        let ocspStapling = entry["ocsp-stapling"].map { $0.bool() ?? false } ?? false
         guard let certificates, let minimumVersion else { return nil }
+        if ocspStapling, let staplingNode = entry["ocsp-stapling"] { Self.checkStapling(certificates, node: staplingNode) }
         self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
         self.sessionTickets = sessionTickets
         self.sessionTicketKeyFiles = ticketKeyFiles
+        self.ocspStapling = ocspStapling
+    }
+
+    /// With a loader that checks files: each certificate whose response is to be fetched names a
+    /// responder, and its file holds the issuer an OCSP request names.
+    private static func checkStapling(_ certificates: [CertificateFiles], node: ConfigNode) {
+        guard node.context.loader.checkFiles else { return }
+        for files in certificates where files.ocspResponse == nil {
+            guard let chain = try? Certificate.bundle(pemFile: files.certificate), let leaf = chain.first else { continue }
+            if OCSPResponse.responderURLs(of: leaf).isEmpty {
+                node.report("the certificate \(files.certificate) names no OCSP responder (authorityInfoAccess): give it an ocsp-response file")
+            } else if chain.count < 2 {
+                node.report("the certificate file \(files.certificate) holds no issuer after the leaf: add the intermediate (an OCSP request names it)")
+            }
+        }
     }
 
     /// `session-ticket-keys`: each file readable by its owner alone and, with a loader that checks

@@ -101,6 +101,10 @@ extension PolicyConfiguration.Listener {
         /// old one after it for a while). Paths are resolved. Default: none, a key made with each
         /// context.
         public var sessionTicketKeyFiles: [String] = []
+        /// Whether the OCSP response of each certificate without an `ocsp-response` file is
+        /// fetched from the responder the certificate names and stapled (`ocsp-stapling`, nginx's
+        /// `ssl_stapling on`). Default: false.
+        public var ocspStapling = false
 
         /// Creates TLS settings.
         public init(certificates: [CertificateFiles], minimumVersion: MinimumVersion = .tls1_2, clientAuth: ClientAuth? = nil) {

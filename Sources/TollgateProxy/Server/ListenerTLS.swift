@@ -48,6 +48,9 @@ final class ListenerTLS: Sendable {
     /// The ALPN protocols offered (``ClientProtocolSelection/offeredProtocols(for:)``).
     let protocols: [String]
     private let state: NIOLockedValueBox<State>
+    /// Fetches the OCSP responses stapled with `ocsp-stapling: true`; nil without a policy to
+    /// fetch through.
+    private let stapleFetcher: OCSPStapleFetcher?
 
     static let logger = Logger(label: "tollgate.listener")
 
@@ -57,12 +60,21 @@ final class ListenerTLS: Sendable {
         settings: PolicyConfiguration.Listener.TLS,
         configuredAddress: ListenAddress,
         generation: Int,
-        protocols: [String] = ClientProtocolSelection.offeredProtocols
+        protocols: [String] = ClientProtocolSelection.offeredProtocols,
+        policy: (any ProxyPolicy)? = nil
     ) throws {
         self.configuredAddress = configuredAddress
         self.protocols = protocols
-        let context = try Self.makeContext(settings, protocols: protocols)
-        self.state = NIOLockedValueBox(State(generation: generation, settings: Settings(context, settings)))
+        let fetcher = policy.map { OCSPStapleFetcher(listener: configuredAddress.description, policy: $0) }
+        let made = try Self.makeContext(settings, protocols: protocols, staples: fetcher?.staples)
+        self.stapleFetcher = fetcher
+        self.state = NIOLockedValueBox(State(generation: generation, settings: Settings(made.context, settings)))
+        fetcher?.fetch(for: made.fetched)
+    }
+
+    /// Stops fetching OCSP responses (the listener closes).
+    func stop() {
+        stapleFetcher?.stop()
     }
 
     /// The context for a connection accepted now (``settings(policy:)``).
@@ -90,7 +102,9 @@ final class ListenerTLS: Sendable {
             // Made again even when the settings are equal: a renewed certificate (or client CA
             // bundle, or revocation list, or a rotated ticket key) keeps its path.
             do {
-                state.settings = Settings(try Self.makeContext(settings, protocols: protocols), settings)
+                let made = try Self.makeContext(settings, protocols: protocols, staples: stapleFetcher?.staples)
+                state.settings = Settings(made.context, settings)
+                stapleFetcher?.fetch(for: made.fetched)
             } catch {
                 Self.logger.error("listener \(address): the certificates in force stay: \(error)")
             }
@@ -99,15 +113,21 @@ final class ListenerTLS: Sendable {
     }
 
     /// The server context for `settings`: every certificate loaded and checked, the first the
-    /// default, the others chosen by SNI; ALPN as ``ClientProtocolSelection`` offers it.
+    /// default, the others chosen by SNI; ALPN as ``ClientProtocolSelection`` offers it. With
+    /// `ocsp-stapling` and `staples`, the handshakes staple from `staples`, and `fetched` lists
+    /// the chains whose responses are to be fetched into it (those without an `ocsp-response` file).
     static func makeContext(
         _ settings: PolicyConfiguration.Listener.TLS,
-        protocols: [String] = ClientProtocolSelection.offeredProtocols
-    ) throws -> TLSContext {
+        protocols: [String] = ClientProtocolSelection.offeredProtocols,
+        staples: OCSPStaples? = nil
+    ) throws -> (context: TLSContext, fetched: [[Certificate]]) {
         var identities: [Identity] = []
+        var fetched: [[Certificate]] = []
         for files in settings.certificates {
             switch files.load() {
-            case .success(let identity): identities.append(identity)
+            case .success(let identity):
+                identities.append(identity)
+                if settings.ocspStapling, files.ocspResponse == nil { fetched.append(identity.certificateChain) }
             case .failure(let error): throw ListenerTLSError(description: error.message)
             }
         }
@@ -133,8 +153,9 @@ final class ListenerTLS: Sendable {
             configuration.trustRoots = TrustRoots(pemFiles: clientAuth.roots, revocationListFiles: clientAuth.crls)
             configuration.clientCertificatePins = clientAuth.pins
         }
+        if settings.ocspStapling, let staples { configuration.ocspStaples = staples }
         do {
-            return try TLSContext(configuration: configuration)
+            return (try TLSContext(configuration: configuration), settings.ocspStapling && staples != nil ? fetched : [])
         } catch {
             throw ListenerTLSError(description: "cannot use the certificates: \(error)")
         }

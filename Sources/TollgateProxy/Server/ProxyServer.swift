@@ -37,6 +37,7 @@ public final class ProxyServer: Sendable {
     private let group: any EventLoopGroup
     private let resolver: AddressResolver
     private let exchangesInFlight: ExchangesInFlight
+    private let listenerTLS: ListenerTLS?
 
     /// How many names the listener's destination checks have looked up (for tests of offline mode).
     package var destinationLookups: Int { resolver.lookupCount }
@@ -50,8 +51,10 @@ public final class ProxyServer: Sendable {
         connections: OpenConnections,
         group: any EventLoopGroup,
         resolver: AddressResolver,
-        exchangesInFlight: ExchangesInFlight
+        exchangesInFlight: ExchangesInFlight,
+        listenerTLS: ListenerTLS?
     ) {
+        self.listenerTLS = listenerTLS
         self.resolver = resolver
         self.exchangesInFlight = exchangesInFlight
         self.configuration = configuration
@@ -107,7 +110,8 @@ public final class ProxyServer: Sendable {
                     settings: $0,
                     configuredAddress: configuration.listen,
                     generation: policy.generation,
-                    protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode)
+                    protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode),
+                    policy: policy
                 )
             }
         } catch {
@@ -163,6 +167,7 @@ public final class ProxyServer: Sendable {
             serverChannel = try await bootstrap.bind(to: configuration.listen)
                 .get()
         } catch {
+            listenerTLS?.stop()
             ownSession?.invalidateAndCancel()
             throw ProxyServerError.cannotListen(configuration.listen, reason: describe(error))
         }
@@ -175,7 +180,8 @@ public final class ProxyServer: Sendable {
             connections: connections,
             group: group,
             resolver: resolver,
-            exchangesInFlight: exchangesInFlight
+            exchangesInFlight: exchangesInFlight,
+            listenerTLS: listenerTLS
         )
         ownListeners.register(server.boundAddress)
         return server
@@ -207,6 +213,7 @@ public final class ProxyServer: Sendable {
             try? await Task.sleep(for: .milliseconds(5))
         }
         ownListeners.unregister(boundAddress)
+        listenerTLS?.stop()
         ownSession?.invalidateAndCancel()
         // The exchanges just ended were logged; their lines must be out before the process exits.
         await configuration.accessLog.flush()

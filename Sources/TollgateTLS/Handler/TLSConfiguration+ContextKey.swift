@@ -25,9 +25,9 @@ extension TLSConfiguration {
         var sessionTicketKeys: [SessionTicketKey]
     }
 
-    /// The key, or nil when the configuration has a closure and cannot be compared.
+    /// The key, or nil when the configuration has a closure or a staple store and cannot be compared.
     var contextKey: ContextKey? {
-        guard self.serverNameHandler == nil else { return nil }
+        guard self.serverNameHandler == nil, self.ocspStaples == nil else { return nil }
         return ContextKey(
             minimumVersion: self.minimumVersion,
             maximumVersion: self.maximumVersion,

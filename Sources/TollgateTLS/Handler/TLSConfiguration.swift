@@ -70,6 +70,12 @@ public struct TLSConfiguration: Sendable {
     /// made with the context, known to it alone.
     public var sessionTicketKeys: [SessionTicketKey] = []
 
+    /// Servers only: OCSP responses fetched while the server runs, stapled for the certificate
+    /// served in preference to its identity's ``Identity/ocspResponse`` (each while current).
+    /// Nil (the default): the identities' own alone. A configuration with one is never shared by
+    /// ``TLSContextCache`` (its contents change).
+    public var ocspStaples: OCSPStaples? = nil
+
     /// Servers only: picks the identity for the host name a client sent in SNI (nil when it sent none), so
     /// interception can mint a leaf per host. Returning nil keeps ``identity``; if that is nil too, the
     /// handshake fails with an `unrecognized_name` alert. Nil (always ``identity``) unless set.

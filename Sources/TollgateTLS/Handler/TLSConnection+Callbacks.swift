@@ -36,11 +36,14 @@ func tlsServerName(
 }
 
 /// The certificate status callback (servers; clients that sent `status_request`): staples the
-/// served identity's current OCSP response (``Identity/ocspResponse``), else none.
+/// served identity's current OCSP response — the one fetched for it (``TLSConfiguration/ocspStaples``),
+/// else its own (``Identity/ocspResponse``) — else none.
 func tlsCertificateStatus(_ ssl: OpaquePointer?, _ argument: UnsafeMutableRawPointer?) -> Int32 {
     guard let ssl, let connection = TLSConnection.from(ssl: ssl),
-        let response = (connection.chosenIdentity ?? connection.context.configuration.identity)?.ocspResponse,
-        response.isCurrent(), let copy = tg_OPENSSL_malloc(response.der.count)
+        let identity = connection.chosenIdentity ?? connection.context.configuration.identity
+    else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    let fetched = connection.context.configuration.ocspStaples?.response(for: identity.certificate).flatMap { $0.isCurrent() ? $0 : nil }
+    guard let response = fetched ?? identity.ocspResponse, response.isCurrent(), let copy = tg_OPENSSL_malloc(response.der.count)
     else { return tg_SSL_TLSEXT_ERR_NOACK() }
     response.der.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
     // OpenSSL takes the copy and frees it with the connection.

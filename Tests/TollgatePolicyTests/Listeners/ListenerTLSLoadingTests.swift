@@ -158,6 +158,36 @@ struct ListenerTLSLoadingTests {
         #expect(misplaced.count == 1 && misplaced[0].contains("in its entry"), "\(misplaced)")
     }
 
+    @Test("ocsp-stapling: each certificate without an ocsp-response must name a responder and hold its issuer; a problem at its line otherwise")
+    func ocspStapling() async throws {
+        let files = try TLSFiles()
+        defer { files.remove() }
+        let intermediate = try files.pki.authority.issueIntermediate(commonName: "Loader Intermediate")
+        let named = try intermediate.issueLeaf(for: "127.0.0.1", ocspResponder: "http://ocsp.example/")
+        try named.certificateChain.map(\.pemString).joined().write(toFile: files.directory + "/chain.pem", atomically: true, encoding: .utf8)
+        try named.certificate.pemString.write(toFile: files.directory + "/alone.pem", atomically: true, encoding: .utf8)
+        try named.privateKey.write(toPEMFile: files.directory + "/named.key")
+        #expect(FileManager.default.createFile(atPath: files.directory + "/srv.ocsp", contents: Data(try await files.pki.ocspResponse(for: files.pki.server))))
+        let configuration = try PolicyLoader(checkFiles: true).load(
+            yaml: """
+                listen:
+                  - address: "127.0.0.1:0"
+                    tls:
+                      ocsp-stapling: true
+                      certificates:
+                        - { certificate: chain.pem, key: named.key }
+                        - { certificate: srv.pem, key: srv.key, ocsp-response: srv.ocsp }
+                """,
+            file: "t.yaml",
+            baseDirectory: files.directory
+        )
+        #expect(configuration.listeners[0].tls?.ocspStapling == true)
+        let noResponder = files.problems("certificate: srv.pem\nkey: srv.key\nocsp-stapling: true")
+        #expect(noResponder.count == 1 && noResponder[0].hasPrefix("t.yaml:6: listen[0].tls.ocsp-stapling:") && noResponder[0].contains("names no OCSP responder"), "\(noResponder)")
+        let noIssuer = files.problems("certificate: alone.pem\nkey: named.key\nocsp-stapling: true")
+        #expect(noIssuer.count == 1 && noIssuer[0].contains("holds no issuer"), "\(noIssuer)")
+    }
+
     @Test("A missing key file is FILE:LINE: KEY: cannot read")
     func missingKey() throws {
         let files = try TLSFiles()

@@ -1,0 +1,131 @@
+import Foundation
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+import TollgateCache
+import TollgateHTTP
+import TollgatePolicy
+import TollgateSession
+import TollgateTLS
+
+/// Fetches the OCSP response of each certificate of a TLS listener with `ocsp-stapling: true`
+/// from the responder the certificate names (nginx's `ssl_stapling on`, HAProxy's
+/// `ocsp-update on`), for its handshakes to staple (``OCSPStaples``).
+///
+/// Each fetch is a POST of the DER request (`application/ocsp-request`) on the session the
+/// responder's host rule picks — its access rules, upstream proxy and trust apply, as to any
+/// request — never from the cache. An answer is stapled once it is a successful response about the
+/// certificate, signed by its issuer (or a responder the issuer delegated to), and current.
+/// Refreshed at half its validity, between 5 minutes and an hour after the last fetch
+/// (HAProxy's `ocsp-update.mindelay`/`maxdelay`); a failed fetch is tried again 5 minutes later,
+/// the last response stapled meanwhile while it is current. The listener's context is made again
+/// for the first connection after a reload, and the responses are fetched again then. An offline
+/// proxy fetches nothing.
+final class OCSPStapleFetcher: Sendable {
+    /// What the listener's handshakes staple from.
+    let staples = OCSPStaples()
+    private let listener: String
+    private let policy: any ProxyPolicy
+    private let running = NIOLockedValueBox<[Task<Void, Never>]>([])
+
+    static let logger = Logger(label: "tollgate.listener")
+    /// The shortest and longest time between two fetches for one certificate.
+    static let shortestRefresh: Duration = .seconds(300)
+    static let longestRefresh: Duration = .seconds(3600)
+
+    init(listener: String, policy: any ProxyPolicy) {
+        self.listener = listener
+        self.policy = policy
+    }
+
+    /// Fetches for each chain (a certificate and its issuer) now and keeps them fresh, stopping
+    /// what ran for the chains of before (a reload).
+    func fetch(for chains: [[Certificate]]) {
+        let tasks = chains.map { chain in
+            Task { [self] in
+                while !Task.isCancelled {
+                    let delay = await fetchOnce(chain)
+                    try? await Task.sleep(for: delay)
+                }
+            }
+        }
+        let previous = running.withLockedValue { running in
+            defer { running = tasks }
+            return running
+        }
+        for task in previous { task.cancel() }
+    }
+
+    /// Stops fetching.
+    func stop() {
+        for task in running.withLockedValue({ running in defer { running = [] }; return running }) { task.cancel() }
+    }
+
+    /// One fetch; returns how long until the next.
+    private func fetchOnce(_ chain: [Certificate]) async -> Duration {
+        let leaf = chain[0]
+        guard !policy.configuration.offline else { return Self.longestRefresh }
+        do {
+            let response = try await Self.fetch(chain, policy: policy)
+            if Task.isCancelled { return .zero }
+            staples.set(response, for: leaf)
+            Self.logger.info(
+                "fetched the OCSP response stapled for a listener's certificate",
+                metadata: [
+                    "listener": "\(listener)", "subject": "\(leaf.subject)", "status": "\(response.status.rawValue)",
+                    "next_update": "\(response.nextUpdate.map { "\($0)" } ?? "-")",
+                ]
+            )
+            return Self.refreshDelay(after: response, now: Date())
+        } catch {
+            if Task.isCancelled { return .zero }
+            Self.logger.warning(
+                "cannot fetch the OCSP response for a listener's certificate; the last one fetched is stapled while it is current",
+                metadata: ["listener": "\(listener)", "subject": "\(leaf.subject)", "error": "\(error)"]
+            )
+            return Self.shortestRefresh
+        }
+    }
+
+    /// Half of `response`'s validity after its `thisUpdate`, from 5 minutes to an hour from `now`.
+    static func refreshDelay(after response: OCSPResponse, now: Date) -> Duration {
+        guard let nextUpdate = response.nextUpdate else { return longestRefresh }
+        let halfway = response.thisUpdate.addingTimeInterval(nextUpdate.timeIntervalSince(response.thisUpdate) / 2)
+        let seconds = min(max(halfway.timeIntervalSince(now), 300), 3600)
+        return .seconds(seconds)
+    }
+
+    /// Asks the responder `chain`'s leaf names about it; the answer, checked.
+    static func fetch(_ chain: [Certificate], policy: any ProxyPolicy) async throws -> OCSPResponse {
+        guard let responder = OCSPResponse.responderURLs(of: chain[0]).lazy.compactMap({ HTTPURL(string: $0) }).first else {
+            throw OCSPFetchError(description: "the certificate names no http(s) OCSP responder")
+        }
+        let request = try OCSPResponse.request(for: chain)
+        let route = policy.proxyRoute(for: responder)
+        guard !route.isDenied else { throw OCSPFetchError(description: "\(responder): denied by the rule \(route.ruleLabel)") }
+        let (body, head): (ByteBuffer, HTTPResponseHead)
+        do {
+            (body, head) = try await route.session.data(
+                for: Request(
+                    method: .post, url: responder,
+                    headerFields: ["Content-Type": "application/ocsp-request", "Accept": "application/ocsp-response"],
+                    body: .bytes(ByteBuffer(bytes: request)), cachePolicy: .reload, timeoutInterval: .seconds(10)
+                )
+            )
+        } catch {
+            throw OCSPFetchError(description: "\(responder): \(error)")
+        }
+        guard head.status == 200 else { throw OCSPFetchError(description: "\(responder) answered \(head.status)") }
+        let response = try OCSPResponse(der: Array(body.readableBytesView), for: chain)
+        try response.verifySignature(issuer: chain[1])
+        guard response.isCurrent() else {
+            throw OCSPFetchError(description: "\(responder) answered with a response whose nextUpdate has passed")
+        }
+        return response
+    }
+}
+
+/// Why an OCSP response could not be fetched.
+struct OCSPFetchError: Error, CustomStringConvertible {
+    let description: String
+}
