@@ -1,12 +1,14 @@
 import Foundation
 import Testing
 import TollgateHTTP
+import TollgatePolicy
 import TollgateProxy
 import TollgateSession
 import TollgateTesting
 
 /// A body the session must send again — to a 307's target, with a credential after a 401 — is
-/// sent again when it was kept (up to 256 KiB); a larger one leaves the 307 or 401 to the client.
+/// sent again when it was kept (256 KiB in memory, the rest in a temporary file, up to
+/// `limits.resendable-body`); a larger one leaves the 307 or 401 to the client.
 @Suite("Request bodies sent again: a followed 307, an answered 401", .timeLimit(.minutes(1)))
 struct RequestBodyResendTests {
     /// `curl` POSTing `size` bytes from a file through `proxy`; its output is the status line's
@@ -51,6 +53,7 @@ struct RequestBodyResendTests {
     /// (no delegate), as a rule with `redirects: follow` and `credentials` does.
     private func withFollowingProxy(
         credential: (ProtectionSpace, Credential)? = nil,
+        resendableBody: Int64? = nil,
         _ body: (Int) async throws -> Void
     ) async throws {
         var configuration = SessionConfiguration.ephemeral
@@ -58,9 +61,11 @@ struct RequestBodyResendTests {
         if let (space, credential) = credential { configuration.credentialStorage?.set(credential, for: space) }
         let session = Session(configuration: configuration)
         defer { session.invalidateAndCancel() }
+        var policyConfiguration = PolicyConfiguration()
+        if let resendableBody { policyConfiguration.limits.resendableBody = resendableBody }
         let server = try await ProxyServer.start(
             .init(listen: ListenAddress(host: "127.0.0.1", port: 0), accessLog: .off),
-            policy: StaticProxyPolicy(session: session)
+            policy: StaticProxyPolicy(session: session, configuration: policyConfiguration)
         )
         do {
             try await body(server.boundAddress.port)
@@ -74,6 +79,7 @@ struct RequestBodyResendTests {
     /// ``withFollowingProxy(credential:_:)`` whose storage answers `origin`'s Basic realm `r` as `u:p`.
     private func withFollowingProxy(
         credentialFor origin: LoopbackOrigin,
+        resendableBody: Int64? = nil,
         _ body: (Int) async throws -> Void
     ) async throws {
         let space = ProtectionSpace(
@@ -84,37 +90,44 @@ struct RequestBodyResendTests {
             authenticationMethod: .httpBasic
         )
         try await withFollowingProxy(
-            credential: (space, Credential(user: "u", password: "p", persistence: .forSession)),
+            credential: (space, Credential(user: "u", password: "p", persistence: .forSession)), resendableBody: resendableBody,
             body
         )
     }
 
-    @Test("A POST redirected with 307 reaches the new target with its whole body, small and up to 256 KiB")
+    @Test("A POST redirected with 307 reaches the new target with its whole body: small, up to 256 KiB (in memory), and 5 MB (in a temporary file, gone afterwards)")
     func redirectWithBody() async throws {
         let origin = try await redirectingOrigin()
         defer { origin.stop() }
+        let spoolFiles = { (try? FileManager.default.contentsOfDirectory(atPath: "/tmp"))?.filter { $0.hasPrefix("tollgate-body-") } ?? [] }
+        let before = spoolFiles()
         try await withFollowingProxy { port in
-            for size in [5, 200_000] {
+            for size in [5, 200_000, 5_000_000] {
                 let answer = try await post(size, to: "http://127.0.0.1:\(origin.port)/a", through: port)
                 #expect(answer.status == "200")
                 #expect(answer.body == "POST /b \(size) \(body(size).prefix(8))")
             }
             let toB = origin.requests.filter { $0.path == "/b" }
-            #expect(toB.count == 2)
-            #expect(toB.last.map { $0.bodyText == body(200_000) } == true)
+            #expect(toB.count == 3)
+            #expect(toB.dropLast().last.map { $0.bodyText == body(200_000) } == true)
+            #expect(toB.last.map { $0.bodyText == body(5_000_000) } == true, "byte for byte, from the file")
         }
+        #expect(spoolFiles() == before, "the spool file was unlinked when made")
     }
 
-    @Test("A POST body over 256 KiB is not kept: the 307 goes to the client, and the new target sees nothing")
+    @Test("A POST body over limits.resendable-body is not kept: the 307 goes to the client, and the new target sees nothing")
     func redirectWithLargeBody() async throws {
         let origin = try await redirectingOrigin()
         defer { origin.stop() }
-        try await withFollowingProxy { port in
-            let answer = try await post(300_000, to: "http://127.0.0.1:\(origin.port)/a", through: port)
+        try await withFollowingProxy(resendableBody: 1_000_000) { port in
+            let answer = try await post(1_500_000, to: "http://127.0.0.1:\(origin.port)/a", through: port)
             #expect(answer.status == "307")
             #expect(answer.body == "moved")
             #expect(origin.requests.map(\.path) == ["/a"])
-            #expect(origin.requests.first?.body.count == 300_000)
+            #expect(origin.requests.first?.body.count == 1_500_000)
+            // Under the limit, past the memory part: kept in the file and sent again.
+            let kept = try await post(900_000, to: "http://127.0.0.1:\(origin.port)/a", through: port)
+            #expect(kept.status == "200" && kept.body == "POST /b 900000 \(body(900_000).prefix(8))")
         }
     }
 
@@ -142,17 +155,26 @@ struct RequestBodyResendTests {
         }
     }
 
-    @Test("Over 256 KiB and before the space authenticated, the 401 goes to the client; the body went once")
+    @Test("Over limits.resendable-body and before the space authenticated, the 401 goes to the client; the body went once. Under it, a 2 MB body is sent again with the credential")
     func challengeWithLargeBody() async throws {
         let origin = try await LoopbackOrigin.start { request, respond in
-            respond.send(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"r\""], body: "who?")
+            if request.headerFields["Authorization"] == "Basic dTpw" {
+                respond.send(status: 200, body: "in \(request.body.count)")
+            } else {
+                respond.send(status: 401, headers: ["WWW-Authenticate": "Basic realm=\"r\""], body: "who?")
+            }
         }
         defer { origin.stop() }
-        try await withFollowingProxy(credentialFor: origin) { port in
-            let answer = try await post(300_000, to: "http://127.0.0.1:\(origin.port)/upload", through: port)
+        try await withFollowingProxy(credentialFor: origin, resendableBody: 1_000_000) { port in
+            let answer = try await post(1_500_000, to: "http://127.0.0.1:\(origin.port)/upload", through: port)
             #expect(answer.status == "401")
             #expect(answer.body == "who?")
             #expect(origin.requestCount == 1)
+        }
+        try await withFollowingProxy(credentialFor: origin) { port in
+            let answer = try await post(2_000_000, to: "http://127.0.0.1:\(origin.port)/upload2", through: port)
+            #expect(answer.status == "200" && answer.body == "in 2000000", "\(answer)")
+            #expect(origin.requests.suffix(2).map(\.body.count) == [2_000_000, 2_000_000])
         }
     }
 }

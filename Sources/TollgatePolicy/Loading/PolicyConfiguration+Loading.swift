@@ -204,12 +204,13 @@ extension PolicyConfiguration.Limits {
     /// | `http2-max-concurrent-streams` | integer 1…10000 | `100` |
     /// | `http2-max-header-list-size` | size, 1KiB…16MiB | `64KiB` |
     /// | `http2-max-resets` | integer 1…100000, per 30 s | `200` |
+    /// | `resendable-body` | size, 0…16GiB | `64MiB` |
     init(node: ConfigNode) {
         self.init()
         let keys = [
             "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
             "websocket-max-message", "websocket-idle-timeout", "tunnel-idle-timeout", "http2-max-concurrent-streams",
-            "http2-max-header-list-size", "http2-max-resets",
+            "http2-max-header-list-size", "http2-max-resets", "resendable-body",
         ]
         guard let entry = node.mapping(keys: keys) else { return }
         if let sizeNode = entry["max-header-bytes"], let size = sizeNode.size() {
@@ -241,6 +242,13 @@ extension PolicyConfiguration.Limits {
             }
         }
         if let count = entry["http2-max-resets"]?.int(in: 1...100_000) { http2MaxResets = count }
+        if let sizeNode = entry["resendable-body"], let size = sizeNode.size() {
+            if size > 16 << 30 {
+                sizeNode.report("at most 16GiB")
+            } else {
+                resendableBody = Int64(size)
+            }
+        }
     }
 }
 

@@ -18,6 +18,11 @@ extension PolicyConfiguration {
         /// The largest WebSocket message the proxy relays, its fragments counted together
         /// (`websocket-max-message`); a larger one closes both sides with 1009. Default: 16 MiB.
         public var websocketMaxMessage: Int = 16 << 20
+        /// How much of a request body is kept to be sent again (`resendable-body`: a followed
+        /// 307 or 308, an answered 401, a refused stream): the first 256 KiB in memory, the rest
+        /// in a temporary file. A larger body is not kept, and the client gets the 307 or 401.
+        /// Default: 64 MiB.
+        public var resendableBody: Int64 = 64 << 20
         /// A relayed WebSocket connection with no frame either way for this long is closed with
         /// 1001 on both sides (`websocket-idle-timeout`). Default: 10 minutes.
         public var websocketIdleTimeout: Duration = .seconds(600)

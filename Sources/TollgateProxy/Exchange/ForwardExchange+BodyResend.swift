@@ -5,39 +5,43 @@ import TollgateSession
 /// Sending the client's body again: the session asks for it anew when it follows a 307 or 308,
 /// answers a 401 with the rule's credential, or sends a request the server refused (REFUSED_STREAM,
 /// GOAWAY) once more. The client's body streams through once, so the exchange keeps what it
-/// relayed, up to ``resendableBodyLimit``, and gives a new stream of it (the rest of the body, if
-/// it is still arriving, follows on the new stream). A larger body is not kept: a redirect that
-/// would need it is passed to the client and a challenge is not answered — the client gets the
-/// 307 or the 401 and can send its body again itself — and a refused request fails with 502
+/// relayed (``RequestBodySpool``: 256 KiB in memory, the rest in a temporary file, up to
+/// `limits.resendable-body`) and gives a new stream of it (the rest of the body, if it is still
+/// arriving, follows on the new stream). A larger body is not kept: a redirect that would need it
+/// is passed to the client and a challenge is not answered — the client gets the 307 or the 401
+/// and can send its body again itself — and a refused request fails with 502
 /// `upstream-connection-lost`, saying why.
 extension ForwardExchange {
-    /// The most request body bytes kept to be sent again. Squid and nginx spool whole bodies to
-    /// disk for this; here a body is kept in memory, so it is bounded (an upload of an artifact
-    /// is larger, and its 307 goes to the client).
-    static let resendableBodyLimit = 256 * 1024
-
     /// Whether the client's body (all of it so far) is kept to be sent again.
-    var canResendBody: Bool { keptBody != nil }
+    var canResendBody: Bool { keptBody?.isKept ?? true }
 
-    /// Keeps a piece of the client's body for a resend, or stops keeping past the limit.
-    /// Called once the record counted the piece (its `requestBodyBytes` is the body so far).
+    /// Keeps a piece of the client's body for a resend (until the limit).
     func keepForResend(_ piece: ByteBuffer) {
-        guard keptBody != nil else { return }
-        if record.requestBodyBytes > Int64(Self.resendableBodyLimit) {
-            keptBody = nil
-        } else {
-            keptBody!.append(piece)
-        }
+        if keptBody == nil { keptBody = RequestBodySpool(limit: rules.resendableBody, eventLoop: eventLoop) }
+        keptBody!.append(piece)
     }
 
     /// A new stream of the body for a resend (nil when it was not kept): what arrived so far,
     /// then, while the client still sends, the rest as it comes.
     func resendBodyStream() -> BodyStream? {
-        guard let keptBody, !isFinished else { return nil }
+        guard canResendBody, !isFinished else { return nil }
         let stream = BodyStream()
         bodyStream = stream
-        for piece in keptBody { send(piece, to: stream) }
-        if requestEnded { stream.finish() }
+        guard let keptBody else {
+            if requestEnded { stream.finish() }
+            return stream
+        }
+        // From a file the pieces arrive in turn; the client's next pieces wait behind them.
+        replayingBody = keptBody.isInFile
+        keptBody.replay(send: { [self] piece in send(piece, to: stream) }) { [self] complete in
+            guard bodyStream === stream, !isFinished else { return }
+            replayingBody = false
+            if !complete {
+                stream.finish(error: SessionError(.cannotWriteToFile, url, "the request body kept to be sent again could not be read back"))
+            } else if requestEnded {
+                stream.finish()
+            }
+        }
         return stream
     }
 

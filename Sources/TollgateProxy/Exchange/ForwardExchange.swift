@@ -43,8 +43,11 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// Body pieces that arrived before the session asked for the body.
     var heldBody: [ByteBuffer] = []
     /// The client's body so far, kept to be sent again (a followed 307, an answered 401, a
-    /// refused stream); nil once it passed ``resendableBodyLimit``.
-    var keptBody: [ByteBuffer]? = []
+    /// refused stream); made with its first piece.
+    var keptBody: RequestBodySpool?
+    /// A body kept in a file is being given to a new stream: pieces arriving meanwhile are kept
+    /// and follow from the file, not straight to the stream.
+    var replayingBody = false
     var holdingReads = false
     var requestEnded = false
     /// Body pieces handed to the session and not yet taken.
@@ -346,13 +349,15 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         record.requestBodyBytes += Int64(buffer.readableBytes)
         keepForResend(buffer)
         if bodyStreamGiven, let bodyStream {
-            send(buffer, to: bodyStream)
+            if !replayingBody { send(buffer, to: bodyStream) }
         } else {
             heldBody.append(buffer)
         }
     }
 
-    func send(_ piece: ByteBuffer, to stream: BodyStream) {
+    /// Hands a piece to the session's body stream; the future completes when it was taken.
+    @discardableResult
+    func send(_ piece: ByteBuffer, to stream: BodyStream) -> EventLoopFuture<Void> {
         let taken = stream.write(piece, on: eventLoop)
         connection?.trackBodyPiece(taken)
         piecesWaiting += 1
@@ -361,11 +366,12 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             piecesWaiting -= 1
             noteUpstreamProgress()
         }
+        return taken
     }
 
     func clientRequestEnded() {
         requestEnded = true
-        if bodyStreamGiven { bodyStream?.finish() }
+        if bodyStreamGiven, !replayingBody { bodyStream?.finish() }
         noteUpstreamProgress()
     }
 
@@ -508,6 +514,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     func finish() -> (any ClientResponder)? {
         guard !isFinished else { return nil }
         isFinished = true
+        keptBody?.close()
         if deadlineSlot.isWatched { LoopDeadlines.of(eventLoop).unwatch(self) }
         if holdingReads {
             holdingReads = false

@@ -24,6 +24,8 @@ final class ExchangeRules: Sendable {
     let webSocket: WebSocketRelayLimits
     /// `limits.tunnel-idle-timeout`: a tunnel's (or another upgrade's) relay with no byte either way.
     let tunnelIdleTimeout: Duration
+    /// `limits.resendable-body`: how much of a request body is kept to be sent again.
+    let resendableBody: Int64
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
@@ -33,6 +35,7 @@ final class ExchangeRules: Sendable {
         upstreamTimeout = limits.upstreamTimeout
         webSocket = WebSocketRelayLimits(maximumMessageSize: limits.websocketMaxMessage, idleTimeout: limits.websocketIdleTimeout)
         tunnelIdleTimeout = limits.tunnelIdleTimeout
+        resendableBody = limits.resendableBody
         harEntries = environment.policy.configuration.log.harEntries
         offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(
