@@ -494,7 +494,7 @@ struct TLSListenerTests {
         let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
         let nextUpdate = try #require(try OCSPResponse(der: good, for: leaf.certificateChain).nextUpdate)
         #expect(
-            metrics.contains("tollgate_listener_ocsp_next_update_timestamp_seconds{listener=\"127.0.0.1:0\",file=\"\(setup.path("gw.ocsp"))\"} \(Int64(nextUpdate.timeIntervalSince1970))"),
+            metrics.contains("tollgate_listener_ocsp_next_update_timestamp_seconds{listener=\"127.0.0.1:0\",certificate=\"\(setup.path("gw.pem"))\"} \(Int64(nextUpdate.timeIntervalSince1970))"),
             "\(metrics.split(separator: "\n").filter { $0.contains("ocsp") })"
         )
 
@@ -557,6 +557,12 @@ struct TLSListenerTests {
         try await eventuallyAsync("the response fetched and stapled") {
             (try? await curl(["--cacert", setup.pki.caFile, "--cert-status", url]))?.status == 0
         }
+        let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        let nextUpdate = try #require(try OCSPResponse(der: good, for: leaf.certificateChain).nextUpdate)
+        #expect(
+            metrics.contains("tollgate_listener_ocsp_next_update_timestamp_seconds{listener=\"127.0.0.1:0\",certificate=\"\(setup.path("gw.pem"))\"} \(Int64(nextUpdate.timeIntervalSince1970))"),
+            "the fetched response's nextUpdate: \(metrics.split(separator: "\n").filter { $0.contains("ocsp") })"
+        )
         let fetched = try #require(responder.requests.first)
         let requestFile = setup.path("request.der")
         try Data(fetched.body).write(to: URL(fileURLWithPath: requestFile))

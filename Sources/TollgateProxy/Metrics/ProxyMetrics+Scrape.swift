@@ -135,9 +135,10 @@ extension ProxyMetrics {
         )
         let staple = MetricNameDescriptor.named(
             "tollgate_listener_ocsp_next_update_timestamp_seconds",
-            help: "When a TLS listener's stapled OCSP response (ocsp-response) stops being stapled (its nextUpdate), "
-                + "seconds since 1970; 0: the file cannot be read or is not about the certificate."
+            help: "When the OCSP response a TLS listener staples for a certificate (ocsp-response, or fetched with "
+                + "ocsp-stapling) stops being stapled (its nextUpdate), seconds since 1970; 0: none can be stapled."
         )
+        let fetchers = fetchedStaples.withLockedValue { $0 }
         for entry in runtime.configuration.listeners {
             guard let tls = entry.tls else { continue }
             for files in tls.certificates {
@@ -148,10 +149,16 @@ extension ProxyMetrics {
                     labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)],
                     to: Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0), written: &written
                 )
-                guard let file = files.ocspResponse else { continue }
-                let response = try? OCSPResponse(contentsOf: file, for: chain)
-                let seconds = response.map { $0.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max } ?? 0
-                setGauge(staple, labels: [("listener", entry.address.description), ("file", file)], to: seconds, written: &written)
+                let nextUpdate: Date?
+                if let file = files.ocspResponse {
+                    nextUpdate = (try? OCSPResponse(contentsOf: file, for: chain)).map { $0.nextUpdate ?? .distantFuture }
+                } else if tls.ocspStapling, let fetched = fetchers[entry.address.description]?.nextUpdate(ofCertificateFile: files.certificate) {
+                    nextUpdate = fetched
+                } else {
+                    continue
+                }
+                let seconds = nextUpdate.map { $0 == .distantFuture ? Int64.max : Int64($0.timeIntervalSince1970) } ?? 0
+                setGauge(staple, labels: [("listener", entry.address.description), ("certificate", files.certificate)], to: seconds, written: &written)
             }
         }
     }

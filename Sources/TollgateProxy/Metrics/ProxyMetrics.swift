@@ -45,6 +45,13 @@ public final class ProxyMetrics: Sendable {
     /// configuration, its host out of the record — is removed from the registry, not kept with its
     /// last value (an alert on a removed listener's certificate expiry would fire for ever).
     let scrapedGauges = NIOLockedValueBox<[String: Gauge]>([:])
+    /// The OCSP responses each TLS listener fetched (`ocsp-stapling`), by its configured address.
+    let fetchedStaples = NIOLockedValueBox<[String: OCSPStapleFetcher]>([:])
+
+    /// Notes what `listener` fetches, for ``syncCertificateExpiries``.
+    func noteStapleFetcher(_ fetcher: OCSPStapleFetcher, listener: String) {
+        fetchedStaples.withLockedValue { $0[listener] = fetcher }
+    }
 
     /// Upper bounds (seconds) of the task-duration histogram buckets.
     static let bucketBounds: [Double] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]

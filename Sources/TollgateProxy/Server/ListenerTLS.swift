@@ -61,11 +61,13 @@ final class ListenerTLS: Sendable {
         configuredAddress: ListenAddress,
         generation: Int,
         protocols: [String] = ClientProtocolSelection.offeredProtocols,
-        policy: (any ProxyPolicy)? = nil
+        policy: (any ProxyPolicy)? = nil,
+        metrics: ProxyMetrics? = nil
     ) throws {
         self.configuredAddress = configuredAddress
         self.protocols = protocols
         let fetcher = policy.map { OCSPStapleFetcher(listener: configuredAddress.description, policy: $0) }
+        if let fetcher { metrics?.noteStapleFetcher(fetcher, listener: configuredAddress.description) }
         let made = try Self.makeContext(settings, protocols: protocols, staples: fetcher?.staples)
         self.stapleFetcher = fetcher
         self.state = NIOLockedValueBox(State(generation: generation, settings: Settings(made.context, settings)))
@@ -115,19 +117,20 @@ final class ListenerTLS: Sendable {
     /// The server context for `settings`: every certificate loaded and checked, the first the
     /// default, the others chosen by SNI; ALPN as ``ClientProtocolSelection`` offers it. With
     /// `ocsp-stapling` and `staples`, the handshakes staple from `staples`, and `fetched` lists
-    /// the chains whose responses are to be fetched into it (those without an `ocsp-response` file).
+    /// the certificate files and chains whose responses are to be fetched into it (those without
+    /// an `ocsp-response` file).
     static func makeContext(
         _ settings: PolicyConfiguration.Listener.TLS,
         protocols: [String] = ClientProtocolSelection.offeredProtocols,
         staples: OCSPStaples? = nil
-    ) throws -> (context: TLSContext, fetched: [[Certificate]]) {
+    ) throws -> (context: TLSContext, fetched: [(file: String, chain: [Certificate])]) {
         var identities: [Identity] = []
-        var fetched: [[Certificate]] = []
+        var fetched: [(file: String, chain: [Certificate])] = []
         for files in settings.certificates {
             switch files.load() {
             case .success(let identity):
                 identities.append(identity)
-                if settings.ocspStapling, files.ocspResponse == nil { fetched.append(identity.certificateChain) }
+                if settings.ocspStapling, files.ocspResponse == nil { fetched.append((files.certificate, identity.certificateChain)) }
             case .failure(let error): throw ListenerTLSError(description: error.message)
             }
         }

@@ -27,6 +27,8 @@ final class OCSPStapleFetcher: Sendable {
     private let listener: String
     private let policy: any ProxyPolicy
     private let running = NIOLockedValueBox<[Task<Void, Never>]>([])
+    /// The certificate files fetched for, with their chains' leaves (for ``nextUpdate(ofCertificateFile:)``).
+    private let leaves = NIOLockedValueBox<[String: Certificate]>([:])
 
     static let logger = Logger(label: "tollgate.listener")
     /// The shortest and longest time between two fetches for one certificate.
@@ -38,10 +40,13 @@ final class OCSPStapleFetcher: Sendable {
         self.policy = policy
     }
 
-    /// Fetches for each chain (a certificate and its issuer) now and keeps them fresh, stopping
-    /// what ran for the chains of before (a reload).
-    func fetch(for chains: [[Certificate]]) {
-        let tasks = chains.map { chain in
+    /// Fetches for each certificate file's chain (a certificate and its issuer) now and keeps
+    /// them fresh, stopping what ran for the chains of before (a reload).
+    func fetch(for chains: [(file: String, chain: [Certificate])]) {
+        leaves.withLockedValue { leaves in
+            leaves = Dictionary(chains.map { ($0.file, $0.chain[0]) }, uniquingKeysWith: { first, _ in first })
+        }
+        let tasks = chains.map { file, chain in
             Task { [self] in
                 while !Task.isCancelled {
                     let delay = await fetchOnce(chain)
@@ -54,6 +59,15 @@ final class OCSPStapleFetcher: Sendable {
             return running
         }
         for task in previous { task.cancel() }
+    }
+
+    /// When the response stapled for the certificate in `file` stops being current; nil when
+    /// none is (not fetched yet, or every fetch failed), `.distantFuture` when it gives no
+    /// nextUpdate. Nil for a file not fetched for.
+    func nextUpdate(ofCertificateFile file: String) -> Date?? {
+        guard let leaf = leaves.withLockedValue({ $0[file] }) else { return nil }
+        guard let response = staples.response(for: leaf), response.isCurrent() else { return .some(nil) }
+        return .some(response.nextUpdate ?? .distantFuture)
     }
 
     /// Stops fetching.

@@ -111,7 +111,8 @@ public final class ProxyServer: Sendable {
                     configuredAddress: configuration.listen,
                     generation: policy.generation,
                     protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode),
-                    policy: policy
+                    policy: policy,
+                    metrics: configuration.metrics
                 )
             }
         } catch {
