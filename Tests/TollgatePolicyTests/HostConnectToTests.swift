@@ -71,7 +71,7 @@ struct HostConnectToTests {
                 connect-to-check: { interval: 500ms, tls: true, request: "HEAD /healthz", expect: 204 }
               - match: "*.web.internal"
                 connect-to: "10.0.0.5:80"
-                connect-to-check: { request: /ready, host: web.internal }
+                connect-to-check: { request: /ready, host: web.internal, headers: { X-Health-Token: abc } }
               - match: "pinned.internal"
                 connect-to: "10.0.0.7:443"
                 connect-to-check: { tls: true, expect: "200-299", request: "GET /status?full=1" }
@@ -86,8 +86,9 @@ struct HostConnectToTests {
         #expect(checks.map(\.interval) == [.milliseconds(500), .milliseconds(500), .seconds(2), .seconds(2), .seconds(1)])
         let api = try #require(checks[0].probe)
         #expect(api == ConnectionTargetProbe(host: "api.internal", tls: true, request: .init(method: .head, path: "/healthz", expectedStatuses: 204...204)))
-        #expect(checks[2].probe == ConnectionTargetProbe(host: "web.internal", tls: false, request: .init(method: .get, path: "/ready")))
+        #expect(checks[2].probe?.host == "web.internal" && checks[2].probe?.tls == false && checks[2].probe?.request?.path == "/ready")
         #expect(checks[2].probe?.request?.expectedStatuses == 200...399, "HAProxy's default: 2xx and 3xx pass")
+        #expect(checks[2].probe?.request?.headerFields == ["X-Health-Token": "abc"])
         #expect(checks[3].probe?.request == .init(method: .get, path: "/status?full=1", expectedStatuses: 200...299))
         #expect(checks[4].probe == nil, "a mapping without tls or request is a TCP check")
         #expect(checks.map(\.fall) == [1, 1, 1, 1, 3] && checks.map(\.rise) == [1, 1, 1, 1, 2], "one check out, one back, unless fall and rise say")
@@ -125,6 +126,12 @@ struct HostConnectToTests {
               - match: e.internal
                 connect-to: "10.0.0.1:80"
                 connect-to-check: { fall: 0, rise: many }
+              - match: f.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check: { tls: true, headers: { X-A: b } }
+              - match: g.internal
+                connect-to: "10.0.0.1:80"
+                connect-to-check: { request: /h, headers: { Host: other, "bad name": x } }
             """
         )
         #expect(problems.contains { $0.hasPrefix("t.yaml:4: hosts[0].connect-to-check:") && $0.contains("host: NAME") }, "\(problems)")
@@ -137,6 +144,9 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:18: hosts[3].connect-to-check:") && $0.contains("100ms") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("t.yaml:21: hosts[4].connect-to-check.fall:") && $0.contains("from 1 to 100") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("t.yaml:21: hosts[4].connect-to-check.rise:") && $0.contains("a whole number") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:24: hosts[5].connect-to-check.headers:") && $0.contains("add request") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:27: hosts[6].connect-to-check.headers.Host:") && $0.contains("set by the check itself") }, "\(problems)")
+        #expect(problems.contains { $0.contains("hosts[6].connect-to-check.headers") && $0.contains("not a valid header field name") }, "\(problems)")
     }
 
     @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")

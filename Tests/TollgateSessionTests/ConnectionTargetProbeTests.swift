@@ -66,6 +66,29 @@ struct ConnectionTargetProbeTests {
         #expect(refused?.contains("Connection refused") == true, "\(refused ?? "passed")")
     }
 
+    @Test("A check's request carries the headers it is given (a User-Agent of its own replaces the check's), after Host")
+    func checkHeaders() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionTargets = { _, _ in [] }
+        let session = Session(configuration: configuration)
+        defer { session.invalidateAndCancel() }
+        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
+        for (fields, agent) in [(["X-Health-Token": "s3cret"] as HeaderFields, "tollgate-health-check"), (["User-Agent": "lb/2"], "lb/2")] {
+            let probe = ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: "/ok", headerFields: fields))
+            try await ConnectionPool.probe(
+                probe, at: target, timeout: .milliseconds(500), trust: { _, _, _, decided in decided(nil) },
+                configuration: session.pool.configuration, resolver: session.pool.resolver, on: MultiThreadedEventLoopGroup.singleton.next()
+            ).get()
+            let asked = try #require(origin.requests.last)
+            #expect(asked.headerFields["User-Agent"] == agent && asked.headerFields["Connection"] == "close" && asked.headerFields["Host"] == "web.test")
+            for field in fields { #expect(asked.headerFields[field.name] == field.value) }
+        }
+        let summary = ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: "/ok", headerFields: ["X-Health-Token": "s3cret"])).summary
+        #expect(summary == "GET /ok (Host web.test, X-Health-Token) answered 200-399", "names, never values: \(summary)")
+    }
+
     @Test("The checker puts a target whose check fails last, though it accepts connections, and says why")
     func checkerPutsFailingTargetLast() async throws {
         let origin = try await Self.origin()

@@ -4,7 +4,9 @@ import TollgateSession
 import Yams
 
 extension HostRule {
-    static let checkKeys = ["interval", "tls", "request", "expect", "host", "fall", "rise"]
+    static let checkKeys = ["interval", "tls", "request", "expect", "host", "fall", "rise", "headers"]
+    /// Header fields a check's request sets itself.
+    static let checkReservedHeaders: Set<String> = ["host", "connection", "content-length", "transfer-encoding", "te", "upgrade", "trailer"]
 
     /// Reads `connect-to-check`: a duration (a TCP connection to each target that often), or a
     /// mapping for more than an accepted connection (HAProxy's `check-ssl`, `option httpchk`,
@@ -19,6 +21,7 @@ extension HostRule {
     /// | `host` | the name checked as: TLS server name, `Host` | the rule's `match` when it names one host |
     /// | `fall` | failed checks in a row that take a target out, 1–100 | `1` |
     /// | `rise` | passed checks in a row that bring it back, 1–100 | `1` |
+    /// | `headers` | mapping of header fields the request carries (HAProxy's `http-check send hdr`) | none |
     mutating func loadConnectToCheck(_ node: ConfigNode, hasTargets: Bool) {
         var interval: Duration?
         var probe: ConnectionTargetProbe?
@@ -50,6 +53,13 @@ extension HostRule {
         var request: ConnectionTargetProbe.Request?
         if let requestNode = entry["request"], let text = requestNode.nonEmptyString("METHOD /path") {
             request = Self.checkRequest(text, node: requestNode)
+        }
+        if let headersNode = entry["headers"] {
+            if request == nil, entry["request"] == nil {
+                headersNode.report("headers go with the check's request: add request: GET /path")
+            } else {
+                request?.headerFields = headersNode.headerFields(reserved: Self.checkReservedHeaders, by: "the check itself")
+            }
         }
         if let expectNode = entry["expect"] {
             if request == nil, entry["request"] == nil {

@@ -89,30 +89,9 @@ extension SessionSettings {
                 node.report("upstream-proxy-credentials needs an upstream-proxy to answer")
             }
         }
-        if let headersNode = entry["headers"], let fields = headersNode.mapping(keys: nil) {
-            for (name, valueNode) in fields.entries {
-                guard let value = valueNode.string("a header value") else { continue }
-                guard !name.isEmpty, name.utf8.allSatisfy(SessionSettings.isTokenByte) else {
-                    valueNode.report("\"\(name)\" is not a valid header field name")
-                    continue
-                }
-                guard !SessionSettings.reservedHeaders.contains(name.lowercased()) else {
-                    valueNode.report("\(name) is set by the proxy itself and cannot be added")
-                    continue
-                }
-                guard !value.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
-                    valueNode.report("a header value cannot contain a line break or NUL")
-                    continue
-                }
-                headers.add(name: name, value: value)
-            }
+        if let headersNode = entry["headers"] {
+            headers = headersNode.headerFields(reserved: Set(SessionSettings.reservedHeaders), by: "the proxy itself")
         }
-    }
-
-    /// RFC 9110 `tchar`.
-    private static func isTokenByte(_ byte: UInt8) -> Bool {
-        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
-            || "!#$%&'*+-.^_`|~".utf8.contains(byte)
     }
 }
 

@@ -103,10 +103,10 @@ private final class ProbeRun: ExchangeSink, @unchecked Sendable {
         }
         expected = request.expectedStatuses
         requestLine = "\(request.method) \(request.path)"
-        let head = HTTPRequestHead(
-            method: request.method, url: url,
-            headerFields: ["User-Agent": "tollgate-health-check", "Connection": "close"]
-        )
+        var fields: HeaderFields = request.headerFields["User-Agent"] == nil ? ["User-Agent": "tollgate-health-check"] : [:]
+        for field in request.headerFields { fields.add(name: field.name, value: field.value) }
+        fields.add(name: "Connection", value: "close")
+        let head = HTTPRequestHead(method: request.method, url: url, headerFields: fields)
         let encoded = RequestHeadEncoder(
             head: head, bodyLength: 0, hasBody: false, viaProxy: false, allocator: channel?.allocator ?? ByteBufferAllocator()
         )

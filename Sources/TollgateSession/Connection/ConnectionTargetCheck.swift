@@ -41,12 +41,17 @@ public struct ConnectionTargetProbe: Hashable, Sendable {
         public var path: String
         /// The statuses that pass (HAProxy: 2xx and 3xx).
         public var expectedStatuses: ClosedRange<Int>
+        /// Header fields sent besides `Host`, `User-Agent` and `Connection: close` (HAProxy's
+        /// `http-check send hdr`): a token a health endpoint asks for, say. A `User-Agent` here
+        /// replaces the check's own.
+        public var headerFields: HeaderFields
 
         /// Creates a request; `expectedStatuses` defaults to 200–399.
-        public init(method: HTTPMethod = .get, path: String, expectedStatuses: ClosedRange<Int> = 200...399) {
+        public init(method: HTTPMethod = .get, path: String, expectedStatuses: ClosedRange<Int> = 200...399, headerFields: HeaderFields = [:]) {
             self.method = method
             self.path = path
             self.expectedStatuses = expectedStatuses
+            self.headerFields = headerFields
         }
     }
 
@@ -74,7 +79,9 @@ public struct ConnectionTargetProbe: Hashable, Sendable {
             let statuses = request.expectedStatuses.count == 1
                 ? "\(request.expectedStatuses.lowerBound)"
                 : "\(request.expectedStatuses.lowerBound)-\(request.expectedStatuses.upperBound)"
-            parts.append("\(request.method) \(request.path) (Host \(host)) answered \(statuses)")
+            // The names alone: a value may be a token.
+            let more = request.headerFields.map { ", \($0.name)" }.joined()
+            parts.append("\(request.method) \(request.path) (Host \(host)\(more)) answered \(statuses)")
         }
         return parts.joined(separator: ", then ")
     }

@@ -1,0 +1,34 @@
+import TollgateHTTP
+
+extension ConfigNode {
+    /// A mapping of header field names to values (a session's `headers`, a health check's):
+    /// each name a token (RFC 9110), none of `reserved` (lower case; set by `setter`), each value
+    /// without a line break or NUL. A bad entry is a problem at its line and is left out.
+    func headerFields(reserved: Set<String>, by setter: String) -> HeaderFields {
+        var fields = HeaderFields()
+        guard let entries = mapping(keys: nil) else { return fields }
+        for (name, valueNode) in entries.entries {
+            guard let value = valueNode.string("a header value") else { continue }
+            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
+                valueNode.report("\"\(name)\" is not a valid header field name")
+                continue
+            }
+            guard !reserved.contains(name.lowercased()) else {
+                valueNode.report("\(name) is set by \(setter) and cannot be added")
+                continue
+            }
+            guard !value.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
+                valueNode.report("a header value cannot contain a line break or NUL")
+                continue
+            }
+            fields.add(name: name, value: value)
+        }
+        return fields
+    }
+
+    /// RFC 9110 `tchar`.
+    private static func isTokenByte(_ byte: UInt8) -> Bool {
+        (byte >= 48 && byte <= 57) || (byte >= 65 && byte <= 90) || (byte >= 97 && byte <= 122)
+            || "!#$%&'*+-.^_`|~".utf8.contains(byte)
+    }
+}
