@@ -163,6 +163,11 @@ static inline int tg_SSL_set_tlsext_status_ocsp_resp(SSL *ssl, unsigned char *re
     return (int)SSL_set_tlsext_status_ocsp_resp(ssl, response, length);
 }
 static inline void *tg_OPENSSL_malloc(size_t count) { return OPENSSL_malloc(count); }
+// Clients: ask for the server's OCSP response, and read what it stapled (nil, -1: none).
+static inline int tg_SSL_set_tlsext_status_type_ocsp(SSL *ssl) { return (int)SSL_set_tlsext_status_type(ssl, TLSEXT_STATUSTYPE_ocsp); }
+static inline long tg_SSL_get_tlsext_status_ocsp_resp(SSL *ssl, const unsigned char **response) {
+    return SSL_get_tlsext_status_ocsp_resp(ssl, response);
+}
 static inline int tg_sk_OPENSSL_STRING_num(const STACK_OF(OPENSSL_STRING) *sk) { return sk_OPENSSL_STRING_num(sk); }
 static inline const char *tg_sk_OPENSSL_STRING_value(const STACK_OF(OPENSSL_STRING) *sk, int i) { return sk_OPENSSL_STRING_value(sk, i); }
 static inline int tg_OCSP_RESPONSE_STATUS_SUCCESSFUL(void) { return OCSP_RESPONSE_STATUS_SUCCESSFUL; }

@@ -56,6 +56,8 @@ public struct PolicyDecision: Sendable {
         public var pinsExpired: Bool
         /// No verification at all.
         public var insecure: Bool
+        /// What the server's stapled OCSP response must say.
+        public var ocsp: HostRule.Trust.OCSPCheck = .off
     }
 
     /// A credential without its password.

@@ -66,6 +66,11 @@ extension PolicyDecisions {
             trustText += ", pins [\(trust.pins.map(\.description).joined(separator: ", "))] \(trust.pinMode)"
             if trust.pinsExpired { trustText += " (pins expired: report only)" }
         }
+        switch trust.ocsp {
+        case .off: break
+        case .check: trustText += ", stapled OCSP response checked (revoked: refused)"
+        case .require: trustText += ", stapled OCSP response required (none, unverifiable or not good: refused)"
+        }
         lines.append("trust: \(trustText)")
         if let identity = decision.clientIdentity {
             lines.append("client-identity: certificate \(identity.certificate), key \(identity.key)")

@@ -159,7 +159,8 @@ public struct PolicyDecisions: Sendable {
                 pins: rule.trust.pins,
                 pinMode: pinMode,
                 pinsExpired: !rule.trust.pins.isEmpty && pinMode != rule.trust.pinMode,
-                insecure: rule.trust.insecure
+                insecure: rule.trust.insecure,
+                ocsp: rule.trust.ocsp
             ),
             clientIdentity: rule.clientIdentity,
             credentials: rule.credentials.map {

@@ -80,7 +80,7 @@ extension HostRule {
 }
 
 extension HostRule.Trust {
-    static let keys = ["roots", "crls", "pins", "pin-mode", "pins-expire", "insecure", "deny"]
+    static let keys = ["roots", "crls", "pins", "pin-mode", "pins-expire", "ocsp", "insecure", "deny"]
 
     /// Reads a rule's `trust`.
     ///
@@ -92,6 +92,7 @@ extension HostRule.Trust {
     /// | `pins` | list of `sha256/BASE64` | none |
     /// | `pin-mode` | `enforce` \| `report` | `enforce` |
     /// | `pins-expire` | date `YYYY-MM-DD` (UTC) or RFC 3339 time | none |
+    /// | `ocsp` | `off` \| `check` \| `require`: the server's stapled OCSP response | `off` |
     /// | `insecure` | boolean | `false` |
     /// | `deny` | boolean | `false` |
     /// A roots entry written as a mapping: `{ file: PATH }`, or `{ file: PATH, optional: true }`
@@ -143,6 +144,7 @@ extension HostRule.Trust {
         }
         if let pinsNode = entry["pins"] { pins = Self.readPins(pinsNode) }
         if let mode = entry["pin-mode"]?.choice(PinMode.self) { pinMode = mode }
+        if let check = entry["ocsp"]?.choice(OCSPCheck.self) { ocsp = check }
         if let expireNode = entry["pins-expire"], let text = expireNode.nonEmptyString("a date YYYY-MM-DD") {
             if let date = HostRule.Trust.parseDate(text) {
                 pinsExpire = date

@@ -43,6 +43,21 @@ extension HostRule {
             public var description: String { rawValue }
         }
 
+        /// What the server's stapled OCSP response (`status_request`) must say (`ocsp`).
+        public enum OCSPCheck: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {
+            /// Not asked for.
+            case off
+            /// Asked for; a verified response saying the certificate is revoked refuses the
+            /// connection. None stapled, or one that cannot be verified, is let through (soft-fail,
+            /// as browsers do).
+            case check
+            /// Asked for; anything but a verified, current response saying `good` refuses the
+            /// connection (a must-staple policy).
+            case require
+
+            public var description: String { rawValue }
+        }
+
         /// The trust anchors (`roots`: `system`, a PEM bundle `PATH`, or a list of both). Default: system.
         public var roots: Roots = .system
         /// Files of certificate revocation lists (`crls`, PEM or DER): when any is given, every
@@ -56,6 +71,9 @@ extension HostRule {
         /// From this instant on the pins are only reported, never enforced (`pins-expire`), so a
         /// forgotten key rotation cannot lock the host out for good. Default: nil, no expiry.
         public var pinsExpire: Date?
+        /// The server's OCSP response: not asked for, checked when stapled, or required (`ocsp`).
+        /// Default: off.
+        public var ocsp: OCSPCheck = .off
         /// No certificate verification at all (`insecure`), logged loudly on every connection.
         /// Default: false.
         public var insecure: Bool = false

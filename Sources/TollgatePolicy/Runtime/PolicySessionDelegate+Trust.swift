@@ -173,6 +173,10 @@ extension PolicySessionDelegate {
             return refuse(.serverCertificateUntrusted, "\(host) presented no certificate", .untrusted, line)
         }
 
+        if trust.ocsp != .off, let problem = Self.ocspProblem(evaluation, check: trust.ocsp) {
+            let line = "refused \(target): \(problem) (\(ruleText), ocsp \(trust.ocsp)); presented: \(presented)"
+            return refuse(.serverCertificateUntrusted, "\(host): \(problem)", problem.hasPrefix("revoked") ? .revoked : .untrusted, line)
+        }
         guard !trust.pins.isEmpty else { return ServerTrustVerdict(outcome: .trusted, event: nil) }
         do {
             try ChainVerifier.checkPins(chain: evaluation.verifiedChain, pins: trust.pins, host: host)
@@ -206,6 +210,31 @@ extension PolicySessionDelegate {
         }
     }
 
+    /// Why the server's stapled OCSP response refuses a verified chain under `check`, or nil.
+    /// `check`: a verified response saying revoked; `require`: also none, one that cannot be
+    /// verified (not about the leaf, not its issuer's signature, out of date) or not `good`.
+    static func ocspProblem(_ evaluation: TLSPeerEvaluation, check: HostRule.Trust.OCSPCheck) -> String? {
+        let chain = evaluation.verifiedChain
+        guard let stapled = evaluation.stapledOCSPResponse else {
+            return check == .require ? "no OCSP response stapled" : nil
+        }
+        let unusable = { (why: String) in check == .require ? "the stapled OCSP response cannot be used: \(why)" : nil }
+        guard chain.count > 1 else { return unusable("the verified chain has no issuer") }
+        let response: OCSPResponse
+        do {
+            response = try OCSPResponse(der: stapled, for: chain)
+            try response.verifySignature(issuer: chain[1])
+        } catch {
+            return unusable("\(error)")
+        }
+        guard response.isCurrent() else { return unusable("its nextUpdate has passed") }
+        switch response.status {
+        case .good: return nil
+        case .revoked: return "revoked, says the stapled OCSP response of \(response.thisUpdate)"
+        case .unknown: return check == .require ? "the stapled OCSP response does not know the certificate" : nil
+        }
+    }
+
     // MARK: TLS settings per host
 
     /// The TLS settings of a new connection to `host:port` under the rules in force: the rule's
@@ -236,6 +265,7 @@ extension PolicySessionDelegate {
 
         var configuration = defaults
         if decision.http2 == .off { configuration.applicationProtocols.removeAll { $0 == "h2" } }
+        configuration.requestsCertificateStatus = decision.trust.ocsp != .off && !decision.trust.insecure
         /// What the files at `paths` hold, and the files that cannot be read: left as files, so
         /// that the TLS layer fails the connection with its own error naming them.
         func load<Item>(

@@ -23,6 +23,7 @@ extension TLSConfiguration {
         var reportsUncleanShutdown: Bool
         var issuesSessionTickets: Bool
         var sessionTicketKeys: [SessionTicketKey]
+        var requestsCertificateStatus: Bool
     }
 
     /// The key, or nil when the configuration has a closure or a staple store and cannot be compared.
@@ -43,7 +44,8 @@ extension TLSConfiguration {
             closeTimeout: self.closeTimeout,
             reportsUncleanShutdown: self.reportsUncleanShutdown,
             issuesSessionTickets: self.issuesSessionTickets,
-            sessionTicketKeys: self.sessionTicketKeys
+            sessionTicketKeys: self.sessionTicketKeys,
+            requestsCertificateStatus: self.requestsCertificateStatus
         )
     }
 }

@@ -70,6 +70,11 @@ public struct TLSConfiguration: Sendable {
     /// made with the context, known to it alone.
     public var sessionTicketKeys: [SessionTicketKey] = []
 
+    /// Clients only: whether the server is asked for its OCSP response (`status_request`); what it
+    /// staples is in ``TLSPeerEvaluation/stapledOCSPResponse``, for the application to judge.
+    /// False unless set.
+    public var requestsCertificateStatus: Bool = false
+
     /// Servers only: OCSP responses fetched while the server runs, stapled for the certificate
     /// served in preference to its identity's ``Identity/ocspResponse`` (each while current).
     /// Nil (the default): the identities' own alone. A configuration with one is never shared by

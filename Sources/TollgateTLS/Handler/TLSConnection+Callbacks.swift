@@ -39,9 +39,11 @@ func tlsServerName(
 /// served identity's current OCSP response — the one fetched for it (``TLSConfiguration/ocspStaples``),
 /// else its own (``Identity/ocspResponse``) — else none.
 func tlsCertificateStatus(_ ssl: OpaquePointer?, _ argument: UnsafeMutableRawPointer?) -> Int32 {
-    guard let ssl, let connection = TLSConnection.from(ssl: ssl),
-        let identity = connection.chosenIdentity ?? connection.context.configuration.identity
-    else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    guard let ssl, let connection = TLSConnection.from(ssl: ssl) else { return tg_SSL_TLSEXT_ERR_NOACK() }
+    // A client (one with a client certificate has this callback too) that asked for the server's
+    // response: acceptable here (a positive value); the session judges it after the handshake.
+    if case .client = connection.role { return 1 }
+    guard let identity = connection.chosenIdentity ?? connection.context.configuration.identity else { return tg_SSL_TLSEXT_ERR_NOACK() }
     let fetched = connection.context.configuration.ocspStaples?.response(for: identity.certificate).flatMap { $0.isCurrent() ? $0 : nil }
     guard let response = fetched ?? identity.ocspResponse, response.isCurrent(), let copy = tg_OPENSSL_malloc(response.der.count)
     else { return tg_SSL_TLSEXT_ERR_NOACK() }

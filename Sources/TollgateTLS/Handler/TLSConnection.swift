@@ -140,6 +140,9 @@ final class TLSConnection {
             if let expected = self.expectedHost {
                 try self.expect(host: expected)
             }
+            if configuration.requestsCertificateStatus, tg_SSL_set_tlsext_status_type_ocsp(self.ssl) != 1 {
+                throw OpenSSLError(.invalidArgument, "asking for the server's OCSP response")
+            }
         case .server:
             SSL_set_accept_state(self.ssl)
             let requirement = configuration.clientCertificateRequirement
@@ -319,6 +322,12 @@ final class TLSConnection {
         case .client: serverName = self.sentServerName
         case .server: serverName = self.receivedServerName
         }
+        var stapled: [UInt8]?
+        if case .client = self.role, self.context.configuration.requestsCertificateStatus {
+            var bytes: UnsafePointer<UInt8>?
+            let length = tg_SSL_get_tlsext_status_ocsp_resp(self.ssl, &bytes)
+            if length > 0, let bytes { stapled = Array(UnsafeBufferPointer(start: bytes, count: length)) }
+        }
         return TLSPeerEvaluation(
             protocolVersion: version,
             applicationProtocol: alpn,
@@ -327,7 +336,8 @@ final class TLSConnection {
             presentedChain: presented,
             verifiedChain: verified,
             trustResult: trust,
-            clientCertificateRequested: self.clientCertificateRequested
+            clientCertificateRequested: self.clientCertificateRequested,
+            stapledOCSPResponse: stapled
         )
     }
 

@@ -44,6 +44,10 @@ public struct TLSPeerEvaluation: Hashable, Sendable {
     /// raises the client-certificate challenge. False for servers and for clients with an identity.
     public var clientCertificateRequested: Bool = false
 
+    /// For a client that asked (``TLSConfiguration/requestsCertificateStatus``): the OCSP response
+    /// the server stapled (DER), unchecked; nil when it stapled none.
+    public var stapledOCSPResponse: [UInt8]? = nil
+
     /// The peer's leaf certificate, when it sent one.
     public var peerCertificate: Certificate? { self.presentedChain.first }
 
