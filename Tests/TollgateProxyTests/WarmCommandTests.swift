@@ -11,6 +11,22 @@ import TollgateTesting
     .enabled(if: tollgateBinary != nil)
 )
 struct WarmCommandTests {
+    /// `DIRECTORY/tollgate.yaml`: a forward listener, every destination allowed (the origins are
+    /// on loopback), the cache in `DIRECTORY/cache`.
+    static func writeConfiguration(in directory: URL) throws -> URL {
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+        access:
+          destinations:
+            - { allow: all }
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        """.write(to: config, atomically: true, encoding: .utf8)
+        return config
+    }
+
     @Test("warm stores what it can, reports each URL and bad line, and the proxy then serves them offline")
     func warmThenServeOffline() async throws {
         let directory = try temporaryDirectory()
@@ -22,16 +38,7 @@ struct WarmCommandTests {
             default: respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "artifact \(request.path)")
             }
         }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-        listen:
-          - address: "127.0.0.1:0"
-        access:
-          destinations:
-            - { allow: all }
-        cache:
-          path: "\(directory.appendingPathComponent("cache").path)"
-        """.write(to: config, atomically: true, encoding: .utf8)
+        let config = try Self.writeConfiguration(in: directory)
         let base = "http://127.0.0.1:\(origin.port)"
         let list = directory.appendingPathComponent("urls.txt")
         try """
@@ -104,16 +111,7 @@ struct WarmCommandTests {
             }
         }
         defer { origin.stop() }
-        let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-        listen:
-          - address: "127.0.0.1:0"
-        access:
-          destinations:
-            - { allow: all }
-        cache:
-          path: "\(directory.appendingPathComponent("cache").path)"
-        """.write(to: config, atomically: true, encoding: .utf8)
+        let config = try Self.writeConfiguration(in: directory)
         let base = "http://127.0.0.1:\(origin.port)"
         let binary = try #require(tollgateBinary)
         let environment = ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]

@@ -38,6 +38,21 @@ struct ConnectionTargetProbeTests {
         }
     }
 
+    /// A session whose one `connect-to` target is `origin`, checked every 100 ms with a GET of
+    /// `path` (read at each check), `fall` and `rise` as given.
+    private func checkedSession(_ origin: LoopbackOrigin, asking path: CheckedPath, fall: Int = 1, rise: Int = 1) -> (Session, ConnectionTarget) {
+        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
+        var configuration = SessionConfiguration.ephemeral
+        configuration.connectionTargets = { _, _ in [target] }
+        configuration.connectionTargetChecks = {
+            [ConnectionTargetCheck(
+                target: target, interval: .milliseconds(100),
+                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value)), fall: fall, rise: rise
+            )]
+        }
+        return (Session(configuration: configuration), target)
+    }
+
     private func failure(_ result: Result<Void, any Error>) -> String? {
         if case .failure(let error) = result { return "\(error)" }
         return nil
@@ -93,17 +108,8 @@ struct ConnectionTargetProbeTests {
     func checkerPutsFailingTargetLast() async throws {
         let origin = try await Self.origin()
         defer { origin.stop() }
-        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
         let path = CheckedPath("/fail")
-        var configuration = SessionConfiguration.ephemeral
-        configuration.connectionTargets = { _, _ in [target] }
-        configuration.connectionTargetChecks = {
-            [ConnectionTargetCheck(
-                target: target, interval: .milliseconds(100),
-                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value))
-            )]
-        }
-        let session = Session(configuration: configuration)
+        let (session, target) = checkedSession(origin, asking: path)
         defer { session.invalidateAndCancel() }
         try await eventually("the target is down by its check") {
             session.pool.targetHealth.withLockedValue { $0.isPaused(target, now: .now()) && $0.lastCheck[target] == "GET /fail answered 500" }
@@ -118,19 +124,10 @@ struct ConnectionTargetProbeTests {
     func fallAndRise() async throws {
         let origin = try await Self.origin()
         defer { origin.stop() }
-        let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
         let path = CheckedPath("/fail")
-        var configuration = SessionConfiguration.ephemeral
-        configuration.connectionTargets = { _, _ in [target] }
-        configuration.connectionTargetChecks = {
-            [ConnectionTargetCheck(
-                target: target, interval: .milliseconds(100),
-                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value)), fall: 3, rise: 2
-            )]
-        }
-        let checks = { (asked: String) in origin.requests.filter { $0.target == asked }.count }
-        let session = Session(configuration: configuration)
+        let (session, target) = checkedSession(origin, asking: path, fall: 3, rise: 2)
         defer { session.invalidateAndCancel() }
+        let checks = { (asked: String) in origin.requests.filter { $0.target == asked }.count }
         try await eventually("the target is down by its checks") {
             session.pool.targetHealth.withLockedValue { $0.isPaused(target, now: .now()) }
         }

@@ -62,11 +62,12 @@ final class ListenerTLS: Sendable {
         generation: Int,
         protocols: [String] = ClientProtocolSelection.offeredProtocols,
         policy: (any ProxyPolicy)? = nil,
+        offline: OfflineMode = OfflineMode(),
         metrics: ProxyMetrics? = nil
     ) throws {
         self.configuredAddress = configuredAddress
         self.protocols = protocols
-        let fetcher = policy.map { OCSPStapleFetcher(listener: configuredAddress.description, policy: $0) }
+        let fetcher = policy.map { OCSPStapleFetcher(listener: configuredAddress.description, policy: $0, offline: offline) }
         if let fetcher { metrics?.noteStapleFetcher(fetcher, listener: configuredAddress.description) }
         let made = try Self.makeContext(settings, protocols: protocols, staples: fetcher?.staples)
         self.stapleFetcher = fetcher

@@ -26,6 +26,8 @@ final class OCSPStapleFetcher: Sendable {
     let staples = OCSPStaples()
     private let listener: String
     private let policy: any ProxyPolicy
+    /// Whether the proxy is offline now (`serve --offline`, or the configuration's `offline`).
+    private let offline: OfflineMode
     private let running = NIOLockedValueBox<[Task<Void, Never>]>([])
     /// The certificate files fetched for, with their chains' leaves (for ``nextUpdate(ofCertificateFile:)``).
     private let leaves = NIOLockedValueBox<[String: Certificate]>([:])
@@ -35,9 +37,10 @@ final class OCSPStapleFetcher: Sendable {
     static let shortestRefresh: Duration = .seconds(300)
     static let longestRefresh: Duration = .seconds(3600)
 
-    init(listener: String, policy: any ProxyPolicy) {
+    init(listener: String, policy: any ProxyPolicy, offline: OfflineMode) {
         self.listener = listener
         self.policy = policy
+        self.offline = offline
     }
 
     /// Fetches for each certificate file's chain (a certificate and its issuer) now and keeps
@@ -78,7 +81,7 @@ final class OCSPStapleFetcher: Sendable {
     /// One fetch; returns how long until the next.
     private func fetchOnce(_ chain: [Certificate]) async -> Duration {
         let leaf = chain[0]
-        guard !policy.configuration.offline else { return Self.longestRefresh }
+        guard !offline.isOffline(policy) else { return Self.longestRefresh }
         do {
             let response = try await Self.fetch(chain, policy: policy)
             if Task.isCancelled { return .zero }

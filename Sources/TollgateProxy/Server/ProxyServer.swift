@@ -112,6 +112,7 @@ public final class ProxyServer: Sendable {
                     generation: policy.generation,
                     protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode),
                     policy: policy,
+                    offline: configuration.offline,
                     metrics: configuration.metrics
                 )
             }
