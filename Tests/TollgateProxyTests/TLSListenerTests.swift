@@ -32,6 +32,16 @@ private struct TLSListenerSetup {
 
     func path(_ name: String) -> String { directory.appendingPathComponent(name).path }
 
+    /// A leaf for 127.0.0.1 from `intermediate` written as `gw.pem` (the leaf, then the
+    /// intermediate, as public CAs issue: the intermediate signs the OCSP responses, and clients
+    /// compute a response's CertID from it) and `gw.key`.
+    func writeGatewayIdentity(issuedBy intermediate: CertificateAuthority, ocspResponder: String? = nil) throws -> Identity {
+        let leaf = try intermediate.issueLeaf(for: "127.0.0.1", ocspResponder: ocspResponder)
+        try leaf.certificateChain.map(\.pemString).joined().write(toFile: path("gw.pem"), atomically: true, encoding: .utf8)
+        try leaf.privateKey.write(toPEMFile: path("gw.key"))
+        return leaf
+    }
+
     /// Writes `tollgate.yaml`: `listener` (YAML lines of one `listen` entry, the address given),
     /// an admin listener, a cache and a JSON access log in `access.log`.
     func write(_ listener: String, more: String = "") throws -> String {
@@ -471,12 +481,8 @@ struct TLSListenerTests {
         defer { setup.remove() }
         let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
         defer { origin.stop() }
-        // As public CAs issue: the leaf from an intermediate, which signs the OCSP responses and
-        // which the listener sends (clients compute the response's CertID from it).
         let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
-        let leaf = try intermediate.issueLeaf(for: "127.0.0.1")
-        try leaf.certificateChain.map(\.pemString).joined().write(toFile: setup.path("gw.pem"), atomically: true, encoding: .utf8)
-        try leaf.privateKey.write(toPEMFile: setup.path("gw.key"))
+        let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate)
         let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
         #expect(FileManager.default.createFile(atPath: setup.path("gw.ocsp"), contents: Data(good)))
         let configuration = try setup.write("""
@@ -537,9 +543,7 @@ struct TLSListenerTests {
             respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: answer.withLockedValue { $0 })
         }
         defer { responder.stop() }
-        let leaf = try intermediate.issueLeaf(for: "127.0.0.1", ocspResponder: "http://127.0.0.1:\(responder.port)/")
-        try leaf.certificateChain.map(\.pemString).joined().write(toFile: setup.path("gw.pem"), atomically: true, encoding: .utf8)
-        try leaf.privateKey.write(toPEMFile: setup.path("gw.key"))
+        let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate, ocspResponder: "http://127.0.0.1:\(responder.port)/")
         answer.withLockedValue { $0 = [] }
         let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
         answer.withLockedValue { $0 = good }
