@@ -1,6 +1,7 @@
 import Foundation
 import Testing
 import TollgateHTTP
+import TollgateTLS
 import TollgateTesting
 
 /// Debian's chromium, when installed (`make deps`).
@@ -161,5 +162,62 @@ struct LiveViewTests {
         #expect(dom.contains("127.0.0.1:\(refusing)</td><td class=\"down\" title=\"passed over\">passed over</td>"), "\(dom)")
         #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td><td>0</td><td title=\"ok\">ok</td>"), "\(dom)")
         #expect(dom.contains("Connection refused</td>") && dom.contains("<td class=\"down\" title=\"cannot connect to 127.0.0.1:\(refusing)"), "the failed check says why: \(dom)")
+    }
+
+    @Test(
+        "The live view lists a TLS listener's certificate with the OCSP response it staples and its shared ticket key; GET /listeners says the same",
+        .enabled(if: chromiumBinary != nil, "chromium is not installed")
+    )
+    func chromiumShowsListeners() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let pki = try TestPKI(commonName: "View CA", host: "127.0.0.1")
+        let intermediate = try pki.authority.issueIntermediate(commonName: "View Intermediate")
+        let leaf = try intermediate.issueLeaf(for: "127.0.0.1")
+        let path = { (name: String) in directory.appendingPathComponent(name).path }
+        try leaf.certificateChain.map(\.pemString).joined().write(toFile: path("gw.pem"), atomically: true, encoding: .utf8)
+        try leaf.privateKey.write(toPEMFile: path("gw.key"))
+        try Data(try await TestOCSPResponder.response(by: intermediate, for: leaf)).write(to: URL(fileURLWithPath: path("gw.ocsp")))
+        let keyBytes = (0..<80).map { _ in UInt8.random(in: 0...255) }
+        #expect(FileManager.default.createFile(atPath: path("ticket.key"), contents: Data(keyBytes), attributes: [.posixPermissions: 0o600]))
+        let keyName = keyBytes[0..<16].map { String(format: "%02x", $0) }.joined()
+        let config = try writeForwardCacheConfiguration(
+            in: directory,
+            more: """
+                admin:
+                  address: "127.0.0.1:0"
+                """
+        )
+        // A second listener, TLS, beside the forward one.
+        var text = try String(contentsOf: config, encoding: .utf8)
+        text = text.replacingOccurrences(
+            of: "listen:\n  - address: \"127.0.0.1:0\"\n",
+            with: "listen:\n  - address: \"127.0.0.1:0\"\n  - address: \"127.0.0.1:0\"\n    mode: reverse\n    upstream: \"http://127.0.0.1:9\"\n"
+                + "    tls: { certificate: \(path("gw.pem")), key: \(path("gw.key")), ocsp-response: \(path("gw.ocsp")), session-ticket-keys: \(path("ticket.key")) }\n"
+        )
+        try text.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 3)
+        defer { served.child.kill() }
+        let admin = try served.port("admin")
+        let listing = try await request("GET /listeners HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+        #expect(listing.contains("\"source\":\"file\",\"status\":\"good\""), "\(listing)")
+        #expect(listing.contains("\"session_tickets\":\"shared\",\"ticket_keys\":[\"session ticket key \(keyName)\"]"), "\(listing)")
+        #expect(!listing.contains(keyBytes[16..<48].map { String(format: "%02x", $0) }.joined()), "never a secret")
+        let profile = directory.appendingPathComponent("chromium-profile")
+        let browser = try ChildProcess(
+            try #require(chromiumBinary),
+            [
+                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
+                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom", "http://127.0.0.1:\(admin)/",
+            ],
+            environment: ["HOME": directory.path]
+        )
+        defer { browser.kill() }
+        #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
+        let dom = browser.standardOutput
+        #expect(dom.contains("<section id=\"listeners\">"), "the listeners section is shown: \(dom)")
+        #expect(dom.contains("CN=127.0.0.1"), "\(dom)")
+        #expect(dom.contains("file: good until"), "\(dom)")
+        #expect(dom.contains("shared (session ticket key \(keyName))"), "\(dom)")
     }
 }

@@ -496,6 +496,9 @@ struct TLSListenerTests {
         let admin = try served.port("admin")
         let checked = try await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
         #expect(checked.status == 0 && checked.stdout == "checked\n", "\(checked.stderr)")
+        let listing = try await request("GET /listeners HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+        #expect(listing.contains("\"ocsp\":{\"next_update\":"), "\(listing)")
+        #expect(listing.contains("\"source\":\"file\",\"status\":\"good\"") && listing.contains("\"session_tickets\":\"own\""), "\(listing)")
 
         let metrics = try await request("GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
         let nextUpdate = try #require(try OCSPResponse(der: good, for: leaf.certificateChain).nextUpdate)
@@ -511,6 +514,8 @@ struct TLSListenerTests {
         #expect(reload.stdout == "reloaded\n", "\(reload.stdout)")
         let refused = try await curl(["--cacert", setup.pki.caFile, "--cert-status", url])
         #expect(refused.status == 91 && refused.stderr.contains("revocation reason"), "\(refused.stdout) \(refused.stderr)")
+        let revokedListing = try await request("GET /listeners HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
+        #expect(revokedListing.contains("\"source\":\"file\",\"status\":\"revoked\""), "\(revokedListing)")
 
         // A listener without a response: curl asking for one fails, as it does against any server that staples none.
         let plainConfiguration = try setup.write("""

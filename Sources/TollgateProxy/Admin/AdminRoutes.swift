@@ -141,6 +141,9 @@ struct AdminRoutes: Sendable {
             return (.ok, "text/plain", "purged \(removed)\n")
         case (.GET, "/upstreams"):
             return (.ok, "application/json", UpstreamListing.json(runtime: runtime) + "\n")
+        case (.GET, "/listeners"):
+            let listing = ListenerListing.json(configuration: runtime.configuration, fetchers: metrics?.stapleFetchers ?? [:])
+            return (.ok, "application/json", listing + "\n")
         case (.GET, "/ca.pem"):
             // The interception CA's certificate (public), for a client to trust: what mitmproxy's
             // mitm.it page hands out, reachable from a container that cannot read the CA directory.
@@ -152,7 +155,7 @@ struct AdminRoutes: Sendable {
             let json = offline?.misses.json() ?? Data("[]\n".utf8)
             return (.ok, "application/json", String(decoding: json, as: UTF8.self))
         case (_, "/healthz"), (_, "/tasks"), (_, "/config/reload"), (_, "/metrics"), (_, "/cache/stats"),
-            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"), (_, "/upstreams"):
+            (_, "/cache/purge"), (_, "/offline/misses"), (_, "/har"), (_, "/"), (_, "/ca.pem"), (_, "/upstreams"), (_, "/listeners"):
             return (.methodNotAllowed, "text/plain", "method not allowed\n")
         default:
             return (.notFound, "text/plain", "not found\n")

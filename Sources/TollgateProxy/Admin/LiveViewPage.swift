@@ -1,10 +1,11 @@
 /// The live view (`GET /` on the admin listener): one self-contained page — its CSS and script
 /// inline, nothing fetched from anywhere but the admin listener itself — that reads `/tasks`,
-/// `/har?limit=100`, `/cache/stats`, `/offline/misses` and `/upstreams` every two seconds and shows
+/// `/har?limit=100`, `/cache/stats`, `/offline/misses`, `/upstreams` and `/listeners` every two seconds and shows
 /// the live tasks with their state and progress, the recent exchanges with their cache result, why
 /// a response was not stored and a timing waterfall, the cache's figures, whether the proxy is
-/// offline and its cache read-only, — offline — what it could not serve, and the `connect-to`
-/// backends with the ones passed over.
+/// offline and its cache read-only, — offline — what it could not serve, the `connect-to`
+/// backends with the ones passed over, and the TLS listeners' certificates with their expiry,
+/// the OCSP response each staples and how session tickets are sealed.
 ///
 /// Everything the proxy saw (URLs, reasons) is put in the page as text nodes, never as markup:
 /// a URL cannot inject script into the admin origin.
@@ -47,7 +48,7 @@ enum LiveViewPage {
         .legend i { display:inline-block; width:.8em; height:.8em; margin:0 .2em 0 .8em; vertical-align:middle; }
         .error { color:#b00020; }
         .mode { padding:0 .6em; border-radius:9px; font-size:.8em; background:#b5541c; color:#fff; }
-        #offline[hidden], #backends[hidden] { display:none; }
+        #offline[hidden], #backends[hidden], #listeners[hidden] { display:none; }
         .down { color:#b00020; font-weight:600; }
         </style>
         </head>
@@ -64,6 +65,10 @@ enum LiveViewPage {
         <table><colgroup><col><col style="width:10em"><col style="width:8em"><col></colgroup>
         <thead><tr><th>target</th><th>state</th><th>failures</th><th>last check</th></tr></thead>
         <tbody id="upstreams"></tbody></table></section>
+        <section id="listeners" hidden><h2>TLS listeners</h2>
+        <table><colgroup><col style="width:10em"><col><col style="width:8em"><col><col style="width:12em"></colgroup>
+        <thead><tr><th>listener</th><th>certificate</th><th>expires</th><th>OCSP staple</th><th>session tickets</th></tr></thead>
+        <tbody id="certificates"></tbody></table></section>
         <section><h2>Live tasks</h2>
         <table><colgroup><col style="width:9em"><col style="width:4em"><col style="width:7em"><col style="width:7em">
         <col><col style="width:14em"></colgroup>
@@ -133,6 +138,22 @@ enum LiveViewPage {
             cell(u.last_check || "not checked", u.last_check && u.last_check !== "ok" ? "down" : "")]));
           replace($("upstreams"), rows, 4, "no backends");
         }
+        function showListeners(listeners) {
+          $("listeners").hidden = !listeners.length;
+          const rows = [];
+          for (const l of listeners) {
+            const tickets = l.session_tickets + (l.ticket_keys ? " (" + l.ticket_keys.join(", ") + ")" : "");
+            for (const c of l.certificates) {
+              const o = c.ocsp;
+              const staple = !o ? "not stapled" : o.error ? o.source + ": " + o.error
+                : o.source + ": " + o.status + (o.next_update ? " until " + new Date(o.next_update).toLocaleString() : "");
+              rows.push(row([cell(l.address, "url"), cell(c.subject || c.error || c.file, c.error ? "down" : ""),
+                cell(c.not_after ? new Date(c.not_after).toLocaleDateString() : "–"),
+                cell(staple, o && (o.error || o.status !== "good") ? "down" : ""), cell(tickets)]));
+            }
+          }
+          replace($("certificates"), rows, 5, "no TLS listeners");
+        }
         function showTasks(tasks) {
           const rows = tasks.map((t) => {
             const progress = el("td"); const bar = el("div", null, "bar progress"); const fill = el("i");
@@ -174,12 +195,13 @@ enum LiveViewPage {
         }
         async function refresh() {
           const results = await Promise.allSettled([json("/tasks"), json("/har?limit=100"), json("/cache/stats"),
-            json("/offline/misses"), json("/upstreams")]);
+            json("/offline/misses"), json("/upstreams"), json("/listeners")]);
           if (results[0].status === "fulfilled") showTasks(results[0].value);
           if (results[1].status === "fulfilled") showExchanges(results[1].value);
           if (results[2].status === "fulfilled") showCache(results[2].value);
           if (results[3].status === "fulfilled") showMisses(results[3].value);
           if (results[4].status === "fulfilled") showUpstreams(results[4].value);
+          if (results[5].status === "fulfilled") showListeners(results[5].value);
           const failed = results.filter((r) => r.status === "rejected").map((r) => r.reason.message);
           $("updated").textContent = "updated " + new Date().toLocaleTimeString()
             + (failed.length ? " — " + failed.join("; ") : "");

@@ -138,7 +138,7 @@ extension ProxyMetrics {
             help: "When the OCSP response a TLS listener staples for a certificate (ocsp-response, or fetched with "
                 + "ocsp-stapling) stops being stapled (its nextUpdate), seconds since 1970; 0: none can be stapled."
         )
-        let fetchers = fetchedStaples.withLockedValue { $0 }
+        let fetchers = stapleFetchers
         for entry in runtime.configuration.listeners {
             guard let tls = entry.tls else { continue }
             for files in tls.certificates {
@@ -152,8 +152,8 @@ extension ProxyMetrics {
                 let nextUpdate: Date?
                 if let file = files.ocspResponse {
                     nextUpdate = (try? OCSPResponse(contentsOf: file, for: chain)).map { $0.nextUpdate ?? .distantFuture }
-                } else if tls.ocspStapling, let fetched = fetchers[entry.address.description]?.nextUpdate(ofCertificateFile: files.certificate) {
-                    nextUpdate = fetched
+                } else if tls.ocspStapling, let fetched = fetchers[entry.address.description]?.stapled(forCertificateFile: files.certificate) {
+                    nextUpdate = fetched.map { $0.nextUpdate ?? .distantFuture }
                 } else {
                     continue
                 }

@@ -46,12 +46,15 @@ public final class ProxyMetrics: Sendable {
     /// last value (an alert on a removed listener's certificate expiry would fire for ever).
     let scrapedGauges = NIOLockedValueBox<[String: Gauge]>([:])
     /// The OCSP responses each TLS listener fetched (`ocsp-stapling`), by its configured address.
-    let fetchedStaples = NIOLockedValueBox<[String: OCSPStapleFetcher]>([:])
+    private let fetchedStaples = NIOLockedValueBox<[String: OCSPStapleFetcher]>([:])
 
-    /// Notes what `listener` fetches, for ``syncCertificateExpiries``.
+    /// Notes what `listener` fetches, for ``syncCertificateExpiries`` and `GET /listeners`.
     func noteStapleFetcher(_ fetcher: OCSPStapleFetcher, listener: String) {
         fetchedStaples.withLockedValue { $0[listener] = fetcher }
     }
+
+    /// The TLS listeners' staple fetchers, by listener address.
+    var stapleFetchers: [String: OCSPStapleFetcher] { fetchedStaples.withLockedValue { $0 } }
 
     /// Upper bounds (seconds) of the task-duration histogram buckets.
     static let bucketBounds: [Double] = [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30]

@@ -64,13 +64,12 @@ final class OCSPStapleFetcher: Sendable {
         for task in previous { task.cancel() }
     }
 
-    /// When the response stapled for the certificate in `file` stops being current; nil when
-    /// none is (not fetched yet, or every fetch failed), `.distantFuture` when it gives no
-    /// nextUpdate. Nil for a file not fetched for.
-    func nextUpdate(ofCertificateFile file: String) -> Date?? {
+    /// The response stapled now for the certificate in `file`: nil inside when none is (not
+    /// fetched yet, or every fetch failed, or out of date). Nil for a file not fetched for.
+    func stapled(forCertificateFile file: String) -> OCSPResponse?? {
         guard let leaf = leaves.withLockedValue({ $0[file] }) else { return nil }
         guard let response = staples.response(for: leaf), response.isCurrent() else { return .some(nil) }
-        return .some(response.nextUpdate ?? .distantFuture)
+        return .some(response)
     }
 
     /// Stops fetching.
