@@ -175,6 +175,25 @@ public final class Certificate: @unchecked Sendable {
         return String(cString: hex)
     }
 
+    /// Whether the TLS Feature extension (RFC 7633) lists `status_request` (5): "OCSP must-staple",
+    /// a certificate its holder promised to present with a stapled OCSP response.
+    public var mustStaple: Bool {
+        let index = X509_get_ext_by_NID(self.x509, NID_tlsfeature, -1)
+        guard index >= 0, let ext = X509_get_ext(self.x509, index), let data = X509_EXTENSION_get_data(ext),
+            let bytes = ASN1_STRING_get0_data(data)
+        else { return false }
+        // A SEQUENCE of small INTEGERs: 30 LEN (02 01 VALUE)…
+        let der = Array(UnsafeBufferPointer(start: bytes, count: Int(ASN1_STRING_length(data))))
+        guard der.count >= 2, der[0] == 0x30 else { return false }
+        var at = 2
+        while at + 2 < der.count {
+            guard der[at] == 0x02, der[at + 1] == 1 else { return false }
+            if der[at + 2] == 5 { return true }
+            at += 3
+        }
+        return false
+    }
+
     /// Whether basicConstraints says `CA:TRUE`.
     public var isCA: Bool {
         X509_get_extension_flags(self.x509) & UInt32(EXFLAG_CA) != 0

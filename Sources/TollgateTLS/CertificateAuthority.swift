@@ -139,6 +139,8 @@ public struct CertificateAuthority: Sendable {
     ///   - now: the reference time; the current time unless given.
     ///   - ocspResponder: an OCSP responder URL for authorityInfoAccess (`OCSP;URI:`), as public
     ///     CAs name theirs; none unless given.
+    ///   - mustStaple: the TLS Feature extension with `status_request` (OCSP must-staple, RFC 7633);
+    ///     false unless given.
     /// - Returns: the leaf, this authority's ``intermediates`` and the leaf's key.
     /// - Throws: ``OpenSSLError/invalidArgument`` for a host that cannot go in a certificate.
     public func issueLeaf(
@@ -148,7 +150,8 @@ public struct CertificateAuthority: Sendable {
         validity: TimeInterval = 30 * 86_400,
         notBeforeOffset: TimeInterval = -3600,
         now: Date = Date(),
-        ocspResponder: String? = nil
+        ocspResponder: String? = nil,
+        mustStaple: Bool = false
     ) throws -> Identity {
         let name = try CertificateAuthority.alternativeName(for: host)
         guard !usage.isEmpty else {
@@ -172,7 +175,8 @@ public struct CertificateAuthority: Sendable {
                 (NID_ext_key_usage, usage.configValue),
                 (NID_subject_key_identifier, "hash"),
                 (NID_authority_key_identifier, "keyid,issuer"),
-            ] + (ocspResponder.map { [(NID_info_access, "OCSP;URI:\($0)")] } ?? []),
+            ] + (ocspResponder.map { [(NID_info_access, "OCSP;URI:\($0)")] } ?? [])
+                + (mustStaple ? [(NID_tlsfeature, "status_request")] : []),
             alternativeNames: [name]
         )
         let leaf = try builder.build(issuer: (self.certificate, self.privateKey))

@@ -10,7 +10,7 @@ import TollgateTesting
     .serialized, .timeLimit(.minutes(1)), .enabled(if: tollgateBinary != nil)
 )
 struct OriginOCSPTests {
-    @Test("require: served over a good staple; refused over a revoked one, none, or one another CA signed. check: only the revoked one is refused")
+    @Test("require: served over a good staple; refused over a revoked one, none, or one another CA signed. check: only the revoked one is refused, and a must-staple certificate without its staple")
     func stapledResponses() async throws {
         let pki = try TestPKI(commonName: "Origin Root")
         let directory = try temporaryDirectory()
@@ -38,6 +38,13 @@ struct OriginOCSPTests {
             origins[name] = try await TLSTestServer.start(identity: (certificateFile, keyFile, intermediateFile), statusFile: file)
         }
         origins["none"] = try await TLSTestServer.start(identity: (certificateFile, keyFile, intermediateFile))
+        // A must-staple certificate (RFC 7633) that comes without a staple.
+        let bound = try intermediate.issueLeaf(for: "127.0.0.1", mustStaple: true)
+        let boundFile = directory.appendingPathComponent("bound.pem").path
+        let boundKey = directory.appendingPathComponent("bound.key").path
+        try bound.certificate.pemString.write(toFile: boundFile, atomically: true, encoding: .utf8)
+        try bound.privateKey.write(toPEMFile: boundKey)
+        origins["must-staple"] = try await TLSTestServer.start(identity: (boundFile, boundKey, intermediateFile))
         defer { for origin in origins.values { origin.stop() } }
 
         for mode in ["require", "check"] {
@@ -63,11 +70,12 @@ struct OriginOCSPTests {
                 if response.status != 200 { #expect(response.header("Tollgate-Error") != nil, "\(name): \(response.bodyText)") }
             }
             if mode == "require" {
-                #expect(statuses == ["good": 200, "revoked": 502, "none": 502, "forged": 502], "\(statuses)")
+                #expect(statuses == ["good": 200, "revoked": 502, "none": 502, "forged": 502, "must-staple": 502], "\(statuses)")
                 #expect(served.child.standardError.contains("revoked, says the stapled OCSP response"), "\(served.child.standardError)")
                 #expect(served.child.standardError.contains("no OCSP response stapled"))
             } else {
-                #expect(statuses == ["good": 200, "revoked": 502, "none": 200, "forged": 200], "\(statuses)")
+                #expect(statuses == ["good": 200, "revoked": 502, "none": 200, "forged": 200, "must-staple": 502], "\(statuses)")
+                #expect(served.child.standardError.contains("the certificate is must-staple"), "judged as require: \(served.child.standardError)")
             }
         }
     }

@@ -86,6 +86,13 @@ struct OCSPStaplingTests {
         let leaf = try intermediate.issueLeaf(for: "localhost", ocspResponder: "http://127.0.0.1:8888/ocsp")
         #expect(OCSPResponse.responderURLs(of: leaf.certificate) == ["http://127.0.0.1:8888/ocsp"])
         #expect(OCSPResponse.responderURLs(of: intermediate.certificate).isEmpty)
+        let stapleBound = try intermediate.issueLeaf(for: "localhost", mustStaple: true)
+        #expect(stapleBound.certificate.mustStaple && !leaf.certificate.mustStaple)
+        let pemFile = FileManager.default.temporaryDirectory.appendingPathComponent("tollgate-must-staple-\(UUID().uuidString).pem")
+        defer { try? FileManager.default.removeItem(at: pemFile) }
+        try stapleBound.certificate.pemString.write(to: pemFile, atomically: true, encoding: .utf8)
+        let text = try await ChildProcess.run("/usr/bin/openssl", ["x509", "-in", pemFile.path, "-noout", "-text"])
+        #expect(text.stdout.contains("TLS Feature") && text.stdout.contains("status_request"), "openssl reads the extension: \(text.stdout)")
         #expect(throws: OCSPResponse.ParseError.self) { try OCSPResponse.request(for: [leaf.certificate]) }
 
         let request = try OCSPResponse.request(for: leaf.certificateChain)

@@ -72,10 +72,24 @@ extension PolicyConfiguration.Listener.TLS {
         let ocspStapling = entry["ocsp-stapling"].map { $0.bool() ?? false } ?? false
         guard let certificates, let minimumVersion else { return nil }
         if ocspStapling, let staplingNode = entry["ocsp-stapling"] { Self.checkStapling(certificates, node: staplingNode) }
+        if !ocspStapling { Self.checkMustStaple(certificates, node: node) }
         self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
         self.sessionTickets = sessionTickets
         self.sessionTicketKeyFiles = ticketKeyFiles
         self.ocspStapling = ocspStapling
+    }
+
+    /// With a loader that checks files: a must-staple certificate (RFC 7633) with no response to
+    /// staple — no `ocsp-response`, no `ocsp-stapling` — is refused by the clients that honour it.
+    private static func checkMustStaple(_ certificates: [CertificateFiles], node: ConfigNode) {
+        guard node.context.loader.checkFiles else { return }
+        for files in certificates where files.ocspResponse == nil {
+            guard let leaf = (try? Certificate.bundle(pemFile: files.certificate))?.first, leaf.mustStaple else { continue }
+            node.report(
+                "the certificate \(files.certificate) is OCSP must-staple: clients refuse it without a stapled response; "
+                    + "give it an ocsp-response file or set ocsp-stapling: true"
+            )
+        }
     }
 
     /// With a loader that checks files: each certificate whose response is to be fetched names a

@@ -212,9 +212,14 @@ extension PolicySessionDelegate {
 
     /// Why the server's stapled OCSP response refuses a verified chain under `check`, or nil.
     /// `check`: a verified response saying revoked; `require`: also none, one that cannot be
-    /// verified (not about the leaf, not its issuer's signature, out of date) or not `good`.
-    static func ocspProblem(_ evaluation: TLSPeerEvaluation, check: HostRule.Trust.OCSPCheck) -> String? {
+    /// verified (not about the leaf, not its issuer's signature, out of date) or not `good`. A
+    /// must-staple leaf (RFC 7633) is judged under `require` whatever the rule says, as browsers
+    /// judge it.
+    static func ocspProblem(_ evaluation: TLSPeerEvaluation, check asked: HostRule.Trust.OCSPCheck) -> String? {
         let chain = evaluation.verifiedChain
+        let mustStaple = chain.first?.mustStaple == true
+        let check: HostRule.Trust.OCSPCheck = mustStaple ? .require : asked
+        if mustStaple, evaluation.stapledOCSPResponse == nil { return "no OCSP response stapled, and the certificate is must-staple" }
         guard let stapled = evaluation.stapledOCSPResponse else {
             return check == .require ? "no OCSP response stapled" : nil
         }

@@ -186,6 +186,13 @@ struct ListenerTLSLoadingTests {
         #expect(noResponder.count == 1 && noResponder[0].hasPrefix("t.yaml:6: listen[0].tls.ocsp-stapling:") && noResponder[0].contains("names no OCSP responder"), "\(noResponder)")
         let noIssuer = files.problems("certificate: alone.pem\nkey: named.key\nocsp-stapling: true")
         #expect(noIssuer.count == 1 && noIssuer[0].contains("holds no issuer"), "\(noIssuer)")
+        // A must-staple certificate needs a staple: a file, or fetching.
+        let bound = try intermediate.issueLeaf(for: "127.0.0.1", ocspResponder: "http://ocsp.example/", mustStaple: true)
+        try bound.certificateChain.map(\.pemString).joined().write(toFile: files.directory + "/bound.pem", atomically: true, encoding: .utf8)
+        try bound.privateKey.write(toPEMFile: files.directory + "/bound.key")
+        let unstapled = files.problems("certificate: bound.pem\nkey: bound.key")
+        #expect(unstapled.count == 1 && unstapled[0].hasPrefix("t.yaml:4: listen[0].tls:") && unstapled[0].contains("must-staple"), "\(unstapled)")
+        #expect(files.problems("certificate: bound.pem\nkey: bound.key\nocsp-stapling: true").isEmpty)
     }
 
     @Test("A missing key file is FILE:LINE: KEY: cannot read")
