@@ -55,21 +55,7 @@ struct LiveViewTests {
         let setup = try await ExchangeRecordTests.Setup.start()
         defer { setup.stop() }
         #expect(try await setup.get("/stored?from=the-live-view-test").status == 200)
-        let chromium = try #require(chromiumBinary)
-        let profile = setup.directory.appendingPathComponent("chromium-profile")
-        let browser = try ChildProcess(
-            chromium,
-            [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom",
-                "http://127.0.0.1:\(setup.admin)/",
-            ],
-            environment: ["HOME": setup.directory.path]
-        )
-        defer { browser.kill() }
-        let status = try await browser.waitForExit(timeout: .seconds(40))
-        let dom = browser.standardOutput
-        #expect(status == 0, "\(browser.standardError)")
+        let dom = try await renderedLiveView(admin: setup.admin, in: setup.directory)
         #expect(dom.contains("http://127.0.0.1:\(setup.origin.port)/stored?from=the-live-view-test"), "\(dom)")
         #expect(dom.contains("badge miss"), "the exchange's cache result")
         #expect(dom.contains("<small>entries</small>"), "the cache's figures")
@@ -94,18 +80,7 @@ struct LiveViewTests {
         let stats = try await request("GET /cache/stats HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin)
         #expect(stats.bodyText.contains("\"read_only\":false,\"offline\":true"), "\(stats.bodyText)")
 
-        let profile = warmed.directory.appendingPathComponent("chromium-profile")
-        let browser = try ChildProcess(
-            try #require(chromiumBinary),
-            [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom", "http://127.0.0.1:\(admin)/",
-            ],
-            environment: ["HOME": warmed.directory.path]
-        )
-        defer { browser.kill() }
-        #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
-        let dom = browser.standardOutput
+        let dom = try await renderedLiveView(admin: admin, in: warmed.directory)
         #expect(dom.contains("<span class=\"mode\">offline</span>"), "\(dom)")
         #expect(dom.contains("<section id=\"offline\">"), "the misses section is shown")
         #expect(dom.contains("\(warmed.base)/not-warmed-for-the-view"), "\(dom)")
@@ -146,18 +121,7 @@ struct LiveViewTests {
             try await Task.sleep(for: .milliseconds(50))
         }
         #expect(listing.components(separatedBy: "\"last_check\"").count == 3, "both targets were checked: \(listing)")
-        let profile = directory.appendingPathComponent("chromium-profile")
-        let browser = try ChildProcess(
-            try #require(chromiumBinary),
-            [
-                "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-extensions",
-                "--user-data-dir=\(profile.path)", "--virtual-time-budget=5000", "--dump-dom", "http://127.0.0.1:\(admin)/",
-            ],
-            environment: ["HOME": directory.path]
-        )
-        defer { browser.kill() }
-        #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
-        let dom = browser.standardOutput
+        let dom = try await renderedLiveView(admin: admin, in: directory)
         #expect(dom.contains("<section id=\"backends\">"), "the backends section is shown: \(dom)")
         #expect(dom.contains("127.0.0.1:\(refusing)</td><td class=\"down\" title=\"passed over\">passed over</td>"), "\(dom)")
         #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td><td>0</td><td title=\"ok\">ok</td>"), "\(dom)")
@@ -203,6 +167,16 @@ struct LiveViewTests {
         #expect(listing.contains("\"source\":\"file\",\"status\":\"good\""), "\(listing)")
         #expect(listing.contains("\"session_tickets\":\"shared\",\"ticket_keys\":[\"session ticket key \(keyName)\"]"), "\(listing)")
         #expect(!listing.contains(keyBytes[16..<48].map { String(format: "%02x", $0) }.joined()), "never a secret")
+        let dom = try await renderedLiveView(admin: admin, in: directory)
+        #expect(dom.contains("<section id=\"listeners\">"), "the listeners section is shown: \(dom)")
+        #expect(dom.contains("CN=127.0.0.1"), "\(dom)")
+        #expect(dom.contains("file: good until"), "\(dom)")
+        #expect(dom.contains("shared (session ticket key \(keyName))"), "\(dom)")
+    }
+
+    /// The live view on the admin listener at `admin` as headless Chromium renders it after its
+    /// first refreshes (`--dump-dom`, 5 s of virtual time), its profile in `directory`.
+    private func renderedLiveView(admin: Int, in directory: URL) async throws -> String {
         let profile = directory.appendingPathComponent("chromium-profile")
         let browser = try ChildProcess(
             try #require(chromiumBinary),
@@ -214,10 +188,6 @@ struct LiveViewTests {
         )
         defer { browser.kill() }
         #expect(try await browser.waitForExit(timeout: .seconds(40)) == 0, "\(browser.standardError)")
-        let dom = browser.standardOutput
-        #expect(dom.contains("<section id=\"listeners\">"), "the listeners section is shown: \(dom)")
-        #expect(dom.contains("CN=127.0.0.1"), "\(dom)")
-        #expect(dom.contains("file: good until"), "\(dom)")
-        #expect(dom.contains("shared (session ticket key \(keyName))"), "\(dom)")
+        return browser.standardOutput
     }
 }
