@@ -124,7 +124,9 @@ struct LiveViewTests {
         let dom = try await renderedLiveView(admin: admin, in: directory)
         #expect(dom.contains("<section id=\"backends\">"), "the backends section is shown: \(dom)")
         #expect(dom.contains("127.0.0.1:\(refusing)</td><td class=\"down\" title=\"passed over\">passed over</td>"), "\(dom)")
-        #expect(dom.contains("127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td><td>0</td><td title=\"ok\">ok</td>"), "\(dom)")
+        // Its failures are not asserted: under a loaded machine one 200 ms check may time out.
+        let healthy = try #require(dom.range(of: "127.0.0.1:\(origin.port)</td><td title=\"in turn\">in turn</td>"), "\(dom)")
+        #expect(dom[healthy.upperBound...].prefix(60).contains("<td title=\"ok\">ok</td>"), "its last check passed: \(dom)")
         #expect(dom.contains("Connection refused</td>") && dom.contains("<td class=\"down\" title=\"cannot connect to 127.0.0.1:\(refusing)"), "the failed check says why: \(dom)")
     }
 
