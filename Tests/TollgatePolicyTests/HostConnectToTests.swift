@@ -77,7 +77,7 @@ struct HostConnectToTests {
                 connect-to-check: { tls: true, expect: "200-299", request: "GET /status?full=1" }
               - match: "tcp.internal"
                 connect-to: "10.0.0.9:80"
-                connect-to-check: { interval: 1s, fall: 3, rise: 2 }
+                connect-to-check: { interval: 1s, fall: 3, rise: 2, timeout: 5s }
             """
         )
         let decisions = PolicyDecisions(configuration: configuration)
@@ -93,7 +93,8 @@ struct HostConnectToTests {
         #expect(checks[4].probe == nil, "a mapping without tls or request is a TCP check")
         #expect(checks.map(\.fall) == [1, 1, 1, 1, 3] && checks.map(\.rise) == [1, 1, 1, 1, 2], "one check out, one back, unless fall and rise say")
         let tcp = decisions.explain(try #require(HTTPURL(string: "http://tcp.internal/")))
-        #expect(tcp.contains("(one that does not accept goes last); out after 3 failed in a row, back after 2 passed in a row"), "\(tcp)")
+        #expect(tcp.contains("(one that does not accept goes last); out after 3 failed in a row, back after 2 passed in a row; each check within 5s"), "\(tcp)")
+        #expect(checks[4].timeout == .seconds(5) && checks[0].timeout == nil)
         let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/")))
         #expect(
             explained.contains("connect-to-check: every 500ms, a TLS handshake as api.internal, then HEAD /healthz (Host api.internal) answered 204 at each target"),
@@ -131,7 +132,7 @@ struct HostConnectToTests {
                 connect-to-check: { tls: true, headers: { X-A: b } }
               - match: g.internal
                 connect-to: "10.0.0.1:80"
-                connect-to-check: { request: /h, headers: { Host: other, "bad name": x } }
+                connect-to-check: { request: /h, headers: { Host: other, "bad name": x }, timeout: 2m }
             """
         )
         #expect(problems.contains { $0.hasPrefix("t.yaml:4: hosts[0].connect-to-check:") && $0.contains("host: NAME") }, "\(problems)")
@@ -147,6 +148,7 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:24: hosts[5].connect-to-check.headers:") && $0.contains("add request") }, "\(problems)")
         #expect(problems.contains { $0.hasPrefix("t.yaml:27: hosts[6].connect-to-check.headers.Host:") && $0.contains("set by the check itself") }, "\(problems)")
         #expect(problems.contains { $0.contains("hosts[6].connect-to-check.headers") && $0.contains("not a valid header field name") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:27: hosts[6].connect-to-check.timeout:") && $0.contains("100ms to 60s") }, "\(problems)")
     }
 
     @Test("A target without a port, with port 0, or not an address is a problem at its line; so is an empty list")

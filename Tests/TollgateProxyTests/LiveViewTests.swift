@@ -105,7 +105,7 @@ struct LiveViewTests {
                 hosts:
                   - match: backend.test
                     connect-to: ["127.0.0.1:\(refusing)", "127.0.0.1:\(origin.port)"]
-                    connect-to-check: { interval: 200ms, request: GET /healthz }
+                    connect-to-check: { interval: 200ms, request: GET /healthz, timeout: 2s }
                 """
         )
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)

@@ -18,6 +18,7 @@ struct ConnectionTargetProbeTests {
             case "/ok": respond.send(status: 204, headers: [:], body: "")
             case "/fail": respond.send(status: 500, headers: [:], body: "broken")
             case "/slow": break  // never answers
+            case "/late": DispatchQueue.global().asyncAfter(deadline: .now() + 0.3) { respond.send(status: 204, headers: [:], body: "") }
             default: respond.send(status: 404, headers: [:], body: "")
             }
         }
@@ -38,16 +39,34 @@ struct ConnectionTargetProbeTests {
         }
     }
 
+    @Test("A check answered after 300 ms fails within its 100 ms interval, and passes with a timeout of 1 s of its own")
+    func checkTimeout() async throws {
+        let origin = try await Self.origin()
+        defer { origin.stop() }
+        let (hurried, target) = checkedSession(origin, asking: CheckedPath("/late"))
+        try await eventually("down: no answer within the interval") {
+            hurried.pool.targetHealth.withLockedValue { $0.lastCheck[target] == "no answer within 100 ms" }
+        }
+        hurried.invalidateAndCancel()
+        let (patient, sameTarget) = checkedSession(origin, asking: CheckedPath("/late"), timeout: .seconds(1))
+        defer { patient.invalidateAndCancel() }
+        try await eventually("a check passed") { patient.pool.targetHealth.withLockedValue { $0.lastCheck[sameTarget] == "ok" } }
+        #expect(patient.pool.targetHealth.withLockedValue { !$0.isPaused(sameTarget, now: .now()) })
+    }
+
     /// A session whose one `connect-to` target is `origin`, checked every 100 ms with a GET of
     /// `path` (read at each check), `fall` and `rise` as given.
-    private func checkedSession(_ origin: LoopbackOrigin, asking path: CheckedPath, fall: Int = 1, rise: Int = 1) -> (Session, ConnectionTarget) {
+    private func checkedSession(
+        _ origin: LoopbackOrigin, asking path: CheckedPath, fall: Int = 1, rise: Int = 1, timeout: Duration? = nil
+    ) -> (Session, ConnectionTarget) {
         let target = ConnectionTarget(host: "127.0.0.1", port: origin.port)
         var configuration = SessionConfiguration.ephemeral
         configuration.connectionTargets = { _, _ in [target] }
         configuration.connectionTargetChecks = {
             [ConnectionTargetCheck(
                 target: target, interval: .milliseconds(100),
-                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value)), fall: fall, rise: rise
+                probe: ConnectionTargetProbe(host: "web.test", tls: false, request: .init(path: path.value)), fall: fall, rise: rise,
+                timeout: timeout
             )]
         }
         return (Session(configuration: configuration), target)

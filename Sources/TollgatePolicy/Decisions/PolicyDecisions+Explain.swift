@@ -98,7 +98,8 @@ extension PolicyDecisions {
                 // Said only when not 1 and 1, as the line read before the keys existed.
                 let counts = (host.connectToCheckFall, host.connectToCheckRise) == (1, 1)
                     ? "" : "; out after \(host.connectToCheckFall) failed in a row, back after \(host.connectToCheckRise) passed in a row"
-                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), \(what)\(counts)")
+                let timeout = host.connectToCheckTimeout.map { "; each check within \(PolicyDecisions.format($0))" } ?? ""
+                lines.append("connect-to-check: every \(PolicyDecisions.format(interval)), \(what)\(counts)\(timeout)")
             }
         }
         if decision.additionalHeaders.isEmpty {

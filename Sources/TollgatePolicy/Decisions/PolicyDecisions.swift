@@ -46,7 +46,7 @@ public struct PolicyDecisions: Sendable {
                         checks.append(
                             ConnectionTargetCheck(
                                 target: target, interval: interval, probe: rule.connectToCheckProbe,
-                                fall: rule.connectToCheckFall, rise: rule.connectToCheckRise
+                                fall: rule.connectToCheckFall, rise: rule.connectToCheckRise, timeout: rule.connectToCheckTimeout
                             )
                         )
                     }

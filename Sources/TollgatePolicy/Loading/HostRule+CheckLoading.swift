@@ -4,7 +4,7 @@ import TollgateSession
 import Yams
 
 extension HostRule {
-    static let checkKeys = ["interval", "tls", "request", "expect", "host", "fall", "rise", "headers"]
+    static let checkKeys = ["interval", "tls", "request", "expect", "host", "fall", "rise", "headers", "timeout"]
     /// Header fields a check's request sets itself.
     static let checkReservedHeaders: Set<String> = ["host", "connection", "content-length", "transfer-encoding", "te", "upgrade", "trailer"]
 
@@ -22,16 +22,25 @@ extension HostRule {
     /// | `fall` | failed checks in a row that take a target out, 1–100 | `1` |
     /// | `rise` | passed checks in a row that bring it back, 1–100 | `1` |
     /// | `headers` | mapping of header fields the request carries (HAProxy's `http-check send hdr`) | none |
+    /// | `timeout` | duration, 100ms to 60s: how long one check may take (HAProxy's `timeout check`) | the interval, at most 3s |
     mutating func loadConnectToCheck(_ node: ConfigNode, hasTargets: Bool) {
         var interval: Duration?
         var probe: ConnectionTargetProbe?
         var (fall, rise) = (1, 1)
+        var timeout: Duration?
         if case .mapping = node.node {
             guard let entry = node.mapping(keys: Self.checkKeys) else { return }
             interval = entry["interval"].map { $0.duration() } ?? .seconds(2)
             probe = loadProbe(entry, node: node)
             fall = entry["fall"]?.int(in: 1...100) ?? 1
             rise = entry["rise"]?.int(in: 1...100) ?? 1
+            if let timeoutNode = entry["timeout"], let value = timeoutNode.duration() {
+                if value < .milliseconds(100) || value > .seconds(60) {
+                    timeoutNode.report("a check's timeout is from 100ms to 60s")
+                } else {
+                    timeout = value
+                }
+            }
         } else {
             interval = node.duration()
         }
@@ -44,6 +53,7 @@ extension HostRule {
             connectToCheck = interval
             connectToCheckProbe = probe
             (connectToCheckFall, connectToCheckRise) = (fall, rise)
+            connectToCheckTimeout = timeout
         }
     }
 

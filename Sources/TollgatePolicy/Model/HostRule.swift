@@ -37,6 +37,9 @@ public struct HostRule: Hashable, Sendable {
     /// How many checks in a row fail before a target goes out, and how many pass before it is
     /// back (`connect-to-check`'s `fall` and `rise`, HAProxy's). Default: 1 and 1.
     public var connectToCheckFall = 1, connectToCheckRise = 1
+    /// How long one check may take (`connect-to-check`'s `timeout`, HAProxy's `timeout check`).
+    /// Default: nil, the interval, at most 3 s.
+    public var connectToCheckTimeout: Duration?
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

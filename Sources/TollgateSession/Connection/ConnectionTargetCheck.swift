@@ -19,15 +19,20 @@ public struct ConnectionTargetCheck: Hashable, Sendable {
     /// How many checks in a row must pass to bring back a target checks took out (HAProxy's
     /// `rise`), at least 1.
     public var rise: Int
+    /// How long one check may take (HAProxy's `timeout check`); nil: the interval, at most 3 s.
+    public var timeout: Duration?
 
     /// Creates a check; by default one failed check takes the target out and one passed check
     /// brings it back.
-    public init(target: ConnectionTarget, interval: Duration, probe: ConnectionTargetProbe? = nil, fall: Int = 1, rise: Int = 1) {
+    public init(
+        target: ConnectionTarget, interval: Duration, probe: ConnectionTargetProbe? = nil, fall: Int = 1, rise: Int = 1, timeout: Duration? = nil
+    ) {
         self.target = target
         self.interval = interval
         self.probe = probe
         self.fall = max(1, fall)
         self.rise = max(1, rise)
+        self.timeout = timeout
     }
 }
 

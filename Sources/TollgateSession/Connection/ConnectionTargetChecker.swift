@@ -6,7 +6,7 @@ import NIOPosix
 /// every `interval` a TCP connection made to each target, as HAProxy's `check` does by default,
 /// or what its ``ConnectionTargetProbe`` asks (a TLS handshake the session trusts, an HTTP
 /// status; ``ConnectionPool/probe(_:at:timeout:trust:configuration:resolver:on:)``). A target whose check is not over
-/// within `min(interval, 3 s)`, or fails (`fall` times in a row), goes last until a check
+/// within its `timeout` (else `min(interval, 3 s)`), or fails (`fall` times in a row), goes last until a check
 /// passes (`rise` in a row; ``ConnectionTargetHealth``), before any request pays for it — a machine that is off, whose
 /// SYNs go unanswered, would otherwise cost one request a connect timeout every time its pause
 /// ran out, and one whose application is down would answer requests with errors; one that
@@ -107,7 +107,7 @@ final class ConnectionTargetChecker: Sendable {
 
     private func run(_ check: Check) {
         let target = check.target
-        let timeout = min(TimeAmount(check.interval), Self.longestTimeout)
+        let timeout = check.timeout.map { TimeAmount($0) } ?? min(TimeAmount(check.interval), Self.longestTimeout)
         let loop = self.loop
         let checked: EventLoopFuture<Void>
         if let probe = check.probe, let prober {
