@@ -3,7 +3,7 @@ import Foundation
 
 /// What a server needs to fetch the OCSP responses it staples from its CA's responder (nginx's
 /// `ssl_stapling on`, HAProxy's `ocsp-update on`): where the responder is, the request, and the
-/// check that an answer comes from the certificate's issuer.
+/// check that an answer comes from the certificate's issuer (``init(verifying:for:)``).
 extension OCSPResponse {
     /// The OCSP responder URLs a certificate names (its authorityInfoAccess `OCSP;URI:` entries).
     public static func responderURLs(of certificate: Certificate) -> [String] {
@@ -35,18 +35,10 @@ extension OCSPResponse {
         }
     }
 
-    /// Checks that the response is signed by `issuer` (the certificate's CA) or by a responder
+    /// Checks that `basic` is signed by `issuer` (the certificate's CA) or by a responder
     /// certificate it issued for OCSP signing (`OCSP_basic_verify`, the issuer the trust anchor).
     /// - Throws: ``ParseError`` saying why not.
-    public func verifySignature(issuer: Certificate) throws {
-        let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
-            var cursor = buffer.baseAddress
-            return d2i_OCSP_RESPONSE(nil, &cursor, buffer.count)
-        }
-        guard let response = parsed else { throw ParseError(description: "not a DER OCSP response") }
-        defer { OCSP_RESPONSE_free(response) }
-        guard let basic = OCSP_response_get1_basic(response) else { throw ParseError(description: "the OCSP response has no basic response") }
-        defer { OCSP_BASICRESP_free(basic) }
+    static func verifySignature(of basic: OpaquePointer, issuer: Certificate) throws {
         guard let store = X509_STORE_new() else { throw ParseError(description: "cannot make a certificate store") }
         defer { X509_STORE_free(store) }
         guard let certificates = tg_sk_X509_new_null() else { throw ParseError(description: "cannot make a certificate list") }

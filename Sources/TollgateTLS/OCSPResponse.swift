@@ -34,6 +34,21 @@ public struct OCSPResponse: Hashable, Sendable {
     /// Parses `der` and takes its status for `chain`'s leaf (`chain[1]`, when present, its issuer).
     /// - Throws: ``ParseError`` when it is not a successful OCSP response about that certificate.
     public init(der: [UInt8], for chain: [Certificate]) throws {
+        try self.init(der: der, for: chain, verifying: false)
+    }
+
+    /// Parses `der` for `chain`'s leaf as a client may rely on it: also signed by `chain[1]`, the
+    /// issuer (or by a responder certificate it issued for OCSP signing: `OCSP_basic_verify`, the
+    /// issuer the trust anchor), and current. What a server staples once fetched, and what a
+    /// client accepts of a server's staple.
+    /// - Throws: ``ParseError`` saying why it cannot be relied on.
+    public init(verifying der: [UInt8], for chain: [Certificate]) throws {
+        guard chain.count > 1 else { throw ParseError(description: "no issuer to check the OCSP response's signature with") }
+        try self.init(der: der, for: chain, verifying: true)
+        guard isCurrent() else { throw ParseError(description: "its nextUpdate has passed") }
+    }
+
+    private init(der: [UInt8], for chain: [Certificate], verifying: Bool) throws {
         guard let leaf = chain.first else { throw ParseError(description: "no certificate to match the OCSP response to") }
         let parsed: OpaquePointer? = der.withUnsafeBufferPointer { buffer in
             var cursor = buffer.baseAddress
@@ -48,6 +63,7 @@ public struct OCSPResponse: Hashable, Sendable {
         }
         guard let basic = OCSP_response_get1_basic(response) else { throw ParseError(description: "the OCSP response has no basic response") }
         defer { OCSP_BASICRESP_free(basic) }
+        if verifying { try Self.verifySignature(of: basic, issuer: chain[1]) }
         guard let index = Self.index(of: leaf, issuer: chain.dropFirst().first, in: basic) else {
             throw ParseError(description: "the OCSP response is about another certificate (none of its statuses is for serial \(leaf.serialNumber))")
         }

@@ -102,13 +102,13 @@ struct OCSPStaplingTests {
         let read = try await ChildProcess.run("/usr/bin/openssl", ["ocsp", "-reqin", file.path, "-req_text", "-noverify"])
         #expect(read.status == 0 && read.stdout.contains("Serial Number: \(leaf.certificate.serialNumber)"), "\(read.stdout) \(read.stderr)")
 
-        let signed = try OCSPResponse(der: try await TestOCSPResponder.response(by: intermediate, for: leaf), for: leaf.certificateChain)
-        try signed.verifySignature(issuer: intermediate.certificate)
+        let signed = try await TestOCSPResponder.response(by: intermediate, for: leaf)
+        #expect(try OCSPResponse(verifying: signed, for: leaf.certificateChain).status == .good)
+        #expect(throws: OCSPResponse.ParseError.self, "no issuer to check it with") { try OCSPResponse(verifying: signed, for: [leaf.certificate]) }
         let stranger = try CertificateAuthority.create(commonName: "Another CA")
-        let forged = try OCSPResponse(
-            der: try await TestOCSPResponder.response(by: intermediate, for: leaf, signedBy: stranger), for: leaf.certificateChain
-        )
-        #expect(throws: OCSPResponse.ParseError.self) { try forged.verifySignature(issuer: intermediate.certificate) }
+        let forged = try await TestOCSPResponder.response(by: intermediate, for: leaf, signedBy: stranger)
+        #expect(try OCSPResponse(der: forged, for: leaf.certificateChain).status == .good, "read, unverified")
+        #expect(throws: OCSPResponse.ParseError.self) { try OCSPResponse(verifying: forged, for: leaf.certificateChain) }
     }
 }
 

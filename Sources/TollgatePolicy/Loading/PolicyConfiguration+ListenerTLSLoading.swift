@@ -71,34 +71,29 @@ extension PolicyConfiguration.Listener.TLS {
         }
         let ocspStapling = entry["ocsp-stapling"].map { $0.bool() ?? false } ?? false
         guard let certificates, let minimumVersion else { return nil }
-        if ocspStapling, let staplingNode = entry["ocsp-stapling"] { Self.checkStapling(certificates, node: staplingNode) }
-        if !ocspStapling { Self.checkMustStaple(certificates, node: node) }
+        // A problem with fetching is the key's; a must-staple certificate with nothing to staple, the listener's.
+        Self.checkStaples(certificates, fetched: ocspStapling, node: ocspStapling ? entry["ocsp-stapling"] ?? node : node)
         self.init(certificates: certificates, minimumVersion: minimumVersion, clientAuth: clientAuth)
         self.sessionTickets = sessionTickets
         self.sessionTicketKeyFiles = ticketKeyFiles
         self.ocspStapling = ocspStapling
     }
 
-    /// With a loader that checks files: a must-staple certificate (RFC 7633) with no response to
-    /// staple — no `ocsp-response`, no `ocsp-stapling` — is refused by the clients that honour it.
-    private static func checkMustStaple(_ certificates: [CertificateFiles], node: ConfigNode) {
-        guard node.context.loader.checkFiles else { return }
-        for files in certificates where files.ocspResponse == nil {
-            guard let leaf = (try? Certificate.bundle(pemFile: files.certificate))?.first, leaf.mustStaple else { continue }
-            node.report(
-                "the certificate \(files.certificate) is OCSP must-staple: clients refuse it without a stapled response; "
-                    + "give it an ocsp-response file or set ocsp-stapling: true"
-            )
-        }
-    }
-
-    /// With a loader that checks files: each certificate whose response is to be fetched names a
-    /// responder, and its file holds the issuer an OCSP request names.
-    private static func checkStapling(_ certificates: [CertificateFiles], node: ConfigNode) {
+    /// With a loader that checks files, each certificate without an `ocsp-response` file: with
+    /// `fetched` (`ocsp-stapling`), it names a responder and its file holds the issuer an OCSP
+    /// request names; without, it is not must-staple (RFC 7633: the clients that honour it refuse
+    /// it with no stapled response). Each certificate file read once.
+    private static func checkStaples(_ certificates: [CertificateFiles], fetched: Bool, node: ConfigNode) {
         guard node.context.loader.checkFiles else { return }
         for files in certificates where files.ocspResponse == nil {
             guard let chain = try? Certificate.bundle(pemFile: files.certificate), let leaf = chain.first else { continue }
-            if OCSPResponse.responderURLs(of: leaf).isEmpty {
+            if !fetched {
+                guard leaf.mustStaple else { continue }
+                node.report(
+                    "the certificate \(files.certificate) is OCSP must-staple: clients refuse it without a stapled response; "
+                        + "give it an ocsp-response file or set ocsp-stapling: true"
+                )
+            } else if OCSPResponse.responderURLs(of: leaf).isEmpty {
                 node.report("the certificate \(files.certificate) names no OCSP responder (authorityInfoAccess): give it an ocsp-response file")
             } else if chain.count < 2 {
                 node.report("the certificate file \(files.certificate) holds no issuer after the leaf: add the intermediate (an OCSP request names it)")

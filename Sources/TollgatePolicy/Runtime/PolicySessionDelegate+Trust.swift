@@ -174,8 +174,8 @@ extension PolicySessionDelegate {
         }
 
         if trust.ocsp != .off, let problem = Self.ocspProblem(evaluation, check: trust.ocsp) {
-            let line = "refused \(target): \(problem) (\(ruleText), ocsp \(trust.ocsp)); presented: \(presented)"
-            return refuse(.serverCertificateUntrusted, "\(host): \(problem)", problem.hasPrefix("revoked") ? .revoked : .untrusted, line)
+            let line = "refused \(target): \(problem.why) (\(ruleText), ocsp \(trust.ocsp)); presented: \(presented)"
+            return refuse(.serverCertificateUntrusted, "\(host): \(problem.why)", problem.kind, line)
         }
         guard !trust.pins.isEmpty else { return ServerTrustVerdict(outcome: .trusted, event: nil) }
         do {
@@ -215,28 +215,26 @@ extension PolicySessionDelegate {
     /// verified (not about the leaf, not its issuer's signature, out of date) or not `good`. A
     /// must-staple leaf (RFC 7633) is judged under `require` whatever the rule says, as browsers
     /// judge it.
-    static func ocspProblem(_ evaluation: TLSPeerEvaluation, check asked: HostRule.Trust.OCSPCheck) -> String? {
+    static func ocspProblem(
+        _ evaluation: TLSPeerEvaluation, check asked: HostRule.Trust.OCSPCheck
+    ) -> (kind: TrustEvent.Kind, why: String)? {
         let chain = evaluation.verifiedChain
         let mustStaple = chain.first?.mustStaple == true
         let check: HostRule.Trust.OCSPCheck = mustStaple ? .require : asked
-        if mustStaple, evaluation.stapledOCSPResponse == nil { return "no OCSP response stapled, and the certificate is must-staple" }
+        let required = { (why: String) in check == .require ? (TrustEvent.Kind.untrusted, why) : nil }
         guard let stapled = evaluation.stapledOCSPResponse else {
-            return check == .require ? "no OCSP response stapled" : nil
+            return required(mustStaple ? "no OCSP response stapled, and the certificate is must-staple" : "no OCSP response stapled")
         }
-        let unusable = { (why: String) in check == .require ? "the stapled OCSP response cannot be used: \(why)" : nil }
-        guard chain.count > 1 else { return unusable("the verified chain has no issuer") }
         let response: OCSPResponse
         do {
-            response = try OCSPResponse(der: stapled, for: chain)
-            try response.verifySignature(issuer: chain[1])
+            response = try OCSPResponse(verifying: stapled, for: chain)
         } catch {
-            return unusable("\(error)")
+            return required("the stapled OCSP response cannot be used: \(error)")
         }
-        guard response.isCurrent() else { return unusable("its nextUpdate has passed") }
         switch response.status {
         case .good: return nil
-        case .revoked: return "revoked, says the stapled OCSP response of \(response.thisUpdate)"
-        case .unknown: return check == .require ? "the stapled OCSP response does not know the certificate" : nil
+        case .revoked: return (.revoked, "revoked, says the stapled OCSP response of \(response.thisUpdate)")
+        case .unknown: return required("the stapled OCSP response does not know the certificate")
         }
     }
 

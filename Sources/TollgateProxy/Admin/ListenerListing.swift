@@ -62,20 +62,19 @@ enum ListenerListing {
                 }
                 certificate.subject = chain.first?.subject
                 certificate.not_after = chain.first.map { time.string(from: $0.notAfter) }
-                if let file = files.ocspResponse {
-                    do {
-                        let response = try OCSPResponse(contentsOf: file, for: chain)
-                        certificate.ocsp = response.isCurrent()
-                            ? Staple(source: "file", status: response.status.rawValue, next_update: response.nextUpdate.map(time.string(from:)))
-                            : Staple(source: "file", error: "its nextUpdate has passed: not stapled")
-                    } catch {
-                        certificate.ocsp = Staple(source: "file", error: "\(error)")
-                    }
-                } else if tls.ocspStapling {
-                    let fetched = fetchers[address]?.stapled(forCertificateFile: files.certificate) ?? nil
-                    certificate.ocsp = fetched.map {
-                        Staple(source: "fetched", status: $0.status.rawValue, next_update: $0.nextUpdate.map(time.string(from:)))
-                    } ?? Staple(source: "fetched", error: "none fetched yet, or every fetch failed (see the log)")
+                func stapled(_ response: OCSPResponse, from source: String) -> Staple {
+                    Staple(source: source, status: response.status.rawValue, next_update: response.nextUpdate.map(time.string(from:)))
+                }
+                switch ListenerStaple.of(files, chain: chain, tls: tls, address: address, fetchers: fetchers) {
+                case nil:
+                    break
+                case .file(.success(let response)):
+                    certificate.ocsp = response.isCurrent() ? stapled(response, from: "file") : Staple(source: "file", error: "its nextUpdate has passed: not stapled")
+                case .file(.failure(let error)):
+                    certificate.ocsp = Staple(source: "file", error: "\(error)")
+                case .fetched(let response):
+                    certificate.ocsp = response.map { stapled($0, from: "fetched") }
+                        ?? Staple(source: "fetched", error: "none fetched yet, or every fetch failed (see the log)")
                 }
                 entry.certificates.append(certificate)
             }

@@ -149,15 +149,13 @@ extension ProxyMetrics {
                     labels: [("listener", entry.address.description), ("subject", leaf?.subject ?? "-"), ("file", files.certificate)],
                     to: Int64(leaf.map { $0.notAfter.timeIntervalSince1970 } ?? 0), written: &written
                 )
-                let nextUpdate: Date?
-                if let file = files.ocspResponse {
-                    nextUpdate = (try? OCSPResponse(contentsOf: file, for: chain)).map { $0.nextUpdate ?? .distantFuture }
-                } else if tls.ocspStapling, let fetched = fetchers[entry.address.description]?.stapled(forCertificateFile: files.certificate) {
-                    nextUpdate = fetched.map { $0.nextUpdate ?? .distantFuture }
-                } else {
-                    continue
+                let response: OCSPResponse?
+                switch ListenerStaple.of(files, chain: chain, tls: tls, address: entry.address.description, fetchers: fetchers) {
+                case nil: continue
+                case .file(let read): response = try? read.get()
+                case .fetched(let fetched): response = fetched
                 }
-                let seconds = nextUpdate.map { $0 == .distantFuture ? Int64.max : Int64($0.timeIntervalSince1970) } ?? 0
+                let seconds = response.map { $0.nextUpdate.map { Int64($0.timeIntervalSince1970) } ?? Int64.max } ?? 0
                 setGauge(staple, labels: [("listener", entry.address.description), ("certificate", files.certificate)], to: seconds, written: &written)
             }
         }

@@ -29,7 +29,7 @@ final class OCSPStapleFetcher: Sendable {
     /// Whether the proxy is offline now (`serve --offline`, or the configuration's `offline`).
     private let offline: OfflineMode
     private let running = NIOLockedValueBox<[Task<Void, Never>]>([])
-    /// The certificate files fetched for, with their chains' leaves (for ``nextUpdate(ofCertificateFile:)``).
+    /// The certificate files fetched for, with their chains' leaves (for ``stapled(forCertificateFile:)``).
     private let leaves = NIOLockedValueBox<[String: Certificate]>([:])
 
     static let logger = Logger(label: "tollgate.listener")
@@ -132,12 +132,11 @@ final class OCSPStapleFetcher: Sendable {
             throw OCSPFetchError(description: "\(responder): \(error)")
         }
         guard head.status == 200 else { throw OCSPFetchError(description: "\(responder) answered \(head.status)") }
-        let response = try OCSPResponse(der: Array(body.readableBytesView), for: chain)
-        try response.verifySignature(issuer: chain[1])
-        guard response.isCurrent() else {
-            throw OCSPFetchError(description: "\(responder) answered with a response whose nextUpdate has passed")
+        do {
+            return try OCSPResponse(verifying: Array(body.readableBytesView), for: chain)
+        } catch {
+            throw OCSPFetchError(description: "\(responder) answered with a response that cannot be stapled: \(error)")
         }
-        return response
     }
 }
 
