@@ -287,7 +287,10 @@ final class OpenSSLProcess {
 
     /// Writes `text` to the process's standard input.
     func send(_ text: String) {
-        self.input.fileHandleForWriting.write(Data(text.utf8))
+        // The throwing write: a child that has already exited (its pipe closed) is the test's
+        // failure to report, not a crash of the whole test process (the legacy `write(_:)` traps
+        // on EPIPE).
+        try? self.input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
     }
 
     /// Closes its standard input.
