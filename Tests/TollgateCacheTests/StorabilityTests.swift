@@ -16,6 +16,8 @@ struct StorabilityTests {
         var policy: RequestCachePolicy = .protocol
         var sessionAllows = true
         var rules: CacheRules = .shared
+        /// A rule's `force-ttl` applies.
+        var forced = false
         var expected: Storability
 
         var testDescription: String { name }
@@ -102,6 +104,16 @@ struct StorabilityTests {
             expected: .store(notes: [])
         ),
         Case(name: "a 302 without explicit freshness is not stored", status: 302, expected: .doNotStore(.status)),
+        Case(name: "a 302 without freshness is stored when force-ttl applies", status: 302, forced: true, expected: .store(notes: [])),
+        Case(name: "a 307 without freshness is stored when force-ttl applies", status: 307, forced: true, expected: .store(notes: [])),
+        Case(name: "a 401 is not stored even when force-ttl applies", status: 401, forced: true, expected: .doNotStore(.status)),
+        Case(
+            name: "force-ttl does not make a no-store 302 storable",
+            response: ["Cache-Control: no-store"],
+            status: 302,
+            forced: true,
+            expected: .doNotStore(.noStore)
+        ),
         Case(
             name: "a 302 with max-age is stored",
             response: ["Cache-Control: max-age=60"],
@@ -236,16 +248,18 @@ struct StorabilityTests {
 
     @Test("The gate's answer", arguments: cases)
     func gate(_ testCase: Case) {
+        var context = StorabilityContext(
+            capacity: 1_000,
+            fromNetwork: testCase.fromNetwork,
+            policy: testCase.policy,
+            sessionAllowsStoring: testCase.sessionAllows
+        )
+        context.freshnessForced = testCase.forced
         let result = testCase.rules.storability(
             request: request(testCase.request, method: testCase.method, url: testCase.url),
             response: response(testCase.response, status: testCase.status),
             bodyLength: testCase.bodyLength,
-            context: StorabilityContext(
-                capacity: 1_000,
-                fromNetwork: testCase.fromNetwork,
-                policy: testCase.policy,
-                sessionAllowsStoring: testCase.sessionAllows
-            )
+            context: context
         )
         #expect(result == testCase.expected)
     }

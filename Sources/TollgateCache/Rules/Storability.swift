@@ -25,6 +25,10 @@ public struct StorabilityContext: Sendable, Hashable {
     public var sessionAllowsStoring: Bool
     /// The cache's capacity in bytes (the size limit is a fraction of it).
     public var capacity: Int64
+    /// Whether the response will be stored fresh for a set time whatever its headers say (a
+    /// rule's `cache.force-ttl`, as nginx's `proxy_cache_valid`): a `302`, `303` or `307`, which
+    /// is stored only with explicit freshness, may then be stored without (default false).
+    public var freshnessForced = false
 
     /// A context with the defaults above.
     public init(
@@ -102,6 +106,7 @@ extension CacheRules {
             return response.status != 206 && response.status != 416
         case .status:
             return isStorableStatus(response, control: responseControl)
+                || (context.freshnessForced && Self.redirectsStoredWhenForced.contains(response.status))
         case .notFromNetwork:
             return context.fromNetwork
         case .policy:
@@ -166,6 +171,11 @@ extension CacheRules {
 
     /// §3: a final status the cache understands, heuristically cacheable or made cacheable
     /// by explicit freshness or `public` (or `private` in a private cache).
+    /// The redirects a forced freshness lets be stored without freshness of their own: a
+    /// registry's or a release page's download redirect to its storage (the heuristically
+    /// cacheable 301 and 308 need none).
+    public static let redirectsStoredWhenForced: Set<Int> = [302, 303, 307]
+
     private func isStorableStatus(_ response: HTTPResponseHead, control: CacheControl) -> Bool {
         let status = response.status
         guard (200..<600).contains(status), status != 304 else { return false }

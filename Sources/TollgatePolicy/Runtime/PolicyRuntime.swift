@@ -346,6 +346,11 @@ public final class PolicyRuntime: Sendable {
             sessionConfiguration.cacheKeyURL = { url in delegate.decisions.cacheKeyURL(for: url) }
             // A rule's `cache.stale-if-error`, asked only when a stale response is revalidated.
             sessionConfiguration.staleIfErrorWindow = { url in delegate.decisions.decide(for: url).cache.staleIfError }
+            // A rule's `cache.force-ttl`: its redirects are stored without freshness of their own.
+            sessionConfiguration.forcesFreshness = { url in
+                let cache = delegate.decisions.decide(for: url).cache
+                return cache.store == .allow && cache.forceTTL != nil
+            }
             prepare(name, settings, &sessionConfiguration)
             if sessionConfiguration.kind.backgroundIdentifier != nil {
                 // A background session never asks its delegate about redirects: the rules'

@@ -86,6 +86,10 @@ public struct SessionConfiguration: Sendable {
     /// overrides `must-revalidate`, `no-cache` or, in a shared cache, `proxy-revalidate`.
     /// Asked only when a stale response is revalidated. Default: nil, the response's own.
     public var staleIfErrorWindow: (@Sendable (HTTPURL) -> Duration?)?
+    /// Whether a response to this URL is stored fresh for a set time whatever its headers say
+    /// (a rule's `cache.force-ttl`, which `willCacheResponse` then applies): a `302`, `303` or
+    /// `307` without freshness of its own is stored only then. Default: nil, never.
+    public var forcesFreshness: (@Sendable (HTTPURL) -> Bool)?
     /// When a connection cannot be made, wait (and report it once to the delegate) instead of failing,
     /// retrying until the resource timeout. Default: false.
     public var waitsForConnectivity: Bool = false

@@ -35,7 +35,10 @@ extension SessionTask {
             updateStoredFromHEAD(head, key: key, cache: cache)
             return
         }
-        let context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
+        var context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
+        if CacheRules.redirectsStoredWhenForced.contains(head.status) {  // the rule asked only where it can matter
+            context.freshnessForced = session.configuration.forcesFreshness?(request.url) ?? false
+        }
         if head.status == 206 {
             beginStoringPiece(head, request: request, key: key, cache: cache, context: context)
             return
