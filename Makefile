@@ -119,12 +119,13 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 			|| { echo "deps: cannot install the Python module $$module" >&2; exit 1; }; \
 	done
 	@# npm, go, bundler and composer (with unzip, which it extracts zips with) for the offline build
-	@# tests (LockfileWarmOfflineBuildTests): Debian's, when the
+	@# tests (LockfileWarmOfflineBuildTests), skopeo and docker-registry (the CNCF distribution
+	@# registry) for the container image tests (ContainerImageWarmTests): Debian's, when the
 	@# command is not on PATH (one installed another way, as NodeSource's Node.js, is used as it
 	@# is). cargo is used when a cargo 1.70 or later (the sparse index) is on PATH, as rustup
 	@# installs it; Debian 12's is older.
 	@missing=""; \
-	for tool in npm:npm go:golang-go bundle:ruby-bundler composer:composer unzip:unzip; do \
+	for tool in npm:npm go:golang-go bundle:ruby-bundler composer:composer unzip:unzip skopeo:skopeo docker-registry:docker-registry; do \
 		command -v "$${tool%%:*}" >/dev/null 2>&1 || missing="$$missing $${tool#*:}"; \
 	done; \
 	if [ -n "$$missing" ] && command -v dpkg-query >/dev/null 2>&1; then \

@@ -50,6 +50,10 @@ struct URLWarmer {
         /// Where a redirect the session passed on (`redirects: pass`) points: a client asks for
         /// it next, so it is warmed too (``WarmCommand/warmRedirectTargets``). Nil otherwise.
         var location: HTTPURL?
+        /// The body, for a URL in ``URLWarmer/keptBodies`` (a manifest, a token answer).
+        var body: Data?
+        /// The response's header fields (nil when nothing was fetched).
+        var responseHeaders: HeaderFields?
     }
 
     let runtime: PolicyRuntime
@@ -61,6 +65,10 @@ struct URLWarmer {
     let pickedUp: PickedUpTasks
     /// How many times a cut transfer is resumed before the URL counts as failed (`--resume-attempts`).
     var resumeAttempts = 3
+    /// Header fields sent with particular URLs, by URL (a registry's `Accept` and bearer token).
+    var requestHeaders: [String: HeaderFields] = [:]
+    /// URLs whose body (at most ``WarmTracker/keptBodyLimit``) their outcome carries.
+    var keptBodies: Set<String> = []
 
     /// Warms `urls`, at most `concurrency` at once; outcomes in the order of `urls`. `finished`
     /// is called as each URL is done.
@@ -112,12 +120,14 @@ struct URLWarmer {
                 task = earlier
             } else {
                 do {
-                    task = try resumeData.map { try session.downloadTask(withResumeData: $0) } ?? session.downloadTask(with: Request(url: url))
+                    let request = Request(url: url, headerFields: requestHeaders[url.absoluteString] ?? [:])
+                    task = try resumeData.map { try session.downloadTask(withResumeData: $0) } ?? session.downloadTask(with: request)
                 } catch {
                     return Outcome(kind: .failed, line: "failed  \(url): \(error)", error: "\(error)")
                 }
                 task.taskDescription = url.absoluteString
             }
+            if keptBodies.contains(url.absoluteString) { tracker.keepBody(of: task) }
             task.resume()
             let result = await tracker.completion(of: task)
             let transfer = tracker.transfer(of: task)
@@ -140,6 +150,7 @@ struct URLWarmer {
                 outcome.resumed = resumedFrom != nil || resumed > 0
                 outcome.resumedFrom = resumedFrom
                 outcome.bytes = transfer?.written ?? 0
+                outcome.body = transfer?.body
                 return outcome
             }
         }
@@ -163,6 +174,7 @@ struct URLWarmer {
             kind = .notStored
         }
         var result = Outcome(kind: kind, line: line, stored: kind == .notStored ? nil : stored, status: status, cacheStatus: cacheStatus)
+        result.responseHeaders = task.response?.headerFields
         if let response = task.response, response.isRedirect, let location = response.headerFields["Location"] {
             result.location = try? url.resolving(location)
         }

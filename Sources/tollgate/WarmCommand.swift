@@ -23,7 +23,11 @@ struct WarmCommand: AsyncParsableCommand {
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
             differs is removed from the cache and counts as failed. Of a Python lockfile's files, --python-version \
             and --python-platform keep those an installer on that target takes (each release's fitting wheels, else its \
-            sdist). A redirect the session passes on is warmed hop by hop, each hop as a client following \
+            sdist). FILE may be a Dockerfile: the images it builds from (FROM, COPY --from; ARG defaults \
+            substituted) are warmed as a client pulls them — the registry's version check (with a pull token \
+            when it asks for one, never stored), the manifest by tag and by digest, the manifest for --platform \
+            (default linux on this machine's architecture), the config and the layers — each checked against its \
+            digest. A redirect the session passes on is warmed hop by hop, each hop as a client following \
             it asks for it. Each URL is fetched with GET under the configuration's rules \
             (--config, else the embedded default): its host rule's session, credentials, trust and \
             willCacheResponse answer, into the cache of cache.path. Prints one line per URL, \
@@ -91,6 +95,14 @@ struct WarmCommand: AsyncParsableCommand {
     )
     var pythonPlatform: [String] = []
 
+    @Option(
+        help: ArgumentHelp(
+            "Of a Dockerfile's images, warm the manifest for this platform (default: linux and this machine's architecture).",
+            valueName: "os/arch[/variant]"
+        )
+    )
+    var platform: String?
+
     @Argument(help: ArgumentHelp("The list of URLs, or - for standard input.", valueName: "file"))
     var file: String
 
@@ -105,7 +117,13 @@ struct WarmCommand: AsyncParsableCommand {
         } catch {
             throw ValidationError(error.message)
         }
+        if let platform, ImagePlatform(platform) == nil {
+            throw ValidationError("--platform must be OS/ARCH or OS/ARCH/VARIANT (linux/amd64, linux/arm64, linux/arm/v7)")
+        }
     }
+
+    /// The platform whose manifest a Dockerfile's images are warmed for (`--platform`).
+    var imagePlatform: ImagePlatform { platform.flatMap(ImagePlatform.init) ?? .host }
 
     /// The machines a Python lockfile's files are for (`--python-version`, `--python-platform`).
     var pythonTarget: PythonTarget? { try? PythonTarget.parse(versions: pythonVersion, platforms: pythonPlatform) }
@@ -163,7 +181,7 @@ struct WarmCommand: AsyncParsableCommand {
         warmer.resumeAttempts = resumeAttempts
         let finished = NIOLockedValueBox(0)
         // How many URLs in all: a lockfile's files are known once its index pages are read.
-        let total = NIOLockedValueBox(list.urls.count + Set(list.lookups.flatMap(\.pages).map(\.absoluteString)).count)
+        let total = NIOLockedValueBox(list.urls.count + Set(list.lookups.flatMap(\.pages).map(\.absoluteString)).count + list.images.count)
         let display = progress.isOn(terminal: isatty(STDERR_FILENO) != 0)
             ? WarmProgressDisplay(tracker: tracker, urlCount: total.withLockedValue { $0 }, done: { finished.withLockedValue { $0 } })
             : nil
@@ -183,6 +201,19 @@ struct WarmCommand: AsyncParsableCommand {
         }
         var outcomes: [URLWarmer.Outcome] = []
         var leftOut = list.leftOut
+        if !list.images.isEmpty {
+            // A Dockerfile's images: what is fetched is known as their manifests are read.
+            let images = await warmImages(
+                list.images, warmer: warmer, platform: imagePlatform, source: file == "-" ? "<stdin>" : file
+            ) { finished.withLockedValue { $0 += 1 } }
+            for problem in images.problems { standardError(problem) }
+            problems += images.problems
+            outcomes = images.outcomes
+            urls = images.urls
+            integrity.merge(images.integrity) { _, new in new }
+            total.withLockedValue { $0 = urls.count }
+            display?.setURLCount(urls.count)
+        }
         if !list.lookups.isEmpty {
             // The index pages first: the files' URLs are in them.
             let pages = await warmIndexPages(
@@ -236,7 +267,8 @@ struct WarmCommand: AsyncParsableCommand {
     /// The URLs of the list (or of an npm lockfile, with the integrity each must have, by URL)
     /// and a `FILE:LINE: …` line for each line that is not one.
     private func readList() throws -> (
-        urls: [HTTPURL], problems: [String], integrity: [String: ArtifactDigest], lookups: [PythonPackageIndex.Lookup], leftOut: Int
+        urls: [HTTPURL], problems: [String], integrity: [String: ArtifactDigest], lookups: [PythonPackageIndex.Lookup], leftOut: Int,
+        images: [DockerfileImages.Use]
     ) {
         let text: String
         let name = file == "-" ? "<stdin>" : file
@@ -251,13 +283,18 @@ struct WarmCommand: AsyncParsableCommand {
         }
         var urls: [HTTPURL] = []
         var problems: [String] = []
+        if DockerfileImages.isDockerfile(text) {
+            let images = DockerfileImages.images(in: text, source: name, problems: &problems)
+            if images.isEmpty, problems.isEmpty { problems.append("\(name): the Dockerfile builds from no image (only scratch or its own stages)") }
+            return ([], problems, [:], [], 0, images)
+        }
         if let format = PackageLockfile.format(of: text) {
             let lockfile = try PackageLockfile(text: text, format: format, source: name, problems: &problems)
             var artifacts = lockfile.artifacts
             if lockfile.isPython, let target = pythonTarget { artifacts = PackageLockfile.selecting(artifacts, for: target) }
             var integrity: [String: ArtifactDigest] = [:]
             for artifact in artifacts { integrity[artifact.url.absoluteString] = artifact.integrity }
-            return (artifacts.map(\.url), problems, integrity, lockfile.lookups, lockfile.artifacts.count - artifacts.count)
+            return (artifacts.map(\.url), problems, integrity, lockfile.lookups, lockfile.artifacts.count - artifacts.count, [])
         }
         for (index, raw) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
             let line = raw.trimmingCharacters(in: .whitespaces)
@@ -273,6 +310,6 @@ struct WarmCommand: AsyncParsableCommand {
                 problems.append("\(name):\(index + 1): not a URL: '\(line)' (\(error.description))")
             }
         }
-        return (urls, problems, [:], [], 0)
+        return (urls, problems, [:], [], 0, [])
     }
 }

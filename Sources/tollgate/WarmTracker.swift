@@ -21,12 +21,23 @@ final class WarmTracker: DownloadTaskDelegate, SessionDelegate, @unchecked Senda
         /// Where the transfer went on from resume data (the last such offset).
         var resumedFrom: Int64?
         var result: Result<Int, SessionError>?
+        /// The downloaded body, for a task whose body is kept (``keepBody(of:)``).
+        var body: Data?
     }
 
     private struct State {
         var transfers: [ObjectIdentifier: Transfer] = [:]
         var tasks: [ObjectIdentifier: DownloadTask] = [:]
         var waiters: [ObjectIdentifier: CheckedContinuation<Result<Int, SessionError>, Never>] = [:]
+        var keepingBodies: Set<ObjectIdentifier> = []
+    }
+
+    /// The largest body kept (a manifest or a token answer is a few kilobytes).
+    static let keptBodyLimit = 4 << 20
+
+    /// Keeps `task`'s body (at most ``keptBodyLimit``) in its transfer when it finishes.
+    func keepBody(of task: DownloadTask) {
+        state.withLockedValue { _ = $0.keepingBodies.insert(ObjectIdentifier(task)) }
     }
 
     private let state = NIOLockedValueBox(State())
@@ -70,6 +81,16 @@ final class WarmTracker: DownloadTaskDelegate, SessionDelegate, @unchecked Senda
             transfer.result = result
         }
         waiter?.resume(returning: result)
+    }
+
+    func downloadTask(_ task: DownloadTask, didFinishDownloadingTo location: String) {
+        guard state.withLockedValue({ $0.keepingBodies.remove(ObjectIdentifier(task)) != nil }) else { return }
+        // Read before returning: the file is removed once this message is handled.
+        guard let handle = FileHandle(forReadingAtPath: location) else { return }
+        defer { try? handle.close() }
+        let body = try? handle.read(upToCount: Self.keptBodyLimit + 1)
+        guard let body, body.count <= Self.keptBodyLimit else { return }
+        _ = update(task) { $0.body = body }
     }
 
     func downloadTask(_ task: DownloadTask, didWriteData bytesWritten: Int64, totalBytesWritten: Int64, totalBytesExpectedToWrite: Int64) {

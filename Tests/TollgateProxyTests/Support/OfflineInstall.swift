@@ -41,8 +41,12 @@ typealias InterceptedRegistry = (host: String, pki: TestPKI, port: Int)
 /// first use), and each registry host intercepted, trusted by its test CA and, online, connected
 /// to its origin. Returns the file and the interception CA's certificate, for the package manager
 /// to trust.
+///
+/// `hostSettings` adds YAML lines (mapping entries, `key: value`) to a host's rule, `cacheSettings`
+/// to `cache`.
 func interceptingConfiguration(
-    directory: URL, registries: [InterceptedRegistry], cache: String = "cache"
+    directory: URL, registries: [InterceptedRegistry], cache: String = "cache",
+    hostSettings: [String: [String]] = [:], cacheSettings: [String] = []
 ) async throws -> (config: URL, caFile: String) {
     let caDirectory = directory.appendingPathComponent("ca").path
     if !FileManager.default.fileExists(atPath: caDirectory + "/ca.pem") {
@@ -58,13 +62,15 @@ func interceptingConfiguration(
                 connect-to: "127.0.0.1:\(registry.port)"
                 trust: { roots: ["\(registry.pki.caFile)"] }
             """
+        for line in hostSettings[registry.host] ?? [] { hosts += "\n    " + line }
     }
+    let cacheLines = cacheSettings.map { "\n  " + $0 }.joined()
     let config = directory.appendingPathComponent("\(cache).yaml")
     try """
         listen:
           - address: "127.0.0.1:0"
         cache:
-          path: "\(directory.appendingPathComponent(cache).path)"
+          path: "\(directory.appendingPathComponent(cache).path)"\(cacheLines)
         interception:
           ca-dir: "\(caDirectory)"
         log:
