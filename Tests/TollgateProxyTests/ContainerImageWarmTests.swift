@@ -244,9 +244,24 @@ struct ContainerImageWarmTests {
         let dockerfile = directory.appendingPathComponent("Dockerfile")
         try "FROM registry.test/tg/hello:1\n".write(to: dockerfile, atomically: true, encoding: .utf8)
 
+        // A shared cache may not store answers to a request with a token: the warm says what to change.
+        let (shared, _) = try await interceptingConfiguration(
+            directory: directory,
+            registries: [("registry.test", registryPKI, registry.port), ("auth.test", authPKI, auth.port), ("cdn.test", cdnPKI, cdn.port)],
+            cache: "shared"
+        )
+        let refused = try await ChildProcess.run(
+            try #require(tollgateBinary), ["warm", "--config", shared.path, dockerfile.path],
+            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        )
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("registry.test: a shared cache may not store a registry's answers to a token"), "\(refused.stderr)")
+        #expect(refused.stdout.contains("not stored"), "\(refused.stdout)")
+        let tokensAsked = auth.requestCount
+
         let served = try await serveOfflineAfterWarming(lockfile: dockerfile, config: config, directory: directory, origins: [registry, auth, cdn])
         defer { served.child.kill() }
-        #expect(auth.requestCount == 1, "one pull token for the one repository")
+        #expect(auth.requestCount - tokensAsked == 1, "one pull token for the one repository")
         let pulled = try await pull("registry.test/tg/hello:1", port: try served.port("forward"), caFile: caFile, directory: directory)
         let (misses, gets) = try await stopOffline(served, directory: directory)
         #expect(pulled.status == 0, "skopeo copy offline: \(pulled.stdout) \(pulled.stderr)")
