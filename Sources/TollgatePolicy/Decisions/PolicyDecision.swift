@@ -95,6 +95,8 @@ public struct PolicyDecision: Sendable {
         var intercept: Bool
         var http2: HostRule.HTTP2Use
         var connectTo: [ConnectionTarget]
+        var requestHeaders: HostRule.HeaderEdits
+        var responseHeaders: HostRule.HeaderEdits
     }
 
     @CopyOnWrite private var parts: Parts
@@ -184,6 +186,18 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.connectTo }
     }
 
+    /// Changes to the request's header fields as it goes upstream (the rule's `request-headers`).
+    public var requestHeaders: HostRule.HeaderEdits {
+        _read { yield parts.requestHeaders }
+        _modify { yield &parts.requestHeaders }
+    }
+
+    /// Changes to the response's header fields as it goes to the client (the rule's `response-headers`).
+    public var responseHeaders: HostRule.HeaderEdits {
+        _read { yield parts.responseHeaders }
+        _modify { yield &parts.responseHeaders }
+    }
+
     /// A decision of these parts.
     init(
         rule: MatchedRule?,
@@ -199,6 +213,8 @@ public struct PolicyDecision: Sendable {
         credentials: [CredentialSummary],
         intercept: Bool,
         http2: HostRule.HTTP2Use = .auto,
+        requestHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
+        responseHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
         connectTo: [ConnectionTarget] = []
     ) {
         _parts = CopyOnWrite(
@@ -216,7 +232,9 @@ public struct PolicyDecision: Sendable {
                 credentials: credentials,
                 intercept: intercept,
                 http2: http2,
-                connectTo: connectTo
+                connectTo: connectTo,
+                requestHeaders: requestHeaders,
+                responseHeaders: responseHeaders
             )
         )
     }

@@ -112,6 +112,9 @@ extension PolicyDecisions {
             }
             lines.append("headers: \(shown.joined(separator: "; "))")
         }
+        // Shown only when set, with names alone: a value may be a token the origin asks for.
+        if !decision.requestHeaders.isEmpty { lines.append("request-headers: \(decision.requestHeaders.summary)") }
+        if !decision.responseHeaders.isEmpty { lines.append("response-headers: \(decision.responseHeaders.summary)") }
         if decision.credentials.isEmpty {
             lines.append("credentials: none")
         } else {

@@ -173,6 +173,8 @@ public struct PolicyDecisions: Sendable {
             },
             intercept: rule.intercept,
             http2: rule.http2,
+            requestHeaders: rule.requestHeaders,
+            responseHeaders: rule.responseHeaders,
             connectTo: rule.connectTo
         )
         let holds: Range<Date>

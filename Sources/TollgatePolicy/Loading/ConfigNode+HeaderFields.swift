@@ -9,7 +9,7 @@ extension ConfigNode {
         guard let entries = mapping(keys: nil) else { return fields }
         for (name, valueNode) in entries.entries {
             guard let value = valueNode.string("a header value") else { continue }
-            guard !name.isEmpty, name.utf8.allSatisfy(Self.isTokenByte) else {
+            guard Self.isToken(name) else {
                 valueNode.report("\"\(name)\" is not a valid header field name")
                 continue
             }
@@ -24,6 +24,11 @@ extension ConfigNode {
             fields.add(name: name, value: value)
         }
         return fields
+    }
+
+    /// Whether `name` is an RFC 9110 token (a field name).
+    static func isToken(_ name: String) -> Bool {
+        !name.isEmpty && name.utf8.allSatisfy(isTokenByte)
     }
 
     /// RFC 9110 `tchar`.

@@ -6,6 +6,7 @@ import TollgateTLS
 extension HostRule {
     static let keys = [
         "match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to", "connect-to-check",
+        "request-headers", "response-headers",
     ]
 
     /// Reads one entry of `hosts`.
@@ -23,6 +24,7 @@ extension HostRule {
     /// | `http2` | `auto` \| `off` | `auto` |
     /// | `connect-to` | `HOST:PORT`, or a list of them | none |
     /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
+    /// | `request-headers`, `response-headers` | `{ set, add, remove }` (``HeaderEdits``) | none |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -56,6 +58,12 @@ extension HostRule {
         }
         if let checkNode = entry["connect-to-check"] {
             loadConnectToCheck(checkNode, hasTargets: entry["connect-to"] != nil)
+        }
+        if let editsNode = entry["request-headers"] {
+            requestHeaders = HeaderEdits(node: editsNode, reserved: HeaderEdits.reservedInRequests, by: "the proxy (framing, hops, Host, loop detection)")
+        }
+        if let editsNode = entry["response-headers"] {
+            responseHeaders = HeaderEdits(node: editsNode, reserved: HeaderEdits.reservedInResponses, by: "the proxy (framing, hops, Via, Cache-Status)")
         }
         guard !patterns.isEmpty else { return nil }
     }

@@ -40,6 +40,12 @@ public struct HostRule: Hashable, Sendable {
     /// How long one check may take (`connect-to-check`'s `timeout`, HAProxy's `timeout check`).
     /// Default: nil, the interval, at most 3 s.
     public var connectToCheckTimeout: Duration?
+    /// Changes to these hosts' request header fields as they go upstream (`request-headers`).
+    /// Default: none.
+    public var requestHeaders = HeaderEdits()
+    /// Changes to these hosts' response header fields as they go to the client, from the origin
+    /// or the cache (`response-headers`). Default: none.
+    public var responseHeaders = HeaderEdits()
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

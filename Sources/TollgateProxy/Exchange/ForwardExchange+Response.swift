@@ -2,6 +2,7 @@ import Foundation
 import NIOCore
 import TollgateHTTP
 import TollgateLoop
+import TollgatePolicy
 import TollgateSession
 
 /// The response side of a ``ForwardExchange``: head, body, end, upgrades.
@@ -78,6 +79,15 @@ extension ForwardExchange {
         if response.headerFields.contains(.transferEncoding) {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
             fields.remove(.contentLength)
+        }
+        if let edits = record.route?.responseHeaders {
+            // The rule's `response-headers`, on what the client gets (the stored copy keeps the
+            // origin's): on a list without the hop-by-hop lines, which the edits may not touch.
+            if omission != nil {
+                fields = HopByHopHeaders.removing(from: fields)
+                omission = nil
+            }
+            edits.apply(to: &fields)
         }
         // Formatted only for an unusual version: interpolation allocates, and this runs per response.
         let via: String

@@ -196,6 +196,9 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             cachePolicy: cachePolicy
         )
         if manifestNegotiated { selectManifestVariant(in: &request.headerFields) }
+        // The rule's `request-headers`, before the cache looks the request up: a stored variant is
+        // chosen by what the origin is sent.
+        route.requestHeaders?.apply(to: &request.headerFields)
         do {
             let task: DataTask
             if head.hasBody {

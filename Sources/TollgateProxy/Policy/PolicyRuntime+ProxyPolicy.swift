@@ -22,7 +22,9 @@ extension ProxyRoute {
             ruleLabel: route.ruleLabel,
             intercepts: route.decision.intercept,
             holds: route.holds,
-            connectsElsewhere: !route.decision.connectTo.isEmpty
+            connectsElsewhere: !route.decision.connectTo.isEmpty,
+            requestHeaders: route.decision.requestHeaders,
+            responseHeaders: route.decision.responseHeaders
         )
     }
 }

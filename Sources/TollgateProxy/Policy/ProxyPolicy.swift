@@ -61,6 +61,10 @@ public final class ProxyRoute: Sendable {
     /// destination rules are then checked on each target's addresses as it is connected to, not
     /// on the name's before the task.
     public let connectsElsewhere: Bool
+    /// Changes to the request's header fields as it goes upstream (`request-headers`); nil for none.
+    public let requestHeaders: HostRule.HeaderEdits?
+    /// Changes to the response's header fields as it goes to the client (`response-headers`); nil for none.
+    public let responseHeaders: HostRule.HeaderEdits?
 
     /// Creates a route.
     public init(
@@ -70,7 +74,9 @@ public final class ProxyRoute: Sendable {
         ruleLabel: String = "-",
         intercepts: Bool = false,
         holds: Range<Date>? = nil,
-        connectsElsewhere: Bool = false
+        connectsElsewhere: Bool = false,
+        requestHeaders: HostRule.HeaderEdits? = nil,
+        responseHeaders: HostRule.HeaderEdits? = nil
     ) {
         self.session = session
         self.sessionName = sessionName
@@ -79,6 +85,8 @@ public final class ProxyRoute: Sendable {
         self.intercepts = intercepts
         self.holds = holds
         self.connectsElsewhere = connectsElsewhere
+        self.requestHeaders = requestHeaders.flatMap { $0.isEmpty ? nil : $0 }
+        self.responseHeaders = responseHeaders.flatMap { $0.isEmpty ? nil : $0 }
     }
 }
 
