@@ -113,14 +113,20 @@ enum DockerfileImages {
         return result
     }
 
-    /// `text` with `$NAME`, `${NAME}` and `${NAME:-default}` replaced; nil when a name has no value.
-    private static func substitute(_ text: String, _ arguments: [String: String]) -> String? {
+    /// `text` with `$NAME`, `${NAME}` and `${NAME:-default}` replaced (`$$` is a `$`, as Compose
+    /// writes one); nil when a name has no value.
+    static func substitute(_ text: String, _ arguments: [String: String]) -> String? {
         guard text.contains("$") else { return text }
         var out = ""
         var rest = Substring(text)
         while let dollar = rest.firstIndex(of: "$") {
             out += rest[..<dollar]
             rest = rest[rest.index(after: dollar)...]
+            if rest.first == "$" {
+                out += "$"
+                rest = rest.dropFirst()
+                continue
+            }
             var name: Substring
             var fallback: Substring?
             if rest.first == "{" {

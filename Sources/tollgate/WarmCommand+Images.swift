@@ -52,6 +52,8 @@ struct ImageWarm {
     var problems: [String] = []
     /// The URLs warmed so far.
     var seen: Set<String> = []
+    /// The manifests read so far, by URL (two images may share one: a tag and a digest of it).
+    private var manifests: [String: (body: Data, digest: String)] = [:]
 
     init(warmer: URLWarmer, source: String, finished: @escaping @Sendable () -> Void) {
         self.warmer = warmer
@@ -165,7 +167,8 @@ struct ImageWarm {
         of image: ImageReference, _ reference: String, digest: String?, authorization: HeaderFields
     ) async -> (body: Data, digest: String)? {
         guard let url = image.manifestURL(reference) else { return nil }
-        if seen.contains(url.absoluteString) { return nil }
+        if let known = manifests[url.absoluteString] { return known }
+        if seen.contains(url.absoluteString) { return nil }  // warmed, and not a manifest to read
         if let digest { integrity[url.absoluteString] = Self.sha256Integrity(digest) }
         var headers = authorization
         headers.add(name: "Accept", value: ImageManifest.acceptedTypes.joined(separator: ", "))
@@ -176,6 +179,7 @@ struct ImageWarm {
         }
         let actual = "sha256:" + SHA256.hex(SHA256.hash(body))
         if let digest, actual != digest { return nil }
+        manifests[url.absoluteString] = (body, actual)
         return (body, actual)
     }
 

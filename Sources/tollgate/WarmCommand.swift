@@ -23,8 +23,8 @@ struct WarmCommand: AsyncParsableCommand {
             warmed, and each stored body is checked against the lockfile's digest (integrity, checksum, hash, h1:): one that \
             differs is removed from the cache and counts as failed. Of a Python lockfile's files, --python-version \
             and --python-platform keep those an installer on that target takes (each release's fitting wheels, else its \
-            sdist). FILE may be a Dockerfile: the images it builds from (FROM, COPY --from; ARG defaults \
-            substituted) are warmed as a client pulls them — the registry's version check (with a pull token \
+            sdist). FILE may be a Dockerfile or a Compose file: the images it builds from (FROM, COPY --from; ARG \
+            defaults substituted) or its services run (image, or a build's Dockerfile) are warmed as a client pulls them — the registry's version check (with a pull token \
             when it asks for one, never stored), the manifest by tag and by digest, the manifest for --platform \
             (default linux on this machine's architecture), the config and the layers — each checked against its \
             digest. A redirect the session passes on is warmed hop by hop, each hop as a client following \
@@ -286,6 +286,11 @@ struct WarmCommand: AsyncParsableCommand {
         if DockerfileImages.isDockerfile(text) {
             let images = DockerfileImages.images(in: text, source: name, problems: &problems)
             if images.isEmpty, problems.isEmpty { problems.append("\(name): the Dockerfile builds from no image (only scratch or its own stages)") }
+            return ([], problems, [:], [], 0, images)
+        }
+        if ComposeFileImages.isComposeFile(text) {
+            let images = ComposeFileImages.images(in: text, path: file == "-" ? "<stdin>" : file, problems: &problems)
+            if images.isEmpty, problems.isEmpty { problems.append("\(name): the Compose file names no image to pull") }
             return ([], problems, [:], [], 0, images)
         }
         if let format = PackageLockfile.format(of: text) {

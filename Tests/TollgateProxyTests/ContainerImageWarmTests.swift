@@ -104,7 +104,7 @@ struct ContainerImageWarmTests {
     }
 
     @Test(
-        "a Dockerfile's image warmed from docker-registry (index, amd64 manifest, config, layer: each checked by digest), then skopeo copies it offline",
+        "a Dockerfile's image warmed from docker-registry (index, amd64 manifest, config, layer: each checked by digest), then skopeo copies it offline; a Compose file's images warmed",
         .enabled(if: DistributionRegistry.executable != nil, "needs docker-registry")
     )
     func distributionRegistryOffline() async throws {
@@ -149,6 +149,32 @@ struct ContainerImageWarmTests {
         #expect(failed.status == 1)
         #expect(failed.stderr.contains("Broken.Dockerfile:2: '$NOWHERE/app' uses a build argument with no default"), "\(failed.stderr)")
         #expect(failed.stderr.contains("registry.test/tg/hello:2: the manifest https://registry.test/v2/tg/hello/manifests/2 is not in the cache"), "\(failed.stderr)")
+
+        // A Compose file (its own cache): a service built from the Dockerfile, whose image is the
+        // one built, and a service pinned by digest for arm64, the digest from `.env`.
+        let compose = directory.appendingPathComponent("compose.yaml")
+        try """
+            services:
+              app:
+                build: { context: ., dockerfile: Dockerfile }
+                image: acme/app:dev
+              db:
+                image: "${REGISTRY:-registry.test}/tg/hello@${HELLO_DIGEST}"
+                platform: linux/arm64
+            """.write(to: compose, atomically: true, encoding: .utf8)
+        try "HELLO_DIGEST=\(layout.index)\n".write(to: directory.appendingPathComponent(".env"), atomically: true, encoding: .utf8)
+        let (composeConfig, _) = try await interceptingConfiguration(
+            directory: directory, registries: [("registry.test", pki, registry.port)], cache: "compose-cache"
+        )
+        let composed = try await ChildProcess.run(
+            try #require(tollgateBinary), ["warm", "--config", composeConfig.path, compose.path],
+            environment: ["XDG_DATA_HOME": directory.appendingPathComponent("data").path]
+        )
+        #expect(composed.status == 0, "\(composed.stdout) \(composed.stderr)")
+        for digest in [layout.index, layout.amd64.manifest, layout.amd64.layer, layout.arm64.manifest, layout.arm64.layer] {
+            #expect(composed.stdout.contains(digest), "\(digest) not warmed: \(composed.stdout)")
+        }
+        #expect(!composed.stdout.contains("acme"), "the built image is not pulled: \(composed.stdout)")
 
         let served = try await serveOfflineAfterWarming(lockfile: dockerfile, config: config, directory: directory, origins: [])
         defer { served.child.kill() }
