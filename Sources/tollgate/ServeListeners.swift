@@ -23,6 +23,7 @@ struct ServeListeners {
         offline: OfflineMode = OfflineMode()
     ) async throws -> ServeListeners {
         let metrics = ProxyMetrics()
+        let rateLimiter = ClientRateLimiter()
         var servers: [ProxyServer] = []
         do {
             for listener in configuration.listeners {
@@ -41,7 +42,8 @@ struct ServeListeners {
                         interceptor: interceptor,
                         offline: offline,
                         tls: listener.tls,
-                        h2c: listener.h2c
+                        h2c: listener.h2c,
+                        rateLimiter: rateLimiter
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

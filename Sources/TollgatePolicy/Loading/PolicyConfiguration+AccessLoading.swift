@@ -1,3 +1,5 @@
+import Foundation
+
 extension PolicyConfiguration.Access {
     /// Reads `access`.
     ///
@@ -9,9 +11,10 @@ extension PolicyConfiguration.Access {
     /// | `destinations` | list of `{ allow: TARGET }` / `{ deny: TARGET }` | none: every destination |
     /// | `users` | list of `{ name, password-file }` | none: no proxy authentication |
     /// | `trusted-forwarders` | list of CIDRs | none: no client's forwarding fields are kept |
+    /// | `rate-limit` | `{ rate: N/s \| N/m, burst: N }` | none: no limit |
     init(node: ConfigNode) {
         self.init()
-        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders"]
+        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit"]
         guard let entry = node.mapping(keys: keys) else { return }
         if let cidrs = entry["clients"].flatMap(Self.readCIDRs) { clients = cidrs }
         if let cidrs = entry["trusted-forwarders"].flatMap(Self.readCIDRs) { trustedForwarders = cidrs }
@@ -21,6 +24,7 @@ extension PolicyConfiguration.Access {
         if let items = entry["destinations"]?.list("a list of { allow: … } or { deny: … }") {
             destinations = items.compactMap(PolicyConfiguration.DestinationRule.init(node:))
         }
+        if let limitNode = entry["rate-limit"] { rateLimit = RateLimit(node: limitNode) }
         if let items = entry["users"]?.list("a list of users") {
             var names: [String: Int] = [:]
             users = items.compactMap { item -> User? in
@@ -90,5 +94,27 @@ extension PolicyConfiguration.DestinationRule {
             valueNode.report("\(error)")
             return nil
         }
+    }
+}
+
+extension PolicyConfiguration.Access.RateLimit {
+    /// Reads `access.rate-limit`: `rate` (`N/s` or `N/m`, N a positive number, at most 1,000,000
+    /// a second) is required, `burst` (0 to 1,000,000) defaults to 0.
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["rate", "burst"]) else { return nil }
+        guard let rateNode = entry.required("rate"), let text = rateNode.nonEmptyString("a rate such as 20/s or 600/m") else { return nil }
+        let parts = text.split(separator: "/", omittingEmptySubsequences: false)
+        guard parts.count == 2, let count = Double(parts[0].trimmingCharacters(in: .whitespaces)), count > 0, count.isFinite,
+            let unit = ["s": 1.0, "m": 60.0][parts[1].trimmingCharacters(in: .whitespaces)], count / unit <= 1_000_000
+        else {
+            rateNode.report("'\(text)' is not a rate: a positive number of requests per second or minute, such as 20/s or 600/m")
+            return nil
+        }
+        var burst = 0
+        if let burstNode = entry["burst"] {
+            guard let value = burstNode.int(in: 0...1_000_000) else { return nil }
+            burst = value
+        }
+        self.init(requestsPerSecond: count / unit, burst: burst)
     }
 }

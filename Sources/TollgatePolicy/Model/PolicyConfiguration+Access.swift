@@ -30,6 +30,24 @@ extension PolicyConfiguration {
         /// Default: none — every client's are replaced (reverse) or removed (forward), so a client
         /// cannot make an origin that reflects them produce a response stored for everyone.
         public var trustedForwarders: [CIDR] = []
+        /// How many requests each client address may make (`rate-limit`, nginx's `limit_req`).
+        /// Default: nil, no limit.
+        public var rateLimit: RateLimit?
+
+        /// `access.rate-limit`: a sustained rate and the burst above it each client address may
+        /// make (nginx's `limit_req zone=… rate=R burst=B nodelay`, per `$binary_remote_addr`).
+        public struct RateLimit: Hashable, Sendable {
+            /// Requests a second, sustained (`rate`: `N/s` or `N/m`).
+            public var requestsPerSecond: Double
+            /// Requests beyond the rate a client may make at once (`burst`). Default: 0.
+            public var burst: Int
+
+            /// A limit of `requestsPerSecond` with `burst` more at once.
+            public init(requestsPerSecond: Double, burst: Int = 0) {
+                self.requestsPerSecond = requestsPerSecond
+                self.burst = burst
+            }
+        }
 
         /// An access setting with every field at its default.
         public init() {}

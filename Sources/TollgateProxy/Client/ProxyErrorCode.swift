@@ -34,6 +34,8 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let hostDenied = ProxyErrorCode("host-denied", 403)
     /// The client's address is not allowed (403).
     public static let clientDenied = ProxyErrorCode("client-denied", 403)
+    /// The client made more requests than `access.rate-limit` allows (429, with `Retry-After`).
+    public static let rateLimited = ProxyErrorCode("rate-limited", 429)
     /// CONNECT to a port that is not allowed (403).
     public static let connectPortDenied = ProxyErrorCode("connect-port-denied", 403)
     /// The request head is larger than `limits.max-header-bytes` or has more than

@@ -1,4 +1,5 @@
 import TollgateHTTP
+import TollgatePolicy
 
 /// Who answers a request head before any exchange exists: the proxy itself — a client outside
 /// `access.clients`, a target the listener refuses (``RequestTarget``), missing or wrong proxy
@@ -26,6 +27,11 @@ enum RequestAdmission {
                 closeConnection: true
             )
         }
+        if let limit = memo.exchangeRules(environment).rateLimit,
+            let wait = environment.rateLimiter.admit(memo.clientAddress, under: limit)
+        {
+            return .answer(rateLimited(memo.clientAddress, wait: wait, limit: limit), closeConnection: false)
+        }
         let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
             try memo.canonicalHost(host)
         }
@@ -41,5 +47,24 @@ enum RequestAdmission {
             return .answer(ProxyAuthenticator.challenge(said), closeConnection: false)
         }
         return .exchange(target)
+    }
+
+    /// `429 rate-limited`, with `Retry-After` in whole seconds (at least 1) until the client may
+    /// make a request again.
+    private static func rateLimited(_ client: String, wait: Duration, limit: PolicyConfiguration.Access.RateLimit) -> OwnResponse {
+        let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
+        let rate = limit.requestsPerSecond >= 1 || limit.requestsPerSecond * 60 != (limit.requestsPerSecond * 60).rounded()
+            ? "\(Self.number(limit.requestsPerSecond))/s" : "\(Self.number(limit.requestsPerSecond * 60))/m"
+        var answer = OwnResponse(
+            .rateLimited,
+            "client \(client) made more requests than access.rate-limit allows (\(rate), burst \(limit.burst)); retry in \(seconds)s"
+        )
+        answer.extraFields.add(name: "Retry-After", value: String(seconds))
+        return answer
+    }
+
+    /// `20`, or `0.5`: a rate as written.
+    private static func number(_ value: Double) -> String {
+        value == value.rounded() ? String(Int(value)) : String(value)
     }
 }

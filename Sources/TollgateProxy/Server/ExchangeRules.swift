@@ -26,6 +26,8 @@ final class ExchangeRules: Sendable {
     let tunnelIdleTimeout: Duration
     /// `limits.resendable-body`: how much of a request body is kept to be sent again.
     let resendableBody: Int64
+    /// `access.rate-limit` (nil: none).
+    let rateLimit: PolicyConfiguration.Access.RateLimit?
 
     /// The rules in force now for a listener of `environment`.
     init(_ environment: ListenerEnvironment) {
@@ -36,6 +38,7 @@ final class ExchangeRules: Sendable {
         webSocket = WebSocketRelayLimits(maximumMessageSize: limits.websocketMaxMessage, idleTimeout: limits.websocketIdleTimeout)
         tunnelIdleTimeout = limits.tunnelIdleTimeout
         resendableBody = limits.resendableBody
+        rateLimit = environment.policy.access.rateLimit
         harEntries = environment.policy.configuration.log.harEntries
         offline = environment.offline.isOffline(environment.policy)
         destinations = DestinationCheck(

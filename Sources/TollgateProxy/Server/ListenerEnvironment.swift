@@ -18,6 +18,7 @@ struct ListenerEnvironment: Sendable {
         var offline: OfflineMode
         var exchangesInFlight: ExchangesInFlight
         var memo: ListenerMemo
+        var rateLimiter: ClientRateLimiter
     }
 
     @CopyOnWrite private var parts: Parts
@@ -75,6 +76,9 @@ struct ListenerEnvironment: Sendable {
     /// What the listener's connections share of their first request's work (rules, last route).
     var memo: ListenerMemo { parts.memo }
 
+    /// The clients' request counts under `access.rate-limit`, shared by the process's listeners.
+    var rateLimiter: ClientRateLimiter { parts.rateLimiter }
+
     /// An environment of these parts.
     init(
         mode: ListenerMode,
@@ -86,7 +90,8 @@ struct ListenerEnvironment: Sendable {
         resolver: AddressResolver,
         interceptor: Interceptor? = nil,
         offline: OfflineMode = OfflineMode(),
-        exchangesInFlight: ExchangesInFlight = ExchangesInFlight()
+        exchangesInFlight: ExchangesInFlight = ExchangesInFlight(),
+        rateLimiter: ClientRateLimiter = ClientRateLimiter()
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -100,7 +105,8 @@ struct ListenerEnvironment: Sendable {
                 interceptor: interceptor,
                 offline: offline,
                 exchangesInFlight: exchangesInFlight,
-                memo: ListenerMemo()
+                memo: ListenerMemo(),
+                rateLimiter: rateLimiter
             )
         )
     }

@@ -133,7 +133,8 @@ public final class ProxyServer: Sendable {
             resolver: resolver,
             interceptor: configuration.interceptor,
             offline: configuration.offline,
-            exchangesInFlight: exchangesInFlight
+            exchangesInFlight: exchangesInFlight,
+            rateLimiter: configuration.rateLimiter
         )
         let h2c = configuration.h2c
         let bootstrap = ServerBootstrap(group: group)

@@ -27,6 +27,9 @@ extension ProxyServer {
         /// HTTP/2 with prior knowledge besides HTTP/1.1 (`listen[].h2c`): the connection's first
         /// bytes decide (``HTTP2PrefaceSniffer``). Default: false.
         public var h2c: Bool
+        /// The clients' request counts under `access.rate-limit` (share one among the listeners
+        /// of a process: the limit is per client address, whichever listener it uses). Default: new.
+        public var rateLimiter: ClientRateLimiter
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -37,8 +40,10 @@ extension ProxyServer {
             interceptor: Interceptor? = nil,
             offline: OfflineMode = OfflineMode(),
             tls: PolicyConfiguration.Listener.TLS? = nil,
-            h2c: Bool = false
+            h2c: Bool = false,
+            rateLimiter: ClientRateLimiter = ClientRateLimiter()
         ) {
+            self.rateLimiter = rateLimiter
             self.tls = tls
             self.h2c = h2c
             self.interceptor = interceptor
