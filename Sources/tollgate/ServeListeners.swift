@@ -43,7 +43,8 @@ struct ServeListeners {
                         offline: offline,
                         tls: listener.tls,
                         h2c: listener.h2c,
-                        rateLimiter: rateLimiter
+                        rateLimiter: rateLimiter,
+                        proxyProtocol: listener.proxyProtocol
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

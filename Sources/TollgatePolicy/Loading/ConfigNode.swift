@@ -14,6 +14,8 @@ final class LoadContext {
     /// Each rule's `connect-to`, with its rule's session: refused where that session connects
     /// through an `upstream-proxy`.
     var connectToUses: [(session: String, line: Int, key: String)] = []
+    /// Each `listen[].proxy-protocol: true`: it needs `access.trusted-forwarders`.
+    var proxyProtocolUses: [(line: Int, key: String)] = []
 
     init(file: String, loader: PolicyLoader, baseDirectory: String?) {
         self.file = file

@@ -70,8 +70,9 @@ extension PolicyConfiguration.Listener {
     /// | `upstream` | `http(s)://HOST[:PORT]` | required for reverse, refused for forward |
     /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version`, `client-auth` (``TLS``) | none: plain HTTP |
     /// | `h2c` | boolean | `false` |
+    /// | `proxy-protocol` | boolean | `false` |
     init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c"]) else { return nil }
+        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c", "proxy-protocol"]) else { return nil }
         let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
         let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
         var upstream: HTTPURL?
@@ -91,6 +92,10 @@ extension PolicyConfiguration.Listener {
         guard let address, let mode else { return nil }
         self.init(address: address, mode: mode, upstream: upstream, tls: tls)
         if let value = entry["h2c"]?.bool() { h2c = value }
+        if let flagNode = entry["proxy-protocol"], let value = flagNode.bool() {
+            proxyProtocol = value
+            if value { node.context.proxyProtocolUses.append((flagNode.line, flagNode.path)) }
+        }
     }
 
     private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {

@@ -154,6 +154,15 @@ public struct PolicyLoader: Sendable {
                     + "so connect-to would not be used; send these hosts through a session without upstream-proxy"
             )
         }
+        if configuration.access.trustedForwarders.isEmpty {
+            for use in context.proxyProtocolUses {
+                context.report(
+                    line: use.line, key: use.key,
+                    "a PROXY protocol header is believed only from the load balancers in access.trusted-forwarders, and it lists none: "
+                        + "add the balancers' addresses there"
+                )
+            }
+        }
         let addresses = context.addresses
         for (index, later) in addresses.enumerated() where later.address.port != 0 {
             guard let earlier = addresses[..<index].first(where: { PolicyLoader.overlap($0.address, later.address) })

@@ -97,6 +97,11 @@ extension PolicyConfiguration {
         /// whose first bytes are the HTTP/2 preface is served as HTTP/2, any other as HTTP/1.1.
         /// Default: false.
         public var h2c = false
+        /// Whether every connection starts with a PROXY protocol header (v1 or v2) from a load
+        /// balancer in `access.trusted-forwarders`, whose source address is the client's
+        /// (`proxy-protocol`: HAProxy's `accept-proxy`, nginx's `listen … proxy_protocol`).
+        /// Default: false.
+        public var proxyProtocol = false
 
         /// Creates a listener.
         public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil, tls: TLS? = nil) {

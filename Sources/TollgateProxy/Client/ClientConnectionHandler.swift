@@ -111,7 +111,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         self.context = context
         if context.channel.isActive { machine.channelActivated() }
         let client = ConnectionMemo.forClient(
-            at: context.channel.remoteAddress,
+            at: environment.clientAddress(of: context.channel),
             access: environment.policy.access,
             clientTLS: clientTLS
         )
@@ -170,7 +170,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
                         context.pipeline.syncOperations,
                         at: .before(self),
                         environment: environment,
-                        remoteAddress: context.channel.remoteAddress,
+                        remoteAddress: environment.clientAddress(of: context.channel),
                         clientTLS: inner
                     )
                 } catch {

@@ -50,7 +50,7 @@ final class HTTP2PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler,
             become(context: context) { operations in
                 try operations.configureHTTP2Front(
                     environment: environment,
-                    remoteAddress: context.channel.remoteAddress
+                    remoteAddress: environment.clientAddress(of: context.channel)
                 )
             }
         case .other:

@@ -32,7 +32,7 @@ final class ClientProtocolSelectionHandler: ChannelInboundHandler, RemovableChan
                     context.pipeline.syncOperations,
                     at: .after(self),
                     environment: environment,
-                    remoteAddress: context.channel.remoteAddress,
+                    remoteAddress: environment.clientAddress(of: context.channel),
                     clientTLS: ClientTLS(evaluation, forwardsCertificate: clientAuth.forwardsCertificate)
                 )
             } catch {

@@ -1,4 +1,5 @@
 import NIOConcurrencyHelpers
+import NIOCore
 import TollgateHTTP
 import TollgatePolicy
 
@@ -19,6 +20,7 @@ struct ListenerEnvironment: Sendable {
         var exchangesInFlight: ExchangesInFlight
         var memo: ListenerMemo
         var rateLimiter: ClientRateLimiter
+        var proxyProtocol: Bool
     }
 
     @CopyOnWrite private var parts: Parts
@@ -79,6 +81,12 @@ struct ListenerEnvironment: Sendable {
     /// The clients' request counts under `access.rate-limit`, shared by the process's listeners.
     var rateLimiter: ClientRateLimiter { parts.rateLimiter }
 
+    /// The client's address on `channel`: the PROXY protocol header's source on a listener that
+    /// takes one (``ProxyProtocolHandler``), else the peer's. On the channel's event loop.
+    func clientAddress(of channel: any Channel) -> SocketAddress? {
+        parts.proxyProtocol ? ProxyProtocolHandler.clientAddress(of: channel) : channel.remoteAddress
+    }
+
     /// An environment of these parts.
     init(
         mode: ListenerMode,
@@ -91,7 +99,8 @@ struct ListenerEnvironment: Sendable {
         interceptor: Interceptor? = nil,
         offline: OfflineMode = OfflineMode(),
         exchangesInFlight: ExchangesInFlight = ExchangesInFlight(),
-        rateLimiter: ClientRateLimiter = ClientRateLimiter()
+        rateLimiter: ClientRateLimiter = ClientRateLimiter(),
+        proxyProtocol: Bool = false
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -106,7 +115,8 @@ struct ListenerEnvironment: Sendable {
                 offline: offline,
                 exchangesInFlight: exchangesInFlight,
                 memo: ListenerMemo(),
-                rateLimiter: rateLimiter
+                rateLimiter: rateLimiter,
+                proxyProtocol: proxyProtocol
             )
         )
     }

@@ -134,9 +134,11 @@ public final class ProxyServer: Sendable {
             interceptor: configuration.interceptor,
             offline: configuration.offline,
             exchangesInFlight: exchangesInFlight,
-            rateLimiter: configuration.rateLimiter
+            rateLimiter: configuration.rateLimiter,
+            proxyProtocol: configuration.proxyProtocol
         )
         let h2c = configuration.h2c
+        let proxyProtocol = configuration.proxyProtocol
         let bootstrap = ServerBootstrap(group: group)
             .backingOffAcceptFailures(label: configuration.listen.description)
             .serverChannelOption(.backlog, value: 256)
@@ -148,20 +150,27 @@ public final class ProxyServer: Sendable {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    let pipeline = channel.pipeline.syncOperations
-                    if let listenerTLS {
-                        // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
-                        let settings = listenerTLS.settings(policy: policy)
-                        try pipeline.addTLSServerHandler(context: settings.context)
-                        try pipeline.addHandler(
-                            ClientProtocolSelectionHandler(environment: environment, clientAuth: settings.clientAuth)
-                        )
-                    } else if h2c {
-                        // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
-                        try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
+                    // The listener's own handlers, at once or (PROXY protocol) after the header.
+                    let install = { (pipeline: ChannelPipeline.SynchronousOperations) throws in
+                        if let listenerTLS {
+                            // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
+                            let settings = listenerTLS.settings(policy: policy)
+                            try pipeline.addTLSServerHandler(context: settings.context)
+                            try pipeline.addHandler(
+                                ClientProtocolSelectionHandler(environment: environment, clientAuth: settings.clientAuth)
+                            )
+                        } else if h2c {
+                            // h2c: the first bytes decide between HTTP/2 and HTTP/1.1.
+                            try pipeline.addHandler(HTTP2PrefaceSniffer(environment: environment))
+                        } else {
+                            // Named: an unnamed handler's name is made per connection ("handler0").
+                            try pipeline.addHandler(ClientConnectionHandler(environment: environment), name: "tollgate.client")
+                        }
+                    }
+                    if proxyProtocol {
+                        try channel.pipeline.syncOperations.addHandler(ProxyProtocolHandler(environment: environment, install: install))
                     } else {
-                        // Named: an unnamed handler's name is made per connection ("handler0").
-                        try pipeline.addHandler(ClientConnectionHandler(environment: environment), name: "tollgate.client")
+                        try install(channel.pipeline.syncOperations)
                     }
                 }
             }

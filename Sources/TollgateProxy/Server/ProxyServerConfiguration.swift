@@ -30,6 +30,10 @@ extension ProxyServer {
         /// The clients' request counts under `access.rate-limit` (share one among the listeners
         /// of a process: the limit is per client address, whichever listener it uses). Default: new.
         public var rateLimiter: ClientRateLimiter
+        /// Every connection starts with a load balancer's PROXY protocol header (v1 or v2), whose
+        /// source address is the client's (`listen[].proxy-protocol`); only a peer in
+        /// `access.trusted-forwarders` may send one. Default: false.
+        public var proxyProtocol: Bool
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -41,8 +45,10 @@ extension ProxyServer {
             offline: OfflineMode = OfflineMode(),
             tls: PolicyConfiguration.Listener.TLS? = nil,
             h2c: Bool = false,
-            rateLimiter: ClientRateLimiter = ClientRateLimiter()
+            rateLimiter: ClientRateLimiter = ClientRateLimiter(),
+            proxyProtocol: Bool = false
         ) {
+            self.proxyProtocol = proxyProtocol
             self.rateLimiter = rateLimiter
             self.tls = tls
             self.h2c = h2c
