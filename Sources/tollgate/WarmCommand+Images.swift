@@ -1,6 +1,7 @@
 import Foundation
 import TollgateCache
 import TollgateHTTP
+import TollgatePolicy
 import TollgateSession
 
 /// `warm` of a Dockerfile: each image it builds from is fetched from its registry as a client
@@ -199,10 +200,12 @@ struct ImageWarm {
         let description: String
     }
 
-    /// An anonymous pull token for `scope` from the challenge's realm (the registry's token
-    /// service: Docker's token authentication), asked with `Cache-Control: no-store` so that it
-    /// is never kept in the cache. A realm that asks for a login is answered by its host rule's
-    /// `credentials`, as for any request.
+    /// A pull token for `scope` from the challenge's realm (the registry's token service: Docker's
+    /// token authentication), asked with `Cache-Control: no-store` so that it is never kept in the
+    /// cache. Anonymous, unless the realm's host rule has `credentials`: then the first whose
+    /// password can be read goes with the request as Basic from the start, as `docker login`'s
+    /// do — a token service answers a request without them with an anonymous token, not a 401,
+    /// so a credential sent only when challenged would never be sent.
     private func token(_ challenge: ParsedChallenge, scope: String) async -> Result<String, TokenFailure> {
         guard let realm = challenge.realm, let base = HTTPURL(string: realm) else {
             return .failure(TokenFailure(description: "the registry's token realm '\(challenge.realm ?? "")' is not a URL"))
@@ -213,8 +216,10 @@ struct ImageWarm {
         guard let url = HTTPURL(string: "\(base.origin)\(base.path)?\(query)") else {
             return .failure(TokenFailure(description: "cannot form a token URL from \(realm)"))
         }
+        var headers: HeaderFields = ["Cache-Control": "no-store"]
+        if let login = Self.login(for: url, runtime: warmer.runtime) { headers.add(name: "Authorization", value: login) }
         var one = warmer
-        one.requestHeaders = [url.absoluteString: ["Cache-Control": "no-store"]]
+        one.requestHeaders = [url.absoluteString: headers]
         one.keptBodies = [url.absoluteString]
         let outcome = await one.warm(url)
         guard outcome.status == 200, let body = outcome.body,
@@ -225,6 +230,17 @@ struct ImageWarm {
             return .failure(TokenFailure(description: "no pull token from \(base.origin)\(base.path) (\(why))"))
         }
         return .success(token)
+    }
+
+    /// `Basic BASE64(user:password)` from the first credential of `url`'s host rule whose password
+    /// can be read; nil when it has none.
+    private static func login(for url: HTTPURL, runtime: PolicyRuntime) -> String? {
+        let rule = runtime.decisions.matcher.firstMatch(host: url.host, port: url.effectivePort)?.rule
+        for credential in rule?.credentials ?? [] {
+            guard let password = credential.password.readPassword() else { continue }
+            return "Basic " + Data("\(credential.user):\(password)".utf8).base64EncodedString()
+        }
+        return nil
     }
 
     /// `text` percent-encoded for a query value (`repository:a/b:pull` → `repository%3Aa%2Fb%3Apull`).

@@ -203,7 +203,7 @@ struct ContainerImageWarmTests {
     }
 
     @Test(
-        "a registry with token authentication (Docker Hub's flow): a pull token asked once, never stored; blobs redirected to storage without freshness, stored under force-ttl; skopeo copies offline asking for no token"
+        "a registry with token authentication (Docker Hub's flow): a pull token asked once with the realm's login, never stored; blobs redirected to storage without freshness, stored under force-ttl; skopeo copies offline asking for no token"
     )
     func tokenRegistryOffline() async throws {
         let directory = try temporaryDirectory()
@@ -242,7 +242,14 @@ struct ContainerImageWarmTests {
         }
         defer { registry.stop() }
         let authPKI = try TestPKI(commonName: "Auth CA", host: "auth.test")
+        // A private repository: the token service hands a pull token only to a login (Docker Hub
+        // answers a request without one with an anonymous token that the registry then refuses).
+        let login = "Basic " + Data("ci:registry-secret".utf8).base64EncodedString()
         let auth = try await LoopbackOrigin.start(tls: authPKI.serverConfiguration) { request, respond in
+            guard request.headerFields["Authorization"] == login else {
+                respond.send(status: 200, headers: ["Content-Type": "application/json"], body: #"{"token":"anonymous"}"#)
+                return
+            }
             guard request.path == "/token", request.target.contains("service=registry.test"),
                 request.target.contains("scope=repository%3Atg%2Fhello%3Apull")
             else {
@@ -262,10 +269,14 @@ struct ContainerImageWarmTests {
             respond.send(status: 200, headers: ["Cache-Control": "public, max-age=14400", "Content-Type": "application/octet-stream"], bytes: Array(bytes))
         }
         defer { cdn.stop() }
+        let passwordFile = directory.appendingPathComponent("registry.password")
+        try "registry-secret\n".write(to: passwordFile, atomically: true, encoding: .utf8)
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: passwordFile.path)
+        let authLogin = ["credentials: [{ user: ci, password-file: \"\(passwordFile.path)\" }]"]
         let (config, caFile) = try await interceptingConfiguration(
             directory: directory,
             registries: [("registry.test", registryPKI, registry.port), ("auth.test", authPKI, auth.port), ("cdn.test", cdnPKI, cdn.port)],
-            hostSettings: ["registry.test": ["cache: { force-ttl: 1h }"]], cacheSettings: ["kind: private"]
+            hostSettings: ["registry.test": ["cache: { force-ttl: 1h }"], "auth.test": authLogin], cacheSettings: ["kind: private"]
         )
         let dockerfile = directory.appendingPathComponent("Dockerfile")
         try "FROM registry.test/tg/hello:1\n".write(to: dockerfile, atomically: true, encoding: .utf8)
@@ -274,7 +285,7 @@ struct ContainerImageWarmTests {
         let (shared, _) = try await interceptingConfiguration(
             directory: directory,
             registries: [("registry.test", registryPKI, registry.port), ("auth.test", authPKI, auth.port), ("cdn.test", cdnPKI, cdn.port)],
-            cache: "shared"
+            cache: "shared", hostSettings: ["auth.test": authLogin]
         )
         let refused = try await ChildProcess.run(
             try #require(tollgateBinary), ["warm", "--config", shared.path, dockerfile.path],
