@@ -97,6 +97,7 @@ public struct PolicyDecision: Sendable {
         var connectTo: [ConnectionTarget]
         var requestHeaders: HostRule.HeaderEdits
         var responseHeaders: HostRule.HeaderEdits
+        var mapLocal: [HostRule.LocalMapping]
     }
 
     @CopyOnWrite private var parts: Parts
@@ -198,6 +199,12 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.responseHeaders }
     }
 
+    /// Paths answered from local files (the rule's `map-local`).
+    public var mapLocal: [HostRule.LocalMapping] {
+        _read { yield parts.mapLocal }
+        _modify { yield &parts.mapLocal }
+    }
+
     /// A decision of these parts.
     init(
         rule: MatchedRule?,
@@ -215,6 +222,7 @@ public struct PolicyDecision: Sendable {
         http2: HostRule.HTTP2Use = .auto,
         requestHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
         responseHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
+        mapLocal: [HostRule.LocalMapping] = [],
         connectTo: [ConnectionTarget] = []
     ) {
         _parts = CopyOnWrite(
@@ -234,7 +242,8 @@ public struct PolicyDecision: Sendable {
                 http2: http2,
                 connectTo: connectTo,
                 requestHeaders: requestHeaders,
-                responseHeaders: responseHeaders
+                responseHeaders: responseHeaders,
+                mapLocal: mapLocal
             )
         )
     }

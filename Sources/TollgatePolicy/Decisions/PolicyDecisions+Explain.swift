@@ -115,6 +115,12 @@ extension PolicyDecisions {
         // Shown only when set, with names alone: a value may be a token the origin asks for.
         if !decision.requestHeaders.isEmpty { lines.append("request-headers: \(decision.requestHeaders.summary)") }
         if !decision.responseHeaders.isEmpty { lines.append("response-headers: \(decision.responseHeaders.summary)") }
+        for mapping in decision.mapLocal {
+            switch mapping.source {
+            case .file(let file): lines.append("map-local: \(mapping.path) from the file \(file)")
+            case .directory(let directory): lines.append("map-local: \(mapping.path) and under it from the directory \(directory)")
+            }
+        }
         if decision.credentials.isEmpty {
             lines.append("credentials: none")
         } else {

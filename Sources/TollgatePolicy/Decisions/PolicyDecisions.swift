@@ -175,6 +175,7 @@ public struct PolicyDecisions: Sendable {
             http2: rule.http2,
             requestHeaders: rule.requestHeaders,
             responseHeaders: rule.responseHeaders,
+            mapLocal: rule.mapLocal,
             connectTo: rule.connectTo
         )
         let holds: Range<Date>

@@ -1,3 +1,4 @@
+import Foundation
 import Yams
 
 /// What one load collects besides the model: the problems, and the facts checked across
@@ -184,6 +185,18 @@ struct ConfigNode {
         if context.loader.checkFiles, let problem = PathResolution.problemReadingFile(resolved) {
             let shown = resolved == written ? "\"\(written)\"" : "\"\(written)\" (\(resolved))"
             report("cannot read \(shown): \(problem)")
+        }
+        return resolved
+    }
+
+    /// A path to a directory that must exist (when the loader checks files), resolved.
+    func existingDirectory() -> String? {
+        guard let written = nonEmptyString("a directory path") else { return nil }
+        let resolved = context.resolve(written)
+        var isDirectory: ObjCBool = false
+        if context.loader.checkFiles, !FileManager.default.fileExists(atPath: resolved, isDirectory: &isDirectory) || !isDirectory.boolValue {
+            let shown = resolved == written ? "\"\(written)\"" : "\"\(written)\" (\(resolved))"
+            report("\(shown) is not a directory")
         }
         return resolved
     }

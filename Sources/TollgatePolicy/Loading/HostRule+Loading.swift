@@ -6,7 +6,7 @@ import TollgateTLS
 extension HostRule {
     static let keys = [
         "match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to", "connect-to-check",
-        "request-headers", "response-headers",
+        "request-headers", "response-headers", "map-local",
     ]
 
     /// Reads one entry of `hosts`.
@@ -25,6 +25,7 @@ extension HostRule {
     /// | `connect-to` | `HOST:PORT`, or a list of them | none |
     /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
     /// | `request-headers`, `response-headers` | `{ set, add, remove }` (``HeaderEdits``) | none |
+    /// | `map-local` | list of `{ path, file }` or `{ path, directory }` (``LocalMapping``) | none |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -65,7 +66,35 @@ extension HostRule {
         if let editsNode = entry["response-headers"] {
             responseHeaders = HeaderEdits(node: editsNode, reserved: HeaderEdits.reservedInResponses, by: "the proxy (framing, hops, Via, Cache-Status)")
         }
+        if let items = entry["map-local"]?.list("a list of { path, file } or { path, directory }") {
+            mapLocal = items.compactMap(LocalMapping.init(node:))
+        }
         guard !patterns.isEmpty else { return nil }
+    }
+}
+
+extension HostRule.LocalMapping {
+    /// Reads one entry of `map-local`: `path` (absolute, no query) and exactly one of `file` (a
+    /// readable file) and `directory` (an existing directory).
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["path", "file", "directory"]) else { return nil }
+        var path = entry.required("path")?.nonEmptyString("a request path such as /api/flags")
+        if let text = path, !text.hasPrefix("/") || text.contains("?") || text.contains("#") {
+            entry["path"]?.report("'\(text)' is not a request path: it starts with / and has no query or fragment")
+            path = nil
+        }
+        let source: Source?
+        switch (entry["file"], entry["directory"]) {
+        case (let fileNode?, nil):
+            source = fileNode.readableFile().map(Source.file)
+        case (nil, let directoryNode?):
+            source = directoryNode.existingDirectory().map(Source.directory)
+        default:
+            node.report("give exactly one of file and directory")
+            source = nil
+        }
+        guard let path, let source else { return nil }
+        self.init(path: path, source: source)
     }
 }
 

@@ -46,6 +46,8 @@ public struct HostRule: Hashable, Sendable {
     /// Changes to these hosts' response header fields as they go to the client, from the origin
     /// or the cache (`response-headers`). Default: none.
     public var responseHeaders = HeaderEdits()
+    /// Paths of these hosts answered from local files, first match wins (`map-local`). Default: none.
+    public var mapLocal: [LocalMapping] = []
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.
     public var sourceLine: Int?
 

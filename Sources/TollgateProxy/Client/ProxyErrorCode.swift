@@ -58,6 +58,8 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     /// The request came back to this proxy: it carries the proxy's own `CDN-Loop` member (508,
     /// Loop Detected, as CDNs answer a loop).
     public static let forwardingLoop = ProxyErrorCode("forwarding-loop", 508)
+    /// A `map-local` path whose file is not there (404).
+    public static let mapLocalMissing = ProxyErrorCode("map-local-missing", 404)
     /// The task was cancelled (502).
     public static let cancelled = ProxyErrorCode("cancelled", 502)
     /// Something that should not happen (500).

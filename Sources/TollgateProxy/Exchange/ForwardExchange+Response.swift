@@ -65,7 +65,7 @@ extension ForwardExchange {
     }
 
     /// Sends the response head to the client.
-    private func startResponse(_ response: TollgateHTTP.HTTPResponseHead) {
+    func startResponse(_ response: TollgateHTTP.HTTPResponseHead) {
         guard !isFinished, let connection else { return }
         // The hop-by-hop lines are left out as the head is written, not removed from a copy.
         var omission = HopByHopHeaders.omission(for: response.headerFields)

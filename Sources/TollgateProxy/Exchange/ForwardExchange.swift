@@ -126,6 +126,13 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
             return
         }
+        if let mappings = route.mapLocal, head.method == "GET" || head.method == "HEAD",
+            let match = mappings.lazy.compactMap({ $0.match(self.url.path) }).first
+        {
+            // Answered here, online or offline: the origin is not asked.
+            serveMapped(match)
+            return
+        }
         if rules.offline {
             startOffline(on: route)
             return

@@ -24,7 +24,8 @@ extension ProxyRoute {
             holds: route.holds,
             connectsElsewhere: !route.decision.connectTo.isEmpty,
             requestHeaders: route.decision.requestHeaders,
-            responseHeaders: route.decision.responseHeaders
+            responseHeaders: route.decision.responseHeaders,
+            mapLocal: route.decision.mapLocal
         )
     }
 }

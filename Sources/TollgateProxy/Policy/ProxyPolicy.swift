@@ -65,6 +65,8 @@ public final class ProxyRoute: Sendable {
     public let requestHeaders: HostRule.HeaderEdits?
     /// Changes to the response's header fields as it goes to the client (`response-headers`); nil for none.
     public let responseHeaders: HostRule.HeaderEdits?
+    /// Paths answered from local files (`map-local`); nil for none.
+    public let mapLocal: [HostRule.LocalMapping]?
 
     /// Creates a route.
     public init(
@@ -76,8 +78,10 @@ public final class ProxyRoute: Sendable {
         holds: Range<Date>? = nil,
         connectsElsewhere: Bool = false,
         requestHeaders: HostRule.HeaderEdits? = nil,
-        responseHeaders: HostRule.HeaderEdits? = nil
+        responseHeaders: HostRule.HeaderEdits? = nil,
+        mapLocal: [HostRule.LocalMapping] = []
     ) {
+        self.mapLocal = mapLocal.isEmpty ? nil : mapLocal
         self.session = session
         self.sessionName = sessionName
         self.isDenied = isDenied
