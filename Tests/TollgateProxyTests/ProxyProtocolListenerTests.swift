@@ -13,7 +13,11 @@ import TollgateTesting
 struct ProxyProtocolListenerTests {
     /// HAProxy in `mode tcp` in front of `port`: one frontend sending PROXY v1, one v2.
     private func startHAProxy(to port: Int, directory: URL) throws -> (ChildProcess, v1Port: Int, v2Port: Int) {
-        let (v1Port, v2Port) = (ClosedPort().port, ClosedPort().port)
+        // Both held at once, so that they differ; let go before HAProxy binds them.
+        let (v1Port, v2Port) = { () -> (Int, Int) in
+            let reserved = (ClosedPort(), ClosedPort())
+            return (reserved.0.port, reserved.1.port)
+        }()
         let configuration = directory.appendingPathComponent("haproxy.cfg")
         try """
             defaults
@@ -65,12 +69,12 @@ struct ProxyProtocolListenerTests {
         /// `curl` from `source` to `port`: the status and body.
         func get(from source: String, port: Int, path: String) async throws -> String {
             let result = try await ChildProcess.run(
-                "/usr/bin/curl", ["-s", "--noproxy", "*", "--interface", source, "-w", " %{http_code}", "http://127.0.0.1:\(port)\(path)"]
+                "/usr/bin/curl", ["-s", "--max-time", "5", "--noproxy", "*", "--interface", source, "-w", " %{http_code}", "http://127.0.0.1:\(port)\(path)"]
             )
             return result.stdout
         }
         do {
-            try await eventuallyAsync("HAProxy listening") { (try? await get(from: "127.0.0.2", port: v2Port, path: "/ready"))?.hasSuffix(" 200") == true }
+            try await eventuallyAsync("HAProxy listening", timeout: .seconds(30)) { (try? await get(from: "127.0.0.2", port: v2Port, path: "/ready"))?.hasSuffix(" 200") == true }
         } catch {
             Issue.record("HAProxy: \(haproxy.standardError); last: \((try? await get(from: "127.0.0.2", port: v2Port, path: "/ready")) ?? "-"); tollgate: \(served.child.standardError)")
             throw error
@@ -126,10 +130,15 @@ struct ProxyProtocolListenerTests {
         func get() async throws -> String {
             try await ChildProcess.run(
                 "/usr/bin/curl",
-                ["-s", "--noproxy", "*", "--interface", "127.0.0.2", "--cacert", pki.caFile, "-w", " %{http_code}", "https://127.0.0.1:\(v2Port)/tls"]
+                ["-s", "--max-time", "5", "--noproxy", "*", "--interface", "127.0.0.2", "--cacert", pki.caFile, "-w", " %{http_code}", "https://127.0.0.1:\(v2Port)/tls"]
             ).stdout
         }
-        try await eventuallyAsync("served through HAProxy") { (try? await get())?.hasSuffix(" 200") == true }
+        do {
+            try await eventuallyAsync("served through HAProxy", timeout: .seconds(30)) { (try? await get())?.hasSuffix(" 200") == true }
+        } catch {
+            Issue.record("HAProxy: \(haproxy.standardError); tollgate: \(served.child.standardError)")
+            throw error
+        }
         #expect(try await get() == "for 127.0.0.2 200")
     }
 }

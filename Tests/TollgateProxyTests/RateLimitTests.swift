@@ -75,4 +75,17 @@ struct RateLimitTests {
         _ = limiter.admit("192.0.2.1", under: limit, now: 1_000_000_000)
         #expect(limiter.clientCount == 1)
     }
+
+    @Test("A flood from more addresses than the bound drops no client still counting, and prunes again only once the table doubled")
+    func floodPrunesRarely() {
+        let limiter = ClientRateLimiter()
+        // A slow rate: no bucket is full again within the flood, so pruning frees nothing.
+        let limit = PolicyConfiguration.Access.RateLimit(requestsPerSecond: 0.001, burst: 0)
+        let count = ClientRateLimiter.pruneAbove * 3
+        for index in 0..<count { _ = limiter.admit("fd00::\(String(index, radix: 16))", under: limit, now: UInt64(index)) }
+        #expect(limiter.clientCount == count, "nothing full was dropped, and the table kept every client")
+        #expect(limiter.nextPruning > ClientRateLimiter.pruneAbove * 2, "\(limiter.nextPruning)")
+        // Its owner is still limited: the first request took its one token.
+        #expect(limiter.admit("fd00::0", under: limit, now: UInt64(count)) != nil)
+    }
 }

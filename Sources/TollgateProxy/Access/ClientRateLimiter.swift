@@ -2,14 +2,25 @@ import NIOConcurrencyHelpers
 import NIOCore
 public import TollgatePolicy
 
-/// `access.rate-limit` across every listener: one ``TokenBucket`` per client address. A client
-/// whose bucket has filled up again is forgotten when the table grows past ``pruneAbove``, so the
-/// table holds the clients of the last moments, not every address ever seen.
+/// `access.rate-limit` across every listener: one ``TokenBucket`` per client address.
+///
+/// The table is bounded: when it holds more than ``pruneAbove`` clients, those whose allowance is
+/// whole again (as good as never seen) are dropped, and the next pruning waits until the table has
+/// doubled — so a flood from many addresses costs a pass over the table now and then, not one per
+/// request. Past ``maximumClients`` it starts again empty: every client then has its whole
+/// allowance, which a flood from that many addresses has anyway.
 public final class ClientRateLimiter: Sendable {
     /// When the table has more clients than this, full buckets are dropped.
     static let pruneAbove = 16_384
+    /// The most clients the table holds.
+    static let maximumClients = 262_144
 
-    private let buckets = NIOLockedValueBox([String: TokenBucket]())
+    private struct Table {
+        var buckets: [String: TokenBucket] = [:]
+        var pruneAt = ClientRateLimiter.pruneAbove
+    }
+
+    private let table = NIOLockedValueBox(Table())
 
     /// An empty table (share one among the listeners of a process).
     public init() {}
@@ -18,17 +29,22 @@ public final class ClientRateLimiter: Sendable {
     /// is allowed, else how long until the client may make one.
     func admit(_ client: String, under limit: PolicyConfiguration.Access.RateLimit, now: UInt64 = NIODeadline.now().uptimeNanoseconds) -> Duration? {
         let capacity = Double(limit.burst + 1)
-        return buckets.withLockedValue { buckets in
-            if buckets.count > Self.pruneAbove {
-                buckets = buckets.filter { !$0.value.isFull(now: now, rate: limit.requestsPerSecond, capacity: capacity) }
+        return table.withLockedValue { table in
+            if table.buckets.count > table.pruneAt {
+                table.buckets = table.buckets.filter { !$0.value.isFull(now: now, rate: limit.requestsPerSecond, capacity: capacity) }
+                if table.buckets.count > Self.maximumClients { table.buckets = [:] }
+                table.pruneAt = max(Self.pruneAbove, table.buckets.count * 2)
             }
-            var bucket = buckets[client] ?? TokenBucket(capacity: capacity, now: now)
+            var bucket = table.buckets[client] ?? TokenBucket(capacity: capacity, now: now)
             let wait = bucket.take(now: now, rate: limit.requestsPerSecond, capacity: capacity)
-            buckets[client] = bucket
+            table.buckets[client] = bucket
             return wait
         }
     }
 
     /// How many clients the table holds.
-    var clientCount: Int { buckets.withLockedValue { $0.count } }
+    var clientCount: Int { table.withLockedValue { $0.buckets.count } }
+
+    /// The size past which the table is pruned next.
+    var nextPruning: Int { table.withLockedValue { $0.pruneAt } }
 }
