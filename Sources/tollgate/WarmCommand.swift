@@ -97,7 +97,7 @@ struct WarmCommand: AsyncParsableCommand {
 
     @Option(
         help: ArgumentHelp(
-            "Of a Dockerfile's images, warm the manifest for this platform (default: linux and this machine's architecture).",
+            "Of the images of a Dockerfile or Compose file, warm the manifest for this platform (default: linux and this machine's architecture).",
             valueName: "os/arch[/variant]"
         )
     )
