@@ -140,5 +140,29 @@ struct ProxyProtocolListenerTests {
             throw error
         }
         #expect(try await get() == "for 127.0.0.2 200")
+
+        // The header and the ClientHello in one segment (HAProxy sends them apart or together, as
+        // the client's bytes come): the handshake must go on with the bytes after the header.
+        let together = try await ChildProcess.run(
+            "/usr/bin/python3",
+            [
+                "-c",
+                """
+                import socket, ssl, sys
+                context = ssl.create_default_context(cafile=sys.argv[2])
+                incoming, outgoing = ssl.MemoryBIO(), ssl.MemoryBIO()
+                tls = context.wrap_bio(incoming, outgoing, server_hostname="127.0.0.1")
+                try:
+                    tls.do_handshake()
+                except ssl.SSLWantReadError:
+                    pass
+                connection = socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5)
+                connection.sendall(b"PROXY TCP4 127.0.0.2 127.0.0.1 40000 443\\r\\n" + outgoing.read())
+                print("answered" if connection.recv(65536) else "closed")
+                """,
+                String(try served.port("reverse")), pki.caFile,
+            ]
+        )
+        #expect(together.stdout.trimmingCharacters(in: .whitespacesAndNewlines) == "answered", "\(together.stdout) \(together.stderr)")
     }
 }

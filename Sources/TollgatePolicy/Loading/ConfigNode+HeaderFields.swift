@@ -8,15 +8,9 @@ extension ConfigNode {
         var fields = HeaderFields()
         guard let entries = mapping(keys: nil) else { return fields }
         for (name, valueNode) in entries.entries {
-            guard let value = valueNode.string("a header value") else { continue }
-            guard Self.isToken(name) else {
-                valueNode.report("\"\(name)\" is not a valid header field name")
-                continue
-            }
-            guard !reserved.contains(name.lowercased()) else {
-                valueNode.report("\(name) is set by \(setter) and cannot be added")
-                continue
-            }
+            guard let value = valueNode.string("a header value"),
+                valueNode.acceptsHeaderName(name, reserved: reserved, refusal: "is set by \(setter) and cannot be added")
+            else { continue }
             guard !value.utf8.contains(where: { $0 == 0 || $0 == 10 || $0 == 13 }) else {
                 valueNode.report("a header value cannot contain a line break or NUL")
                 continue
@@ -26,8 +20,22 @@ extension ConfigNode {
         return fields
     }
 
+    /// Whether `name` may be used as a header field name here: a token (RFC 9110), not one of
+    /// `reserved` (lower case); otherwise a problem at this node (`NAME refusal` for a reserved one).
+    func acceptsHeaderName(_ name: String, reserved: Set<String>, refusal: String) -> Bool {
+        guard Self.isToken(name) else {
+            report("\"\(name)\" is not a valid header field name")
+            return false
+        }
+        guard !reserved.contains(name.lowercased()) else {
+            report("\(name) \(refusal)")
+            return false
+        }
+        return true
+    }
+
     /// Whether `name` is an RFC 9110 token (a field name).
-    static func isToken(_ name: String) -> Bool {
+    private static func isToken(_ name: String) -> Bool {
         !name.isEmpty && name.utf8.allSatisfy(isTokenByte)
     }
 

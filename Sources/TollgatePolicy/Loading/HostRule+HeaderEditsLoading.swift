@@ -28,15 +28,9 @@ extension HostRule.HeaderEdits {
         }
         if let removeNode = entry["remove"], let items = removeNode.scalarOrList("a header field name or a list of them") {
             for item in items {
-                guard let name = item.nonEmptyString("a header field name") else { continue }
-                guard ConfigNode.isToken(name) else {
-                    item.report("\"\(name)\" is not a valid header field name")
-                    continue
-                }
-                guard !reserved.contains(name.lowercased()) else {
-                    item.report("\(name) is written by \(setter) and cannot be removed")
-                    continue
-                }
+                guard let name = item.nonEmptyString("a header field name"),
+                    item.acceptsHeaderName(name, reserved: reserved, refusal: "is written by \(setter) and cannot be removed")
+                else { continue }
                 remove.append(name)
             }
         }

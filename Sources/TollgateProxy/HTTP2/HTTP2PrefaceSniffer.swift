@@ -14,7 +14,7 @@ final class HTTP2PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler,
     typealias InboundOut = ByteBuffer
 
     private let environment: ListenerEnvironment
-    private var received: ByteBuffer?
+    private var leading = LeadingBytes()
     private var timeout: Scheduled<Void>?
     private var decided = false
 
@@ -23,9 +23,7 @@ final class HTTP2PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler,
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
-        let limit = TimeAmount(environment.policy.limits.headerReadTimeout)
-        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timeout = context.eventLoop.scheduleTask(in: limit) { loopBoundContext.value.close(promise: nil) }
+        timeout = LeadingBytes.deadline(for: context, limits: environment.policy.limits)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -33,17 +31,11 @@ final class HTTP2PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler,
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        var bytes = unwrapInboundIn(data)
         guard !decided else {
             context.fireChannelRead(data)
             return
         }
-        if received == nil {
-            received = bytes
-        } else {
-            received!.writeBuffer(&bytes)
-        }
-        switch HTTP2Preface.classify(received!) {
+        switch HTTP2Preface.classify(leading.append(unwrapInboundIn(data))) {
         case .undecided:
             return
         case .http2:
@@ -74,8 +66,7 @@ final class HTTP2PrefaceSniffer: ChannelInboundHandler, RemovableChannelHandler,
             context.close(promise: nil)
             return
         }
-        if let received {
-            self.received = nil
+        if let received = leading.take() {
             context.fireChannelRead(wrapInboundOut(received))
             context.fireChannelReadComplete()
         }

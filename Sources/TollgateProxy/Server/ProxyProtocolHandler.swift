@@ -4,8 +4,9 @@ import TollgatePolicy
 
 /// The first handler of a connection to a listener with `proxy-protocol: true`: reads the load
 /// balancer's PROXY protocol header (``ProxyProtocolHeader``), then installs the listener's own
-/// handlers after itself and passes them the bytes that followed it. It stays, passing bytes
-/// through, as the holder of the client's address (``clientAddress(of:)``).
+/// handlers (a TLS handler goes first in the pipeline, the others after this one) and passes them
+/// the bytes that followed the header. It stays, passing bytes through, as the holder of the
+/// client's address (``clientAddress(of:)``).
 ///
 /// A connection from a peer outside `access.trusted-forwarders` is closed at once (a header from
 /// anyone else would let a client choose the address every access rule sees), as is one whose
@@ -18,7 +19,7 @@ final class ProxyProtocolHandler: ChannelInboundHandler, @unchecked Sendable {
 
     private let environment: ListenerEnvironment
     private let install: (ChannelPipeline.SynchronousOperations) throws -> Void
-    private var received: ByteBuffer?
+    private var leading = LeadingBytes()
     private var timeout: Scheduled<Void>?
     private var done = false
     /// The client's address from the header; nil until it is read, or when the header carried
@@ -50,9 +51,7 @@ final class ProxyProtocolHandler: ChannelInboundHandler, @unchecked Sendable {
             context.close(promise: nil)
             return
         }
-        let limit = TimeAmount(environment.policy.limits.headerReadTimeout)
-        let loopBoundContext = NIOLoopBound(context, eventLoop: context.eventLoop)
-        timeout = context.eventLoop.scheduleTask(in: limit) { loopBoundContext.value.close(promise: nil) }
+        timeout = LeadingBytes.deadline(for: context, limits: environment.policy.limits)
     }
 
     func handlerRemoved(context: ChannelHandlerContext) {
@@ -64,13 +63,7 @@ final class ProxyProtocolHandler: ChannelInboundHandler, @unchecked Sendable {
             context.fireChannelRead(data)
             return
         }
-        var bytes = unwrapInboundIn(data)
-        if received == nil {
-            received = bytes
-        } else {
-            received!.writeBuffer(&bytes)
-        }
-        switch ProxyProtocolHeader.read(received!) {
+        switch ProxyProtocolHeader.read(leading.append(unwrapInboundIn(data))) {
         case .incomplete:
             return
         case .invalid(let why):
@@ -84,19 +77,19 @@ final class ProxyProtocolHandler: ChannelInboundHandler, @unchecked Sendable {
             done = true
             timeout?.cancel()
             self.source = source
-            received!.moveReaderIndex(forwardBy: length)
+            let rest = leading.take(from: length)
             do {
                 try install(context.pipeline.syncOperations)
             } catch {
                 context.close(promise: nil)
                 return
             }
-            if let rest = received, rest.readableBytes > 0 {
-                received = nil
-                context.fireChannelRead(wrapInboundOut(rest))
-                context.fireChannelReadComplete()
+            if let rest {
+                // From the pipeline's head: a TLS handler goes first (`addTLSServerHandler`),
+                // before this one, and the bytes after the header are its ciphertext.
+                context.pipeline.fireChannelRead(wrapInboundOut(rest))
+                context.pipeline.fireChannelReadComplete()
             }
-            received = nil
         }
     }
 }
