@@ -106,7 +106,7 @@ extension CacheRules {
             return response.status != 206 && response.status != 416
         case .status:
             return isStorableStatus(response, control: responseControl)
-                || (context.freshnessForced && Self.redirectsStoredWhenForced.contains(response.status))
+                || (context.freshnessForced && Self.isRedirectStoredWhenForced(response.status))
         case .notFromNetwork:
             return context.fromNetwork
         case .policy:
@@ -171,10 +171,13 @@ extension CacheRules {
 
     /// §3: a final status the cache understands, heuristically cacheable or made cacheable
     /// by explicit freshness or `public` (or `private` in a private cache).
-    /// The redirects a forced freshness lets be stored without freshness of their own: a
-    /// registry's or a release page's download redirect to its storage (the heuristically
-    /// cacheable 301 and 308 need none).
-    public static let redirectsStoredWhenForced: Set<Int> = [302, 303, 307]
+    /// Whether `status` is a redirect a forced freshness lets be stored without freshness of its
+    /// own (302, 303, 307): a registry's or a release page's download redirect to its storage (the
+    /// heuristically cacheable 301 and 308 need none). A comparison, not a set: it is asked of
+    /// every response from the network.
+    public static func isRedirectStoredWhenForced(_ status: Int) -> Bool {
+        status == 302 || status == 303 || status == 307
+    }
 
     private func isStorableStatus(_ response: HTTPResponseHead, control: CacheControl) -> Bool {
         let status = response.status

@@ -36,7 +36,7 @@ extension SessionTask {
             return
         }
         var context = StorabilityContext(capacity: cache.store.options.maxSize, fromNetwork: true, policy: policy)
-        if CacheRules.redirectsStoredWhenForced.contains(head.status) {  // the rule asked only where it can matter
+        if CacheRules.isRedirectStoredWhenForced(head.status) {  // the rule asked only where it can matter
             context.freshnessForced = session.configuration.forcesFreshness?(request.url) ?? false
         }
         if head.status == 206 {
