@@ -266,8 +266,9 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// missing credentials) or an exchange.
     private func startExchange(for head: ClientRequestHead) {
         let memo = self.memo
+        let rules = memo.exchangeRules(environment)
         let target: RequestTarget
-        switch RequestAdmission.decide(head, clientAllowed: clientAllowed, environment: environment, memo: memo) {
+        switch RequestAdmission.decide(head, clientAllowed: clientAllowed, environment: environment, memo: memo, rules: rules) {
         case .answer(let answer, let close):
             answerItself(answer, close: close)
             return
@@ -275,7 +276,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
             target = admitted
         }
         guard let context else { return }
-        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
+        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop, rules: rules)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
             exchange = made

@@ -19,8 +19,9 @@ extension ConnectionMemo {
         return (memo, addressBytes.map { access.allowsClient(address: $0) } ?? false)
     }
 
-    /// The context an exchange of this connection starts with, under the rules in force.
-    func exchangeContext(_ environment: ListenerEnvironment, eventLoop: any EventLoop) -> ExchangeContext {
-        ExchangeContext(environment: environment, eventLoop: eventLoop, rules: exchangeRules(environment), memo: self)
+    /// The context an exchange of this connection starts with, under `rules` (the rules in force,
+    /// ``exchangeRules(_:)``).
+    func exchangeContext(_ environment: ListenerEnvironment, eventLoop: any EventLoop, rules: ExchangeRules) -> ExchangeContext {
+        ExchangeContext(environment: environment, eventLoop: eventLoop, rules: rules, memo: self)
     }
 }

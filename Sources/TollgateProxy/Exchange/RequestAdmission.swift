@@ -11,12 +11,15 @@ enum RequestAdmission {
     /// Start the exchange for this target (never ``RequestTarget/refuse(_:)``).
     case exchange(RequestTarget)
 
-    /// The decision for `head` on a connection whose client is (or is not) `clientAllowed`.
+    /// The decision for `head` on a connection whose client is (or is not) `clientAllowed`, under
+    /// `rules` (the connection's, ``ConnectionMemo/exchangeRules(_:)``: fetched once by the caller,
+    /// which starts the exchange with them too).
     static func decide(
         _ head: ClientRequestHead,
         clientAllowed: Bool,
         environment: ListenerEnvironment,
-        memo: ConnectionMemo
+        memo: ConnectionMemo,
+        rules: ExchangeRules
     ) -> RequestAdmission {
         guard clientAllowed else {
             return .answer(
@@ -27,7 +30,7 @@ enum RequestAdmission {
                 closeConnection: true
             )
         }
-        if let limit = memo.exchangeRules(environment).rateLimit,
+        if let limit = rules.rateLimit,
             let wait = environment.rateLimiter.admit(memo.clientAddress, under: limit)
         {
             return .answer(rateLimited(memo.clientAddress, wait: wait, limit: limit), closeConnection: false)
@@ -37,7 +40,7 @@ enum RequestAdmission {
         }
         if case .refuse(let answer) = target { return .answer(answer, closeConnection: false) }
         // Inside an intercepted tunnel the CONNECT was the authenticated request.
-        if case .forward = environment.mode, let authenticator = memo.exchangeRules(environment).authenticator,
+        if case .forward = environment.mode, let authenticator = rules.authenticator,
             authenticator.isEnabled,
             authenticator.user(for: head.headerFields[.proxyAuthorization]) == nil
         {

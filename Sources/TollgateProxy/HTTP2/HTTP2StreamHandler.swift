@@ -168,12 +168,14 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
         }
         request = head
         let memo = connection.memo
+        let rules = memo.exchangeRules(environment)
         let target: RequestTarget
         switch RequestAdmission.decide(
             head,
             clientAllowed: connection.clientAllowed,
             environment: environment,
-            memo: memo
+            memo: memo,
+            rules: rules
         ) {
         case .answer(let answer, _):
             // A denied client's stream alone is answered: the connection's close is HTTP/1.1's way.
@@ -190,7 +192,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
         case .http where block.contains(name: ":protocol"): machine.tunnelRequested()
         case .http, .refuse: break
         }
-        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop)
+        let exchangeContext = memo.exchangeContext(environment, eventLoop: context.eventLoop, rules: rules)
         if let exchangeMaker {
             let made = exchangeMaker(head, target, self, exchangeContext)
             exchange = made

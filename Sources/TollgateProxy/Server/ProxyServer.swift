@@ -150,8 +150,10 @@ public final class ProxyServer: Sendable {
                     return channel.eventLoop.makeFailedFuture(ChannelError.ioOnClosedChannel)
                 }
                 return channel.eventLoop.makeCompletedFuture {
-                    // The listener's own handlers, at once or (PROXY protocol) after the header.
-                    let install = { (pipeline: ChannelPipeline.SynchronousOperations) throws in
+                    // The listener's own handlers, at once or (PROXY protocol) after the header. A
+                    // local function: called directly it makes no closure, so a connection to a
+                    // listener without the PROXY protocol allocates nothing more for it.
+                    func install(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
                         if let listenerTLS {
                             // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
                             let settings = listenerTLS.settings(policy: policy)
@@ -168,7 +170,7 @@ public final class ProxyServer: Sendable {
                         }
                     }
                     if proxyProtocol {
-                        try channel.pipeline.syncOperations.addHandler(ProxyProtocolHandler(environment: environment, install: install))
+                        try channel.pipeline.syncOperations.addHandler(ProxyProtocolHandler(environment: environment, install: install(_:)))
                     } else {
                         try install(channel.pipeline.syncOperations)
                     }
