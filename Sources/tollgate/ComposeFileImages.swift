@@ -8,20 +8,18 @@ import Yams
 /// `${VAR:-default}`, `$VAR` from the warm's environment, then the `.env` file beside the
 /// Compose file; `$$` is a `$`.
 enum ComposeFileImages {
-    /// Whether `text` reads as a Compose file: a YAML mapping whose `services` is a mapping of
-    /// services, at least one with an `image` or a `build`.
-    static func isComposeFile(_ text: String) -> Bool {
-        guard text.contains("services:"), let services = services(in: text) else { return false }
-        return services.values.contains { ($0 as? [String: Any]).map { $0["image"] != nil || $0["build"] != nil } ?? false }
-    }
-
     /// The images of the Compose file `text` read from `path` (its directory is where `.env`,
     /// build contexts and their Dockerfiles are found), each once, services in name order;
-    /// `problems` gets a line for each one that cannot be read.
+    /// `problems` gets a line for each one that cannot be read. Nil when `text` is not a Compose
+    /// file: a YAML mapping whose `services` is a mapping of services, at least one with an
+    /// `image` or a `build`.
     static func images(
         in text: String, path: String, environment: [String: String] = ProcessInfo.processInfo.environment,
         problems: inout [String]
-    ) -> [DockerfileImages.Use] {
+    ) -> [DockerfileImages.Use]? {
+        guard text.contains("services:"), let services = services(in: text),
+            services.values.contains(where: { ($0 as? [String: Any]).map { $0["image"] != nil || $0["build"] != nil } ?? false })
+        else { return nil }
         let directory = (path as NSString).deletingLastPathComponent
         var variables = dotEnv(in: directory)
         variables.merge(environment) { _, process in process }
@@ -29,7 +27,7 @@ enum ComposeFileImages {
         func add(_ use: DockerfileImages.Use) {
             if !uses.contains(use) { uses.append(use) }
         }
-        for (name, value) in (services(in: text) ?? [:]).sorted(by: { $0.key < $1.key }) {
+        for (name, value) in services.sorted(by: { $0.key < $1.key }) {
             guard let service = value as? [String: Any] else { continue }
             let platform = (service["platform"] as? String).flatMap { DockerfileImages.substitute($0, variables) }.flatMap(ImagePlatform.init)
             if let build = service["build"] {

@@ -10,17 +10,24 @@ enum DockerfileImages {
         var platform: ImagePlatform?
     }
 
-    /// Whether `text` reads as a Dockerfile: its first instruction (after blank lines, comments
-    /// and parser directives) is `FROM` or `ARG`, and it has a `FROM`.
-    static func isDockerfile(_ text: String) -> Bool {
+    /// The images of `text` when it reads as a Dockerfile — its first instruction (after blank
+    /// lines, comments and parser directives) is `FROM` or `ARG`, and it has a `FROM` — else nil
+    /// (what `warm` is given may be a lockfile or a list of URLs).
+    static func imagesIfDockerfile(in text: String, source: String, problems: inout [String]) -> [Use]? {
         let instructions = self.instructions(in: text)
-        guard let first = instructions.first?.keyword else { return false }
-        return (first == "FROM" || first == "ARG") && instructions.contains { $0.keyword == "FROM" }
+        guard let first = instructions.first?.keyword, first == "FROM" || first == "ARG",
+            instructions.contains(where: { $0.keyword == "FROM" })
+        else { return nil }
+        return images(of: instructions, source: source, problems: &problems)
     }
 
     /// The images `text` names, each once, in order; `problems` gets `SOURCE:LINE: …` for each
     /// one that cannot be read (an `ARG` without a default, a malformed reference).
     static func images(in text: String, source: String, problems: inout [String]) -> [Use] {
+        images(of: instructions(in: text), source: source, problems: &problems)
+    }
+
+    private static func images(of instructions: [Instruction], source: String, problems: inout [String]) -> [Use] {
         var arguments: [String: String] = [:]
         var stages: Set<String> = []
         var sawFrom = false
@@ -49,7 +56,7 @@ enum DockerfileImages {
                 problems.append("\(source):\(line): \(error.description); not warmed")
             }
         }
-        for instruction in instructions(in: text) {
+        for instruction in instructions {
             var words = instruction.arguments
             switch instruction.keyword {
             case "ARG" where !sawFrom:

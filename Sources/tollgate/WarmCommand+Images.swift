@@ -4,7 +4,7 @@ import TollgateHTTP
 import TollgatePolicy
 import TollgateSession
 
-/// `warm` of a Dockerfile: each image it builds from is fetched from its registry as a client
+/// `warm` of a Dockerfile or a Compose file: each image it names is fetched from its registry as a client
 /// pulling it asks for it — the registry's version check, the manifest by tag (and by digest), the
 /// platform's manifest, the config and every layer — so that `docker`, `podman` or `skopeo`
 /// pull it offline from the cache. Every manifest and blob is checked against its digest.
@@ -22,7 +22,7 @@ extension WarmCommand {
         var blobHeaders: [String: HeaderFields] = [:]
         for host in registries {
             let images = uses.filter { $0.reference.apiHost == host }
-            guard let authorizations = await run.signIn(host, repositories: images.map(\.reference.repository)) else { continue }
+            guard let authorizations = await run.signIn(images[0].reference, repositories: images.map(\.reference.repository)) else { continue }
             for use in images {
                 guard let authorization = authorizations[use.reference.repository] else { continue }
                 for blob in await run.warmManifests(of: use, platform: use.platform ?? platform, authorization: authorization)
@@ -79,13 +79,15 @@ struct ImageWarm {
         finished()
     }
 
-    /// Warms the registry's version check `https://HOST/v2/` as a client asks it first. A registry
+    /// Warms the version check `https://HOST/v2/` of `registry` (any image's reference on it) as
+    /// a client asks it first. A registry
     /// that answers 401 with a bearer challenge gets a pull token asked for each repository, and
     /// the check is asked again with one: stored, that 200 is what an offline client's check
     /// finds, and such a client then asks for no token at all. Returns the `Authorization` for
     /// each repository (empty fields for an open registry); nil when none can be pulled.
-    mutating func signIn(_ host: String, repositories: [String]) async -> [String: HeaderFields]? {
-        guard let ping = HTTPURL(string: "https://\(host)/v2/") else { return nil }
+    mutating func signIn(_ registry: ImageReference, repositories: [String]) async -> [String: HeaderFields]? {
+        let host = registry.apiHost
+        guard let ping = registry.pingURL else { return nil }
         let first = await fetch(ping, headers: [:], record: false)
         var result: [String: HeaderFields] = [:]
         guard first.status == 401, let challenge = Self.bearerChallenge(first.responseHeaders) else {
@@ -206,7 +208,7 @@ struct ImageWarm {
     /// password can be read goes with the request as Basic from the start, as `docker login`'s
     /// do — a token service answers a request without them with an anonymous token, not a 401,
     /// so a credential sent only when challenged would never be sent.
-    private func token(_ challenge: ParsedChallenge, scope: String) async -> Result<String, TokenFailure> {
+    private mutating func token(_ challenge: ParsedChallenge, scope: String) async -> Result<String, TokenFailure> {
         guard let realm = challenge.realm, let base = HTTPURL(string: realm) else {
             return .failure(TokenFailure(description: "the registry's token realm '\(challenge.realm ?? "")' is not a URL"))
         }
@@ -218,10 +220,7 @@ struct ImageWarm {
         }
         var headers: HeaderFields = ["Cache-Control": "no-store"]
         if let login = Self.login(for: url, runtime: warmer.runtime) { headers.add(name: "Authorization", value: login) }
-        var one = warmer
-        one.requestHeaders = [url.absoluteString: headers]
-        one.keptBodies = [url.absoluteString]
-        let outcome = await one.warm(url)
+        let outcome = await fetch(url, headers: headers, keepBody: true, record: false)
         guard outcome.status == 200, let body = outcome.body,
             let object = (try? JSONSerialization.jsonObject(with: body)) as? [String: Any],
             let token = (object["token"] as? String) ?? (object["access_token"] as? String), !token.isEmpty

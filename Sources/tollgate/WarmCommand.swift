@@ -283,13 +283,11 @@ struct WarmCommand: AsyncParsableCommand {
         }
         var urls: [HTTPURL] = []
         var problems: [String] = []
-        if DockerfileImages.isDockerfile(text) {
-            let images = DockerfileImages.images(in: text, source: name, problems: &problems)
+        if let images = DockerfileImages.imagesIfDockerfile(in: text, source: name, problems: &problems) {
             if images.isEmpty, problems.isEmpty { problems.append("\(name): the Dockerfile builds from no image (only scratch or its own stages)") }
             return ([], problems, [:], [], 0, images)
         }
-        if ComposeFileImages.isComposeFile(text) {
-            let images = ComposeFileImages.images(in: text, path: file == "-" ? "<stdin>" : file, problems: &problems)
+        if let images = ComposeFileImages.images(in: text, path: file == "-" ? "<stdin>" : file, problems: &problems) {
             if images.isEmpty, problems.isEmpty { problems.append("\(name): the Compose file names no image to pull") }
             return ([], problems, [:], [], 0, images)
         }

@@ -348,8 +348,8 @@ public final class PolicyRuntime: Sendable {
             sessionConfiguration.staleIfErrorWindow = { url in delegate.decisions.decide(for: url).cache.staleIfError }
             // A rule's `cache.force-ttl`: its redirects are stored without freshness of their own.
             sessionConfiguration.forcesFreshness = { url in
-                let cache = delegate.decisions.decide(for: url).cache
-                return cache.store == .allow && cache.forceTTL != nil
+                if case .store(forceTTL: _?) = delegate.decisions.cacheStoreDecision(for: url) { return true }
+                return false
             }
             prepare(name, settings, &sessionConfiguration)
             if sessionConfiguration.kind.backgroundIdentifier != nil {

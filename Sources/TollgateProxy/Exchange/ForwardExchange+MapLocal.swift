@@ -73,14 +73,18 @@ extension ForwardExchange {
     /// The media type of a file by its extension (what a developer maps: data, pages, assets).
     static func mediaType(of path: String) -> String {
         let name = path.split(separator: "/").last.map(String.init) ?? path
-        let ext = name.split(separator: ".").count > 1 ? String(name.split(separator: ".").last!).lowercased() : ""
-        return [
-            "json": "application/json", "html": "text/html; charset=utf-8", "htm": "text/html; charset=utf-8",
-            "js": "text/javascript; charset=utf-8", "mjs": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
-            "txt": "text/plain; charset=utf-8", "xml": "application/xml", "svg": "image/svg+xml", "png": "image/png",
-            "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "ico": "image/x-icon",
-            "wasm": "application/wasm", "pdf": "application/pdf", "map": "application/json", "csv": "text/csv; charset=utf-8",
-            "zip": "application/zip", "gz": "application/gzip", "tar": "application/x-tar", "woff2": "font/woff2",
-        ][ext] ?? "application/octet-stream"
+        let parts = name.split(separator: ".")
+        let ext = parts.count > 1 ? parts[parts.count - 1].lowercased() : ""
+        return mediaTypes[ext] ?? "application/octet-stream"
     }
+
+    /// Media types by lower-case extension, made once.
+    private static let mediaTypes: [String: String] = [
+        "json": "application/json", "html": "text/html; charset=utf-8", "htm": "text/html; charset=utf-8",
+        "js": "text/javascript; charset=utf-8", "mjs": "text/javascript; charset=utf-8", "css": "text/css; charset=utf-8",
+        "txt": "text/plain; charset=utf-8", "xml": "application/xml", "svg": "image/svg+xml", "png": "image/png",
+        "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "ico": "image/x-icon",
+        "wasm": "application/wasm", "pdf": "application/pdf", "map": "application/json", "csv": "text/csv; charset=utf-8",
+        "zip": "application/zip", "gz": "application/gzip", "tar": "application/x-tar", "woff2": "font/woff2",
+    ]
 }

@@ -56,8 +56,10 @@ enum RequestAdmission {
     /// make a request again.
     private static func rateLimited(_ client: String, wait: Duration, limit: PolicyConfiguration.Access.RateLimit) -> OwnResponse {
         let seconds = max(1, Int((Double(wait.components.seconds) + Double(wait.components.attoseconds) / 1e18).rounded(.up)))
-        let rate = limit.requestsPerSecond >= 1 || limit.requestsPerSecond * 60 != (limit.requestsPerSecond * 60).rounded()
-            ? "\(Self.number(limit.requestsPerSecond))/s" : "\(Self.number(limit.requestsPerSecond * 60))/m"
+        // As written: a rate under one a second that is whole per minute was written per minute.
+        let perMinute = limit.requestsPerSecond * 60
+        let rate = limit.requestsPerSecond < 1 && perMinute == perMinute.rounded()
+            ? "\(Self.number(perMinute))/m" : "\(Self.number(limit.requestsPerSecond))/s"
         var answer = OwnResponse(
             .rateLimited,
             "client \(client) made more requests than access.rate-limit allows (\(rate), burst \(limit.burst)); retry in \(seconds)s"
