@@ -4,7 +4,7 @@ import TollgateCache
 import TollgateHTTP
 import TollgatePolicy
 
-/// `tollgate cache stats|list|purge URL|verify [--config FILE | --cache-dir DIR]`: offline tools
+/// `tollgate cache stats|list|purge URL|--tag TAG|verify [--config FILE | --cache-dir DIR]`: offline tools
 /// on the cache's LMDB environment (safe while the proxy runs: LMDB allows other processes).
 struct CacheCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -81,14 +81,34 @@ struct CacheCommand: ParsableCommand {
 
     struct Purge: ParsableCommand {
         static let configuration = CommandConfiguration(
-            abstract: "Remove every stored variant of URL (under the host rule's cache.key normalization).",
-            discussion: "URL* (a trailing *, quoted from the shell) removes every URL that starts with URL."
+            abstract: "Remove every stored variant of URL (under the host rule's cache.key normalization), or every response with a tag.",
+            discussion: """
+                URL* (a trailing *, quoted from the shell) removes every URL that starts with URL. --tag TAG removes \
+                every stored response whose cache.tag-header field names TAG (repeat it, or separate tags by \
+                spaces or commas, for several).
+                """
         )
         @OptionGroup var location: Location
-        @Argument(help: "The URL whose responses to remove; URL* for every URL under a prefix.") var url: String
+        @Argument(help: "The URL whose responses to remove; URL* for every URL under a prefix.") var url: String?
+        @Option(name: .long, help: "Remove the responses tagged TAG in cache.tag-header instead.") var tag: [String] = []
+
+        func validate() throws {
+            guard (url == nil) != tag.isEmpty else { throw ValidationError("give a URL or --tag TAG, not both") }
+        }
 
         func run() throws {
             let configuration = try location.configuration()
+            if !tag.isEmpty {
+                guard let field = configuration.cache.tagHeader else {
+                    throw CommandFailure.user("purging by tag needs cache.tag-header in the configuration (the response field holding the tags)")
+                }
+                let tags = Set(tag.flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init))
+                let store = try location.open(configuration)
+                defer { store.close() }
+                print("purged \(try store.remove(taggedWith: tags, in: field))")
+                return
+            }
+            guard let url else { return }
             if url.hasSuffix("*") {
                 guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
                     throw CommandFailure.user("\(url): write an absolute http(s) URL with a path before the * (https://host/path*)")

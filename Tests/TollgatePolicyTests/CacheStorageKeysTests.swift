@@ -1,4 +1,5 @@
 import Testing
+import TollgateHTTP
 import TollgatePolicy
 
 @Suite("cache.set-cookie and cache.targeted-fields")
@@ -47,5 +48,28 @@ struct CacheStorageKeysTests {
         let bad = loader.problems(inYAML: "cache:\n  read-only: sometimes\n  max-variants: 0\n", file: "t.yaml", baseDirectory: nil)
         #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:2: cache.read-only:") }, "\(bad)")
         #expect(bad.map(\.description).contains { $0.hasPrefix("t.yaml:3: cache.max-variants:") }, "\(bad)")
+    }
+
+    @Test("tag-header takes a field name that frames or caches nothing; the decisions remove it from every response clients get")
+    func tagHeader() throws {
+        let loader = PolicyLoader(checkFiles: false)
+        #expect(PolicyConfiguration().cache.tagHeader == nil)
+        let loaded = try loader.load(
+            yaml: "cache:\n  tag-header: Surrogate-Key\nhosts:\n  - match: api.example\n    response-headers: { remove: Server }\n",
+            file: "t.yaml", baseDirectory: nil
+        )
+        #expect(loaded.cache.tagHeader == "Surrogate-Key")
+        let decisions = PolicyDecisions(configuration: loaded)
+        #expect(decisions.decide(for: HTTPURL(string: "https://api.example/")!).responseHeaders.remove == ["Server", "Surrogate-Key"])
+        #expect(decisions.decide(for: HTTPURL(string: "https://elsewhere.example/")!).responseHeaders.remove == ["Surrogate-Key"])
+        #expect(PolicyDecisions(configuration: PolicyConfiguration()).decide(for: HTTPURL(string: "https://a.example/")!).responseHeaders.isEmpty)
+        for (value, problem) in [
+            ("Cache-Control", "t.yaml:2: cache.tag-header: Cache-Control carries the response's own meaning and cannot hold tags"),
+            ("Content-Length", "t.yaml:2: cache.tag-header: Content-Length carries the response's own meaning and cannot hold tags"),
+            ("\"Surrogate Key\"", "t.yaml:2: cache.tag-header: \"Surrogate Key\" is not a valid header field name"),
+        ] {
+            let problems = loader.problems(inYAML: "cache:\n  tag-header: \(value)\n", file: "t.yaml", baseDirectory: nil)
+            #expect(problems.map(\.description) == [problem])
+        }
     }
 }

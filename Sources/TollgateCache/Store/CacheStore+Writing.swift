@@ -310,60 +310,6 @@ extension CacheStore {
         return try remove(key: CacheKey(url: parsed, normalizer: options.keyNormalizer))
     }
 
-    /// Removes every variant of every URL whose key starts with `prefix` (the purge of `URL*`),
-    /// in one transaction; returns how many variants. The prefix is matched against the stored
-    /// keys' URLs, which are normalized (scheme and host lowercased, a default port dropped):
-    /// ``urlPrefix(_:)`` brings a written prefix to that form. Blocking; reads every record.
-    @discardableResult
-    public func remove(urlPrefix prefix: String) throws -> Int {
-        try checkWritable()
-        guard !prefix.isEmpty else { return 0 }
-        let db = self.db
-        // The keys first, from a read (no writer held while every record is decoded).
-        let keys: Set<CacheKey> = try environment.read { txn in
-            var keys: Set<CacheKey> = []
-            try txn.withCursor(in: db.variants) { cursor in
-                try cursor.forEach { entry in
-                    if let (response, _) = StoredResponse.decode(record: entry.value), response.key.url.hasPrefix(prefix) {
-                        keys.insert(response.key)
-                    }
-                    return true
-                }
-            }
-            return keys
-        }
-        guard !keys.isEmpty else { return 0 }
-        var freed: [String] = []
-        let count = try environment.write { txn -> Int in
-            freed = []
-            var count = 0
-            for key in keys {
-                let ids = try variantIDs(key, txn)
-                for id in ids {
-                    if let file = try removeVariant(id, txn) { freed.append(file) }
-                }
-                try txn.delete(key.storageKey, in: db.entries)
-                if let partial = try dropPartialRecord(key, txn) { freed.append(partial) }
-                count += ids.count
-            }
-            return count
-        }
-        for name in freed { files.remove(name) }
-        return count
-    }
-
-    /// `text` (an absolute http(s) URL, a path or part of one after the host) in the form stored
-    /// keys have, for ``remove(urlPrefix:)``: scheme and host lowercased, the default port dropped.
-    /// Nil when `text` is not an absolute http(s) URL with at least `/` after its host.
-    public static func urlPrefix(_ text: String) -> String? {
-        guard let parsed = HTTPURL(string: text), parsed.scheme == "http" || parsed.scheme == "https" else { return nil }
-        // Only the part up to the path is rewritten: the rest is a prefix as written.
-        guard let schemeEnd = text.range(of: "://"), let pathStart = text[schemeEnd.upperBound...].firstIndex(of: "/") else {
-            return nil
-        }
-        return parsed.absoluteString(pathAndQuery: "") + text[pathStart...]
-    }
-
     /// Removes one variant; returns whether it was there. Blocking.
     @discardableResult
     public func remove(id: CacheEntryID) throws -> Bool {

@@ -174,7 +174,7 @@ public struct PolicyDecisions: Sendable {
             intercept: rule.intercept,
             http2: rule.http2,
             requestHeaders: rule.requestHeaders,
-            responseHeaders: rule.responseHeaders,
+            responseHeaders: responseHeaders(rule),
             mapLocal: rule.mapLocal,
             connectTo: rule.connectTo
         )
@@ -185,6 +185,16 @@ public struct PolicyDecisions: Sendable {
             holds = Self.always
         }
         return (decision, holds)
+    }
+
+    /// The rule's `response-headers`, and the removal of `cache.tag-header` from what clients get
+    /// (the tags are the cache's, as a CDN's surrogate keys are).
+    private func responseHeaders(_ rule: HostRule) -> HostRule.HeaderEdits {
+        var edits = rule.responseHeaders
+        if let tagHeader = configuration.cache.tagHeader, !edits.remove.contains(where: { $0.lowercased() == tagHeader.lowercased() }) {
+            edits.remove.append(tagHeader)
+        }
+        return edits
     }
 
     /// The `willCacheResponse` answer for a response to `url` that the HTTP caching rules allow.

@@ -144,12 +144,20 @@ extension PolicyConfiguration.Cache {
     /// | `range-offset-limit` | size, `0` or `none` | `0` |
     /// | `read-only` | bool | `false` |
     /// | `max-variants` | integer 1…1000 | `16` |
+    /// | `tag-header` | a field name | none |
     init(node: ConfigNode) {
         self.init()
         guard
-            let entry = node.mapping(keys: ["path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit", "read-only", "max-variants"])
+            let entry = node.mapping(keys: [
+                "path", "max-size", "kind", "targeted-fields", "set-cookie", "range-offset-limit", "read-only", "max-variants", "tag-header",
+            ])
         else {
             return
+        }
+        if let node = entry["tag-header"], let name = node.nonEmptyString("a field name such as Surrogate-Key"),
+            node.acceptsHeaderName(name, reserved: Self.reservedTagHeaders, refusal: "carries the response's own meaning and cannot hold tags")
+        {
+            tagHeader = name
         }
         if let value = entry["read-only"]?.bool() { readOnly = value }
         if let value = entry["max-variants"]?.int(in: 1...1000) { maxVariants = value }
@@ -176,6 +184,15 @@ extension PolicyConfiguration.Cache {
         if let size = entry["max-size"]?.size() { maxSize = size }
         if let kind = entry["kind"]?.choice(Kind.self) { self.kind = kind }
     }
+}
+
+extension PolicyConfiguration.Cache {
+    /// Fields `tag-header` may not name: it is removed from what clients get, and these frame a
+    /// response, are the proxy's own, or decide how it is cached and read.
+    static let reservedTagHeaders = HostRule.HeaderEdits.reservedInResponses.union([
+        "cache-control", "expires", "age", "date", "etag", "last-modified", "vary", "content-type", "content-encoding",
+        "content-range", "location", "set-cookie", "www-authenticate",
+    ])
 }
 
 extension PolicyConfiguration.Interception {

@@ -39,6 +39,11 @@ extension PolicyConfiguration {
         /// (`max-variants`); storing one more removes the URL's least recently used, as ATS's
         /// `max_alts`. Default: 16.
         public var maxVariants = 16
+        /// The response field whose tags group stored responses for a purge by tag
+        /// (`tag-header`: Fastly's `Surrogate-Key`, Cloudflare's `Cache-Tag`, Varnish's `xkey`;
+        /// see `CacheTags`). Stored as the origin sent it and removed from what clients get, as
+        /// those CDNs do. Default: nil, no tags.
+        public var tagHeader: String?
 
         /// `cache.set-cookie`.
         public enum SetCookie: String, Hashable, Sendable, CaseIterable, CustomStringConvertible {

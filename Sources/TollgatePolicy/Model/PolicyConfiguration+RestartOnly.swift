@@ -1,8 +1,8 @@
 extension PolicyConfiguration {
     /// The sections of `new` that differ from this configuration in what only a restart of
     /// `tollgate serve` changes (a reload leaves them as the proxy started): `listen` (but a TLS
-    /// listener's certificates, which a reload reads again), `admin`, `cache`, `log` (but
-    /// `har-entries`) and `interception`. In file order; empty when a reload applies everything.
+    /// listener's certificates, which a reload reads again), `admin`, `cache` (but `tag-header`),
+    /// `log` (but `har-entries`) and `interception`. In file order; empty when a reload applies everything.
     ///
     /// Compare against the configuration the process started with, not the previous reload's: a
     /// change that waits for a restart keeps waiting through later reloads.
@@ -18,7 +18,10 @@ extension PolicyConfiguration {
         }
         if withoutCertificates(listeners) != withoutCertificates(new.listeners) { changed.append("listen") }
         if admin != new.admin { changed.append("admin") }
-        if cache != new.cache { changed.append("cache") }
+        // `tag-header` is read where it is used (the rules, a purge): a reload applies it.
+        var startedCache = cache
+        startedCache.tagHeader = new.cache.tagHeader
+        if startedCache != new.cache { changed.append("cache") }
         if (log.access, log.format, log.level) != (new.log.access, new.log.format, new.log.level) { changed.append("log") }
         if interception != new.interception { changed.append("interception") }
         return changed

@@ -57,6 +57,19 @@ struct AdminRoutes: Sendable {
         return nil
     }
 
+    /// `POST /cache/purge?tag=TAG`: every stored response whose `cache.tag-header` names one of
+    /// the tags (several separated by spaces or commas, as the header separates them).
+    private func purge(tags text: String, in store: CacheStore) -> Answer {
+        guard let field = runtime.configuration.cache.tagHeader else {
+            return (.badRequest, "text/plain", "purging by tag needs cache.tag-header (the response field holding the tags)\n")
+        }
+        let tags = Set(CacheTags.tags(in: Substring(text)).map(String.init))
+        guard !tags.isEmpty else { return (.badRequest, "text/plain", "POST /cache/purge?tag=TAG\n") }
+        guard !store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
+        let removed = (try? store.remove(taggedWith: tags, in: field)) ?? 0
+        return (.ok, "text/plain", "purged \(removed)\n")
+    }
+
     /// Why a request looks like it comes from a web page, or nil.
     static func browserRefusal(_ headers: HTTPHeaders, method: HTTPMethod = .POST) -> String? {
         let host = headers.first(name: "Host")
@@ -123,8 +136,11 @@ struct AdminRoutes: Sendable {
             return (.ok, "application/json", json)
         case (.POST, "/cache/purge"):
             guard let cache else { return (.notFound, "text/plain", "no cache\n") }
+            if let tags = Self.queryValue("tag", in: head.uri) {
+                return purge(tags: tags, in: cache.store)
+            }
             guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
-                return (.badRequest, "text/plain", "POST /cache/purge?url=URL\n")
+                return (.badRequest, "text/plain", "POST /cache/purge?url=URL or ?tag=TAG\n")
             }
             guard !cache.store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
             if url.hasSuffix("*") {

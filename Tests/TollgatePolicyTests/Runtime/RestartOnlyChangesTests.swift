@@ -25,12 +25,13 @@ struct RestartOnlyChangesTests {
         try changes(Self.base, Self.base.replacingOccurrences(of: old, with: new))
     }
 
-    @Test("Rules, limits, a TLS listener's certificates and har-entries are reloaded: nothing waits")
+    @Test("Rules, limits, a TLS listener's certificates, har-entries and cache.tag-header are reloaded: nothing waits")
     func reloadable() throws {
         #expect(try changes(Self.base, Self.base) == [])
         #expect(try changing("force-ttl: 10m", to: "force-ttl: 1h") == [])
         #expect(try changing("\"a.pem\", key: \"a.key\"", to: "\"b.pem\", key: \"b.key\"") == [])
         #expect(try changing("har-entries: 1000", to: "har-entries: 10") == [])
+        #expect(try changing("max-size: 1GiB", to: "max-size: 1GiB, tag-header: xkey") == [])
         #expect(try changes(Self.base, Self.base + "\nlimits: { max-header-bytes: 8KiB }") == [])
     }
 
