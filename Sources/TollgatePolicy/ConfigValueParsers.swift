@@ -17,6 +17,20 @@ public enum ConfigValueParsers {
         return nil
     }
 
+    /// A rate in bytes a second, or nil: a size per second (`64KiB/s`, `2MiB/s`, `500B/s`), or
+    /// bits a second in decimal units as networks are rated (`750kbit/s`, `20Mbit/s`, `1Gbit/s`).
+    public static func byteRate(_ text: String) -> Int64? {
+        guard text.hasSuffix("/s") else { return nil }
+        let amount = String(text.dropLast(2))
+        for (suffix, bits) in [("kbit", Int64(1_000)), ("Mbit", 1_000_000), ("Gbit", 1_000_000_000)] where amount.hasSuffix(suffix) {
+            let number = amount.dropLast(suffix.count)
+            guard !number.isEmpty, number.allSatisfy({ $0.isASCII && $0.isNumber }), let value = Int64(number) else { return nil }
+            let (product, overflow) = value.multipliedReportingOverflow(by: bits)
+            return overflow ? nil : product / 8
+        }
+        return size(amount)
+    }
+
     /// A size in bytes, or nil. Binary units (KiB, MiB, GiB, TiB) and a bare byte count are accepted.
     public static func size(_ text: String) -> Int64? {
         let units: [(String, Int64)] = [

@@ -44,7 +44,8 @@ struct ServeListeners {
                         tls: listener.tls,
                         h2c: listener.h2c,
                         rateLimiter: rateLimiter,
-                        proxyProtocol: listener.proxyProtocol
+                        proxyProtocol: listener.proxyProtocol,
+                        throttle: listener.throttle
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

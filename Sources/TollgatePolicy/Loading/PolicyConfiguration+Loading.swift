@@ -71,8 +71,9 @@ extension PolicyConfiguration.Listener {
     /// | `tls` | `{ certificate, key }` or `{ certificates: [{ certificate, key }] }`, `min-version`, `client-auth` (``TLS``) | none: plain HTTP |
     /// | `h2c` | boolean | `false` |
     /// | `proxy-protocol` | boolean | `false` |
+    /// | `throttle` | `{ download, upload, latency }` (``Throttle``) | none |
     init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c", "proxy-protocol"]) else { return nil }
+        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c", "proxy-protocol", "throttle"]) else { return nil }
         let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
         let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
         var upstream: HTTPURL?
@@ -96,6 +97,7 @@ extension PolicyConfiguration.Listener {
             proxyProtocol = value
             if value { node.context.proxyProtocolUses.append((flagNode.line, flagNode.path)) }
         }
+        if let throttleNode = entry["throttle"] { throttle = Throttle(node: throttleNode) }
     }
 
     private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {

@@ -102,6 +102,9 @@ extension PolicyConfiguration {
         /// (`proxy-protocol`: HAProxy's `accept-proxy`, nginx's `listen … proxy_protocol`).
         /// Default: false.
         public var proxyProtocol = false
+        /// A slower network between the listener and its clients (`throttle`): a download and an
+        /// upload rate and a latency for each connection. Default: nil, no throttling.
+        public var throttle: Throttle?
 
         /// Creates a listener.
         public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil, tls: TLS? = nil) {

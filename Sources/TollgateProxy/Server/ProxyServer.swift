@@ -139,10 +139,13 @@ public final class ProxyServer: Sendable {
         )
         let h2c = configuration.h2c
         let proxyProtocol = configuration.proxyProtocol
+        let throttle = configuration.throttle
+        let readsThrottled = throttle.map { $0.upload != nil || $0.latency > .zero } ?? false
         let bootstrap = ServerBootstrap(group: group)
             .backingOffAcceptFailures(label: configuration.listen.description)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+            .throttling(throttle)
             // TCP_NODELAY: NIO sets it on the listening socket, and accepted sockets inherit it;
             // no child option, so no setsockopt and no option futures per connection.
             .childChannelInitializer { channel in
@@ -167,6 +170,13 @@ public final class ProxyServer: Sendable {
                         } else {
                             // Named: an unnamed handler's name is made per connection ("handler0").
                             try pipeline.addHandler(ClientConnectionHandler(environment: environment), name: "tollgate.client")
+                        }
+                        if readsThrottled, let throttle {
+                            // First, before TLS: the bytes on the wire are what a link delays.
+                            try pipeline.addHandler(
+                                InboundThrottleHandler(rate: throttle.upload, latency: TimeAmount(throttle.latency)),
+                                position: .first
+                            )
                         }
                     }
                     if proxyProtocol {

@@ -34,6 +34,10 @@ extension ProxyServer {
         /// source address is the client's (`listen[].proxy-protocol`); only a peer in
         /// `access.trusted-forwarders` may send one. Default: false.
         public var proxyProtocol: Bool
+        /// A slower network between the listener and its clients (`listen[].throttle`): the
+        /// kernel paces what each connection sends, ``InboundThrottleHandler`` what it reads.
+        /// Default: nil, no throttling.
+        public var throttle: PolicyConfiguration.Listener.Throttle?
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -46,8 +50,10 @@ extension ProxyServer {
             tls: PolicyConfiguration.Listener.TLS? = nil,
             h2c: Bool = false,
             rateLimiter: ClientRateLimiter = ClientRateLimiter(),
-            proxyProtocol: Bool = false
+            proxyProtocol: Bool = false,
+            throttle: PolicyConfiguration.Listener.Throttle? = nil
         ) {
+            self.throttle = throttle
             self.proxyProtocol = proxyProtocol
             self.rateLimiter = rateLimiter
             self.tls = tls
