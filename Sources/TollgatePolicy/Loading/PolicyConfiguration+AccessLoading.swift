@@ -12,12 +12,14 @@ extension PolicyConfiguration.Access {
     /// | `users` | list of `{ name, password-file }` | none: no proxy authentication |
     /// | `trusted-forwarders` | list of CIDRs | none: no client's forwarding fields are kept |
     /// | `rate-limit` | `{ rate: N/s \| N/m, burst: N }` | none: no limit |
+    /// | `purge-clients` | list of CIDRs | none: `PURGE` is forwarded as any method |
     init(node: ConfigNode) {
         self.init()
-        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit"]
+        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit", "purge-clients"]
         guard let entry = node.mapping(keys: keys) else { return }
         if let cidrs = entry["clients"].flatMap(Self.readCIDRs) { clients = cidrs }
         if let cidrs = entry["trusted-forwarders"].flatMap(Self.readCIDRs) { trustedForwarders = cidrs }
+        if let cidrs = entry["purge-clients"].flatMap(Self.readCIDRs) { purgeClients = cidrs }
         if let items = entry["connect-ports"]?.scalarOrList("a list of ports") {
             connectPorts = items.compactMap { $0.int(in: 1...65535) }
         }

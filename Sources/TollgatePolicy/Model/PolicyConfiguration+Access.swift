@@ -33,6 +33,11 @@ extension PolicyConfiguration {
         /// How many requests each client address may make (`rate-limit`, nginx's `limit_req`).
         /// Default: nil, no limit.
         public var rateLimit: RateLimit?
+        /// The clients whose `PURGE` requests the proxy answers by removing what it stored
+        /// (`purge-clients`: Squid's `http_access allow PURGE`, Varnish's purge ACL). Default: none —
+        /// a `PURGE` is forwarded as any other method; once set, a `PURGE` from any other client
+        /// is refused (`403 purge-refused`) and never forwarded.
+        public var purgeClients: [CIDR] = []
 
         /// `access.rate-limit`: a sustained rate and the burst above it each client address may
         /// make (nginx's `limit_req zone=… rate=R burst=B nodelay`, per `$binary_remote_addr`).
@@ -55,6 +60,12 @@ extension PolicyConfiguration {
         /// Whether the forwarding fields of a client at `address` are passed on.
         public func trustsForwarding(address: [UInt8]) -> Bool {
             trustedForwarders.contains { $0.contains(address) }
+        }
+
+        /// Whether a client at `address` may purge: nil when `purge-clients` is not set (a `PURGE`
+        /// is then a method like any other).
+        public func allowsPurge(address: [UInt8]) -> Bool? {
+            purgeClients.isEmpty ? nil : purgeClients.contains { $0.contains(address) }
         }
 
         /// Whether a client at `address` (4 or 16 network bytes) may connect.

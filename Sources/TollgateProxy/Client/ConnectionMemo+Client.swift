@@ -13,7 +13,8 @@ extension ConnectionMemo {
         let memo = ConnectionMemo(
             clientAddress: remote?.addressText ?? "-",
             clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
-            clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false
+            clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false,
+            clientMayPurge: access.purgeClients.isEmpty ? nil : addressBytes.flatMap(access.allowsPurge) ?? false
         )
         memo.clientTLS = clientTLS
         return (memo, addressBytes.map { access.allowsClient(address: $0) } ?? false)

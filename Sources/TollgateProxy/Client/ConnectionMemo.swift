@@ -16,6 +16,8 @@ final class ConnectionMemo {
     let clientIsLoopback: Bool
     /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
     let clientTrustedForwarder: Bool
+    /// Whether the client is one of `access.purge-clients`; nil when that is not set.
+    let clientMayPurge: Bool?
     /// What the connection's TLS handshake settled (its version, the client's certificate) once
     /// it is done; nil for plain HTTP. Exchanges log it, a reverse listener says
     /// `X-Forwarded-Proto: https` with it, and passes the certificate on when told to.
@@ -38,10 +40,11 @@ final class ConnectionMemo {
         let originalHost: String?
     }
 
-    init(clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool) {
+    init(clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool, clientMayPurge: Bool? = nil) {
         self.clientAddress = clientAddress
         self.clientIsLoopback = clientIsLoopback
         self.clientTrustedForwarder = clientTrustedForwarder
+        self.clientMayPurge = clientMayPurge
     }
 
     /// The rules in force for an exchange starting now: kept from the last exchange unless a

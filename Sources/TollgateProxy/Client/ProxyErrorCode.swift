@@ -60,6 +60,9 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let forwardingLoop = ProxyErrorCode("forwarding-loop", 508)
     /// A `map-local` path whose file is not there (404).
     public static let mapLocalMissing = ProxyErrorCode("map-local-missing", 404)
+    /// A `PURGE` from a client not in `access.purge-clients` (403), or to a cache that cannot
+    /// be purged: read-only (409) or none (404).
+    public static let purgeRefused = ProxyErrorCode("purge-refused", 403)
     /// The task was cancelled (502).
     public static let cancelled = ProxyErrorCode("cancelled", 502)
     /// Something that should not happen (500).

@@ -44,7 +44,7 @@ extension ForwardExchange {
             guard !isFinished else { return }
             switch result {
             case .success(.body(let body, let file)):
-                sendMapped(body, contentType: Self.mediaType(of: file))
+                sendLocalAnswer(status: 200, body: body, contentType: Self.mediaType(of: file))
             case .success(.answer(let answer)):
                 respond(answer)
             case .failure(let error):
@@ -59,11 +59,12 @@ extension ForwardExchange {
         case answer(OwnResponse)
     }
 
-    private func sendMapped(_ body: ByteBuffer, contentType: String) {
+    /// Answers with `body` made here (a mapped file, a purge's count): no task, no cache.
+    func sendLocalAnswer(status: Int, body: ByteBuffer, contentType: String) {
         var fields = HeaderFields()
         fields.add(name: .contentType, value: contentType)
         fields.add(name: .contentLength, value: String(body.readableBytes))
-        startResponse(HTTPResponseHead(status: 200, headerFields: fields))
+        startResponse(HTTPResponseHead(status: status, headerFields: fields))
         record.bodyBytes = head.isHead ? 0 : Int64(body.readableBytes)
         guard let connection = finish() else { return }
         if !head.isHead { connection.sendBody(body) }

@@ -105,6 +105,10 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             respond(Self.loopDetected(environment.ownListeners.loopIdentifier))
             return
         }
+        if head.method == "PURGE", let mayPurge = memo.clientMayPurge {
+            servePurge(allowed: mayPurge)
+            return
+        }
         if head.hasBody, head.method == "GET" || head.method == "HEAD" {
             // RFC 9110 §9.3.1: a body on a GET has no defined meaning, and a cache keys a GET by its
             // URL alone: forwarded, the body could change what the origin answers, and that answer
