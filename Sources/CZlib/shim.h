@@ -9,4 +9,10 @@ static inline int tollgate_inflate_init_raw(z_stream *stream) {
     return inflateInit2(stream, -15);
 }
 
+/// deflateInit2 likewise: `windowBits` 31 is a 32 KiB window with the gzip wrapper (RFC 1952),
+/// as a response's `Content-Encoding: gzip` is.
+static inline int tollgate_deflate_init_gzip(z_stream *stream, int level) {
+    return deflateInit2(stream, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
+}
+
 #endif

@@ -65,6 +65,18 @@ public enum ContentNegotiation {
         }
     }
 
+    /// Whether `Accept-Encoding` lines name gzip (or `*`) with a weight above zero: what a proxy
+    /// compressing a response asks (§12.5.3: a client that sends no `Accept-Encoding` may not decode it).
+    public static func namesGzip(_ acceptEncoding: [String]) -> Bool {
+        guard !acceptEncoding.isEmpty else { return false }
+        var weights: [String: Int] = [:]
+        for element in FieldList.elements(acceptEncoding) {
+            guard let (weight, coding) = PreferenceListNormalizer.simpleRange(element) else { continue }
+            weights[coding == "x-gzip" ? "gzip" : coding] = weight
+        }
+        return (weights["gzip"] ?? weights["*"] ?? 0) > 0
+    }
+
     /// Whether an `Accept` value (nil: absent, any media type) accepts `representation`'s
     /// `Content-Type`, by the most specific range that matches it (`type/subtype`, then
     /// `type/*`, then `*/*`; a range's parameters are not compared).

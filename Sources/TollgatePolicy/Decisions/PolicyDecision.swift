@@ -98,6 +98,7 @@ public struct PolicyDecision: Sendable {
         var requestHeaders: HostRule.HeaderEdits
         var responseHeaders: HostRule.HeaderEdits
         var mapLocal: [HostRule.LocalMapping]
+        var compress: HostRule.Compression?
     }
 
     @CopyOnWrite private var parts: Parts
@@ -205,6 +206,12 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.mapLocal }
     }
 
+    /// Responses compressed for clients that accept gzip (the rule's `compress`).
+    public var compress: HostRule.Compression? {
+        _read { yield parts.compress }
+        _modify { yield &parts.compress }
+    }
+
     /// A decision of these parts.
     init(
         rule: MatchedRule?,
@@ -223,6 +230,7 @@ public struct PolicyDecision: Sendable {
         requestHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
         responseHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
         mapLocal: [HostRule.LocalMapping] = [],
+        compress: HostRule.Compression? = nil,
         connectTo: [ConnectionTarget] = []
     ) {
         _parts = CopyOnWrite(
@@ -243,7 +251,8 @@ public struct PolicyDecision: Sendable {
                 connectTo: connectTo,
                 requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders,
-                mapLocal: mapLocal
+                mapLocal: mapLocal,
+                compress: compress
             )
         )
     }

@@ -121,6 +121,11 @@ extension PolicyDecisions {
             case .directory(let directory): lines.append("map-local: \(mapping.path) and under it from the directory \(directory)")
             }
         }
+        if let compress = decision.compress {
+            lines.append(
+                "compress: gzip level \(compress.level) from \(compress.minimumSize) bytes for \(compress.types.joined(separator: ", "))"
+            )
+        }
         if decision.credentials.isEmpty {
             lines.append("credentials: none")
         } else {

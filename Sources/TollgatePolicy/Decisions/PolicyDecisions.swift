@@ -176,6 +176,7 @@ public struct PolicyDecisions: Sendable {
             requestHeaders: rule.requestHeaders,
             responseHeaders: responseHeaders(rule),
             mapLocal: rule.mapLocal,
+            compress: rule.compress,
             connectTo: rule.connectTo
         )
         let holds: Range<Date>

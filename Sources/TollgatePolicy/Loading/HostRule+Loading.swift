@@ -6,7 +6,7 @@ import TollgateTLS
 extension HostRule {
     static let keys = [
         "match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to", "connect-to-check",
-        "request-headers", "response-headers", "map-local",
+        "request-headers", "response-headers", "map-local", "compress",
     ]
 
     /// Reads one entry of `hosts`.
@@ -26,6 +26,7 @@ extension HostRule {
     /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
     /// | `request-headers`, `response-headers` | `{ set, add, remove }` (``HeaderEdits``) | none |
     /// | `map-local` | list of `{ path, file }` or `{ path, directory }` (``LocalMapping``) | none |
+    /// | `compress` | `true`, `false` or `{ types, min-size, level }` (``Compression``) | none |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
         var patterns: [HostPattern] = []
@@ -69,6 +70,7 @@ extension HostRule {
         if let items = entry["map-local"]?.list("a list of { path, file } or { path, directory }") {
             mapLocal = items.compactMap(LocalMapping.init(node:))
         }
+        if let compressNode = entry["compress"] { compress = Compression.read(compressNode) }
         guard !patterns.isEmpty else { return nil }
     }
 }

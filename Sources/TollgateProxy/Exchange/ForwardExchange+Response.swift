@@ -80,6 +80,20 @@ extension ForwardExchange {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
             fields.remove(.contentLength)
         }
+        if let rule = record.route?.compress, manifestCheck == nil, !head.isUpgrade {
+            // Before the rule's edits, which may then change what compression wrote.
+            let verdict = ResponseCompression.verdict(
+                rule: rule, requestFields: head.headerFields, status: response.status, responseFields: fields
+            )
+            if verdict != .none {
+                if omission != nil {
+                    fields = HopByHopHeaders.removing(from: fields)
+                    omission = nil
+                }
+                ResponseCompression.apply(verdict, to: &fields)
+                if verdict == .gzip, !head.isHead { gzip = GzipEncoder(level: rule.level) }
+            }
+        }
         if let edits = record.route?.responseHeaders {
             // The rule's `response-headers`, on what the client gets (the stored copy keeps the
             // origin's): on a list without the hop-by-hop lines, which the edits may not touch.
@@ -132,10 +146,15 @@ extension ForwardExchange {
     func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {
         guard !isFinished, responseStarted, let connection else { return }
         noteUpstreamProgress()
-        record.bodyBytes += Int64(data.readableBytes)
         if manifestCheck != nil {
+            record.bodyBytes += Int64(data.readableBytes)
             passChecked(data, to: connection)
+        } else if let gzip {
+            let compressed = gzip.compress(data, allocator: Self.allocator)
+            record.bodyBytes += Int64(compressed.readableBytes)
+            if compressed.readableBytes > 0 { connection.sendBody(compressed) }
         } else {
+            record.bodyBytes += Int64(data.readableBytes)
             connection.sendBody(data)
         }
     }
@@ -147,7 +166,7 @@ extension ForwardExchange {
     /// large body for a loopback client (``StoredBodyTransfer``).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
         // A body checked against the manifest is hashed as it goes: it is read, not sent by sendfile.
-        guard !isFinished, responseStarted, manifestCheck == nil, let connection else { return false }
+        guard !isFinished, responseStarted, manifestCheck == nil, gzip == nil, let connection else { return false }
         return connection.acceptsFileRegion
             && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: memo.clientIsLoopback)
     }
@@ -222,8 +241,21 @@ extension ForwardExchange {
             connection.releaseReads()
         }
         self.connection = nil
+        sendCompressedEnd(to: connection)
         connection.sendEnd()
     }
+
+    /// The end of a compressed body (its last block and the gzip trailer), before the response's end.
+    func sendCompressedEnd(to connection: any ClientResponder) {
+        guard let gzip else { return }
+        self.gzip = nil
+        let last = gzip.finish(allocator: Self.allocator)
+        record.bodyBytes += Int64(last.readableBytes)
+        if last.readableBytes > 0 { connection.sendBody(last) }
+    }
+
+    /// For the bodies the exchange makes itself (compressed ones).
+    static let allocator = ByteBufferAllocator()
 
     func task(_ task: SessionTask, didFinishCollecting metrics: TaskMetrics) {
         record.collect(metrics)
@@ -238,6 +270,7 @@ extension ForwardExchange {
                 manifestCheck = nil
                 finishChecked(&check)
             } else if error == nil {
+                if let connection { sendCompressedEnd(to: connection) }
                 finish()?.sendEnd()
             } else {
                 // Part of the response is out: closing is the only way to tell the client it is

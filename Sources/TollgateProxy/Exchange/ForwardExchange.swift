@@ -82,6 +82,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// lookup goes by the entry's (``selectManifestVariant(in:)``).
     var manifestNegotiated = false
     var manifestCheck: ManifestBodyCheck?
+    /// The response goes out compressed (`hosts[].compress`): its body passes through this.
+    var gzip: GzipEncoder?
 
     init(head: ClientRequestHead, url: HTTPURL, responder: any ClientResponder, context: ExchangeContext) {
         self.head = head

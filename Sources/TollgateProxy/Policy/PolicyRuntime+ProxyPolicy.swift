@@ -25,7 +25,8 @@ extension ProxyRoute {
             connectsElsewhere: !route.decision.connectTo.isEmpty,
             requestHeaders: route.decision.requestHeaders,
             responseHeaders: route.decision.responseHeaders,
-            mapLocal: route.decision.mapLocal
+            mapLocal: route.decision.mapLocal,
+            compress: route.decision.compress
         )
     }
 }

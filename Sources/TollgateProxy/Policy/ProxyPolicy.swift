@@ -67,6 +67,8 @@ public final class ProxyRoute: Sendable {
     public let responseHeaders: HostRule.HeaderEdits?
     /// Paths answered from local files (`map-local`); nil for none.
     public let mapLocal: [HostRule.LocalMapping]?
+    /// Responses compressed with gzip for clients that accept it (`compress`); nil for none.
+    public let compress: HostRule.Compression?
 
     /// Creates a route.
     public init(
@@ -79,9 +81,11 @@ public final class ProxyRoute: Sendable {
         connectsElsewhere: Bool = false,
         requestHeaders: HostRule.HeaderEdits? = nil,
         responseHeaders: HostRule.HeaderEdits? = nil,
-        mapLocal: [HostRule.LocalMapping] = []
+        mapLocal: [HostRule.LocalMapping] = [],
+        compress: HostRule.Compression? = nil
     ) {
         self.mapLocal = mapLocal.isEmpty ? nil : mapLocal
+        self.compress = compress
         self.session = session
         self.sessionName = sessionName
         self.isDenied = isDenied
