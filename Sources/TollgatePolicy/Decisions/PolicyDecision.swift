@@ -99,6 +99,7 @@ public struct PolicyDecision: Sendable {
         var responseHeaders: HostRule.HeaderEdits
         var mapLocal: [HostRule.LocalMapping]
         var compress: HostRule.Compression?
+        var mapRemote: [HostRule.RemoteMapping]
     }
 
     @CopyOnWrite private var parts: Parts
@@ -206,6 +207,12 @@ public struct PolicyDecision: Sendable {
         _modify { yield &parts.mapLocal }
     }
 
+    /// Paths sent to other URLs (the rule's `map-remote`).
+    public var mapRemote: [HostRule.RemoteMapping] {
+        _read { yield parts.mapRemote }
+        _modify { yield &parts.mapRemote }
+    }
+
     /// Responses compressed for clients that accept gzip (the rule's `compress`).
     public var compress: HostRule.Compression? {
         _read { yield parts.compress }
@@ -231,6 +238,7 @@ public struct PolicyDecision: Sendable {
         responseHeaders: HostRule.HeaderEdits = HostRule.HeaderEdits(),
         mapLocal: [HostRule.LocalMapping] = [],
         compress: HostRule.Compression? = nil,
+        mapRemote: [HostRule.RemoteMapping] = [],
         connectTo: [ConnectionTarget] = []
     ) {
         _parts = CopyOnWrite(
@@ -252,7 +260,8 @@ public struct PolicyDecision: Sendable {
                 requestHeaders: requestHeaders,
                 responseHeaders: responseHeaders,
                 mapLocal: mapLocal,
-                compress: compress
+                compress: compress,
+                mapRemote: mapRemote
             )
         )
     }

@@ -121,6 +121,9 @@ extension PolicyDecisions {
             case .directory(let directory): lines.append("map-local: \(mapping.path) and under it from the directory \(directory)")
             }
         }
+        for mapping in decision.mapRemote {
+            lines.append("map-remote: \(mapping.path) and under it to \(mapping.to.absoluteString)")
+        }
         if let compress = decision.compress {
             lines.append(
                 "compress: gzip level \(compress.level) from \(compress.minimumSize) bytes for \(compress.types.joined(separator: ", "))"

@@ -177,6 +177,7 @@ public struct PolicyDecisions: Sendable {
             responseHeaders: responseHeaders(rule),
             mapLocal: rule.mapLocal,
             compress: rule.compress,
+            mapRemote: rule.mapRemote,
             connectTo: rule.connectTo
         )
         let holds: Range<Date>

@@ -1,4 +1,5 @@
 import Foundation
+import TollgateHTTP
 import Yams
 import TollgateSession
 import TollgateTLS
@@ -6,7 +7,7 @@ import TollgateTLS
 extension HostRule {
     static let keys = [
         "match", "session", "trust", "client-identity", "credentials", "cache", "intercept", "http2", "connect-to", "connect-to-check",
-        "request-headers", "response-headers", "map-local", "compress",
+        "request-headers", "response-headers", "map-local", "map-remote", "compress",
     ]
 
     /// Reads one entry of `hosts`.
@@ -26,6 +27,7 @@ extension HostRule {
     /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
     /// | `request-headers`, `response-headers` | `{ set, add, remove }` (``HeaderEdits``) | none |
     /// | `map-local` | list of `{ path, file }` or `{ path, directory }` (``LocalMapping``) | none |
+    /// | `map-remote` | list of `{ path, to }` (``RemoteMapping``) | none |
     /// | `compress` | `true`, `false` or `{ types, min-size, level }` (``Compression``) | none |
     init?(node: ConfigNode) {
         guard let entry = node.mapping(keys: HostRule.keys) else { return nil }
@@ -70,6 +72,9 @@ extension HostRule {
         if let items = entry["map-local"]?.list("a list of { path, file } or { path, directory }") {
             mapLocal = items.compactMap(LocalMapping.init(node:))
         }
+        if let items = entry["map-remote"]?.list("a list of { path, to }") {
+            mapRemote = items.compactMap(RemoteMapping.init(node:))
+        }
         if let compressNode = entry["compress"] { compress = Compression.read(compressNode) }
         guard !patterns.isEmpty else { return nil }
     }
@@ -97,6 +102,32 @@ extension HostRule.LocalMapping {
         }
         guard let path, let source else { return nil }
         self.init(path: path, source: source)
+    }
+}
+
+extension HostRule.RemoteMapping {
+    /// Reads one entry of `map-remote`: `path` (absolute, no query; default `/`) and `to` (an
+    /// absolute http(s) URL without query or fragment).
+    init?(node: ConfigNode) {
+        guard let entry = node.mapping(keys: ["path", "to"]) else { return nil }
+        var path: String? = "/"
+        if let pathNode = entry["path"] {
+            path = pathNode.nonEmptyString("a request path such as /api/")
+            if let text = path, !text.hasPrefix("/") || text.contains("?") || text.contains("#") {
+                pathNode.report("'\(text)' is not a request path: it starts with / and has no query or fragment")
+                path = nil
+            }
+        }
+        var to: HTTPURL?
+        if let toNode = entry.required("to"), let text = toNode.nonEmptyString("a URL such as http://127.0.0.1:8080/api/") {
+            if let url = HTTPURL(string: text), url.scheme == "http" || url.scheme == "https", url.query == nil, !text.contains("#") {
+                to = url
+            } else {
+                toNode.report("'\(text)' is not an absolute http(s) URL without a query, such as http://127.0.0.1:8080/api/")
+            }
+        }
+        guard let path, let to else { return nil }
+        self.init(path: path, to: to)
     }
 }
 

@@ -48,6 +48,8 @@ public struct HostRule: Hashable, Sendable {
     public var responseHeaders = HeaderEdits()
     /// Paths of these hosts answered from local files, first match wins (`map-local`). Default: none.
     public var mapLocal: [LocalMapping] = []
+    /// Paths of these hosts sent to other URLs instead, first match wins (`map-remote`). Default: none.
+    public var mapRemote: [RemoteMapping] = []
     /// Responses compressed with gzip for clients that accept it (`compress`). Default: nil, none.
     public var compress: Compression?
     /// The line of the file where the rule starts, for messages; nil for a rule built in code.

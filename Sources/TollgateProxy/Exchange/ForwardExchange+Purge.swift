@@ -29,7 +29,8 @@ extension ForwardExchange {
             respond(OwnResponse(.purgeRefused, "PURGE is answered for access.purge-clients only, and \(memo.clientAddress) is not one"))
             return
         }
-        let route = memo.route(for: url, environment: environment)
+        // A mapped path's responses are stored under the URL it is mapped to.
+        let route = mappedRemotely(memo.route(for: url, environment: environment))
         record.route = route
         guard let store = route.session.configuration.responseCache?.store else {
             respond(OwnResponse(.purgeRefused, status: 404, "nothing to purge: the session \(route.sessionName) keeps no cache"))

@@ -24,8 +24,9 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     @unchecked Sendable
 {
     let head: ClientRequestHead
-    /// The URL loaded (canonical host; for a reverse listener, on the upstream).
-    let url: HTTPURL
+    /// The URL loaded (canonical host; for a reverse listener, on the upstream); another when a
+    /// rule's `map-remote` sends the request elsewhere (``start()``).
+    private(set) var url: HTTPURL
     let eventLoop: any EventLoop
     let environment: ListenerEnvironment
     /// The rules in force when the exchange started (timeout, destinations).
@@ -107,7 +108,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             respond(Self.loopDetected(environment.ownListeners.loopIdentifier))
             return
         }
-        if head.method == "PURGE", let mayPurge = memo.clientMayPurge {
+        if let mayPurge = memo.clientMayPurge, head.method == "PURGE" {
             servePurge(allowed: mayPurge)
             return
         }
@@ -126,7 +127,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             )
             return
         }
-        let route = memo.route(for: url, environment: environment)
+        var route = memo.route(for: url, environment: environment)
         record.route = route
         if route.isDenied {
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
@@ -138,6 +139,13 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             // Answered here, online or offline: the origin is not asked.
             serveMapped(match)
             return
+        }
+        if route.mapRemote != nil {
+            route = mappedRemotely(route)
+            if route.isDenied {
+                respond(OwnResponse(.hostDenied, "\(url.authority) (map-remote) is denied by the rule \(route.ruleLabel)"))
+                return
+            }
         }
         if rules.offline {
             startOffline(on: route)
@@ -163,6 +171,17 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         rules.destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
             proceed(after: verdict, on: route)
         }
+    }
+
+    /// The route after the rule's `map-remote`: when one of its mappings is for the request's
+    /// path, the exchange is from then on a request for the mapped URL, under that host's rule
+    /// (its trust, credentials, cache, destinations), whose own mappings are not applied again.
+    func mappedRemotely(_ route: ProxyRoute) -> ProxyRoute {
+        guard let mappings = route.mapRemote, let mapped = mappings.lazy.compactMap({ $0.map(self.url) }).first else { return route }
+        url = mapped
+        let mappedRoute = memo.route(for: mapped, environment: environment)
+        record.route = mappedRoute
+        return mappedRoute
     }
 
     /// The answer to a request that came round to this proxy again.

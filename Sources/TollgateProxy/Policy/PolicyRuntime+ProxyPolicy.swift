@@ -26,7 +26,8 @@ extension ProxyRoute {
             requestHeaders: route.decision.requestHeaders,
             responseHeaders: route.decision.responseHeaders,
             mapLocal: route.decision.mapLocal,
-            compress: route.decision.compress
+            compress: route.decision.compress,
+            mapRemote: route.decision.mapRemote
         )
     }
 }

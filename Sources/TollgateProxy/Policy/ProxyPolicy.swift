@@ -69,6 +69,8 @@ public final class ProxyRoute: Sendable {
     public let mapLocal: [HostRule.LocalMapping]?
     /// Responses compressed with gzip for clients that accept it (`compress`); nil for none.
     public let compress: HostRule.Compression?
+    /// Paths sent to other URLs (`map-remote`); nil for none.
+    public let mapRemote: [HostRule.RemoteMapping]?
 
     /// Creates a route.
     public init(
@@ -82,8 +84,10 @@ public final class ProxyRoute: Sendable {
         requestHeaders: HostRule.HeaderEdits? = nil,
         responseHeaders: HostRule.HeaderEdits? = nil,
         mapLocal: [HostRule.LocalMapping] = [],
-        compress: HostRule.Compression? = nil
+        compress: HostRule.Compression? = nil,
+        mapRemote: [HostRule.RemoteMapping] = []
     ) {
+        self.mapRemote = mapRemote.isEmpty ? nil : mapRemote
         self.mapLocal = mapLocal.isEmpty ? nil : mapLocal
         self.compress = compress
         self.session = session
