@@ -33,6 +33,10 @@ struct ResponseCompressionTests {
         #expect(verdict(["Content-Type": "text/html", "Content-Encoding": "br"]) == .none)
         #expect(verdict(["Content-Type": "text/html", "Content-Encoding": "identity"]) == .gzip)
         #expect(verdict(["Content-Type": "text/html", "Cache-Control": "public, no-transform"]) == .none)
+        var noTransform: HeaderFields = ["Accept-Encoding": "gzip", "Cache-Control": "no-transform"]
+        #expect(ResponseCompression.verdict(rule: rule, requestFields: noTransform, status: 200, responseFields: page) == .none)
+        noTransform.remove("Cache-Control")
+        #expect(ResponseCompression.verdict(rule: rule, requestFields: noTransform, status: 200, responseFields: page) == .gzip)
         #expect(verdict(["Content-Type": "text/html", "Content-Range": "bytes 0-9/100"]) == .none)
         #expect(verdict(["Text": "x"]) == .none, "no Content-Type")
         // The client's Accept-Encoding: gzip named (or *) with a weight above zero.

@@ -75,4 +75,45 @@ struct ThrottledListenerTests {
         #expect(first.status == "200")
         #expect(first.numbers.count == 2 && first.numbers[0] - first.numbers[1] >= 0.3, "\(first.numbers)")
     }
+
+    @Test("On a TLS listener the handshake and the request each wait the latency, and HTTP/2's frames are paced at the rate")
+    func throttlesTLS() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let big = [UInt8](repeating: 0x62, count: 256 << 10)
+        let origin = try await LoopbackOrigin.start { _, respond in
+            respond.send(status: 200, headers: ["Cache-Control": "no-store"], bytes: big)
+        }
+        defer { origin.stop() }
+        let pki = try TestPKI(host: "127.0.0.1")
+        let files = try pki.writeServerFiles(in: directory)
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+        listen:
+          - address: "127.0.0.1:0"
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: "\(files.certificate)", key: "\(files.key)" }
+            throttle: { download: 256KiB/s, latency: 200ms }
+        cache:
+          path: "\(directory.appendingPathComponent("cache").path)"
+        log: { access: off }
+        """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let result = try await ChildProcess.run(
+            "/usr/bin/curl",
+            ["-s", "-o", "/dev/null", "--http2", "--cacert", pki.caFile, "-w",
+             "%{http_code} %{http_version} %{size_download} %{time_connect} %{time_appconnect} %{time_starttransfer} %{time_total}",
+             "https://127.0.0.1:\(try served.port("reverse"))/big"]
+        )
+        let fields = result.stdout.split(separator: " ").map(String.init)
+        #expect(fields.prefix(3) == ["200", "2", String(256 << 10)], "\(result.stdout) \(result.stderr)")
+        let times = fields.dropFirst(3).compactMap(Double.init)
+        try #require(times.count == 4, "\(result.stdout)")
+        let (connected, handshaken, firstByte, total) = (times[0], times[1], times[2], times[3])
+        #expect(handshaken - connected >= 0.2, "the ClientHello waited the latency: \(times)")
+        #expect(firstByte - handshaken >= 0.2, "the request waited the latency: \(times)")
+        #expect(total - firstByte >= 0.7, "256 KiB at 256 KiB/s: \(times)")
+    }
 }

@@ -24,10 +24,12 @@ enum ResponseCompression {
     /// `requestFields`, under `rule`.
     static func verdict(rule: HostRule.Compression?, requestFields: HeaderFields, status: Int, responseFields: HeaderFields) -> Verdict {
         guard let rule, statuses.contains(status) else { return .none }
-        // Already coded (identity aside), a range of the bytes, or forbidden (RFC 9110 §7.7).
+        // Already coded (identity aside), a range of the bytes, or forbidden by either side
+        // (RFC 9110 §7.7, RFC 9111 §5.2.1.6 and §5.2.2.6).
         let codings = FieldList.elements(responseFields.values(for: .contentEncoding)).filter { $0.lowercased() != "identity" }
         guard codings.isEmpty, !responseFields.contains("Content-Range"),
-            !CacheControl(cacheControlLinesOf: responseFields).noTransform
+            !CacheControl(cacheControlLinesOf: responseFields).noTransform,
+            !CacheControl(cacheControlLinesOf: requestFields).noTransform
         else { return .none }
         guard let type = responseFields[.contentType], rule.compresses(contentType: type) else { return .none }
         if let length = responseFields[.contentLength].flatMap({ Int64($0) }), length < rule.minimumSize { return .none }
