@@ -91,6 +91,8 @@ struct CacheCommand: ParsableCommand {
         @OptionGroup var location: Location
         @Argument(help: "The URL whose responses to remove; URL* for every URL under a prefix.") var url: String?
         @Option(name: .long, help: "Remove the responses tagged TAG in cache.tag-header instead.") var tag: [String] = []
+        @Flag(name: .long, help: "Mark them stale instead of removing them: each is revalidated before it is served fresh again.")
+        var soft = false
 
         func validate() throws {
             guard (url == nil) != tag.isEmpty else { throw ValidationError("give a URL or --tag TAG, not both") }
@@ -98,33 +100,28 @@ struct CacheCommand: ParsableCommand {
 
         func run() throws {
             let configuration = try location.configuration()
+            let selection: CachePurgeSelection
             if !tag.isEmpty {
                 guard let field = configuration.cache.tagHeader else {
                     throw CommandFailure.user("purging by tag needs cache.tag-header in the configuration (the response field holding the tags)")
                 }
-                let tags = Set(tag.flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init))
-                let store = try location.open(configuration)
-                defer { store.close() }
-                print("purged \(try store.remove(taggedWith: tags, in: field))")
-                return
-            }
-            guard let url else { return }
-            if url.hasSuffix("*") {
+                selection = .tags(Set(tag.flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init)), field: field)
+            } else if let url, url.hasSuffix("*") {
                 guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
                     throw CommandFailure.user("\(url): write an absolute http(s) URL with a path before the * (https://host/path*)")
                 }
-                let store = try location.open(configuration)
-                defer { store.close() }
-                print("purged \(try store.remove(urlPrefix: prefix))")
+                selection = .prefix(prefix)
+            } else if let url {
+                // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.
+                selection = .url(
+                    HTTPURL(string: url).map { PolicyDecisions(configuration: configuration).cacheKeyURL(for: $0).absoluteString } ?? url
+                )
+            } else {
                 return
             }
             let store = try location.open(configuration)
             defer { store.close() }
-            // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.
-            let keyURL = HTTPURL(string: url).map {
-                PolicyDecisions(configuration: configuration).cacheKeyURL(for: $0).absoluteString
-            }
-            print("purged \(try store.remove(url: keyURL ?? url))")
+            print(CachePurgeSelection.answer(try store.purge(selection, soft: soft), soft: soft), terminator: "")
         }
     }
 

@@ -1,11 +1,12 @@
 import Foundation
 import TollgateHTTP
 
-/// The LMDB value layout of a variant record, version 1, all integers little-endian:
+/// The LMDB value layout of a variant record, version 1 or 2, all integers little-endian:
 ///
 /// ```
-/// u8 version (1) · u8 flags (bit 0: body inline) · u16 status
+/// u8 version (1, 2) · u8 flags (bit 0: body inline) · u16 status
 /// f64 request time · f64 response time · f64 stored at · f64 last access   (seconds since 1970)
+/// [f64 stale since]                                           version 2: marked by a soft purge
 /// u64 body length · 32 bytes SHA-256
 /// str key · str url · str reason
 /// varint n · n × (str name · str value)                       header fields
@@ -16,22 +17,27 @@ import TollgateHTTP
 ///
 /// `str` is a varint byte count and UTF-8 bytes. A hand-rolled format rather than JSON
 /// because it is decoded on every hit: one pass, no intermediate objects. A record of an
-/// unknown version fails to decode and is treated as absent (and swept by `verify`).
+/// unknown version fails to decode and is treated as absent (and swept by `verify`). Version 2 is
+/// written only for a response a soft purge marked, so a build that reads version 1 alone finds
+/// such a response absent (purged, to it) and every other as before.
 extension StoredResponse {
-    /// The current record version.
+    /// The record version of a response no soft purge marked.
     static let recordVersion: UInt8 = 1
+    /// The record version of a response a soft purge marked (``staleSince``).
+    static let markedRecordVersion: UInt8 = 2
 
     /// The record: metadata, then `inlineBody` when the location is inline.
     func encodedRecord(inlineBody: UnsafeRawBufferPointer? = nil) -> [UInt8] {
         var out = BinaryWriter()
         out.reserve(256 + headerFields.wireSize + (inlineBody?.count ?? 0))
-        out.byte(Self.recordVersion)
+        out.byte(staleSince == nil ? Self.recordVersion : Self.markedRecordVersion)
         out.byte(bodyLocation == .inline ? 1 : 0)
         out.u16(UInt16(clamping: status))
         out.date(requestTime)
         out.date(responseTime)
         out.date(storedAt)
         out.date(lastAccess)
+        if let staleSince { out.date(staleSince) }
         out.u64(UInt64(bodyLength))
         out.bytes(bodyDigest.count == SHA256.digestCount ? bodyDigest : [UInt8](repeating: 0, count: 32))
         out.string(key.description)
@@ -58,15 +64,22 @@ extension StoredResponse {
     }
 
     /// Decodes a record, returning the metadata and the byte range of an inline body
-    /// within `record`; nil when the record is not a valid version-1 record.
+    /// within `record`; nil when the record is not a valid version-1 or version-2 record.
     static func decode(
         record: UnsafeRawBufferPointer,
         lastAccess accessOverride: Date? = nil
     ) -> (response: StoredResponse, inlineBody: Range<Int>?)? {
         var input = BinaryReader(record)
-        guard input.byte() == recordVersion, let flags = input.byte(), let status = input.u16(),
-            let requestTime = input.date(), let responseTime = input.date(), let storedAt = input.date(),
-            let lastAccess = input.date(), let bodyLength = input.u64(), let digest = input.bytes(SHA256.digestCount),
+        guard let version = input.byte(), version == recordVersion || version == markedRecordVersion, let flags = input.byte(),
+            let status = input.u16(), let requestTime = input.date(), let responseTime = input.date(), let storedAt = input.date(),
+            let lastAccess = input.date()
+        else { return nil }
+        var staleSince: Date?
+        if version == markedRecordVersion {
+            guard let marked = input.date() else { return nil }
+            staleSince = marked
+        }
+        guard let bodyLength = input.u64(), let digest = input.bytes(SHA256.digestCount),
             let keyText = input.string(), let key = CacheKey(storedDescription: keyText), let url = input.string(),
             let reason = input.string(), let headerCount = input.varint()
         else { return nil }
@@ -111,7 +124,8 @@ extension StoredResponse {
             bodyDigest: digest,
             bodyLocation: location,
             storedAt: storedAt,
-            lastAccess: accessOverride ?? lastAccess
+            lastAccess: accessOverride ?? lastAccess,
+            staleSince: staleSince
         )
         return (response, bodyRange)
     }

@@ -30,6 +30,7 @@ public struct StoredResponse: Sendable, Hashable {
         var bodyLocation: BodyLocation
         var storedAt: Date
         var lastAccess: Date
+        var staleSince: Date?
     }
 
     @CopyOnWrite private var parts: Parts
@@ -132,6 +133,15 @@ public struct StoredResponse: Sendable, Hashable {
         _modify { yield &parts.lastAccess }
     }
 
+    /// When a soft purge marked it stale (Fastly's soft purge, Varnish's `xkey.softpurge`): from
+    /// then on it is stale however long its lifetime, and has been for the time since
+    /// (``Freshness``), so `stale-while-revalidate` and `stale-if-error` still serve it while
+    /// the origin is asked. A validation (a 304, a HEAD) clears it. Nil: not marked.
+    public var staleSince: Date? {
+        _read { yield parts.staleSince }
+        _modify { yield &parts.staleSince }
+    }
+
     /// Creates the metadata of a stored response.
     public init(
         key: CacheKey,
@@ -146,7 +156,8 @@ public struct StoredResponse: Sendable, Hashable {
         bodyDigest: [UInt8] = SHA256.hash([UInt8]()),
         bodyLocation: BodyLocation = .inline,
         storedAt: Date? = nil,
-        lastAccess: Date? = nil
+        lastAccess: Date? = nil,
+        staleSince: Date? = nil
     ) {
         _parts = CopyOnWrite(
             wrappedValue: Parts(
@@ -164,7 +175,8 @@ public struct StoredResponse: Sendable, Hashable {
                 bodyDigest: bodyDigest,
                 bodyLocation: bodyLocation,
                 storedAt: storedAt ?? responseTime,
-                lastAccess: lastAccess ?? storedAt ?? responseTime
+                lastAccess: lastAccess ?? storedAt ?? responseTime,
+                staleSince: staleSince
             )
         )
     }

@@ -125,6 +125,12 @@ public struct Freshness: Sendable, Hashable {
             now: now,
             rules: rules
         )
+        if let marked = stored.staleSince {
+            // Soft-purged: its lifetime ended when it was marked (the age it had then), so it is
+            // stale, by the time since the mark — what the stale-* windows are measured against.
+            // Its age stays its own.
+            lifetime = min(lifetime, max(0, currentAge - now.timeIntervalSince(marked)))
+        }
     }
 
     /// Computes the freshness of a stored response.

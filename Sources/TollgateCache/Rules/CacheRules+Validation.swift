@@ -110,6 +110,8 @@ extension CacheRules {
         result.headerFields = merged
         result.requestTime = requestTime
         result.responseTime = responseTime
+        // The origin confirmed it: a soft purge's mark is answered.
+        result.staleSince = nil
         return result
     }
 

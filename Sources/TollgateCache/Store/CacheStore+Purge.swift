@@ -44,13 +44,90 @@ extension CacheStore {
         return try removeAll { CacheTags.fields(field, of: $0.headerFields, nameAnyOf: tags) }
     }
 
+    /// Removes what `selection` takes (`soft`: marks it stale instead — Fastly's soft purge,
+    /// Varnish's `xkey.softpurge`: each response is then revalidated before it is served fresh,
+    /// and `stale-while-revalidate` or `stale-if-error` may still serve it meanwhile); returns how
+    /// many variants. Pieces of ranged responses it takes are removed either way. Blocking.
+    @discardableResult
+    public func purge(_ selection: CachePurgeSelection, soft: Bool = false) throws -> Int {
+        guard soft else {
+            switch selection {
+            case .url(let url): return try remove(url: url)
+            case .prefix(let prefix): return try remove(urlPrefix: prefix)
+            case .tags(let tags, let field): return try remove(taggedWith: tags, in: field)
+            }
+        }
+        try checkWritable()
+        let db = self.db
+        let found: (ids: [UInt64], partialKeys: [CacheKey])
+        switch selection {
+        case .url(let url):
+            guard let parsed = HTTPURL(string: url), parsed.scheme == "http" || parsed.scheme == "https" else {
+                throw CacheStoreError.invalidURL
+            }
+            let key = CacheKey(url: parsed, normalizer: options.keyNormalizer)
+            found = (try environment.read { txn in try variantIDs(key, txn) }, [key])
+        case .prefix(let prefix):
+            guard !prefix.isEmpty else { return 0 }
+            found = try matching { $0.key.url.hasPrefix(prefix) }
+        case .tags(let tags, let field):
+            guard !tags.isEmpty else { return 0 }
+            found = try matching { CacheTags.fields(field, of: $0.headerFields, nameAnyOf: tags) }
+        }
+        guard !found.ids.isEmpty || !found.partialKeys.isEmpty else { return 0 }
+        let now = options.clock()
+        var freed: [String] = []
+        let count = try environment.write { txn -> Int in
+            freed = []
+            var count = 0
+            for id in found.ids {
+                // Marked once: a later soft purge does not make it less stale.
+                let marked = try rewriteRecord(id, txn) { response in
+                    var marked = response
+                    marked.staleSince = min(response.staleSince ?? now, now)
+                    return marked
+                }
+                if marked != nil { count += 1 }
+            }
+            for key in found.partialKeys {
+                if let file = try dropPartialRecord(key, txn) { freed.append(file) }
+            }
+            return count
+        }
+        for name in freed { files.remove(name) }
+        return count
+    }
+
     /// Removes every variant and every response held in pieces whose stored response `matches`,
     /// in one transaction; returns how many variants.
     private func removeAll(where matches: (StoredResponse) -> Bool) throws -> Int {
         try checkWritable()
+        let (ids, partialKeys) = try matching(matches)
+        guard !ids.isEmpty || !partialKeys.isEmpty else { return 0 }
         let db = self.db
-        // What matches first, from a read (no writer held while every record is decoded).
-        let (ids, partialKeys) = try environment.read { txn -> ([UInt64], [CacheKey]) in
+        var freed: [String] = []
+        let count = try environment.write { txn -> Int in
+            freed = []
+            var count = 0
+            // A variant removed meanwhile (evicted, replaced) is not counted.
+            for id in ids where try txn.contains(id, in: db.variants) {
+                if let file = try removeVariant(id, txn) { freed.append(file) }
+                count += 1
+            }
+            for key in partialKeys {
+                if let file = try dropPartialRecord(key, txn) { freed.append(file) }
+            }
+            return count
+        }
+        for name in freed { files.remove(name) }
+        return count
+    }
+
+    /// The variants and the responses held in pieces whose stored response `matches`, from one
+    /// read (no writer held while every record is decoded).
+    private func matching(_ matches: (StoredResponse) -> Bool) throws -> (ids: [UInt64], partialKeys: [CacheKey]) {
+        let db = self.db
+        return try environment.read { txn -> ([UInt64], [CacheKey]) in
             var ids: [UInt64] = []
             try txn.withCursor(in: db.variants) { cursor in
                 try cursor.forEach { entry in
@@ -71,22 +148,5 @@ extension CacheStore {
             }
             return (ids, partialKeys)
         }
-        guard !ids.isEmpty || !partialKeys.isEmpty else { return 0 }
-        var freed: [String] = []
-        let count = try environment.write { txn -> Int in
-            freed = []
-            var count = 0
-            // A variant removed meanwhile (evicted, replaced) is not counted.
-            for id in ids where try txn.contains(id, in: db.variants) {
-                if let file = try removeVariant(id, txn) { freed.append(file) }
-                count += 1
-            }
-            for key in partialKeys {
-                if let file = try dropPartialRecord(key, txn) { freed.append(file) }
-            }
-            return count
-        }
-        for name in freed { files.remove(name) }
-        return count
     }
 }

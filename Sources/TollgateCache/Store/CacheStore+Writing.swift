@@ -255,28 +255,31 @@ extension CacheStore {
     /// returned), in one write transaction, keeping an inline body and the last access time.
     private func rewriteHeaders(of id: CacheEntryID, _ merge: (StoredResponse) -> StoredResponse?) throws -> StoredResponse? {
         try checkWritable()
-        let db = self.db
-        return try environment.write { txn -> StoredResponse? in
-            guard
-                let (old, body, oldCount) = try txn.withValue(
-                    forKey: id.rawValue,
-                    in: db.variants,
-                    { record in
-                        StoredResponse.decode(record: record).map { decoded in
-                            (decoded.response, decoded.inlineBody.map { Array(record[$0]) }, record.count)
-                        }
+        return try environment.write { txn in try rewriteRecord(id.rawValue, txn, merge) }
+    }
+
+    /// Replaces variant `id`'s metadata with `merge`'s answer for it (nil: left as it is, and nil
+    /// returned) in `txn`, keeping an inline body and the last access time.
+    func rewriteRecord(_ id: UInt64, _ txn: WriteTransaction, _ merge: (StoredResponse) -> StoredResponse?) throws -> StoredResponse? {
+        guard
+            let (old, body, oldCount) = try txn.withValue(
+                forKey: id,
+                in: db.variants,
+                { record in
+                    StoredResponse.decode(record: record).map { decoded in
+                        (decoded.response, decoded.inlineBody.map { Array(record[$0]) }, record.count)
                     }
-                ) ?? nil,
-                var merged = merge(old)
-            else { return nil }
-            merged.lastAccess = old.lastAccess
-            let record =
-                body.map { bytes in bytes.withUnsafeBytes { merged.encodedRecord(inlineBody: $0) } }
-                ?? merged.encodedRecord()
-            try txn.put(id.rawValue, record, in: db.variants)
-            try adjustTotal("bytes", by: Int64(record.count - oldCount), txn)
-            return merged
-        }
+                }
+            ) ?? nil,
+            var merged = merge(old)
+        else { return nil }
+        merged.lastAccess = old.lastAccess
+        let record =
+            body.map { bytes in bytes.withUnsafeBytes { merged.encodedRecord(inlineBody: $0) } }
+            ?? merged.encodedRecord()
+        try txn.put(id, record, in: db.variants)
+        try adjustTotal("bytes", by: Int64(record.count - oldCount), txn)
+        return merged
     }
 
     /// Removes every variant stored under `key` (invalidation, purge); returns how many. Blocking.

@@ -57,17 +57,36 @@ struct AdminRoutes: Sendable {
         return nil
     }
 
-    /// `POST /cache/purge?tag=TAG`: every stored response whose `cache.tag-header` names one of
-    /// the tags (several separated by spaces or commas, as the header separates them).
-    private func purge(tags text: String, in store: CacheStore) -> Answer {
-        guard let field = runtime.configuration.cache.tagHeader else {
-            return (.badRequest, "text/plain", "purging by tag needs cache.tag-header (the response field holding the tags)\n")
+    /// `POST /cache/purge?url=URL` (every variant of the URL, under its rule's `cache.key`),
+    /// `?url=URL*` (every URL under a prefix, as nginx's purge of `…*`) or `?tag=TAG` (every
+    /// response whose `cache.tag-header` names a tag; several separated by spaces or commas, as the
+    /// field separates them); with `soft=1` marked stale instead of removed.
+    private func purge(_ uri: String, in store: CacheStore) -> Answer {
+        let selection: CachePurgeSelection
+        if let text = Self.queryValue("tag", in: uri) {
+            guard let field = runtime.configuration.cache.tagHeader else {
+                return (.badRequest, "text/plain", "purging by tag needs cache.tag-header (the response field holding the tags)\n")
+            }
+            let tags = Set(CacheTags.tags(in: Substring(text)).map(String.init))
+            guard !tags.isEmpty else { return (.badRequest, "text/plain", "POST /cache/purge?tag=TAG\n") }
+            selection = .tags(tags, field: field)
+        } else if let url = Self.queryValue("url", in: uri), !url.isEmpty {
+            if url.hasSuffix("*") {
+                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
+                    return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
+                }
+                selection = .prefix(prefix)
+            } else {
+                // Stored under the rule's cache.key normalization, as the session stores it.
+                selection = .url(HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url)
+            }
+        } else {
+            return (.badRequest, "text/plain", "POST /cache/purge?url=URL or ?tag=TAG\n")
         }
-        let tags = Set(CacheTags.tags(in: Substring(text)).map(String.init))
-        guard !tags.isEmpty else { return (.badRequest, "text/plain", "POST /cache/purge?tag=TAG\n") }
         guard !store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
-        let removed = (try? store.remove(taggedWith: tags, in: field)) ?? 0
-        return (.ok, "text/plain", "purged \(removed)\n")
+        let soft = Self.queryValue("soft", in: uri) == "1"
+        let count = (try? store.purge(selection, soft: soft)) ?? 0
+        return (.ok, "text/plain", CachePurgeSelection.answer(count, soft: soft))
     }
 
     /// Why a request looks like it comes from a web page, or nil.
@@ -136,25 +155,7 @@ struct AdminRoutes: Sendable {
             return (.ok, "application/json", json)
         case (.POST, "/cache/purge"):
             guard let cache else { return (.notFound, "text/plain", "no cache\n") }
-            if let tags = Self.queryValue("tag", in: head.uri) {
-                return purge(tags: tags, in: cache.store)
-            }
-            guard let url = Self.queryValue("url", in: head.uri), !url.isEmpty else {
-                return (.badRequest, "text/plain", "POST /cache/purge?url=URL or ?tag=TAG\n")
-            }
-            guard !cache.store.isReadOnly else { return (.conflict, "text/plain", "the cache is read-only (cache.read-only)\n") }
-            if url.hasSuffix("*") {
-                // `URL*`: every URL stored under that prefix (nginx's purge of `…*`).
-                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
-                    return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
-                }
-                let removed = (try? cache.store.remove(urlPrefix: prefix)) ?? 0
-                return (.ok, "text/plain", "purged \(removed)\n")
-            }
-            // Stored under the rule's cache.key normalization, as the session stores it.
-            let keyURL = HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url
-            let removed = (try? cache.store.remove(url: keyURL)) ?? 0
-            return (.ok, "text/plain", "purged \(removed)\n")
+            return purge(head.uri, in: cache.store)
         case (.GET, "/upstreams"):
             return (.ok, "application/json", UpstreamListing.json(runtime: runtime) + "\n")
         case (.GET, "/listeners"):

@@ -11,15 +11,6 @@ import TollgateSession
 /// forwards one. An application behind a reverse cache purges what it changed without the admin
 /// API, as it would purge Varnish or Squid.
 extension ForwardExchange {
-    /// What a `PURGE` removes: every variant of the URL (under the rule's `cache.key`), every URL
-    /// under a prefix (a target ending in `*`), or every response naming a tag (the request
-    /// carries `cache.tag-header` with the tags, as Varnish's `xkey-purge`).
-    private enum Purge: Sendable {
-        case url(String)
-        case prefix(String)
-        case tags(Set<String>, field: String)
-    }
-
     /// Answers a `PURGE`: `200 purged N` when something was removed, `404 purged 0` when nothing
     /// was stored, `403 purge-refused` for a client not in `access.purge-clients`.
     func servePurge(allowed: Bool) {
@@ -29,8 +20,7 @@ extension ForwardExchange {
             respond(OwnResponse(.purgeRefused, "PURGE is answered for access.purge-clients only, and \(memo.clientAddress) is not one"))
             return
         }
-        // A mapped path's responses are stored under the URL it is mapped to.
-        let route = mappedRemotely(memo.route(for: url, environment: environment))
+        // A mapped path's URL is the one it is mapped to, where its responses are stored.
         record.route = route
         guard let store = route.session.configuration.responseCache?.store else {
             respond(OwnResponse(.purgeRefused, status: 404, "nothing to purge: the session \(route.sessionName) keeps no cache"))
@@ -40,33 +30,32 @@ extension ForwardExchange {
             respond(OwnResponse(.purgeRefused, status: 409, "the cache is read-only (cache.read-only)"))
             return
         }
-        let purge: Purge
+        let selection: CachePurgeSelection
         let target = url.absoluteString
         if let field = environment.policy.configuration.cache.tagHeader, head.headerFields.contains(field) {
             let tags = head.headerFields.values(for: field).flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init)
-            purge = .tags(Set(tags), field: field)
+            selection = .tags(Set(tags), field: field)
         } else if target.hasSuffix("*") {
             guard let prefix = CacheStore.urlPrefix(String(target.dropLast())) else {
                 respond(OwnResponse(.badRequest, "PURGE of URL* needs a path before the *"))
                 return
             }
-            purge = .prefix(prefix)
+            selection = .prefix(prefix)
         } else {
             // Stored under the rule's cache.key normalization, as the session stores it.
-            purge = .url((route.session.configuration.cacheKeyURL.map { $0(url) } ?? url).absoluteString)
+            selection = .url((route.session.configuration.cacheKeyURL.map { $0(url) } ?? url).absoluteString)
         }
+        // Fastly's header for a soft purge, which its users' tools send with a PURGE.
+        let soft = head.headerFields["Fastly-Soft-Purge"] == "1"
         // Removal waits on the store's writer and fsync (a prefix or tag reads every record).
         NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () -> Int in
-            switch purge {
-            case .url(let url): try store.remove(url: url)
-            case .prefix(let prefix): try store.remove(urlPrefix: prefix)
-            case .tags(let tags, let field): try store.remove(taggedWith: tags, in: field)
-            }
+            try store.purge(selection, soft: soft)
         }.assumeIsolated().whenComplete { [self] result in
             guard !isFinished else { return }
             switch result {
             case .success(let count):
-                sendLocalAnswer(status: count > 0 ? 200 : 404, body: ByteBuffer(string: "purged \(count)\n"), contentType: "text/plain")
+                let body = ByteBuffer(string: CachePurgeSelection.answer(count, soft: soft))
+                sendLocalAnswer(status: count > 0 ? 200 : 404, body: body, contentType: "text/plain")
             case .failure(let error):
                 respond(OwnResponse(.internalError, "PURGE: \(error)"))
             }

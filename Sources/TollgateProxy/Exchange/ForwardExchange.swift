@@ -24,9 +24,11 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     @unchecked Sendable
 {
     let head: ClientRequestHead
-    /// The URL loaded (canonical host; for a reverse listener, on the upstream); another when a
-    /// rule's `map-remote` sends the request elsewhere (``start()``).
-    private(set) var url: HTTPURL
+    /// The URL loaded (canonical host; for a reverse listener, on the upstream); the mapped one
+    /// when a rule's `map-remote` sends the request elsewhere (``admitted(_:url:responder:context:)``).
+    let url: HTTPURL
+    /// Where ``url`` goes: its host rule's session and decisions.
+    let route: ProxyRoute
     let eventLoop: any EventLoop
     let environment: ListenerEnvironment
     /// The rules in force when the exchange started (timeout, destinations).
@@ -86,9 +88,10 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// The response goes out compressed (`hosts[].compress`): its body passes through this.
     var gzip: GzipEncoder?
 
-    init(head: ClientRequestHead, url: HTTPURL, responder: any ClientResponder, context: ExchangeContext) {
+    init(head: ClientRequestHead, url: HTTPURL, route: ProxyRoute, responder: any ClientResponder, context: ExchangeContext) {
         self.head = head
         self.url = url
+        self.route = route
         self.connection = responder
         self.environment = context.environment
         self.eventLoop = context.eventLoop
@@ -127,7 +130,6 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             )
             return
         }
-        var route = memo.route(for: url, environment: environment)
         record.route = route
         if route.isDenied {
             respond(OwnResponse(.hostDenied, "\(url.authority) is denied by the rule \(route.ruleLabel)"))
@@ -139,13 +141,6 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             // Answered here, online or offline: the origin is not asked.
             serveMapped(match)
             return
-        }
-        if route.mapRemote != nil {
-            route = mappedRemotely(route)
-            if route.isDenied {
-                respond(OwnResponse(.hostDenied, "\(url.authority) (map-remote) is denied by the rule \(route.ruleLabel)"))
-                return
-            }
         }
         if rules.offline {
             startOffline(on: route)
@@ -171,17 +166,6 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         rules.destinations.check(host, port: url.effectivePort, on: eventLoop).whenSuccess { [self] verdict in
             proceed(after: verdict, on: route)
         }
-    }
-
-    /// The route after the rule's `map-remote`: when one of its mappings is for the request's
-    /// path, the exchange is from then on a request for the mapped URL, under that host's rule
-    /// (its trust, credentials, cache, destinations), whose own mappings are not applied again.
-    func mappedRemotely(_ route: ProxyRoute) -> ProxyRoute {
-        guard let mappings = route.mapRemote, let mapped = mappings.lazy.compactMap({ $0.map(self.url) }).first else { return route }
-        url = mapped
-        let mappedRoute = memo.route(for: mapped, environment: environment)
-        record.route = mappedRoute
-        return mappedRoute
     }
 
     /// The answer to a request that came round to this proxy again.
@@ -593,6 +577,24 @@ extension ForwardExchange {
     ) -> ForwardExchange {
         var head = head
         if case .intercepted = context.environment.mode { head.target = url.absoluteString }
-        return ForwardExchange(head: head, url: url, responder: responder, context: context)
+        let route = context.memo.route(for: url, environment: context.environment)
+        if let mapped = remoteMapping(of: head, url: url, route: route) {
+            // Sent elsewhere: a request for the mapped URL from here on, under that host's rule
+            // (its trust, credentials, cache, destinations), whose own mappings are not applied again.
+            let mappedRoute = context.memo.route(for: mapped, environment: context.environment)
+            return ForwardExchange(head: head, url: mapped, route: mappedRoute, responder: responder, context: context)
+        }
+        return ForwardExchange(head: head, url: url, route: route, responder: responder, context: context)
+    }
+
+    /// The URL a rule's `map-remote` sends a request for `url` to, or nil: none of its mappings
+    /// is for the path, or the rule answers first (it denies the host, or its `map-local` answers
+    /// the path).
+    private static func remoteMapping(of head: ClientRequestHead, url: HTTPURL, route: ProxyRoute) -> HTTPURL? {
+        guard let mappings = route.mapRemote, !route.isDenied else { return nil }
+        if let local = route.mapLocal, head.method == "GET" || head.method == "HEAD", local.contains(where: { $0.match(url.path) != nil }) {
+            return nil
+        }
+        return mappings.lazy.compactMap { $0.map(url) }.first
     }
 }
