@@ -79,8 +79,8 @@ struct CacheStoreTagPurgeTests {
         #expect(CacheTags.tags(in: "").isEmpty)
         var fields = HeaderFields()
         fields.add(name: "xkey", value: "k1, k2")
-        #expect(CacheTags.fields("XKey", of: fields, nameAnyOf: ["k2"]))
-        #expect(!CacheTags.fields("XKey", of: fields, nameAnyOf: ["k"]))
-        #expect(!CacheTags.fields("Surrogate-Key", of: fields, nameAnyOf: ["k1"]))
+        #expect(CacheTags.field("XKey", in: fields, namesAnyOf: ["k2"]))
+        #expect(!CacheTags.field("XKey", in: fields, namesAnyOf: ["k"]))
+        #expect(!CacheTags.field("Surrogate-Key", in: fields, namesAnyOf: ["k1"]))
     }
 }

@@ -11,7 +11,7 @@ public enum CacheTags {
     }
 
     /// Whether a line of `field` in `fields` names one of `tags`.
-    public static func fields(_ field: String, of fields: HeaderFields, nameAnyOf tags: Set<String>) -> Bool {
+    public static func field(_ field: String, in fields: HeaderFields, namesAnyOf tags: Set<String>) -> Bool {
         fields.values(for: field).contains { value in
             value.split(whereSeparator: isSeparator).contains { tags.contains(String($0)) }
         }

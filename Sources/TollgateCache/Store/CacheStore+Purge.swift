@@ -41,7 +41,7 @@ extension CacheStore {
             try checkWritable()
             return 0
         }
-        return try removeAll { CacheTags.fields(field, of: $0.headerFields, nameAnyOf: tags) }
+        return try removeAll { CacheTags.field(field, in: $0.headerFields, namesAnyOf: tags) }
     }
 
     /// Removes what `selection` takes (`soft`: marks it stale instead — Fastly's soft purge,
@@ -58,7 +58,6 @@ extension CacheStore {
             }
         }
         try checkWritable()
-        let db = self.db
         let found: (ids: [UInt64], partialKeys: [CacheKey])
         switch selection {
         case .url(let url):
@@ -72,7 +71,7 @@ extension CacheStore {
             found = try matching { $0.key.url.hasPrefix(prefix) }
         case .tags(let tags, let field):
             guard !tags.isEmpty else { return 0 }
-            found = try matching { CacheTags.fields(field, of: $0.headerFields, nameAnyOf: tags) }
+            found = try matching { CacheTags.field(field, in: $0.headerFields, namesAnyOf: tags) }
         }
         guard !found.ids.isEmpty || !found.partialKeys.isEmpty else { return 0 }
         let now = options.clock()
