@@ -12,7 +12,7 @@ public final class ChildProcess: Sendable {
     private struct Output {
         var stdout = Stream()
         var stderr = Stream()
-        /// Readability handlers between taking bytes from a pipe and adding them here.
+        /// Readers between taking bytes from a pipe and adding them here.
         var reading = 0
     }
 
@@ -49,23 +49,40 @@ public final class ChildProcess: Sendable {
         try process.run()
     }
 
-    /// Appends what arrives on `pipe` to one of `output`'s streams, and marks its end.
+    /// Appends what arrives on `pipe` to one of `output`'s streams, and marks its end, from a
+    /// thread of its own that waits in `poll` and reads: Foundation's `readabilityHandler` runs on
+    /// a dispatch source, and libdispatch on Linux crashed the test process in
+    /// `_dispatch_event_loop_drain` (swiftlang/swift-subprocess#47), missed ends and stopped after
+    /// 64 KiB at times.
     private static func collect(
         _ pipe: Pipe,
         into stream: any WritableKeyPath<Output, Stream> & Sendable,
         of output: NIOLockedValueBox<Output>
     ) {
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            // Counted while its bytes are out of the pipe and not yet here (see waitForExit).
-            output.withLockedValue { $0.reading += 1 }
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }  // EOF
-            output.withLockedValue {
-                $0[keyPath: stream].bytes += data
-                if data.isEmpty { $0[keyPath: stream].ended = true }
-                $0.reading -= 1
+        let descriptor = pipe.fileHandleForReading.fileDescriptor
+        let reader = Thread {
+            var buffer = [UInt8](repeating: 0, count: 64 << 10)
+            while true {
+                var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
+                let polled = poll(&ready, 1, -1)
+                if polled < 0 && errno == EINTR { continue }
+                // Counted from before the read until its bytes are here: between the two they are
+                // in neither the pipe nor the output (see waitForExit).
+                output.withLockedValue { $0.reading += 1 }
+                let count = polled < 0 ? -1 : buffer.withUnsafeMutableBytes { read(descriptor, $0.baseAddress, $0.count) }
+                if count < 0 && errno == EINTR {
+                    output.withLockedValue { $0.reading -= 1 }
+                    continue
+                }
+                output.withLockedValue {
+                    if count > 0 { $0[keyPath: stream].bytes += buffer[0..<count] } else { $0[keyPath: stream].ended = true }
+                    $0.reading -= 1
+                }
+                if count <= 0 { return }
             }
         }
+        reader.name = "ChildProcess pipe"
+        reader.start()
     }
 
     /// Bytes waiting in `pipe` to be read (FIONREAD).
@@ -115,13 +132,12 @@ public final class ChildProcess: Sendable {
             guard ContinuousClock.now < deadline else { throw ChildProcessTimeout(timeout: timeout) }
             try await Task.sleep(for: .milliseconds(20))
         }
-        // The last output arrives through the readability handlers after the exit: wait for both
-        // pipes' ends — or, since the end is not always reported (a process spawned meanwhile may
-        // hold a pipe's write end, and the handler at times misses the EOF: seen as five-second
-        // stalls), until nothing is left in either pipe and no handler holds bytes it took out
-        // of one. The process has exited, so no more bytes come: checked under the lock the
-        // handlers count themselves in by, that is all of it. A grandchild still writing (a
-        // daemon a script started) is given up on after five seconds.
+        // The last output arrives through the readers after the exit: wait for both pipes' ends —
+        // or, since a process spawned meanwhile may hold a pipe's write end, until nothing is
+        // left in either pipe and no reader holds bytes it took out of one. The process has
+        // exited, so no more bytes come: checked under the lock the readers count themselves in
+        // by, that is all of it. A grandchild still writing (a daemon a script started) is given
+        // up on after five seconds.
         let drained = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < drained {
             let complete = output.withLockedValue {
