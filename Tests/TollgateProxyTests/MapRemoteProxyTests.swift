@@ -10,7 +10,7 @@ import TollgateTesting
     .enabled(if: tollgateBinary != nil)
 )
 struct MapRemoteProxyTests {
-    @Test("Requests under the path go to the mapped URL with its Host, are cached under it and purged by it; the rest of the host is untouched")
+    @Test("Requests under the path go to the mapped URL with its Host, are cached under it and purged by it; the rule's map-local answers first; the rest of the host is untouched")
     func mapsAPath() async throws {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
@@ -22,6 +22,8 @@ struct MapRemoteProxyTests {
             respond.send(status: 200, headers: ["Cache-Control": "max-age=600"], body: "development \(request.target) for \(request.headerFields["Host"] ?? "?")")
         }
         defer { development.stop() }
+        let flags = directory.appendingPathComponent("flags.json")
+        try Data("{\"beta\": true}".utf8).write(to: flags)
         let config = try writeForwardCacheConfiguration(
             in: directory,
             more: """
@@ -30,6 +32,8 @@ struct MapRemoteProxyTests {
                 hosts:
                   - match: shop.test
                     connect-to: "127.0.0.1:\(production.port)"
+                    map-local:
+                      - { path: /api/flags.json, file: "\(flags.path)" }
                     map-remote:
                       - { path: /api/, to: "http://127.0.0.1:\(development.port)/v2/" }
                 """
@@ -48,6 +52,8 @@ struct MapRemoteProxyTests {
         #expect(api.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
         #expect(try await get("http://shop.test/api/items?page=2").header("Cache-Status") == "tollgate; hit")
         #expect(try await get("http://shop.test/apiary").bodyText == "production /apiary")
+        // The rule's map-local answers first, before map-remote sends the path away.
+        #expect(try await get("http://shop.test/api/flags.json").bodyText == "{\"beta\": true}")
         #expect(development.requestCount == 1)
         #expect(production.requestCount == 2)
         // Stored under the URL it went to: purging the mapped path purges that.
