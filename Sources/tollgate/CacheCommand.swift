@@ -105,17 +105,14 @@ struct CacheCommand: ParsableCommand {
                 guard let field = configuration.cache.tagHeader else {
                     throw CommandFailure.user("purging by tag needs cache.tag-header in the configuration (the response field holding the tags)")
                 }
-                selection = .tags(Set(tag.flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init)), field: field)
-            } else if let url, url.hasSuffix("*") {
-                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
-                    throw CommandFailure.user("\(url): write an absolute http(s) URL with a path before the * (https://host/path*)")
-                }
-                selection = .prefix(prefix)
+                selection = .tags(in: tag, field: field)
             } else if let url {
                 // A rule's cache.key (dropped or sorted query parameters) decides the stored URL.
-                selection = .url(
-                    HTTPURL(string: url).map { PolicyDecisions(configuration: configuration).cacheKeyURL(for: $0).absoluteString } ?? url
-                )
+                let decisions = PolicyDecisions(configuration: configuration)
+                guard let target = CachePurgeSelection.target(url, keyURL: decisions.cacheKeyURL(for:)) else {
+                    throw CommandFailure.user("\(url): write an absolute http(s) URL with a path before the * (https://host/path*)")
+                }
+                selection = target
             } else {
                 return
             }

@@ -50,12 +50,9 @@ public enum ContentNegotiation {
         let codings = FieldList.elements(representation.values(for: .contentEncoding))
             .map { $0.lowercased() }.filter { $0 != "identity" }
         guard let acceptEncoding else { return codings.isEmpty }
-        var weights: [String: Int] = [:]
-        for element in FieldList.elements(acceptEncoding) {
-            // A value that does not parse accepts nothing it does not match exactly.
-            guard let (weight, coding) = PreferenceListNormalizer.simpleRange(element) else { return false }
-            weights[coding == "x-gzip" ? "gzip" : coding] = weight
-        }
+        // A value that does not parse accepts nothing it does not match exactly.
+        let (weights, parsed) = codingWeights(FieldList.elements(acceptEncoding))
+        guard parsed else { return false }
         guard !codings.isEmpty else {
             // Identity: acceptable unless excluded by `identity;q=0`, or by `*;q=0` without it.
             return (weights["identity"] ?? weights["*"] ?? 1) > 0
@@ -69,12 +66,23 @@ public enum ContentNegotiation {
     /// compressing a response asks (§12.5.3: a client that sends no `Accept-Encoding` may not decode it).
     public static func namesGzip(_ acceptEncoding: [String]) -> Bool {
         guard !acceptEncoding.isEmpty else { return false }
+        let weights = codingWeights(FieldList.elements(acceptEncoding)).weights
+        return (weights["gzip"] ?? weights["*"] ?? 0) > 0
+    }
+
+    /// The weight of each coding an `Accept-Encoding` list names (`x-gzip` as `gzip`), and whether
+    /// every element parsed (those that do not are left out).
+    private static func codingWeights(_ elements: [Substring]) -> (weights: [String: Int], parsed: Bool) {
         var weights: [String: Int] = [:]
-        for element in FieldList.elements(acceptEncoding) {
-            guard let (weight, coding) = PreferenceListNormalizer.simpleRange(element) else { continue }
+        var parsed = true
+        for element in elements {
+            guard let (weight, coding) = PreferenceListNormalizer.simpleRange(element) else {
+                parsed = false
+                continue
+            }
             weights[coding == "x-gzip" ? "gzip" : coding] = weight
         }
-        return (weights["gzip"] ?? weights["*"] ?? 0) > 0
+        return (weights, parsed)
     }
 
     /// Whether an `Accept` value (nil: absent, any media type) accepts `representation`'s

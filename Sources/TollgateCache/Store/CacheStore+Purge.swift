@@ -12,11 +12,7 @@ extension CacheStore {
     /// form. Blocking; reads every record.
     @discardableResult
     public func remove(urlPrefix prefix: String) throws -> Int {
-        guard !prefix.isEmpty else {
-            try checkWritable()
-            return 0
-        }
-        return try removeAll { $0.key.url.hasPrefix(prefix) }
+        try purge(.prefix(prefix))
     }
 
     /// `text` (an absolute http(s) URL, a path or part of one after the host) in the form stored
@@ -37,11 +33,7 @@ extension CacheStore {
     /// Varnish's `xkey.purge`. Other variants of the same URL stay. Blocking; reads every record.
     @discardableResult
     public func remove(taggedWith tags: Set<String>, in field: String) throws -> Int {
-        guard !tags.isEmpty else {
-            try checkWritable()
-            return 0
-        }
-        return try removeAll { CacheTags.field(field, in: $0.headerFields, namesAnyOf: tags) }
+        try purge(.tags(tags, field: field))
     }
 
     /// Removes what `selection` takes (`soft`: marks it stale instead — Fastly's soft purge,
@@ -50,17 +42,12 @@ extension CacheStore {
     /// many variants. Pieces of ranged responses it takes are removed either way. Blocking.
     @discardableResult
     public func purge(_ selection: CachePurgeSelection, soft: Bool = false) throws -> Int {
-        guard soft else {
-            switch selection {
-            case .url(let url): return try remove(url: url)
-            case .prefix(let prefix): return try remove(urlPrefix: prefix)
-            case .tags(let tags, let field): return try remove(taggedWith: tags, in: field)
-            }
-        }
         try checkWritable()
         let found: (ids: [UInt64], partialKeys: [CacheKey])
         switch selection {
         case .url(let url):
+            // Removed by its key, which also clears an index row whose variants are gone.
+            guard soft else { return try remove(url: url) }
             guard let parsed = HTTPURL(string: url), parsed.scheme == "http" || parsed.scheme == "https" else {
                 throw CacheStoreError.invalidURL
             }
@@ -74,46 +61,28 @@ extension CacheStore {
             found = try matching { CacheTags.field(field, in: $0.headerFields, namesAnyOf: tags) }
         }
         guard !found.ids.isEmpty || !found.partialKeys.isEmpty else { return 0 }
+        let db = self.db
         let now = options.clock()
         var freed: [String] = []
         let count = try environment.write { txn -> Int in
             freed = []
             var count = 0
             for id in found.ids {
-                // Marked once: a later soft purge does not make it less stale.
-                let marked = try rewriteRecord(id, txn) { response in
-                    var marked = response
-                    marked.staleSince = min(response.staleSince ?? now, now)
-                    return marked
+                if soft {
+                    // Marked once: a later soft purge does not make it less stale.
+                    let marked = try rewriteRecord(id, txn) { response in
+                        var marked = response
+                        marked.staleSince = min(response.staleSince ?? now, now)
+                        return marked
+                    }
+                    if marked != nil { count += 1 }
+                } else if try txn.contains(id, in: db.variants) {
+                    // A variant removed meanwhile (evicted, replaced) is not counted.
+                    if let file = try removeVariant(id, txn) { freed.append(file) }
+                    count += 1
                 }
-                if marked != nil { count += 1 }
             }
             for key in found.partialKeys {
-                if let file = try dropPartialRecord(key, txn) { freed.append(file) }
-            }
-            return count
-        }
-        for name in freed { files.remove(name) }
-        return count
-    }
-
-    /// Removes every variant and every response held in pieces whose stored response `matches`,
-    /// in one transaction; returns how many variants.
-    private func removeAll(where matches: (StoredResponse) -> Bool) throws -> Int {
-        try checkWritable()
-        let (ids, partialKeys) = try matching(matches)
-        guard !ids.isEmpty || !partialKeys.isEmpty else { return 0 }
-        let db = self.db
-        var freed: [String] = []
-        let count = try environment.write { txn -> Int in
-            freed = []
-            var count = 0
-            // A variant removed meanwhile (evicted, replaced) is not counted.
-            for id in ids where try txn.contains(id, in: db.variants) {
-                if let file = try removeVariant(id, txn) { freed.append(file) }
-                count += 1
-            }
-            for key in partialKeys {
                 if let file = try dropPartialRecord(key, txn) { freed.append(file) }
             }
             return count

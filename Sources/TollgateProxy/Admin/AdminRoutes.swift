@@ -67,19 +67,14 @@ struct AdminRoutes: Sendable {
             guard let field = runtime.configuration.cache.tagHeader else {
                 return (.badRequest, "text/plain", "purging by tag needs cache.tag-header (the response field holding the tags)\n")
             }
-            let tags = Set(CacheTags.tags(in: Substring(text)).map(String.init))
-            guard !tags.isEmpty else { return (.badRequest, "text/plain", "POST /cache/purge?tag=TAG\n") }
-            selection = .tags(tags, field: field)
+            selection = .tags(in: [text], field: field)
+            guard case .tags(let tags, _) = selection, !tags.isEmpty else { return (.badRequest, "text/plain", "POST /cache/purge?tag=TAG\n") }
         } else if let url = Self.queryValue("url", in: uri), !url.isEmpty {
-            if url.hasSuffix("*") {
-                guard let prefix = CacheStore.urlPrefix(String(url.dropLast())) else {
-                    return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
-                }
-                selection = .prefix(prefix)
-            } else {
-                // Stored under the rule's cache.key normalization, as the session stores it.
-                selection = .url(HTTPURL(string: url).map { runtime.decisions.cacheKeyURL(for: $0).absoluteString } ?? url)
+            // Stored under the rule's cache.key normalization, as the session stores it.
+            guard let target = CachePurgeSelection.target(url, keyURL: runtime.decisions.cacheKeyURL(for:)) else {
+                return (.badRequest, "text/plain", "POST /cache/purge?url=URL* needs an absolute http(s) URL with a path before the *\n")
             }
+            selection = target
         } else {
             return (.badRequest, "text/plain", "POST /cache/purge?url=URL or ?tag=TAG\n")
         }

@@ -20,7 +20,7 @@ extension ForwardExchange {
             respond(OwnResponse(.purgeRefused, "PURGE is answered for access.purge-clients only, and \(memo.clientAddress) is not one"))
             return
         }
-        // A mapped path's URL is the one it is mapped to, where its responses are stored.
+        // Under map-remote, `url` and `route` are already the mapped ones, where responses are stored.
         record.route = route
         guard let store = route.session.configuration.responseCache?.store else {
             respond(OwnResponse(.purgeRefused, status: 404, "nothing to purge: the session \(route.sessionName) keeps no cache"))
@@ -31,19 +31,16 @@ extension ForwardExchange {
             return
         }
         let selection: CachePurgeSelection
-        let target = url.absoluteString
         if let field = environment.policy.configuration.cache.tagHeader, head.headerFields.contains(field) {
-            let tags = head.headerFields.values(for: field).flatMap { CacheTags.tags(in: Substring($0)) }.map(String.init)
-            selection = .tags(Set(tags), field: field)
-        } else if target.hasSuffix("*") {
-            guard let prefix = CacheStore.urlPrefix(String(target.dropLast())) else {
+            selection = .tags(in: head.headerFields.values(for: field), field: field)
+        } else {
+            // Stored under the rule's cache.key normalization, as the session stores it.
+            let keyURL = route.session.configuration.cacheKeyURL ?? { $0 }
+            guard let target = CachePurgeSelection.target(url.absoluteString, keyURL: keyURL) else {
                 respond(OwnResponse(.badRequest, "PURGE of URL* needs a path before the *"))
                 return
             }
-            selection = .prefix(prefix)
-        } else {
-            // Stored under the rule's cache.key normalization, as the session stores it.
-            selection = .url((route.session.configuration.cacheKeyURL.map { $0(url) } ?? url).absoluteString)
+            selection = target
         }
         // Fastly's header for a soft purge, which its users' tools send with a PURGE.
         let soft = head.headerFields["Fastly-Soft-Purge"] == "1"

@@ -80,28 +80,22 @@ extension ForwardExchange {
             // Transfer-Encoding overrides Content-Length (RFC 9112 §6.3).
             fields.remove(.contentLength)
         }
+        var compression = ResponseCompression.Verdict.none
         if let rule = record.route?.compress, manifestCheck == nil, !head.isUpgrade {
-            // Before the rule's edits, which may then change what compression wrote.
-            let verdict = ResponseCompression.verdict(
-                rule: rule, requestFields: head.headerFields, status: response.status, responseFields: fields
-            )
-            if verdict != .none {
-                if omission != nil {
-                    fields = HopByHopHeaders.removing(from: fields)
-                    omission = nil
-                }
-                ResponseCompression.apply(verdict, to: &fields)
-                if verdict == .gzip, !head.isHead { gzip = GzipEncoder(level: rule.level) }
-            }
+            compression = ResponseCompression.verdict(rule: rule, requestFields: head.headerFields, status: response.status, responseFields: fields)
+            if compression == .gzip, !head.isHead { gzip = GzipEncoder(level: rule.level) }
         }
-        if let edits = record.route?.responseHeaders {
-            // The rule's `response-headers`, on what the client gets (the stored copy keeps the
-            // origin's): on a list without the hop-by-hop lines, which the edits may not touch.
+        let edits = record.route?.responseHeaders
+        if compression != .none || edits != nil {
+            // Compression, then the rule's `response-headers` (which may change what compression
+            // wrote), on what the client gets (the stored copy keeps the origin's): on a list
+            // without the hop-by-hop lines, which neither may touch.
             if omission != nil {
                 fields = HopByHopHeaders.removing(from: fields)
                 omission = nil
             }
-            edits.apply(to: &fields)
+            ResponseCompression.apply(compression, to: &fields)
+            edits?.apply(to: &fields)
         }
         // Formatted only for an unusual version: interpolation allocates, and this runs per response.
         let via: String
