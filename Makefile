@@ -52,6 +52,8 @@ RELEASE_TEST_BUILD := .build/release-tests
 # The shim the release-build test pass preloads (.ci/no-backtrace.c), and the C compiler for it:
 # the toolchain's clang, beside swift.
 NO_BACKTRACE_SHIM := .build/no-backtrace.so
+# Runs a suite and kills what it left running (.ci/reaper.c says why).
+REAPER := .build/reaper
 SHIM_CC ?= clang
 
 # `make install`: where things go. DESTDIR is prepended to every path (staged installs, packages).
@@ -201,8 +203,9 @@ run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0
 test: deps ## Build the tests, run the whole suite, then again as a release build (make test-release)
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@mkdir -p .build
+	@$(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
-	timeout --kill-after=30 $(TEST_TIMEOUT) $(TEST_ENV) $(SWIFT) test --skip-build $(TEST_MODE) $(SWIFT_FLAGS) 2>&1 | tee $(TEST_LOG); \
+	$(REAPER) timeout --kill-after=30 $(TEST_TIMEOUT) $(TEST_ENV) $(SWIFT) test --skip-build $(TEST_MODE) $(SWIFT_FLAGS) 2>&1 | tee $(TEST_LOG); \
 	status=$${PIPESTATUS[0]}; \
 	set -e; \
 	echo "--- test summary ($(TEST_LOG))"; \
@@ -237,8 +240,9 @@ test-release: deps ## The whole suite again, compiled as a release build (at mos
 release-suite:
 	@mkdir -p .build
 	@$(SHIM_CC) -shared -fPIC -O2 -o $(NO_BACKTRACE_SHIM) .ci/no-backtrace.c
+	@$(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
-	timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) \
+	$(REAPER) timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) \
 		$(TEST_ENV) LD_PRELOAD=$(CURDIR)/$(NO_BACKTRACE_SHIM) SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 \
 		$(SWIFT) test -c release $(LTO_FLAGS) $(DEPENDENCY_FLAGS) --build-path $(RELEASE_TEST_BUILD) $(TEST_MODE) $(SWIFT_FLAGS) >$(TEST_LOG_RELEASE) 2>&1; \
 	status=$$?; \
@@ -289,8 +293,9 @@ test-asan: deps ## The whole suite built with --sanitize=address (.build-asan; A
 # Runs the sanitized suite built by test-tsan or test-asan; the log is $(BUILD_DIR)/test.log.
 sanitizer-suite:
 	@rm -rf $(BUILD_DIR)/reports && mkdir -p $(BUILD_DIR)/reports
+	@mkdir -p .build && $(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
-	timeout --kill-after=30 $(SANITIZER_TIMEOUT) env $(SANITIZER_ENV) \
+	$(REAPER) timeout --kill-after=30 $(SANITIZER_TIMEOUT) env $(SANITIZER_ENV) \
 		SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(SANITIZER_WIDTH) \
 		$(SWIFT) test --skip-build $(SANITIZER_FLAGS) $(SANITIZER_MODE) $(SWIFT_FLAGS) >$(BUILD_DIR)/test.log 2>&1; \
 	status=$$?; \
