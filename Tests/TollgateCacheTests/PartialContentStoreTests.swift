@@ -145,6 +145,45 @@ struct PartialContentStoreTests {
         }
     }
 
+    /// The race a resumed download ran into: its 206 was recorded before the cut prefix's salvage
+    /// (off the loop), then the salvage made the response whole before the download's own prefix
+    /// was offered as the leading piece — which started pieces of a response already whole and
+    /// reported it kept, not stored ("1 not stored" from a warm that had stored it).
+    @Test("A piece of a response another piece made whole meanwhile reports the whole entry and leaves no pieces")
+    func madeWholeMeanwhile() throws {
+        try withStore(inlineBodyLimit: 1_024) { store, directory in
+            let body = pattern(50_000, seed: 11)
+            let head = response(["Cache-Control: max-age=600", "ETag: \"v1\"", "Content-Length: 50000"])
+            let salvaged = try store.beginStore(key: key, request: request(url: url), response: head, requestTime: now, responseTime: now)
+            try salvaged.append(buffer(Array(body[0..<30_000])))
+            #expect(try piece(store, body, 30_000..<50_000, total: 50_000) == .kept(presentBytes: 20_000))
+            guard case .combined(let id) = salvaged.salvageAsPiece() else {
+                Issue.record("the salvaged prefix did not complete the response")
+                return
+            }
+            let prefix = URL(fileURLWithPath: NSTemporaryDirectory() + "tollgate-download-\(UUID().uuidString).part")
+            defer { try? FileManager.default.removeItem(at: prefix) }
+            try Data(body[0..<30_000]).write(to: prefix)
+            let resumed = response(
+                ["Cache-Control: max-age=600", "ETag: \"v1\"", "Content-Range: bytes 30000-49999/50000", "Content-Length: 20000"],
+                status: 206
+            )
+            #expect(
+                try store.keepLeadingPiece(
+                    key: key, request: request(url: url), response: resumed, replacementFields: nil, fromFile: prefix.path,
+                    length: 30_000, requestTime: now, responseTime: now
+                ) == .combined(id)
+            )
+            // A piece begun before the response was whole and finished after it says so too.
+            #expect(try piece(store, body, 0..<10_000, total: 50_000) == .combined(id))
+            #expect(store.partialContent(for: key) == nil)
+            #expect(!bodyFiles(directory).contains { $0.hasPrefix("partial-") })
+            #expect(try contents(try #require(try store.lookup(key, requestHeaders: HeaderFields()))) == body)
+            // Of another validator, a piece is kept as before.
+            #expect(try piece(store, body, 0..<10_000, total: 50_000, etag: "\"v2\"") == .kept(presentBytes: 10_000))
+        }
+    }
+
     @Test("A 200 without a strong validator is not salvaged; a purge and a whole response drop the pieces")
     func notSalvagedAndDropped() throws {
         try withStore { store, directory in

@@ -26,6 +26,12 @@ extension CacheStore {
             let total = response.headerFields[CacheRules.contentRangeField].flatMap(ContentRange.init(fieldValue:))?.completeLength,
             length < total
         else { return nil }
+        // Made whole meanwhile (the cut transfer's own prefix, salvaged off the loop): no copy.
+        if let validator = CacheRules.combiningValidator(of: response.headerFields),
+            let settled = settledByWholeEntry(key: key, validator: validator, completeLength: total)
+        {
+            return settled
+        }
         var leading = response
         leading.headerFields.replaceOrAdd(name: CacheRules.contentRangeField, value: "bytes 0-\(length - 1)/\(total)")
         leading.headerFields.replaceOrAdd(name: .contentLength, value: String(length))

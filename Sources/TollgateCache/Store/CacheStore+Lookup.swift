@@ -61,7 +61,7 @@ extension CacheStore {
     }
 
     /// Every stored variant of `key` in `txn`, decoded, with its body (inline bodies as buffers).
-    private func storedVariants(of key: CacheKey, in txn: ReadTransaction) throws -> [CacheEntry] {
+    func storedVariants(of key: CacheKey, in txn: ReadTransaction) throws -> [CacheEntry] {
         let db = self.db
         let allocator = self.allocator
         var variants: [CacheEntry] = []

@@ -228,6 +228,26 @@ extension CacheStore {
         }
     }
 
+    /// `.combined` with the complete entry stored under `key` for `validator` and
+    /// `completeLength`, when there is one — after removing what is held in pieces of it (they
+    /// can add nothing) —; nil when there is none, or for a piece without a validator. Blocking.
+    func settledByWholeEntry(key: CacheKey, validator: String, completeLength: Int64) -> PartialPieceWriter.Outcome? {
+        guard let id = wholeEntryID(key: key, validator: validator, completeLength: completeLength) else { return nil }
+        if let kept = partialContent(for: key), kept.validator == validator { _ = try? removePartial(key: key) }
+        return .combined(id)
+    }
+
+    /// The stored complete response of `key` with `validator` (its strong ETag, else
+    /// Last-Modified) and a body of `completeLength` bytes, if any (no hit or miss counted).
+    func wholeEntryID(key: CacheKey, validator: String, completeLength: Int64) -> CacheEntryID? {
+        guard !validator.isEmpty, (try? checkOpen()) != nil else { return nil }
+        let variants = (try? environment.read { txn in try storedVariants(of: key, in: txn) }) ?? []
+        return variants.first {
+            $0.response.status == 200 && $0.response.headerFields.contentLength == completeLength
+                && CacheRules.combiningValidator(of: $0.response.headerFields) == validator
+        }?.id
+    }
+
     /// Stores the combined pieces as a complete entry (the file is moved into place).
     private func combine(_ record: PartialRecord, key: CacheKey) throws -> CacheEntryID {
         let path = files.path(record.file)

@@ -117,10 +117,15 @@ public final class PartialPieceWriter: Sendable {
             return (state.written, state.replacement, state.descriptor)
         }
         defer { systemClose(descriptor) }
-        return try store.recordPiece(
+        let outcome = try store.recordPiece(
             key: key, fileName: fileName, range: start..<(start + written), replacementFields: replacement,
             validator: validator, completeLength: start + limit, source: descriptor
         )
+        if case .combined = outcome { return outcome }
+        // Another piece may have made the response whole meanwhile — a cut download's salvaged
+        // prefix, recorded off the loop while its resume's 206 was arriving: then this piece's
+        // response is in the cache, and what it left in pieces is redundant.
+        return store.settledByWholeEntry(key: key, validator: validator, completeLength: start + limit) ?? outcome
     }
 
     /// Records nothing (the bytes written stay unaccounted and are overwritten or removed later).
