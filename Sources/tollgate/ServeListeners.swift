@@ -24,6 +24,7 @@ struct ServeListeners {
     ) async throws -> ServeListeners {
         let metrics = ProxyMetrics()
         let rateLimiter = ClientRateLimiter()
+        let connectionCounter = ClientConnectionCounter()
         var servers: [ProxyServer] = []
         do {
             for listener in configuration.listeners {
@@ -45,7 +46,9 @@ struct ServeListeners {
                         h2c: listener.h2c,
                         rateLimiter: rateLimiter,
                         proxyProtocol: listener.proxyProtocol,
-                        throttle: listener.throttle
+                        throttle: listener.throttle,
+                        maxConnections: listener.maxConnections,
+                        connectionCounter: connectionCounter
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

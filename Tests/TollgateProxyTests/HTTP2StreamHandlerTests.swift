@@ -37,7 +37,8 @@ private final class EmbeddedStream {
         )
         let connection = HTTP2FrontConnection(
             environment: environment,
-            remoteAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 40000)
+            remoteAddress: try SocketAddress(ipAddress: "127.0.0.1", port: 40000),
+            pipeline: channel.pipeline.syncOperations
         )
         let handler = HTTP2StreamHandler(connection: connection) { [unowned self] head, _, responder, _ in
             let exchange = ScriptedExchange(head: head, responder: responder)

@@ -13,9 +13,12 @@ extension PolicyConfiguration.Access {
     /// | `trusted-forwarders` | list of CIDRs | none: no client's forwarding fields are kept |
     /// | `rate-limit` | `{ rate: N/s \| N/m, burst: N }` | none: no limit |
     /// | `purge-clients` | list of CIDRs | none: `PURGE` is forwarded as any method |
+    /// | `connection-limit` | 1…1,000,000 | none: no limit |
     init(node: ConfigNode) {
         self.init()
-        let keys = ["clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit", "purge-clients"]
+        let keys = [
+            "clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit", "purge-clients", "connection-limit",
+        ]
         guard let entry = node.mapping(keys: keys) else { return }
         if let cidrs = entry["clients"].flatMap(Self.readCIDRs) { clients = cidrs }
         if let cidrs = entry["trusted-forwarders"].flatMap(Self.readCIDRs) { trustedForwarders = cidrs }
@@ -27,6 +30,7 @@ extension PolicyConfiguration.Access {
             destinations = items.compactMap(PolicyConfiguration.DestinationRule.init(node:))
         }
         if let limitNode = entry["rate-limit"] { rateLimit = RateLimit(node: limitNode) }
+        if let value = entry["connection-limit"]?.int(in: 1...1_000_000) { connectionLimit = value }
         if let items = entry["users"]?.list("a list of users") {
             var names: [String: Int] = [:]
             users = items.compactMap { item -> User? in

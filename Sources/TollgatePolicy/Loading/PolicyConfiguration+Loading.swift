@@ -72,8 +72,10 @@ extension PolicyConfiguration.Listener {
     /// | `h2c` | boolean | `false` |
     /// | `proxy-protocol` | boolean | `false` |
     /// | `throttle` | `{ download, upload, latency }` (``Throttle``) | none |
+    /// | `max-connections` | 1…1,000,000 | none |
     init?(node: ConfigNode) {
-        guard let entry = node.mapping(keys: ["address", "mode", "upstream", "tls", "h2c", "proxy-protocol", "throttle"]) else { return nil }
+        let keys = ["address", "mode", "upstream", "tls", "h2c", "proxy-protocol", "throttle", "max-connections"]
+        guard let entry = node.mapping(keys: keys) else { return nil }
         let address = entry.required("address").flatMap(PolicyConfiguration.Address.read)
         let mode = entry["mode"].map { $0.choice(Mode.self) } ?? .forward
         var upstream: HTTPURL?
@@ -98,6 +100,7 @@ extension PolicyConfiguration.Listener {
             if value { node.context.proxyProtocolUses.append((flagNode.line, flagNode.path)) }
         }
         if let throttleNode = entry["throttle"] { throttle = Throttle(node: throttleNode) }
+        if let value = entry["max-connections"]?.int(in: 1...1_000_000) { maxConnections = value }
     }
 
     private static func readUpstream(_ text: String, _ node: ConfigNode) -> HTTPURL? {

@@ -38,6 +38,11 @@ extension PolicyConfiguration {
         /// a `PURGE` is forwarded as any other method; once set, a `PURGE` from any other client
         /// is refused (`403 purge-refused`) and never forwarded.
         public var purgeClients: [CIDR] = []
+        /// How many connections each client address may have open at once, over all listeners
+        /// (`connection-limit`: nginx's `limit_conn` per `$binary_remote_addr`, HAProxy's
+        /// `src_conn_cur`). A connection past it has its requests answered
+        /// `429 too-many-connections`. Default: nil, no limit.
+        public var connectionLimit: Int?
 
         /// `access.rate-limit`: a sustained rate and the burst above it each client address may
         /// make (nginx's `limit_req zone=… rate=R burst=B nodelay`, per `$binary_remote_addr`).

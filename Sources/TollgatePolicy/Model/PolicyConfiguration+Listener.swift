@@ -105,6 +105,10 @@ extension PolicyConfiguration {
         /// A slower network between the listener and its clients (`throttle`): a download and an
         /// upload rate and a latency for each connection. Default: nil, no throttling.
         public var throttle: Throttle?
+        /// How many client connections the listener serves at once (`max-connections`: HAProxy's
+        /// `maxconn` on a frontend): at the limit it stops accepting, and new connections wait in
+        /// the kernel's listen queue until one closes. Default: nil, no limit but the open-file limit.
+        public var maxConnections: Int?
 
         /// Creates a listener.
         public init(address: Address, mode: Mode = .forward, upstream: HTTPURL? = nil, tls: TLS? = nil) {

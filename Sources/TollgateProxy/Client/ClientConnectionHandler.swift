@@ -112,6 +112,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         if context.channel.isActive { machine.channelActivated() }
         let client = ConnectionMemo.forClient(
             at: environment.clientAddress(of: context.channel),
+            in: context.pipeline.syncOperations,
             access: environment.policy.access,
             clientTLS: clientTLS
         )

@@ -18,6 +18,9 @@ final class ConnectionMemo {
     let clientTrustedForwarder: Bool
     /// Whether the client is one of `access.purge-clients`; nil when that is not set.
     let clientMayPurge: Bool?
+    /// The `access.connection-limit` the client was over when this connection opened (its
+    /// requests are answered `429 too-many-connections`); nil when it was not.
+    let overConnectionLimit: Int?
     /// What the connection's TLS handshake settled (its version, the client's certificate) once
     /// it is done; nil for plain HTTP. Exchanges log it, a reverse listener says
     /// `X-Forwarded-Proto: https` with it, and passes the certificate on when told to.
@@ -40,7 +43,11 @@ final class ConnectionMemo {
         let originalHost: String?
     }
 
-    init(clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool, clientMayPurge: Bool? = nil) {
+    init(
+        clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool, clientMayPurge: Bool? = nil,
+        overConnectionLimit: Int? = nil
+    ) {
+        self.overConnectionLimit = overConnectionLimit
         self.clientAddress = clientAddress
         self.clientIsLoopback = clientIsLoopback
         self.clientTrustedForwarder = clientTrustedForwarder

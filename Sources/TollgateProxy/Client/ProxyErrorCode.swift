@@ -36,6 +36,9 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let clientDenied = ProxyErrorCode("client-denied", 403)
     /// The client made more requests than `access.rate-limit` allows (429, with `Retry-After`).
     public static let rateLimited = ProxyErrorCode("rate-limited", 429)
+    /// The client has more connections open than `access.connection-limit` allows (429; the
+    /// HTTP/1.1 connection closes after it).
+    public static let tooManyConnections = ProxyErrorCode("too-many-connections", 429)
     /// CONNECT to a port that is not allowed (403).
     public static let connectPortDenied = ProxyErrorCode("connect-port-denied", 403)
     /// The request head is larger than `limits.max-header-bytes` or has more than

@@ -30,6 +30,15 @@ enum RequestAdmission {
                 closeConnection: true
             )
         }
+        if let limit = memo.overConnectionLimit {
+            return .answer(
+                OwnResponse(
+                    .tooManyConnections,
+                    "client \(memo.clientAddress) has \(limit) connections open already, as many as access.connection-limit allows"
+                ),
+                closeConnection: true
+            )
+        }
         if let limit = rules.rateLimit,
             let wait = environment.rateLimiter.admit(memo.clientAddress, under: limit)
         {

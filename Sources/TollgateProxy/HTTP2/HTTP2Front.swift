@@ -33,7 +33,7 @@ extension ChannelPipeline.SynchronousOperations {
     ) throws {
         let settings = HTTP2FrontSettings(environment.policy.limits)
         let front = NIOLoopBound(
-            HTTP2FrontConnection(environment: environment, remoteAddress: remoteAddress, clientTLS: clientTLS),
+            HTTP2FrontConnection(environment: environment, remoteAddress: remoteAddress, pipeline: self, clientTLS: clientTLS),
             eventLoop: eventLoop
         )
         let manager = NIOHTTP2ServerConnectionManagementHandler(

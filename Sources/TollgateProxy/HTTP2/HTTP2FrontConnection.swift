@@ -21,9 +21,12 @@ final class HTTP2FrontConnection {
     /// Closes the connection once ``openStreams`` is zero (after a GOAWAY for too many streams).
     private var closeWhenIdle: (() -> Void)?
 
-    init(environment: ListenerEnvironment, remoteAddress: SocketAddress?, clientTLS: ClientTLS? = nil) {
+    init(
+        environment: ListenerEnvironment, remoteAddress: SocketAddress?, pipeline: ChannelPipeline.SynchronousOperations,
+        clientTLS: ClientTLS? = nil
+    ) {
         self.environment = environment
-        let client = ConnectionMemo.forClient(at: remoteAddress, access: environment.policy.access, clientTLS: clientTLS)
+        let client = ConnectionMemo.forClient(at: remoteAddress, in: pipeline, access: environment.policy.access, clientTLS: clientTLS)
         memo = client.memo
         clientAllowed = client.allowed
         generation = environment.policy.generation

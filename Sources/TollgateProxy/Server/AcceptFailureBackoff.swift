@@ -82,11 +82,15 @@ final class AcceptFailureBackoff: ChannelInboundHandler {
 }
 
 extension ServerBootstrap {
-    /// Pauses accepting when `accept` fails for want of resources (``AcceptFailureBackoff``).
-    func backingOffAcceptFailures(label: String) -> ServerBootstrap {
+    /// Pauses accepting when `accept` fails for want of resources (``AcceptFailureBackoff``),
+    /// and serves at most `maximumConnections` at once when given (``AcceptGateHandler``).
+    func backingOffAcceptFailures(label: String, maximumConnections: Int? = nil) -> ServerBootstrap {
         serverChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(AcceptFailureBackoff(label: label))
+                if let maximumConnections {
+                    try channel.pipeline.syncOperations.addHandler(AcceptGateHandler(maximum: maximumConnections, label: label))
+                }
             }
         }
     }

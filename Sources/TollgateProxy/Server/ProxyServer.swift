@@ -137,12 +137,13 @@ public final class ProxyServer: Sendable {
             rateLimiter: configuration.rateLimiter,
             proxyProtocol: configuration.proxyProtocol
         )
+        let connectionCounter = configuration.connectionCounter
         let h2c = configuration.h2c
         let proxyProtocol = configuration.proxyProtocol
         let throttle = configuration.throttle
         let readsThrottled = throttle.map { $0.upload != nil || $0.latency > .zero } ?? false
         let bootstrap = ServerBootstrap(group: group)
-            .backingOffAcceptFailures(label: configuration.listen.description)
+            .backingOffAcceptFailures(label: configuration.listen.description, maximumConnections: configuration.maxConnections)
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .throttling(throttle)
@@ -157,6 +158,14 @@ public final class ProxyServer: Sendable {
                     // local function: called directly it makes no closure, so a connection to a
                     // listener without the PROXY protocol allocates nothing more for it.
                     func install(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
+                        // access.connection-limit: counted once the client's address is known
+                        // (after a PROXY header), marked when over it (its requests get 429).
+                        if let limit = policy.access.connectionLimit,
+                            let client = environment.clientAddress(of: channel)?.addressText,
+                            !connectionCounter.admit(channel, of: client, limit: limit)
+                        {
+                            try pipeline.addHandler(ConnectionOverLimit(limit: limit))
+                        }
                         if let listenerTLS {
                             // TLS: ALPN decides between HTTP/2 and HTTP/1.1 (ClientProtocolSelection).
                             let settings = listenerTLS.settings(policy: policy)

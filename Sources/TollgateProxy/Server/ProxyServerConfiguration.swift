@@ -38,6 +38,12 @@ extension ProxyServer {
         /// kernel paces what each connection sends, ``InboundThrottleHandler`` what it reads.
         /// Default: nil, no throttling.
         public var throttle: PolicyConfiguration.Listener.Throttle?
+        /// The most connections the listener serves at once (`listen[].max-connections`): at the
+        /// limit it stops accepting (``AcceptGateHandler``). Default: nil, no limit.
+        public var maxConnections: Int?
+        /// The clients' open connections under `access.connection-limit` (share one among the
+        /// listeners of a process: the limit is per client address). Default: new.
+        public var connectionCounter: ClientConnectionCounter
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -51,8 +57,12 @@ extension ProxyServer {
             h2c: Bool = false,
             rateLimiter: ClientRateLimiter = ClientRateLimiter(),
             proxyProtocol: Bool = false,
-            throttle: PolicyConfiguration.Listener.Throttle? = nil
+            throttle: PolicyConfiguration.Listener.Throttle? = nil,
+            maxConnections: Int? = nil,
+            connectionCounter: ClientConnectionCounter = ClientConnectionCounter()
         ) {
+            self.maxConnections = maxConnections
+            self.connectionCounter = connectionCounter
             self.throttle = throttle
             self.proxyProtocol = proxyProtocol
             self.rateLimiter = rateLimiter

@@ -22,7 +22,8 @@ final class ProxyFixture: Sendable {
         mode: ListenerMode = .forward,
         logFormat: PolicyConfiguration.Log.Format = .combined,
         ownListeners: OwnListeners = OwnListeners(),
-        h2c: Bool = false
+        h2c: Bool = false,
+        maxConnections: Int? = nil
     ) async throws -> ProxyFixture {
         let log = NIOLockedValueBox<[String]>([])
         let policy = StaticProxyPolicy(configuration: configuration)
@@ -30,7 +31,8 @@ final class ProxyFixture: Sendable {
             listen: ListenAddress(host: "127.0.0.1", port: 0),
             mode: mode,
             accessLog: AccessLog(format: logFormat) { line in log.withLockedValue { $0.append(line) } },
-            h2c: h2c
+            h2c: h2c,
+            maxConnections: maxConnections
         )
         do {
             let server = try await ProxyServer.start(serverConfiguration, policy: policy, ownListeners: ownListeners)
@@ -63,9 +65,12 @@ func withProxy<T>(
     mode: ListenerMode = .forward,
     logFormat: PolicyConfiguration.Log.Format = .combined,
     h2c: Bool = false,
+    maxConnections: Int? = nil,
     _ body: (ProxyFixture) async throws -> T
 ) async throws -> T {
-    let proxy = try await ProxyFixture.start(configuration: configuration, mode: mode, logFormat: logFormat, h2c: h2c)
+    let proxy = try await ProxyFixture.start(
+        configuration: configuration, mode: mode, logFormat: logFormat, h2c: h2c, maxConnections: maxConnections
+    )
     do {
         let result = try await body(proxy)
         await proxy.shutdown()

@@ -1,0 +1,80 @@
+import Logging
+import NIOConcurrencyHelpers
+import NIOCore
+
+/// A listening channel's handler for `listen[].max-connections`: runs ``AcceptGate`` on the
+/// connections the listener accepts — passes on those it serves, holds those past the limit, and
+/// turns accepting off and on (`autoRead` of the listening socket: off, the socket leaves the
+/// poll set and the kernel queues new connections).
+final class AcceptGateHandler: ChannelInboundHandler {
+    typealias InboundIn = any Channel
+    typealias InboundOut = any Channel
+
+    /// At most one log line in this long (for all listeners of the process).
+    static let logInterval: TimeAmount = .seconds(10)
+    private static let lastLogged = NIOLockedValueBox<NIODeadline?>(nil)
+    private static let logger = Logger(label: "tollgate.listener")
+
+    private var gate: AcceptGate<any Channel>
+    private let label: String
+    private var context: ChannelHandlerContext?
+
+    /// A handler serving at most `maximum` connections at once, for the listener named `label`
+    /// in the log line.
+    init(maximum: Int, label: String) {
+        gate = AcceptGate(maximum: maximum)
+        self.label = label
+    }
+
+    func handlerAdded(context: ChannelHandlerContext) {
+        self.context = context
+    }
+
+    func handlerRemoved(context: ChannelHandlerContext) {
+        self.context = nil
+    }
+
+    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        run(gate.accepted(unwrapInboundIn(data)))
+    }
+
+    func channelInactive(context: ChannelHandlerContext) {
+        run(gate.listenerClosed())
+        context.fireChannelInactive()
+    }
+
+    private func run(_ actions: [AcceptGate<any Channel>.Action]) {
+        guard let context else { return }
+        for action in actions {
+            switch action {
+            case .serve(let child):
+                let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+                child.closeFuture.whenComplete { _ in
+                    handler.eventLoop.execute { handler.value.run(handler.value.gate.closed()) }
+                }
+                context.fireChannelRead(wrapInboundOut(child))
+            case .pause:
+                try? context.channel.syncOptions?.setOption(.autoRead, value: false)
+                logLimitReached()
+            case .resume:
+                try? context.channel.syncOptions?.setOption(.autoRead, value: true)
+            case .drop(let children):
+                for child in children { child.close(promise: nil) }
+            }
+        }
+    }
+
+    private func logLimitReached() {
+        let now = NIODeadline.now()
+        let due = Self.lastLogged.withLockedValue { last -> Bool in
+            guard last.map({ now - $0 >= Self.logInterval }) ?? true else { return false }
+            last = now
+            return true
+        }
+        guard due else { return }
+        Self.logger.notice(
+            "the listener has max-connections (\(gate.maximum)) open: new connections wait in the listen queue until one closes",
+            metadata: ["listener": "\(label)"]
+        )
+    }
+}
