@@ -25,8 +25,10 @@ endif
 
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
 # for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
-# which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
+# which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers;
+# systemd's systemd-socket-activate, which passes serve its sockets, and systemd-analyze, which
+# checks the units — installed as programs, not run as init) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light systemd
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics;
 # uv and poetry install offline from a cache warmed by their lockfiles (PythonLockfileWarmTests).
 PYTHON_MODULES := prometheus_client websockets h2 uv poetry pipenv
@@ -171,6 +173,8 @@ install: ## Install the release binary, the systemd unit and a default configura
 	sed -e 's|/usr/local/bin/tollgate|$(BINDIR)/tollgate|g' -e 's|/usr/local/share/doc/tollgate|$(DOCDIR)|g' \
 		deploy/systemd/tollgate.service >"$(DESTDIR)$(UNITDIR)/tollgate.service"
 	chmod 0644 "$(DESTDIR)$(UNITDIR)/tollgate.service"
+	sed -e 's|/usr/local/share/doc/tollgate|$(DOCDIR)|g' deploy/systemd/tollgate.socket >"$(DESTDIR)$(UNITDIR)/tollgate.socket"
+	chmod 0644 "$(DESTDIR)$(UNITDIR)/tollgate.socket"
 	install -d -m 0755 "$(DESTDIR)$(CONFDIR)"
 	@if [ -e "$(DESTDIR)$(CONFDIR)/tollgate.yaml" ]; then \
 		install -m 0644 deploy/systemd/tollgate.yaml "$(DESTDIR)$(CONFDIR)/tollgate.yaml.default"; \
@@ -187,11 +191,11 @@ install: ## Install the release binary, the systemd unit and a default configura
 	"$(RELEASE_BINARY)" --generate-completion-script zsh >"$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tollgate"
 	"$(RELEASE_BINARY)" --generate-completion-script fish >"$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tollgate.fish"
 	@if [ -z "$(DESTDIR)" ] && command -v systemctl >/dev/null 2>&1 && [ -d /run/systemd/system ]; then \
-		echo "install: done; start it with: systemctl daemon-reload && systemctl enable --now tollgate"; \
+		echo "install: done; start it with: systemctl daemon-reload && systemctl enable --now tollgate (or tollgate.socket tollgate: systemd holds the sockets, deploy/README.md)"; \
 	fi
 
 uninstall: ## Remove what `make install` put in place, except the configuration in /etc/tollgate
-	rm -f "$(DESTDIR)$(BINDIR)/tollgate" "$(DESTDIR)$(UNITDIR)/tollgate.service" \
+	rm -f "$(DESTDIR)$(BINDIR)/tollgate" "$(DESTDIR)$(UNITDIR)/tollgate.service" "$(DESTDIR)$(UNITDIR)/tollgate.socket" \
 		"$(DESTDIR)$(PREFIX)/share/bash-completion/completions/tollgate" \
 		"$(DESTDIR)$(PREFIX)/share/zsh/site-functions/_tollgate" \
 		"$(DESTDIR)$(PREFIX)/share/fish/vendor_completions.d/tollgate.fish"

@@ -22,7 +22,9 @@ struct ServeCommand: AsyncParsableCommand {
             --offline (or offline: true in the file): nothing goes upstream — no name lookup, connection or \
             TLS handshake; stored responses are served whatever their age and a miss is answered \
             504 offline-miss (a cache directory the proxy may not write is opened read-only). --manifest FILE (from tollgate warm --manifest): serve only what it lists, each \
-            entry checked against the cache at start and each body against its SHA-256 while it is sent.
+            entry checked against the cache at start and each body against its SHA-256 while it is sent. \
+            Sockets passed by systemd (socket activation: LISTEN_PID, LISTEN_FDS) are served by the \
+            listener whose address (an IP address and port) is theirs; one that no listener names is an error.
             """
     )
 
@@ -65,6 +67,13 @@ struct ServeCommand: AsyncParsableCommand {
     static let gracePeriod: Duration = .seconds(10)
 
     func run() async throws {
+        // First: the variables are removed from the environment, which must not race a reader.
+        let inherited: InheritedListeners
+        do {
+            inherited = try InheritedListeners.fromEnvironment()
+        } catch {
+            throw CommandFailure.user(error.description)
+        }
         var configuration = try loadConfiguration()
         try applyOverrides(to: &configuration)
         DiagnosticLog.bootstrap(level: configuration.log.level)
@@ -133,7 +142,8 @@ struct ServeCommand: AsyncParsableCommand {
                 cache: stores?.cache,
                 interceptor: try Self.prepareInterception(configuration),
                 ownListeners: ownListeners,
-                offline: offlineMode
+                offline: offlineMode,
+                inherited: inherited
             )
         } catch {
             runtime.shutdown()

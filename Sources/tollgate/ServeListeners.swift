@@ -11,7 +11,10 @@ struct ServeListeners {
 
     /// Binds every listener, or none: when one cannot be bound, those already bound are closed
     /// and the error is thrown (exit 1). The admin listener of the embedded default is optional:
-    /// when its port is taken the proxy starts without it, with a warning.
+    /// when its port is taken the proxy starts without it, with a warning. A listener whose
+    /// address is that of a socket in `inherited` (passed by systemd) serves that socket; a
+    /// socket no listener names is an error, before anything is bound (its clients would wait
+    /// forever).
     static func start(
         _ configuration: PolicyConfiguration,
         runtime: PolicyRuntime,
@@ -20,14 +23,29 @@ struct ServeListeners {
         cache: ResponseCache? = nil,
         interceptor: Interceptor? = nil,
         ownListeners: OwnListeners = OwnListeners(),
-        offline: OfflineMode = OfflineMode()
+        offline: OfflineMode = OfflineMode(),
+        inherited: InheritedListeners = InheritedListeners()
     ) async throws -> ServeListeners {
+        func take(_ address: PolicyConfiguration.Address) -> CInt? {
+            inherited.take(ListenAddress(host: address.host, port: address.port))
+        }
+        let sockets = configuration.listeners.map { take($0.address) }
+        let adminSocket = configuration.admin.flatMap { take($0.address) }
+        let unnamed = inherited.untaken
+        if !unnamed.isEmpty {
+            inherited.closeUntaken()
+            throw CommandFailure.user(
+                "the service manager passed a listening socket on \(unnamed.joined(separator: ", ")) (LISTEN_FDS) that no "
+                    + "listen[].address or admin.address names, so its clients would wait unserved: give a listener that IP "
+                    + "address and port, or take the socket out of the socket unit"
+            )
+        }
         let metrics = ProxyMetrics()
         let rateLimiter = ClientRateLimiter()
         let connectionCounter = ClientConnectionCounter()
         var servers: [ProxyServer] = []
         do {
-            for listener in configuration.listeners {
+            for (listener, socket) in zip(configuration.listeners, sockets) {
                 let mode: ListenerMode
                 if listener.mode == .reverse, let upstream = listener.upstream {
                     mode = .reverse(upstream: upstream)
@@ -48,7 +66,8 @@ struct ServeListeners {
                         proxyProtocol: listener.proxyProtocol,
                         throttle: listener.throttle,
                         maxConnections: listener.maxConnections,
-                        connectionCounter: connectionCounter
+                        connectionCounter: connectionCounter,
+                        inheritedSocket: socket
                     ),
                     policy: runtime,
                     ownListeners: ownListeners
@@ -69,7 +88,8 @@ struct ServeListeners {
                     metrics: metrics,
                     cache: cache,
                     interceptor: interceptor,
-                    offline: offline
+                    offline: offline,
+                    inheritedSocket: adminSocket
                 )
             } catch let error as ProxyServerError where adminIsOptional {
                 standardError("tollgate: warning: the admin API is not running: \(error)")

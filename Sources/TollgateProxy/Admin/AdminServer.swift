@@ -43,6 +43,8 @@ public final class AdminServer: Sendable {
     ///   - address: where to listen.
     ///   - runtime: the policy whose sessions `/tasks` lists and which `/config/reload` reloads.
     ///   - ownListeners: the proxy's own addresses; the admin listener is added (no request may loop to it).
+    ///   - inheritedSocket: a socket bound to `address` and listening, passed by a service
+    ///     manager (``InheritedListeners``), served instead of binding one.
     /// - Throws: ``ProxyServerError/cannotListen(_:reason:)``.
     public static func start(
         listen address: ListenAddress,
@@ -52,6 +54,7 @@ public final class AdminServer: Sendable {
         cache: ResponseCache? = nil,
         interceptor: Interceptor? = nil,
         offline: OfflineMode? = nil,
+        inheritedSocket: CInt? = nil,
         group: any EventLoopGroup = MultiThreadedEventLoopGroup.singleton
     ) async throws -> AdminServer {
         let channel: any Channel
@@ -70,7 +73,7 @@ public final class AdminServer: Sendable {
                         )
                     }
                 }
-                .bind(to: address)
+                .bind(to: address, inheriting: inheritedSocket)
                 .get()
         } catch {
             throw ProxyServerError.cannotListen(address, reason: describe(error))

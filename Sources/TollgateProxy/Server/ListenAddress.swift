@@ -71,4 +71,11 @@ extension ServerBootstrap {
         }
         return bind(host: address.host, port: address.port)
     }
+
+    /// Serves `socket`, already bound and listening (passed by a service manager,
+    /// ``InheritedListeners``), when given; else binds to `address`.
+    func bind(to address: ListenAddress, inheriting socket: CInt?) -> EventLoopFuture<any Channel> {
+        if let socket { return withBoundSocket(socket) }
+        return bind(to: address)
+    }
 }

@@ -197,7 +197,7 @@ public final class ProxyServer: Sendable {
             }
         let serverChannel: any Channel
         do {
-            serverChannel = try await bootstrap.bind(to: configuration.listen)
+            serverChannel = try await bootstrap.bind(to: configuration.listen, inheriting: configuration.inheritedSocket)
                 .get()
         } catch {
             listenerTLS?.stop()

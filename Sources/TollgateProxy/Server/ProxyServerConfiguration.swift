@@ -44,6 +44,9 @@ extension ProxyServer {
         /// The clients' open connections under `access.connection-limit` (share one among the
         /// listeners of a process: the limit is per client address). Default: new.
         public var connectionCounter: ClientConnectionCounter
+        /// A socket already bound to ``listen`` and listening, passed by a service manager
+        /// (``InheritedListeners``): served instead of binding one. Default: nil.
+        public var inheritedSocket: CInt?
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -59,8 +62,10 @@ extension ProxyServer {
             proxyProtocol: Bool = false,
             throttle: PolicyConfiguration.Listener.Throttle? = nil,
             maxConnections: Int? = nil,
-            connectionCounter: ClientConnectionCounter = ClientConnectionCounter()
+            connectionCounter: ClientConnectionCounter = ClientConnectionCounter(),
+            inheritedSocket: CInt? = nil
         ) {
+            self.inheritedSocket = inheritedSocket
             self.maxConnections = maxConnections
             self.connectionCounter = connectionCounter
             self.throttle = throttle
