@@ -16,16 +16,7 @@ private func freePort() -> Int {
 /// A listening socket on 127.0.0.1, any port: its descriptor and port. `listens: false` leaves it
 /// bound only.
 private func listeningSocket(listens: Bool = true) throws -> (descriptor: CInt, port: Int) {
-    let fd = socket(AF_INET, CInt(SOCK_STREAM.rawValue), 0)
-    var address = sockaddr_in()
-    address.sin_family = sa_family_t(AF_INET)
-    address.sin_addr.s_addr = inet_addr("127.0.0.1")
-    var length = socklen_t(MemoryLayout<sockaddr_in>.size)
-    let bound = withUnsafePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { bind(fd, $0, length) } }
-    try #require(bound == 0)
-    if listens { try #require(listen(fd, 8) == 0) }
-    _ = withUnsafeMutablePointer(to: &address) { $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(fd, $0, &length) } }
-    return (fd, Int(UInt16(bigEndian: address.sin_port)))
+    try #require(LoopbackSocket.open(listening: listens))
 }
 
 @Suite("Sockets passed by a service manager (LISTEN_FDS)")

@@ -11,7 +11,7 @@ enum ListenerListing {
     private struct Entry: Encodable {
         var address: String
         var mode: String
-        /// `off`, `own` (a key made with the context), or `shared` (`session-ticket-keys`).
+        /// `off`, `own` (keys the listener makes and replaces every hour), or `shared` (`session-ticket-keys`).
         var session_tickets: String
         /// The key names of `session-ticket-keys`, the sealing one first.
         var ticket_keys: [String]?

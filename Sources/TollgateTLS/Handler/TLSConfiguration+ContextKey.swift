@@ -23,6 +23,7 @@ extension TLSConfiguration {
         var reportsUncleanShutdown: Bool
         var issuesSessionTickets: Bool
         var sessionTicketKeys: [SessionTicketKey]
+        var sessionTicketKeyRotation: Duration
         var requestsCertificateStatus: Bool
     }
 
@@ -45,6 +46,7 @@ extension TLSConfiguration {
             reportsUncleanShutdown: self.reportsUncleanShutdown,
             issuesSessionTickets: self.issuesSessionTickets,
             sessionTicketKeys: self.sessionTicketKeys,
+            sessionTicketKeyRotation: self.sessionTicketKeyRotation,
             requestsCertificateStatus: self.requestsCertificateStatus
         )
     }

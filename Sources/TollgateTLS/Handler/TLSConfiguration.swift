@@ -66,9 +66,17 @@ public struct TLSConfiguration: Sendable {
     /// Servers issuing session tickets only: the keys tickets are encrypted with — the first for
     /// new tickets, every one to resume from (a ticket under a later key is resumed and replaced by
     /// one under the first) — so that servers given the same keys, or this server after a restart,
-    /// resume each other's sessions (nginx's `ssl_session_ticket_key`). Empty (the default): a key
-    /// made with the context, known to it alone.
+    /// resume each other's sessions (nginx's `ssl_session_ticket_key`). Empty (the default): keys
+    /// the context makes itself, known to it alone and replaced every
+    /// ``sessionTicketKeyRotation``.
     public var sessionTicketKeys: [SessionTicketKey] = []
+
+    /// Servers issuing session tickets without ``sessionTicketKeys``: how long each key the
+    /// context makes seals new tickets before the next is made; a key opens tickets for two
+    /// periods more, the tickets' lifetime, and is then forgotten — what one key, once learnt,
+    /// exposes is a few periods of sessions, not all since the start. Default: one hour (nginx
+    /// rotates its own keys hourly).
+    public var sessionTicketKeyRotation: Duration = .seconds(3600)
 
     /// Clients only: whether the server is asked for its OCSP response (`status_request`); what it
     /// staples is in ``TLSPeerEvaluation/stapledOCSPResponse``, for the application to judge.

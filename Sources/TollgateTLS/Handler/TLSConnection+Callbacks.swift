@@ -81,11 +81,11 @@ func tlsClientCertificateRequested(
     return 0
 }
 
-/// The session ticket key callback (servers with ``TLSConfiguration/sessionTicketKeys``): sets up
-/// the cipher and the MAC to seal a new ticket (`encrypt` 1: the first key, a fresh IV) or to open
-/// one (`encrypt` 0: the key the ticket names). Returns 1 (sealed, or opened with the first key), 2
-/// (opened with a later key: resumed, and a ticket under the first key is issued), 0 (no such key:
-/// a full handshake) or -1 (an error).
+/// The session ticket key callback (servers issuing tickets, ``SessionTicketKeyRing``): sets up the
+/// cipher and the MAC to seal a new ticket (`encrypt` 1: the sealing key, a fresh IV) or to open
+/// one (`encrypt` 0: the key the ticket names). Returns 1 (sealed, or opened with the sealing key), 2
+/// (opened with an older key: resumed, and a ticket under the sealing key is issued), 0 (no such
+/// key, or one past its time: a full handshake) or -1 (an error).
 func tlsTicketKey(
     _ ssl: OpaquePointer?,
     _ keyName: UnsafeMutablePointer<UInt8>?,
@@ -95,18 +95,17 @@ func tlsTicketKey(
     _ encrypt: Int32
 ) -> Int32 {
     guard let ssl, let keyName, let iv, let cipher, let mac, let connection = TLSConnection.from(ssl: ssl) else { return -1 }
-    let keys = connection.context.configuration.sessionTicketKeys
-    let index: Int
+    guard let ring = connection.context.ticketKeys else { return -1 }
+    let key: SessionTicketKey
+    let isSealing: Bool
     if encrypt == 1 {
-        guard !keys.isEmpty, RAND_bytes(iv, 16) == 1 else { return -1 }
-        index = 0
-        keys[0].name.withUnsafeBufferPointer { keyName.update(from: $0.baseAddress!, count: 16) }
+        guard let sealing = ring.sealingKey(), RAND_bytes(iv, 16) == 1 else { return -1 }
+        (key, isSealing) = (sealing, true)
+        key.name.withUnsafeBufferPointer { keyName.update(from: $0.baseAddress!, count: 16) }
     } else {
-        let named = Array(UnsafeBufferPointer(start: keyName, count: 16))
-        guard let found = keys.firstIndex(where: { $0.name == named }) else { return 0 }
-        index = found
+        guard let found = ring.key(named: Array(UnsafeBufferPointer(start: keyName, count: 16))) else { return 0 }
+        (key, isSealing) = found
     }
-    let key = keys[index]
     let algorithm = key.isAES256 ? EVP_aes_256_cbc() : EVP_aes_128_cbc()
     let ready = key.aesKey.withUnsafeBufferPointer { aes in
         encrypt == 1
@@ -129,7 +128,7 @@ func tlsTicketKey(
         }
     }
     guard macReady == 1 else { return -1 }
-    return index == 0 ? 1 : 2
+    return isSealing ? 1 : 2
 }
 
 extension TLSConnection {

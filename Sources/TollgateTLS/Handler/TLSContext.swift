@@ -34,6 +34,9 @@ public final class TLSContext: @unchecked Sendable {
     /// How many bytes of ``alpnWire`` are used; 0 when no protocols are configured.
     let alpnWireCount: Int
 
+    /// The keys session tickets are sealed and opened with; nil when the context issues none.
+    let ticketKeys: SessionTicketKeyRing?
+
     /// Builds the OpenSSL context for `configuration`.
     ///
     /// - Throws: ``TLSError/invalidConfiguration`` for settings that cannot work, ``OpenSSLError`` when
@@ -65,6 +68,17 @@ public final class TLSContext: @unchecked Sendable {
         self.chainVerifier = verifier
         self.alpnWire = alpn
         self.alpnWireCount = wire.count
+        self.ticketKeys =
+            TLSContext.issuesTickets(configuration)
+            ? SessionTicketKeyRing(given: configuration.sessionTicketKeys)
+                ?? SessionTicketKeyRing(rotatingEvery: configuration.sessionTicketKeyRotation)
+            : nil
+    }
+
+    /// Whether a context of `configuration` issues session tickets: a server that says so and asks
+    /// for no client certificate (see ``TLSConfiguration/issuesSessionTickets``).
+    static func issuesTickets(_ configuration: TLSConfiguration) -> Bool {
+        configuration.issuesSessionTickets && configuration.clientCertificateRequirement == .notRequested
     }
 
     deinit {
@@ -98,7 +112,7 @@ public final class TLSContext: @unchecked Sendable {
     ) throws {
         // Tickets only where a server issues them (never with client certificates: see
         // `issuesSessionTickets`); a client never offers a session, ticket or not.
-        let tickets = configuration.issuesSessionTickets && configuration.clientCertificateRequirement == .notRequested
+        let tickets = issuesTickets(configuration)
         _ = tg_SSL_CTX_set_options(
             ctx,
             tg_SSL_OP_NO_COMPRESSION() | tg_SSL_OP_NO_RENEGOTIATION() | (tickets ? 0 : tg_SSL_OP_NO_TICKET())
@@ -167,9 +181,16 @@ public final class TLSContext: @unchecked Sendable {
             tg_SSL_CTX_set_alpn_select_cb(ctx, tlsSelectALPN, nil)
         }
         if configuration.identity == nil { SSL_CTX_set_client_cert_cb(ctx, tlsClientCertificateRequested) }
-        if tickets, !configuration.sessionTicketKeys.isEmpty {
+        if tickets {
+            // Every ticket through ``SessionTicketKeyRing``: the keys given, or the context's own,
+            // rotated (OpenSSL's own key would be kept for the context's life).
             guard SSL_CTX_set_tlsext_ticket_key_evp_cb(ctx, tlsTicketKey) == 1 else {
                 throw OpenSSLError(.invalidArgument, "setting the session ticket keys")
+            }
+            if configuration.sessionTicketKeys.isEmpty {
+                // A ticket lives two periods: as long as its key opens tickets after it stopped sealing.
+                let lifetime = configuration.sessionTicketKeyRotation * 2
+                _ = SSL_CTX_set_timeout(ctx, Int(max(1, lifetime.components.seconds)))
             }
         }
         // A server staples its identity's OCSP response to handshakes that ask for one.

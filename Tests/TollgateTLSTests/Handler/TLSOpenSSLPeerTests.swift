@@ -165,6 +165,42 @@ struct TLSOpenSSLPeerTests {
         #expect("\(wide)" == "session ticket key " + wide.name.map { String(format: "%02x", $0) }.joined(), "named, its secrets never shown")
     }
 
+    @Test("a server's own ticket keys rotate: a ticket from the last period resumes (and is replaced); one past three periods is a full handshake")
+    func ownTicketKeysRotate() async throws {
+        let pki = try TestPKI()
+        defer { pki.remove() }
+        let server = try await LoopbackTLSServer.start(
+            context: try pki.serverContext {
+                $0.issuesSessionTickets = true
+                $0.sessionTicketKeyRotation = .seconds(1)
+            },
+            behaviour: .init(closeAfterFirstReply: true)
+        )
+        defer { Task { await server.stop() } }
+        for version in ["tls1_3", "tls1_2"] {
+            // Saved, then offered 1.5 periods later: sealed under the key before the current one.
+            let session = pki.directory.appendingPathComponent("rotating-\(version).pem").path
+            func connect(_ store: String) async throws -> String {
+                let client = try OpenSSLProcess(
+                    [
+                        "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
+                        "-verify_return_error", "-\(version)", store, session, "-ign_eof",
+                    ],
+                    in: pki.directory
+                )
+                defer { client.stop() }
+                client.send("ping\n")
+                try await client.waitForExit()
+                return client.output.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? ""
+            }
+            #expect(try await connect("-sess_out").hasPrefix("New,"), "\(version)")
+            try await Task.sleep(for: .milliseconds(1_500))
+            #expect(try await connect("-sess_in").hasPrefix("Reused,"), "\(version): a ticket of the last period resumes")
+            try await Task.sleep(for: .milliseconds(3_200))
+            #expect(try await connect("-sess_in").hasPrefix("New,"), "\(version): its key is gone three periods after it was made")
+        }
+    }
+
     @Test("a peer that vanishes without close_notify is reported as an unclean shutdown")
     func uncleanShutdown() async throws {
         let pki = try TestPKI()
