@@ -162,6 +162,42 @@ struct HostConnectToTests {
         #expect(problems.contains { $0.hasPrefix("t.yaml:5: hosts[1].connect-to:") && $0.contains("at least one") }, "\(problems)")
     }
 
+    @Test("weight=N and backup after a target, as nginx's server lines write them: in the decision, explain and the reload's comparison; mistakes at their lines")
+    func weightsAndBackups() throws {
+        let configuration = try Fixture.load(
+            """
+            hosts:
+              - match: "api.internal"
+                connect-to: ["10.0.0.1:8443 weight=9", "10.0.0.2:8443", "10.0.9.1:8443 backup", "10.0.9.2:8443 backup weight=2"]
+            """
+        )
+        let decisions = PolicyDecisions(configuration: configuration)
+        let targets = decisions.decide(host: "api.internal", port: 443).connectTo
+        #expect(targets.map(\.weight) == [9, 1, 1, 2])
+        #expect(targets.map(\.isBackup) == [false, false, true, true])
+        let explained = decisions.explain(try #require(HTTPURL(string: "https://api.internal/v1")))
+        #expect(
+            explained.contains(
+                "connect-to: 10.0.0.1:8443 weight=9, 10.0.0.2:8443, 10.0.9.1:8443 backup, 10.0.9.2:8443 weight=2 backup (in turn, as many turns as its weight; a backup only when no other can be connected to;"
+            ),
+            "\(explained)"
+        )
+        let problems = Fixture.problems(
+            """
+            hosts:
+              - match: a.example
+                connect-to: ["10.0.0.1:80 weight=0", "10.0.0.1:80 weight=300", "10.0.0.1:80 heavy", "10.0.0.1:80 backup backup"]
+              - match: b.example
+                connect-to: ["10.0.0.2:80 backup"]
+            """
+        )
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[0]:") && $0.contains("from 1 to 256") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[1]:") && $0.contains("from 1 to 256") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[2]:") && $0.contains("\"heavy\" is not weight=N or backup") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:3: hosts[0].connect-to[3]:") && $0.contains("backup is given twice") }, "\(problems)")
+        #expect(problems.contains { $0.hasPrefix("t.yaml:5: hosts[1].connect-to:") && $0.contains("every target is a backup") }, "\(problems)")
+    }
+
     @Test("connect-to on a rule whose session goes through an upstream proxy is refused: the parent connects")
     func refusedThroughAParent() {
         let problems = Fixture.problems(

@@ -147,6 +147,54 @@ struct ConnectToHTTP2BackendsTests {
             """.write(to: config, atomically: true, encoding: .utf8)
     }
 
+    @Test("Weights share the connections out (3 to 1), a backup gets none while another answers, and serves once they have all stopped")
+    func weightsAndBackup() async throws {
+        let pki = try TestPKI(host: "api.test")
+        // One request per connection (and HTTP/1.1, `http2: off`): each request is a new connection.
+        let heavy = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { heavy.stop() }
+        let light = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { light.stop() }
+        let spare = try await NGINXOrigin.start(pki: pki, keepaliveRequests: 1)
+        defer { spare.stop() }
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let config = directory.appendingPathComponent("tollgate.yaml")
+        try """
+            listen:
+              - address: "127.0.0.1:0"
+                mode: reverse
+                upstream: "https://api.test"
+            cache:
+              path: "\(directory.appendingPathComponent("cache").path)"
+            hosts:
+              - match: api.test
+                http2: off
+                connect-to: ["127.0.0.1:\(spare.port) backup", "127.0.0.1:\(heavy.port) weight=3", "127.0.0.1:\(light.port)"]
+                trust:
+                  roots: "\(pki.caFile)"
+            """.write(to: config, atomically: true, encoding: .utf8)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let gateway = served.listeners[0].port
+
+        for index in 0..<8 {
+            let response = try await request("GET /item/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(heavy.accessLog.count == 6, "\(heavy.accessLog)")
+        #expect(light.accessLog.count == 2, "\(light.accessLog)")
+        #expect(spare.accessLog.isEmpty, "\(spare.accessLog)")
+
+        heavy.stop()
+        light.stop()
+        for index in 8..<11 {
+            let response = try await request("GET /item/\(index) HTTP/1.1\r\nHost: gateway\r\n\r\n", port: gateway)
+            #expect(response.status == 200, "\(response.bodyText)")
+        }
+        #expect(spare.accessLog.count == 3, "\(spare.accessLog)")
+    }
+
     @Test("Requests one at a time and twenty at once both reach each backend, over one h2 connection to each")
     func streamsSpreadOverBackends() async throws {
         let pki = try TestPKI(host: "api.test")

@@ -21,6 +21,42 @@ struct ConnectionTargetHealthTests {
         #expect(health.order([a], for: "api:80", now: now) == [a])
     }
 
+    @Test("Weights: each target's turns in a round as many as its weight, spread out; equal weights turn as before")
+    func weights() {
+        #expect(ConnectionTargetHealth.smoothRound([5, 1, 1]) == [0, 0, 1, 0, 2, 0, 0])
+        #expect(ConnectionTargetHealth.smoothRound([1, 1, 1]) == [0, 1, 2])
+        var health = ConnectionTargetHealth()
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        let heavy = ConnectionTarget(host: "10.0.0.1", port: 80, weight: 3)
+        var firsts: [ConnectionTarget] = []
+        for _ in 0..<8 { firsts.append(health.order([heavy, b], for: "api:80", now: now)[0]) }
+        #expect(firsts == [heavy, heavy, b, heavy, heavy, heavy, b, heavy], "\(firsts)")
+        // The rest follow in their order: the walk's fallbacks.
+        #expect(health.order([heavy, b, c], for: "other:80", now: now) == [heavy, b, c])
+        // A paused target's turns go to the others by their weights.
+        health.failed(heavy, now: now)
+        #expect(health.order([heavy, b, c], for: "third:80", now: now) == [b, c, heavy])
+    }
+
+    @Test("A backup comes after every other target that may be tried, and first once they are all paused")
+    func backups() {
+        var health = ConnectionTargetHealth(failurePause: .seconds(10))
+        let now = NIODeadline.uptimeNanoseconds(1_000_000_000)
+        let backup = ConnectionTarget(host: "10.0.0.3", port: 80, isBackup: true)
+        #expect(health.order([a, backup, b], for: "api:80", now: now) == [a, b, backup])
+        #expect(health.order([a, backup, b], for: "api:80", now: now) == [b, a, backup])
+        health.failed(a, now: now)
+        #expect(health.order([a, backup, b], for: "api:80", now: now) == [b, backup, a])
+        health.failed(b, now: now + .seconds(1))
+        #expect(health.order([a, backup, b], for: "api:80", now: now + .seconds(1)) == [backup, a, b])
+        // Back once the pause is over.
+        #expect(health.order([a, backup, b], for: "api:80", now: now + .seconds(12))[0] != backup)
+        // Equal whatever their weight or role: one health record per address.
+        #expect(ConnectionTarget(host: "10.0.0.3", port: 80) == backup)
+        #expect(backup.ruleDescription == "10.0.0.3:80 backup")
+        #expect(ConnectionTarget(host: "::1", port: 8443, weight: 4).ruleDescription == "[::1]:8443 weight=4")
+    }
+
     @Test("A target that failed goes last for the pause, the others taking turns between them, then takes its turns again")
     func failedGoesLast() {
         var health = ConnectionTargetHealth(failurePause: .seconds(10))

@@ -88,8 +88,10 @@ extension PolicyDecisions {
         lines.append("upstream-proxy: \(proxyText)")
         if !decision.connectTo.isEmpty {
             // Shown only when set: the host's own addresses otherwise, as before the key existed.
-            let targets = decision.connectTo.map(\.description).joined(separator: ", ")
-            lines.append("connect-to: \(targets) (in turn; one that cannot be connected to goes last for 10s)")
+            let targets = decision.connectTo.map(\.ruleDescription).joined(separator: ", ")
+            let weighted = decision.connectTo.contains { $0.weight != 1 } ? ", as many turns as its weight" : ""
+            let backups = decision.connectTo.contains(where: \.isBackup) ? "; a backup only when no other can be connected to" : ""
+            lines.append("connect-to: \(targets) (in turn\(weighted)\(backups); one that cannot be connected to goes last for 10s)")
             // The rule matched in this configuration: its index is one of its hosts'.
             if let rule = decision.rule, let interval = configuration.hosts[rule.index].connectToCheck {
                 let host = configuration.hosts[rule.index]

@@ -23,7 +23,7 @@ extension HostRule {
     /// | `cache` | mapping (``CacheOverride``) | store allowed, key unchanged |
     /// | `intercept` | boolean | `false` |
     /// | `http2` | `auto` \| `off` | `auto` |
-    /// | `connect-to` | `HOST:PORT`, or a list of them | none |
+    /// | `connect-to` | `HOST:PORT [weight=N] [backup]`, or a list of them | none |
     /// | `connect-to-check` | duration, 100ms or more, or a mapping (``loadConnectToCheck(_:hasTargets:)``) | none: no health checks |
     /// | `request-headers`, `response-headers` | `{ set, add, remove }` (``HeaderEdits``) | none |
     /// | `map-local` | list of `{ path, file }` or `{ path, directory }` (``LocalMapping``) | none |
@@ -58,6 +58,9 @@ extension HostRule {
         if let targetsNode = entry["connect-to"], let items = targetsNode.scalarOrList("HOST:PORT or a list of them") {
             connectTo = items.compactMap(Self.connectTarget)
             if items.isEmpty { targetsNode.report("list at least one HOST:PORT (or leave connect-to out)") }
+            if !connectTo.isEmpty, connectTo.allSatisfy(\.isBackup) {
+                targetsNode.report("every target is a backup, so none would be used first: leave backup off at least one")
+            }
             node.context.connectToUses.append((session, targetsNode.line, targetsNode.path))
         }
         if let checkNode = entry["connect-to-check"] {
@@ -132,20 +135,52 @@ extension HostRule.RemoteMapping {
 }
 
 extension HostRule {
-    /// One entry of `connect-to`: `HOST:PORT` or `[IPv6]:PORT`, a port from 1.
+    /// One entry of `connect-to`: `HOST:PORT` or `[IPv6]:PORT`, a port from 1, then as nginx's
+    /// `server` lines write them `weight=N` (1 to 256) and `backup`, in any order.
     private static func connectTarget(_ item: ConfigNode) -> ConnectionTarget? {
         guard let text = item.nonEmptyString("HOST:PORT") else { return nil }
+        let words = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+        guard let first = words.first else { return nil }
+        var target: ConnectionTarget
         do throws(PolicyConfiguration.Address.ParseError) {
-            let address = try PolicyConfiguration.Address.parse(text)
+            let address = try PolicyConfiguration.Address.parse(first)
             guard address.port > 0 else {
-                item.report("\"\(text)\": the port must be a number from 1 to 65535")
+                item.report("\"\(first)\": the port must be a number from 1 to 65535")
                 return nil
             }
-            return ConnectionTarget(host: address.host, port: address.port)
+            target = ConnectionTarget(host: address.host, port: address.port)
         } catch {
-            item.report(error.description)
+            // A space inside what was meant as one address ("a b:80"): said of the whole.
+            if words.count > 1, case .failure(let whole) = Result(catching: { () throws(PolicyConfiguration.Address.ParseError) in
+                try PolicyConfiguration.Address.parse(text)
+            }) {
+                item.report(whole.description)
+            } else {
+                item.report(error.description)
+            }
             return nil
         }
+        var seen: Set<String> = []
+        for word in words.dropFirst() {
+            let name = word.hasPrefix("weight=") ? "weight" : word
+            guard seen.insert(name).inserted else {
+                item.report("\"\(text)\": \(name) is given twice")
+                return nil
+            }
+            if word == "backup" {
+                target.isBackup = true
+            } else if word.hasPrefix("weight=") {
+                guard let weight = Int(word.dropFirst("weight=".count)), (1...256).contains(weight) else {
+                    item.report("\"\(text)\": \(word): a weight is a whole number from 1 to 256")
+                    return nil
+                }
+                target.weight = weight
+            } else {
+                item.report("\"\(text)\": \"\(word)\" is not weight=N or backup (write HOST:PORT [weight=N] [backup])")
+                return nil
+            }
+        }
+        return target
     }
 }
 

@@ -390,7 +390,7 @@ public final class PolicyRuntime: Sendable {
 
     /// Each rule's hosts and `connect-to` targets.
     private static func connectionTargets(_ configuration: PolicyConfiguration) -> [[String]] {
-        configuration.hosts.map { $0.patterns.map(\.description) + ["->"] + $0.connectTo.map(\.description) }
+        configuration.hosts.map { $0.patterns.map(\.description) + ["->"] + $0.connectTo.map(\.ruleDescription) }
     }
 
     private struct TrustSettings: Equatable {

@@ -74,9 +74,11 @@ final class ConnectionPool: @unchecked Sendable {
         OriginPoolState(limit: configuration.maximumConnectionsPerHost, mayMultiplex: multiplexing, spread: spread(for: key, multiplexing: multiplexing))
     }
 
-    /// How many h2 connections `key`'s streams spread over: its `connect-to` targets, as the rules say now.
+    /// How many h2 connections `key`'s streams spread over: its `connect-to` targets but the
+    /// backups, as the rules say now (a backup's connection is made in place of one that fails).
     private func spread(for key: ConnectionKey, multiplexing: Bool) -> Int {
-        multiplexing && !key.viaProxy && key.tunnelVia == nil ? (configuration.connectionTargets?(key.host, key.port).count ?? 1) : 1
+        guard multiplexing, !key.viaProxy, key.tunnelVia == nil, let targets = configuration.connectionTargets?(key.host, key.port) else { return 1 }
+        return max(1, targets.count { !$0.isBackup })
     }
 
     /// Asks for a connection to `key`; the future completes when one is free or made.

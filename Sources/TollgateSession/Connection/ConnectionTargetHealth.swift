@@ -2,7 +2,9 @@ import NIOCore
 
 /// The order in which a host's ``ConnectionTarget``s are tried, per host and port: each new
 /// connection starts at the next target (round robin over connections, among the targets not
-/// paused), and a target that could not be connected to goes last for ``failurePause``
+/// paused, each target's turns as many as its ``ConnectionTarget/weight`` in a round, spread out
+/// as nginx's smooth weighted round robin spreads them), backups (``ConnectionTarget/isBackup``)
+/// after every other target not paused, and a target that could not be connected to goes last for ``failurePause``
 /// (nginx's `max_fails=1 fail_timeout=10s`: passive health). A target an active health check
 /// found down (``ConnectionTargetCheck``) goes last until a check passes: a request's connection
 /// made to it does not take it back, since a check may ask more than a connection (HAProxy's
@@ -48,11 +50,47 @@ struct ConnectionTargetHealth {
         }
         // The turn goes round the targets that may be tried now, so that a paused one does not
         // hand its turns to the target after it (which would then get twice the connections).
+        // Backups come after the others that may be tried: a connection reaches one only when
+        // none of those could be connected to, or all are paused.
         let ready = targets.filter { !isPaused($0, now: now) }
         let paused = targets.filter { isPaused($0, now: now) }.sorted { lastFailure($0) < lastFailure($1) }
         guard !ready.isEmpty else { return paused }
-        let start = turn % ready.count
-        return Array(ready[start...] + ready[..<start]) + paused
+        return Self.rotated(ready.filter { !$0.isBackup }, turn: turn) + Self.rotated(ready.filter(\.isBackup), turn: turn) + paused
+    }
+
+    /// `targets` starting at the one whose turn `turn` is, the others after it in their order.
+    /// Equal weights: each in turn. Otherwise the round is ``smoothRound(_:)``'s.
+    static func rotated(_ targets: [ConnectionTarget], turn: Int) -> [ConnectionTarget] {
+        guard targets.count > 1 else { return targets }
+        let start: Int
+        if targets.allSatisfy({ $0.weight == targets[0].weight }) {
+            start = turn % targets.count
+        } else {
+            let round = smoothRound(targets.map(\.weight))
+            start = round[turn % round.count]
+        }
+        return Array(targets[start...] + targets[..<start])
+    }
+
+    /// One round of nginx's smooth weighted round robin over `weights`: the index chosen at each
+    /// of `weights`' sum of turns — each index as many times as its weight, spread out (weights
+    /// 5, 1, 1 give 0 0 1 0 2 0 0, not five in a row). At each turn every index gains its
+    /// weight, the greatest (the first of equals) is chosen and loses the sum.
+    static func smoothRound(_ weights: [Int]) -> [Int] {
+        let total = weights.reduce(0, +)
+        var current = [Int](repeating: 0, count: weights.count)
+        var round: [Int] = []
+        round.reserveCapacity(total)
+        for _ in 0..<total {
+            var best = 0
+            for index in weights.indices {
+                current[index] += weights[index]
+                if current[index] > current[best] { best = index }
+            }
+            current[best] -= total
+            round.append(best)
+        }
+        return round
     }
 
     /// A connection to `target` could not be made: it goes last for ``failurePause``. Returns
