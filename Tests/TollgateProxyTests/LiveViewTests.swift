@@ -71,7 +71,7 @@ struct LiveViewTests {
     func chromiumShowsOfflineMisses() async throws {
         let warmed = try await WarmedCache.make()
         defer { warmed.remove() }
-        warmed.origin.stop()
+        warmed.stopOrigin()
         let served = try await warmed.serve(["--offline"])
         defer { served.child.kill() }
         let admin = try served.port("admin")

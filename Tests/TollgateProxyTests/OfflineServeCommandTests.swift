@@ -1,4 +1,5 @@
 import Foundation
+import NIOConcurrencyHelpers
 import Testing
 import TollgateCache
 import TollgateHTTP
@@ -16,6 +17,8 @@ struct WarmedCache {
     let large: [UInt8]
     var base: String { "http://127.0.0.1:\(origin.port)" }
     let environment: [String: String]
+    /// The origin's port once it stopped (``stopOrigin()``).
+    private let heldPort = NIOLockedValueBox<ClosedPort?>(nil)
 
     static let small = "small artifact"
 
@@ -80,7 +83,15 @@ struct WarmedCache {
 
     func remove() {
         origin.stop()
+        heldPort.withLockedValue { $0 = nil }
         try? FileManager.default.removeItem(at: directory)
+    }
+
+    /// Stops the origin and keeps its port from the next listener bound to port 0: an offline
+    /// proxy started next once got it, and refused the warmed URLs as requests to itself.
+    func stopOrigin() {
+        origin.stop()
+        heldPort.withLockedValue { $0 = ClosedPort(holding: origin.port) }
     }
 }
 
@@ -105,7 +116,7 @@ struct OfflineServeCommandTests {
         #expect(verified.status == 0, "\(verified.stdout) \(verified.stderr)")
         #expect(verified.stdout.contains("2 entries, 0 missing or different"))
 
-        warmed.origin.stop()
+        warmed.stopOrigin()
         let trace: URL? =
             FileManager.default.isExecutableFile(atPath: "/usr/bin/strace")
             ? warmed.directory.appendingPathComponent("connect.trace") : nil
@@ -172,7 +183,7 @@ struct OfflineServeCommandTests {
     func tamperedBody() async throws {
         let warmed = try await WarmedCache.make()
         defer { warmed.remove() }
-        warmed.origin.stop()
+        warmed.stopOrigin()
         let served = try await warmed.serve(["--offline", "--manifest", warmed.manifest.path])
         defer { served.child.kill() }
         #expect(!served.child.standardError.contains("tollgate: manifest:"), "\(served.child.standardError)")
@@ -225,7 +236,7 @@ struct OfflineServeCommandTests {
         try ("offline: true\n" + text).write(to: warmed.config, atomically: true, encoding: .utf8)
         served.child.send(SIGHUP)
         try await eventually("the reload") { served.child.standardError.contains("configuration reloaded") }
-        warmed.origin.stop()
+        warmed.stopOrigin()
 
         let stored = try await request("GET \(warmed.base)/fresh-online HTTP/1.1\r\nHost: x\r\n\r\n", port: port)
         #expect(stored.status == 200)

@@ -55,7 +55,7 @@ struct ReadOnlyCacheServeTests {
     func offlineOnACacheItMayNotWrite() async throws {
         let warmed = try await WarmedCache.make()
         defer { warmed.remove() }
-        warmed.origin.stop()
+        warmed.stopOrigin()
         let cache = warmed.directory.appendingPathComponent("cache")
         try FileManager.default.removeItem(at: cache.appendingPathComponent("lock.mdb"))  // as a copy of it would be
         let before = try directoryContents(cache.path, excluding: ["lock.mdb"])
