@@ -29,13 +29,15 @@ final class SessionTicketKeyRing: Sendable {
         var keptFor: Duration { period * 3 }
 
         /// The key to seal a ticket with at `now`: the newest, or a new one from `make` once the
-        /// newest has sealed for a whole period (the keys past ``keptFor`` are dropped then).
-        mutating func sealing(now: ContinuousClock.Instant, make: () -> SessionTicketKey) -> SessionTicketKey {
+        /// newest has sealed for a whole period (the keys past ``keptFor`` are dropped then); nil
+        /// when a new one is due and `make` has none.
+        mutating func sealing(now: ContinuousClock.Instant, make: () -> SessionTicketKey?) -> SessionTicketKey? {
             if let newest = keys.first, now - newest.made < period { return newest.key }
+            guard let made = make() else { return nil }
             let kept = keptFor
-            keys.insert((make(), now), at: 0)
+            keys.insert((made, now), at: 0)
             keys.removeAll { now - $0.made >= kept }
-            return keys[0].key
+            return made
         }
 
         /// The key named `name` that still opens tickets at `now`, and whether it is the one
@@ -75,15 +77,7 @@ final class SessionTicketKeyRing: Sendable {
             case .given(let given):
                 return given[0]
             case .rotating(var rotation):
-                var failed = false
-                let key = rotation.sealing(now: now) {
-                    guard let made = Self.randomKey() else {
-                        failed = true
-                        return try! SessionTicketKey(bytes: [UInt8](repeating: 0, count: 80))
-                    }
-                    return made
-                }
-                guard !failed else { return nil }
+                let key = rotation.sealing(now: now, make: Self.randomKey)
                 keys = .rotating(rotation)
                 return key
             }

@@ -122,6 +122,12 @@ struct ConnectionLimitTests {
             #expect(fourth.receivedCount == 0, "still two served: the second and the third")
             served.removeFirst().close()
             #expect(try await fourth.waitForResponses(1).first?.status == 200)
+            // Reached twice: at the second connection, and again when the third took the first's place.
+            let exposition = proxy.server.configuration.metrics.exposition()
+            #expect(
+                exposition.contains("tollgate_listener_max_connections_reached_total{listener=\"127.0.0.1:0\"} 2\n"),
+                "\(exposition)"
+            )
         }
     }
 }

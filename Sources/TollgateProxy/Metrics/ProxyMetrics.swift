@@ -184,6 +184,17 @@ public final class ProxyMetrics: Sendable {
         }
     }
 
+    /// The listener `listener` reached `listen[].max-connections` and stopped accepting.
+    func listenerReachedMaximumConnections(_ listener: String) {
+        registry.makeCounter(
+            descriptor: .named(
+                "tollgate_listener_max_connections_reached_total",
+                help: "Times a listener reached listen[].max-connections and stopped accepting until a connection closed."
+            ),
+            labels: [("listener", listener)]
+        ).increment()
+    }
+
     /// A client connection opened.
     func connectionOpened() { openConnections.increment() }
 

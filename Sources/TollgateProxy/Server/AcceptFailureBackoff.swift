@@ -83,13 +83,14 @@ final class AcceptFailureBackoff: ChannelInboundHandler {
 
 extension ServerBootstrap {
     /// Pauses accepting when `accept` fails for want of resources (``AcceptFailureBackoff``),
-    /// and serves at most `maximumConnections` at once when given (``AcceptGateHandler``).
-    func backingOffAcceptFailures(label: String, maximumConnections: Int? = nil) -> ServerBootstrap {
+    /// and serves at most `maximumConnections` at once when given (``AcceptGateHandler``; the
+    /// times it reaches them counted in `metrics`).
+    func backingOffAcceptFailures(label: String, maximumConnections: Int? = nil, metrics: ProxyMetrics? = nil) -> ServerBootstrap {
         serverChannelInitializer { channel in
             channel.eventLoop.makeCompletedFuture {
                 try channel.pipeline.syncOperations.addHandler(AcceptFailureBackoff(label: label))
                 if let maximumConnections {
-                    try channel.pipeline.syncOperations.addHandler(AcceptGateHandler(maximum: maximumConnections, label: label))
+                    try channel.pipeline.syncOperations.addHandler(AcceptGateHandler(maximum: maximumConnections, label: label, metrics: metrics))
                 }
             }
         }

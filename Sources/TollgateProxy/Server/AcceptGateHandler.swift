@@ -17,13 +17,15 @@ final class AcceptGateHandler: ChannelInboundHandler {
 
     private var gate: AcceptGate<any Channel>
     private let label: String
+    private let metrics: ProxyMetrics?
     private var context: ChannelHandlerContext?
 
     /// A handler serving at most `maximum` connections at once, for the listener named `label`
-    /// in the log line.
-    init(maximum: Int, label: String) {
+    /// in the log line and `metrics`' count of the times it reached them.
+    init(maximum: Int, label: String, metrics: ProxyMetrics? = nil) {
         gate = AcceptGate(maximum: maximum)
         self.label = label
+        self.metrics = metrics
     }
 
     func handlerAdded(context: ChannelHandlerContext) {
@@ -35,7 +37,13 @@ final class AcceptGateHandler: ChannelInboundHandler {
     }
 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
+        let wasPaused = gate.paused
         run(gate.accepted(unwrapInboundIn(data)))
+        if !wasPaused, gate.paused {
+            // Counted and said when the limit is reached, not at each connection that meets it.
+            metrics?.listenerReachedMaximumConnections(label)
+            logLimitReached()
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {
@@ -55,7 +63,6 @@ final class AcceptGateHandler: ChannelInboundHandler {
                 context.fireChannelRead(wrapInboundOut(child))
             case .pause:
                 try? context.channel.syncOptions?.setOption(.autoRead, value: false)
-                logLimitReached()
             case .resume:
                 try? context.channel.syncOptions?.setOption(.autoRead, value: true)
             case .drop(let children):

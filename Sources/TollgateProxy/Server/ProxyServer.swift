@@ -143,7 +143,9 @@ public final class ProxyServer: Sendable {
         let throttle = configuration.throttle
         let readsThrottled = throttle.map { $0.upload != nil || $0.latency > .zero } ?? false
         let bootstrap = ServerBootstrap(group: group)
-            .backingOffAcceptFailures(label: configuration.listen.description, maximumConnections: configuration.maxConnections)
+            .backingOffAcceptFailures(
+                label: configuration.listen.description, maximumConnections: configuration.maxConnections, metrics: configuration.metrics
+            )
             .serverChannelOption(.backlog, value: 256)
             .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             .throttling(throttle)
