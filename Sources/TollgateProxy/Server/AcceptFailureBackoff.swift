@@ -25,10 +25,8 @@ final class AcceptFailureBackoff: ChannelInboundHandler {
 
     /// How long accepting pauses after such a failure.
     static let pause: TimeAmount = .seconds(1)
-    /// At most one log line in this long (for all listeners of the process).
-    static let logInterval: TimeAmount = .seconds(10)
-
-    private static let lastLogged = NIOLockedValueBox<NIODeadline?>(nil)
+    /// At most one log line every ten seconds (for all listeners of the process).
+    private static let logged = LogInterval(.seconds(10))
     private static let logger = Logger(label: "tollgate.listener")
 
     private let label: String
@@ -67,13 +65,7 @@ final class AcceptFailureBackoff: ChannelInboundHandler {
     }
 
     private func logShortage(_ error: IOError) {
-        let now = NIODeadline.now()
-        let due = Self.lastLogged.withLockedValue { last -> Bool in
-            guard last.map({ now - $0 >= Self.logInterval }) ?? true else { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
+        guard Self.logged.isDue() else { return }
         Self.logger.warning(
             "cannot accept connections: \(String(cString: strerror(error.errnoCode))); accepting pauses for a second (raise the open-file limit: LimitNOFILE= under systemd, ulimit -n)",
             metadata: ["listener": "\(label)", "open_file_limit": "\(OpenFileLimit.current)"]

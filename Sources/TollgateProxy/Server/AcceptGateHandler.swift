@@ -10,9 +10,8 @@ final class AcceptGateHandler: ChannelInboundHandler {
     typealias InboundIn = any Channel
     typealias InboundOut = any Channel
 
-    /// At most one log line in this long (for all listeners of the process).
-    static let logInterval: TimeAmount = .seconds(10)
-    private static let lastLogged = NIOLockedValueBox<NIODeadline?>(nil)
+    /// At most one log line every ten seconds (for all listeners of the process).
+    private static let logged = LogInterval(.seconds(10))
     private static let logger = Logger(label: "tollgate.listener")
 
     private var gate: AcceptGate<any Channel>
@@ -72,13 +71,7 @@ final class AcceptGateHandler: ChannelInboundHandler {
     }
 
     private func logLimitReached() {
-        let now = NIODeadline.now()
-        let due = Self.lastLogged.withLockedValue { last -> Bool in
-            guard last.map({ now - $0 >= Self.logInterval }) ?? true else { return false }
-            last = now
-            return true
-        }
-        guard due else { return }
+        guard Self.logged.isDue() else { return }
         Self.logger.notice(
             "the listener has max-connections (\(gate.maximum)) open: new connections wait in the listen queue until one closes",
             metadata: ["listener": "\(label)"]

@@ -81,19 +81,26 @@ struct TLSOpenSSLPeerTests {
         let session = pki.directory.appendingPathComponent("session-\(UUID().uuidString).pem").path
         var results: [String] = []
         for (store, port) in [("-sess_out", port), ("-sess_in", resumingAt ?? port)] {
-            let client = try OpenSSLProcess(
-                [
-                    "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
-                    "-verify_return_error", "-\(version)", store, session, "-ign_eof",
-                ],
-                in: pki.directory
-            )
-            defer { client.stop() }
-            client.send("ping\n")
-            try await client.waitForExit()
-            results.append(client.output.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? "")
+            results.append(try await sessionLine(port: port, pki: pki, version: version, store, session))
         }
         return results
+    }
+
+    /// What s_client (TLS `version`) says of one connection to `port` that saves its session to
+    /// `session` (`store` `-sess_out`) or offers the one saved there (`-sess_in`): `New, …` or
+    /// `Reused, …`.
+    private func sessionLine(port: Int, pki: TestPKI, version: String, _ store: String, _ session: String) async throws -> String {
+        let client = try OpenSSLProcess(
+            [
+                "s_client", "-connect", "127.0.0.1:\(port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
+                "-verify_return_error", "-\(version)", store, session, "-ign_eof",
+            ],
+            in: pki.directory
+        )
+        defer { client.stop() }
+        client.send("ping\n")
+        try await client.waitForExit()
+        return client.output.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? ""
     }
 
     @Test("a server that issues session tickets lets s_client resume (TLS 1.3 and 1.2); by default, and when it asks for client certificates, every connection is a full handshake")
@@ -181,17 +188,7 @@ struct TLSOpenSSLPeerTests {
             // Saved, then offered 1.5 periods later: sealed under the key before the current one.
             let session = pki.directory.appendingPathComponent("rotating-\(version).pem").path
             func connect(_ store: String) async throws -> String {
-                let client = try OpenSSLProcess(
-                    [
-                        "s_client", "-connect", "127.0.0.1:\(server.port)", "-servername", "localhost", "-CAfile", pki.caFile.path,
-                        "-verify_return_error", "-\(version)", store, session, "-ign_eof",
-                    ],
-                    in: pki.directory
-                )
-                defer { client.stop() }
-                client.send("ping\n")
-                try await client.waitForExit()
-                return client.output.split(separator: "\n").first { $0.hasPrefix("New,") || $0.hasPrefix("Reused,") }.map(String.init) ?? ""
+                try await sessionLine(port: server.port, pki: pki, version: version, store, session)
             }
             #expect(try await connect("-sess_out").hasPrefix("New,"), "\(version)")
             try await Task.sleep(for: .milliseconds(1_500))
