@@ -129,9 +129,10 @@ struct ConnectToHTTP2BackendsTests {
         }
     }
 
-    /// `DIRECTORY/tollgate.yaml`: a reverse gateway for `https://api.test` over the nghttpd
-    /// `targets` (h2, trusted by `roots`, nothing stored).
-    private func writeGateway(_ config: URL, in directory: URL, targets: [Int], roots: String) throws {
+    /// `DIRECTORY/tollgate.yaml`: a reverse gateway for `https://api.test` over the backends on
+    /// 127.0.0.1 at `targets` (each `PORT`, or `PORT weight=N`, `PORT backup`; h2 unless `http2`
+    /// is false, trusted by `roots`, nothing stored).
+    private func writeGateway(_ config: URL, in directory: URL, targets: [String], roots: String, http2: Bool = true) throws {
         try """
             listen:
               - address: "127.0.0.1:0"
@@ -142,6 +143,7 @@ struct ConnectToHTTP2BackendsTests {
             hosts:
               - match: api.test
                 connect-to: [\(targets.map { "\"127.0.0.1:\($0)\"" }.joined(separator: ", "))]
+                http2: \(http2 ? "auto" : "off")
                 cache: { store: deny }
                 trust: { roots: "\(roots)" }
             """.write(to: config, atomically: true, encoding: .utf8)
@@ -160,20 +162,9 @@ struct ConnectToHTTP2BackendsTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
-        try """
-            listen:
-              - address: "127.0.0.1:0"
-                mode: reverse
-                upstream: "https://api.test"
-            cache:
-              path: "\(directory.appendingPathComponent("cache").path)"
-            hosts:
-              - match: api.test
-                http2: off
-                connect-to: ["127.0.0.1:\(spare.port) backup", "127.0.0.1:\(heavy.port) weight=3", "127.0.0.1:\(light.port)"]
-                trust:
-                  roots: "\(pki.caFile)"
-            """.write(to: config, atomically: true, encoding: .utf8)
+        try writeGateway(
+            config, in: directory, targets: ["\(spare.port) backup", "\(heavy.port) weight=3", "\(light.port)"], roots: pki.caFile, http2: false
+        )
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let gateway = served.listeners[0].port
@@ -203,7 +194,7 @@ struct ConnectToHTTP2BackendsTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
-        try writeGateway(config, in: directory, targets: [first.port, second.port], roots: pki.caFile)
+        try writeGateway(config, in: directory, targets: [first.port, second.port].map(String.init), roots: pki.caFile)
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
         let gateway = try served.port("reverse")
@@ -247,7 +238,7 @@ struct ConnectToHTTP2BackendsTests {
         let directory = try temporaryDirectory()
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
-        func write(_ targets: [Int]) throws { try writeGateway(config, in: directory, targets: targets, roots: pki.caFile) }
+        func write(_ targets: [Int]) throws { try writeGateway(config, in: directory, targets: targets.map(String.init), roots: pki.caFile) }
         try write([first.port])
         let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
         defer { served.child.kill() }
