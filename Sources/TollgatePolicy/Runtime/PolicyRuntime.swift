@@ -173,6 +173,10 @@ public final class PolicyRuntime: Sendable {
     /// The `access` rules of the configuration in force (without copying the rest of it).
     public var access: PolicyConfiguration.Access { snapshot.configuration.access }
 
+    /// `access.connection-limit` in force, read under the lock without copying the snapshot (a
+    /// listener reads it for every connection it accepts).
+    public var connectionLimit: Int? { current.withLockedValue { $0.configuration.access.connectionLimit } }
+
     /// How many times rules were applied since the runtime started: what a reader that keeps
     /// something it derived from ``configuration`` compares, so it rebuilds only after a change
     /// (an atomic load, where reading the configuration takes a lock and copies). Bumped after

@@ -15,6 +15,9 @@ public protocol ProxyPolicy: Sendable {
     var limits: PolicyConfiguration.Limits { get }
     /// The `access` rules in force now (read per connection and request).
     var access: PolicyConfiguration.Access { get }
+    /// `access.connection-limit` in force now: read for every connection a listener accepts,
+    /// so without copying the rest of `access`.
+    var connectionLimit: Int? { get }
     /// Changes whenever ``configuration`` may have changed (a reload); constant for fixed rules.
     /// Connections keep what they derive from `access` and `limits` until it changes
     /// (``ExchangeRules``).
@@ -30,6 +33,7 @@ public protocol ProxyPolicy: Sendable {
 extension ProxyPolicy {
     public var limits: PolicyConfiguration.Limits { configuration.limits }
     public var access: PolicyConfiguration.Access { configuration.access }
+    public var connectionLimit: Int? { access.connectionLimit }
     /// Fixed rules: always 0.
     public var generation: Int { 0 }
 

@@ -162,7 +162,7 @@ public final class ProxyServer: Sendable {
                     func install(_ pipeline: ChannelPipeline.SynchronousOperations) throws {
                         // access.connection-limit: counted once the client's address is known
                         // (after a PROXY header), marked when over it (its requests get 429).
-                        if let limit = policy.access.connectionLimit,
+                        if let limit = policy.connectionLimit,
                             let client = environment.clientAddress(of: channel)?.addressText,
                             !connectionCounter.admit(channel, of: client, limit: limit)
                         {
