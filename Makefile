@@ -25,10 +25,12 @@ endif
 
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
 # for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
-# which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers;
-# systemd's systemd-socket-activate, which passes serve its sockets, and systemd-analyze, which
-# checks the units — installed as programs, not run as init) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light systemd
+# which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers) need.
+DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
+# Installed when missing, but a machine where they cannot be is not refused (the tests that need
+# them say they are skipped): systemd's systemd-socket-activate, which passes serve its sockets,
+# and systemd-analyze, which checks the units (programs only: systemd is not started as init).
+DEB_PACKAGES_OPTIONAL := systemd
 # Python modules the tests use, from PyPI, for the python3 on PATH: prometheus_client parses /metrics;
 # uv and poetry install offline from a cache warmed by their lockfiles (PythonLockfileWarmTests).
 PYTHON_MODULES := prometheus_client websockets h2 uv poetry pipenv
@@ -114,6 +116,14 @@ deps: ## Check the Debian packages and Swift; install missing packages when root
 		echo "deps: install them with:" >&2; \
 		echo "  sudo apt-get update && sudo apt-get install -y --no-install-recommends$$missing" >&2; \
 		exit 1; \
+	fi
+	@if command -v dpkg-query >/dev/null 2>&1; then \
+		for pkg in $(DEB_PACKAGES_OPTIONAL); do \
+			dpkg-query -W -f='$${Status}' "$$pkg" 2>/dev/null | grep -q 'install ok installed' && continue; \
+			if [ "$$(id -u)" -eq 0 ] && apt-get update >/dev/null \
+				&& DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$$pkg"; then continue; fi; \
+			echo "deps: warning: $$pkg is not installed (sudo apt-get install $$pkg): the tests that need it are skipped" >&2; \
+		done; \
 	fi
 	@for module in $(PYTHON_MODULES); do \
 		if ! command -v python3 >/dev/null 2>&1; then echo "deps: no python3; tests that need $$module are skipped" >&2; break; fi; \
