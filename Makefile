@@ -214,10 +214,9 @@ uninstall: ## Remove what `make install` put in place, except the configuration 
 run: release ## Release build, then run `tollgate serve` (forward proxy on 127.0.0.1:3128)
 	exec .build/release/tollgate serve
 
-test: deps ## Build the tests, run the whole suite, then again as a release build (make test-release)
+test: deps $(REAPER) ## Build the tests, run the whole suite, then again as a release build (make test-release)
 	$(SWIFT) build --build-tests $(SWIFT_FLAGS)
 	@mkdir -p .build
-	@$(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
 	$(REAPER) timeout --kill-after=30 $(TEST_TIMEOUT) $(TEST_ENV) $(SWIFT) test --skip-build $(TEST_MODE) $(SWIFT_FLAGS) 2>&1 | tee $(TEST_LOG); \
 	status=$${PIPESTATUS[0]}; \
@@ -251,10 +250,9 @@ test-release: deps ## The whole suite again, compiled as a release build (at mos
 	@$(MAKE) --no-print-directory release-suite
 
 # test-release without the package check (`make test` has just made it).
-release-suite:
+release-suite: $(REAPER)
 	@mkdir -p .build
 	@$(SHIM_CC) -shared -fPIC -O2 -o $(NO_BACKTRACE_SHIM) .ci/no-backtrace.c
-	@$(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
 	$(REAPER) timeout --kill-after=30 $(TEST_RELEASE_TIMEOUT) \
 		$(TEST_ENV) LD_PRELOAD=$(CURDIR)/$(NO_BACKTRACE_SHIM) SWT_SWIFT_ERROR_BACKTRACING_ENABLED=0 \
@@ -270,6 +268,11 @@ release-suite:
 		.ci/unfinished-tests $(TEST_LOG_RELEASE); \
 	fi; \
 	exit $$status
+
+# The reaper every suite runs under, built when its source is newer.
+$(REAPER): .ci/reaper.c
+	@mkdir -p $(dir $@)
+	@$(SHIM_CC) -O2 -o $@ .ci/reaper.c
 
 # The suite under a sanitizer (issue #32), each in a build folder of its own. TSan: the
 # `-DTOLLGATE_TSAN` build gives TollgateSession a pthread-based `Mutex`, which TSan can see
@@ -305,9 +308,8 @@ test-asan: deps ## The whole suite built with --sanitize=address (.build-asan; A
 		SANITIZER_FLAGS='$(ASAN_BUILD_FLAGS)' SANITIZER_ENV='$(ASAN_ENV)'
 
 # Runs the sanitized suite built by test-tsan or test-asan; the log is $(BUILD_DIR)/test.log.
-sanitizer-suite:
+sanitizer-suite: $(REAPER)
 	@rm -rf $(BUILD_DIR)/reports && mkdir -p $(BUILD_DIR)/reports
-	@mkdir -p .build && $(SHIM_CC) -O2 -o $(REAPER) .ci/reaper.c
 	@set +e; \
 	$(REAPER) timeout --kill-after=30 $(SANITIZER_TIMEOUT) env $(SANITIZER_ENV) \
 		SWT_EXPERIMENTAL_MAXIMUM_PARALLELIZATION_WIDTH=$(SANITIZER_WIDTH) \
