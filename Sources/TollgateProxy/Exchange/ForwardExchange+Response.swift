@@ -86,14 +86,17 @@ extension ForwardExchange {
             if compression == .gzip, !head.isHead { gzip = GzipEncoder(level: rule.level) }
         }
         let edits = record.route?.responseHeaders
-        if compression != .none || edits != nil {
-            // Compression, then the rule's `response-headers` (which may change what compression
-            // wrote), on what the client gets (the stored copy keeps the origin's): on a list
-            // without the hop-by-hop lines, which neither may touch.
+        let references = clientFacingReferences(for: fields)
+        if compression != .none || edits != nil || !references.isEmpty {
+            // References written for the client's URL, compression, then the rule's
+            // `response-headers` (which may change what either wrote), on what the client gets
+            // (the stored copy keeps the origin's): on a list without the hop-by-hop lines,
+            // which none may touch.
             if omission != nil {
                 fields = HopByHopHeaders.removing(from: fields)
                 omission = nil
             }
+            for rewrite in references { rewrite.apply(to: &fields) }
             ResponseCompression.apply(compression, to: &fields)
             edits?.apply(to: &fields)
         }
@@ -135,6 +138,25 @@ extension ForwardExchange {
             bodyLength: bodyLength,
             close: closeAfterResponse
         )
+    }
+
+    /// The rewrites of `fields`' references the response needs, in order: back through the
+    /// rule's `map-remote`, then from a reverse listener's upstream to the client's `Host`.
+    /// Empty (and no lookup) for a forward request that was not mapped.
+    private func clientFacingReferences(for fields: HeaderFields) -> [ClientFacingReferences] {
+        let upstream: HTTPURL?
+        if case .reverse(let reverseUpstream) = environment.mode { upstream = reverseUpstream } else { upstream = nil }
+        guard mappedReferences != nil || upstream != nil, ClientFacingReferences.mayApply(to: fields) else { return [] }
+        var rewrites: [ClientFacingReferences] = []
+        if let mappedReferences { rewrites.append(mappedReferences) }
+        if let upstream,
+            let client = ClientFacingReferences.reverseClient(host: head.headerFields[.host], secure: memo.clientTLS != nil)
+        {
+            // What the listener loaded before any mapping: the upstream's URL for this request.
+            let loaded = mappedReferences?.client ?? url
+            rewrites.append(ClientFacingReferences(mapping: HostRule.RemoteMapping(path: "/", to: upstream), loaded: loaded, client: client))
+        }
+        return rewrites
     }
 
     func dataTask(_ task: DataTask, didReceive data: ByteBuffer) {

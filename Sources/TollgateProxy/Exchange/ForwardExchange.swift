@@ -87,6 +87,9 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     var manifestCheck: ManifestBodyCheck?
     /// The response goes out compressed (`hosts[].compress`): its body passes through this.
     var gzip: GzipEncoder?
+    /// A rule's `map-remote` sent the request elsewhere: the response's references are written
+    /// back for the client's URL (``ClientFacingReferences``).
+    var mappedReferences: ClientFacingReferences?
 
     init(head: ClientRequestHead, url: HTTPURL, route: ProxyRoute, responder: any ClientResponder, context: ExchangeContext) {
         self.head = head
@@ -578,11 +581,13 @@ extension ForwardExchange {
         var head = head
         if case .intercepted = context.environment.mode { head.target = url.absoluteString }
         let route = context.memo.route(for: url, environment: context.environment)
-        if let mapped = remoteMapping(of: head, url: url, route: route) {
+        if let (mapping, mapped) = remoteMapping(of: head, url: url, route: route) {
             // Sent elsewhere: a request for the mapped URL from here on, under that host's rule
             // (its trust, credentials, cache, destinations), whose own mappings are not applied again.
             let mappedRoute = context.memo.route(for: mapped, environment: context.environment)
-            return ForwardExchange(head: head, url: mapped, route: mappedRoute, responder: responder, context: context)
+            let exchange = ForwardExchange(head: head, url: mapped, route: mappedRoute, responder: responder, context: context)
+            exchange.mappedReferences = ClientFacingReferences(mapping: mapping, loaded: mapped, client: url)
+            return exchange
         }
         return ForwardExchange(head: head, url: url, route: route, responder: responder, context: context)
     }
@@ -590,11 +595,11 @@ extension ForwardExchange {
     /// The URL a rule's `map-remote` sends a request for `url` to, or nil: none of its mappings
     /// is for the path, or the rule answers first (it denies the host, or its `map-local` answers
     /// the path).
-    private static func remoteMapping(of head: ClientRequestHead, url: HTTPURL, route: ProxyRoute) -> HTTPURL? {
+    private static func remoteMapping(of head: ClientRequestHead, url: HTTPURL, route: ProxyRoute) -> (HostRule.RemoteMapping, HTTPURL)? {
         guard let mappings = route.mapRemote, !route.isDenied else { return nil }
         if let local = route.mapLocal, head.method == "GET" || head.method == "HEAD", local.contains(where: { $0.match(url.path) != nil }) {
             return nil
         }
-        return mappings.lazy.compactMap { $0.map(url) }.first
+        return mappings.lazy.compactMap { mapping in mapping.map(url).map { (mapping, $0) } }.first
     }
 }
