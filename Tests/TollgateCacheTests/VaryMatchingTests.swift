@@ -74,4 +74,31 @@ struct VaryMatchingTests {
         let with = VaryMatching.varyingFields(of: vary, in: HeaderFields([("Accept-Language", "en")]))
         #expect(!VaryMatching.matches(vary: vary, recorded: with, request: HeaderFields()))
     }
+
+    @Test("X-Forwarded-Host is varied on whatever Vary says when the stored request carried it; a response stored without it is anyone's")
+    func forwardedHostAlwaysVaried() {
+        func fields(_ host: String?, language: String? = nil) -> HeaderFields {
+            var fields = HeaderFields()
+            if let host { fields.add(name: "X-Forwarded-Host", value: host) }
+            if let language { fields.add(name: "Accept-Language", value: language) }
+            return fields
+        }
+        for vary in [Vary(fieldValues: []), Vary(fieldValues: ["Accept-Language"])] {
+            let recorded = VaryMatching.varyingFields(of: vary, in: fields("shop.example", language: "en"))
+            #expect(recorded.contains(VaryingField(name: "x-forwarded-host", value: "shop.example")))
+            #expect(VaryMatching.matches(vary: vary, recorded: recorded, request: fields("shop.example", language: "en")))
+            #expect(!VaryMatching.matches(vary: vary, recorded: recorded, request: fields("evil.example", language: "en")))
+            #expect(!VaryMatching.matches(vary: vary, recorded: recorded, request: fields(nil, language: "en")))
+            // Recorded without it (a forward proxy's request, a warm's): the origin could not
+            // have built the answer from it, so any request selects it.
+            let plain = VaryMatching.varyingFields(of: vary, in: fields(nil, language: "en"))
+            #expect(!plain.contains { $0.name == "x-forwarded-host" })
+            #expect(VaryMatching.matches(vary: vary, recorded: plain, request: fields(nil, language: "en")))
+            #expect(VaryMatching.matches(vary: vary, recorded: plain, request: fields("shop.example", language: "en")))
+            #expect(VaryMatching.matches(vary: vary, recorded: plain, request: fields("shop.example", language: "de")) == vary.isEmpty)
+        }
+        // A Vary that names it is recorded once.
+        let named = Vary(fieldValues: ["X-Forwarded-Host"])
+        #expect(VaryMatching.varyingFields(of: named, in: fields("a.example")).count == 1)
+    }
 }

@@ -78,6 +78,32 @@ struct CacheSafetyTests {
         #expect(answer.bodyText.contains("X-Forwarded-For=6.6.6.6, 127.0.0.1"), "\(answer.bodyText)")
     }
 
+    @Test("Behind a reverse listener, an answer built from one client's Host (as X-Forwarded-Host) is stored for that Host alone")
+    func reverseClientHostIsKeyed() async throws {
+        let directory = try temporaryDirectory()
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let origin = try await reflectingOrigin()
+        defer { origin.stop() }
+        let config = try writeReverseCacheConfiguration(in: directory, upstreamPort: origin.port)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        func get(host: String) async throws -> RawResponse {
+            try await request("GET /page HTTP/1.1\r\nHost: \(host)\r\n\r\n", port: port)
+        }
+        let poisoned = try await get(host: "evil.example")
+        #expect(poisoned.bodyText.contains("X-Forwarded-Host=evil.example"), "\(poisoned.bodyText)")
+        let honest = try await get(host: "shop.example")
+        #expect(honest.bodyText.contains("X-Forwarded-Host=shop.example"), "\(honest.bodyText)")
+        #expect(honest.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+        // Each Host's answer is a hit for that Host.
+        let again = try await get(host: "shop.example")
+        #expect(again.header("Cache-Status") == "tollgate; hit")
+        #expect(again.bodyText.contains("X-Forwarded-Host=shop.example"), "\(again.bodyText)")
+        #expect(try await get(host: "evil.example").header("Cache-Status") == "tollgate; hit")
+        #expect(origin.requestCount == 2)
+    }
+
     @Test("A GET with a body is refused with 400 and a closed connection; nothing reaches the origin or the cache")
     func getWithABody() async throws {
         let directory = try temporaryDirectory()

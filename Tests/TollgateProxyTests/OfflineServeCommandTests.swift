@@ -222,6 +222,22 @@ struct OfflineServeCommandTests {
         #expect(small.bodyText == WarmedCache.small)
     }
 
+    @Test("A cache warmed by URL serves a reverse listener offline, whatever Host its clients send (stored without X-Forwarded-Host)")
+    func warmedCacheServesAReverseListener() async throws {
+        let warmed = try await WarmedCache.make()
+        defer { warmed.remove() }
+        warmed.stopOrigin()
+        let served = try await warmed.serve(["--offline", "--listen", "127.0.0.1:0", "--reverse", warmed.base])
+        defer { served.child.kill() }
+        let port = try served.port("reverse")
+        for host in ["mirror.example", "127.0.0.1:8080"] {
+            let small = try await request("GET /small.txt HTTP/1.1\r\nHost: \(host)\r\n\r\n", port: port)
+            #expect(small.status == 200, "\(host)")
+            #expect(small.bodyText == WarmedCache.small)
+            #expect(small.header("Cache-Status") == "tollgate; hit; detail=\"offline\"")
+        }
+    }
+
     @Test("offline: true put in force by SIGHUP: stored responses served with the origin gone, the rest 504")
     func offlineByReload() async throws {
         let warmed = try await WarmedCache.make()

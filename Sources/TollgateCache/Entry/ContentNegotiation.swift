@@ -40,7 +40,9 @@ public enum ContentNegotiation {
     /// Whether `request` accepts `stored` (``accepts(_:vary:recorded:representation:)``).
     public static func accepts(_ stored: StoredResponse, request: HeaderFields) -> Bool {
         let recorded = stored.varyingRequestFields
-        return accepts(request, vary: stored.vary, recorded: { name in recorded.first { $0.name == name }?.value }, representation: stored.headerFields)
+        // The client's host (``VaryMatching/alwaysVaried``) is never negotiated: it must match.
+        return VaryMatching.alwaysVariedMatches(vary: stored.vary, recorded: recorded, request: request)
+            && accepts(request, vary: stored.vary, recorded: { name in recorded.first { $0.name == name }?.value }, representation: stored.headerFields)
     }
 
     /// Whether an `Accept-Encoding` value (nil: the field is absent) accepts every content coding

@@ -10,25 +10,57 @@ public import TollgateHTTP
 /// when their canonical forms (``PreferenceListNormalizer``) are equal, so `en, de` selects what
 /// `De, en` got. `Vary: *` never matches.
 public enum VaryMatching {
-    /// The request fields `vary` names, with the request's normalized values.
+    /// A request field every stored response varies on, whatever its Vary says: the client's
+    /// `Host` as a reverse proxy states it to the origin (`X-Forwarded-Host`). An origin that
+    /// builds absolute URLs from it (redirects, links; most frameworks do behind a proxy) would
+    /// otherwise have the answer to one client's `Host` — any name it likes — stored and served to
+    /// every client of the URL. Varnish keys by `Host` for the same reason.
+    ///
+    /// Recorded only when the request carried it, and one way only: a response stored for a
+    /// request with it is selected only by that value; one stored for a request without it (a
+    /// forward proxy's, a warm's) could not have been built from it, and is selected by any
+    /// request — so a cache warmed through a forward session still serves a reverse listener.
+    public static let alwaysVaried = "x-forwarded-host"
+
+    /// The request fields `vary` names, with the request's normalized values, and
+    /// ``alwaysVaried`` when the request carried it and `vary` does not name it.
     public static func varyingFields(of vary: Vary, in request: HeaderFields) -> [VaryingField] {
-        vary.fieldNames.map { name in
+        var fields = vary.fieldNames.map { name in
             let values = request.values(for: name)
             return VaryingField(name: name, value: values.isEmpty ? nil : normalizedValue(values))
         }
+        if !vary.fieldNames.contains(alwaysVaried), case let values = request.values(for: alwaysVaried), !values.isEmpty {
+            fields.append(VaryingField(name: alwaysVaried, value: normalizedValue(values)))
+        }
+        return fields
     }
 
     /// Whether `request` selects a stored response whose Vary is `vary` and whose original
     /// request carried `recorded`.
     public static func matches(vary: Vary, recorded: [VaryingField], request: HeaderFields) -> Bool {
         if vary.isWildcard { return false }
-        for name in vary.fieldNames {
-            let values = request.values(for: name)
-            let current = values.isEmpty ? nil : normalizedValue(values)
-            let original = recorded.first { $0.name == name }?.value
-            if !sameValue(name: name, current, original) { return false }
+        for name in vary.fieldNames where !fieldMatches(name, recorded: recorded, request: request) {
+            return false
         }
-        return true
+        return alwaysVariedMatches(vary: vary, recorded: recorded, request: request)
+    }
+
+    /// Whether `request` agrees on ``alwaysVaried`` with a response whose Vary is `vary` and whose
+    /// original request carried `recorded`: a response recorded with a value is selected only by
+    /// requests with the same value; one recorded without it, by any.
+    public static func alwaysVariedMatches(vary: Vary, recorded: [VaryingField], request: HeaderFields) -> Bool {
+        if vary.fieldNames.contains(alwaysVaried) { return true }
+        guard let original = recorded.first(where: { $0.name == alwaysVaried }) else { return true }
+        let values = request.values(for: alwaysVaried)
+        return sameValue(name: alwaysVaried, values.isEmpty ? nil : normalizedValue(values), original.value)
+    }
+
+    /// Whether `request`'s value of `name` selects a response whose original request carried `recorded`.
+    private static func fieldMatches(_ name: String, recorded: [VaryingField], request: HeaderFields) -> Bool {
+        let values = request.values(for: name)
+        let current = values.isEmpty ? nil : normalizedValue(values)
+        let original = recorded.first { $0.name == name }?.value
+        return sameValue(name: name, current, original)
     }
 
     /// Whether two normalized values (``normalizedValue(_:)``, nil: absent) of the field `name`
