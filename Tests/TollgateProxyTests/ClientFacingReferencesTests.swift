@@ -4,7 +4,7 @@ import TollgateHTTP
 import TollgateTesting
 
 @Suite(
-    "Location and Set-Cookie written back for the client's URL behind map-remote and reverse listeners (the built executable)",
+    "Location, Refresh and Set-Cookie written back for the client's URL behind map-remote and reverse listeners (the built executable)",
     .serialized,
     .timeLimit(.minutes(1)),
     .enabled(if: tollgateBinary != nil && FileManager.default.isExecutableFile(atPath: "/usr/bin/curl"))
@@ -70,6 +70,8 @@ struct ClientFacingReferencesTests {
                     headers: ["Location": "http://\(request.headerFields["Host"] ?? "")/landing#top", "Cache-Control": "max-age=600"],
                     body: ""
                 )
+            case "/refresh":
+                respond.send(status: 200, headers: ["Refresh": "3; URL='http://\(request.headerFields["Host"] ?? "")/next'"], body: "wait")
             default:
                 respond.send(status: 302, headers: ["Location": "https://elsewhere.example/"], body: "")
             }
@@ -93,6 +95,8 @@ struct ClientFacingReferencesTests {
         let other = try await get("/moved", host: "b.example")
         #expect(other.header("Location") == "http://b.example/landing#top")
         #expect(upstream.requestCount == 2)
+        // Refresh's URL too, as nginx does.
+        #expect(try await get("/refresh", host: "a.example").header("Refresh") == "3; URL='http://a.example/next'")
         // A redirect elsewhere is the origin's to give.
         #expect(try await get("/away", host: "a.example").header("Location") == "https://elsewhere.example/")
     }

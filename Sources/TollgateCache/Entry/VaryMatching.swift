@@ -49,10 +49,21 @@ public enum VaryMatching {
     /// original request carried `recorded`: a response recorded with a value is selected only by
     /// requests with the same value; one recorded without it, by any.
     public static func alwaysVariedMatches(vary: Vary, recorded: [VaryingField], request: HeaderFields) -> Bool {
-        if vary.fieldNames.contains(alwaysVaried) { return true }
-        guard let original = recorded.first(where: { $0.name == alwaysVaried }) else { return true }
-        let values = request.values(for: alwaysVaried)
-        return sameValue(name: alwaysVaried, values.isEmpty ? nil : normalizedValue(values), original.value)
+        guard let original = recorded.first(where: { $0.name == alwaysVaried }), !vary.fieldNames.contains(alwaysVaried) else {
+            return true
+        }
+        // Asked at every hit behind a reverse listener: one line of one host (no list to
+        // normalize) is compared as it is, without the array and joined string of the general case.
+        var current: String?
+        var lines = 0
+        request.forEachValue(named: .xForwardedHost) { value in
+            current = value
+            lines += 1
+        }
+        if lines > 1 || current?.utf8.contains(UInt8(ascii: ",")) == true {
+            current = normalizedValue(request.values(for: .xForwardedHost))
+        }
+        return sameValue(name: alwaysVaried, current, original.value)
     }
 
     /// Whether `request`'s value of `name` selects a response whose original request carried `recorded`.

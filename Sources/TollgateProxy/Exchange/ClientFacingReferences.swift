@@ -18,9 +18,12 @@ struct ClientFacingReferences {
     /// The URL the client asked for: its scheme and authority are what references get.
     let client: HTTPURL
 
+    /// `Refresh: 5; url=…` (not in an RFC, but browsers follow it; nginx rewrites it with `Location`).
+    static let refresh = HeaderName("Refresh")
+
     /// Whether `fields` has a line this may rewrite (a lookup by name keys, no value read).
     static func mayApply(to fields: HeaderFields) -> Bool {
-        fields.contains(.location) || fields.contains(.setCookie) || fields.contains(.contentLocation)
+        fields.contains(.location) || fields.contains(.setCookie) || fields.contains(.contentLocation) || fields.contains(refresh)
     }
 
     /// Rewrites the values that point into the mapping; the rest is left as sent.
@@ -30,12 +33,32 @@ struct ClientFacingReferences {
             else { continue }
             fields.replaceOrAdd(name: name, value: rewritten)
         }
+        if let value = fields[Self.refresh], let rewritten = refreshValue(value) {
+            fields.replaceOrAdd(name: Self.refresh, value: rewritten)
+        }
         let cookies = fields.values(for: .setCookie)
         guard !cookies.isEmpty else { return }
         let rewritten = cookies.map { mapping.clientSetCookie($0, client: client) }
         guard rewritten.contains(where: { $0 != nil }) else { return }
         fields.remove(.setCookie)
         for (original, new) in zip(cookies, rewritten) { fields.add(name: .setCookie, value: new ?? original) }
+    }
+
+    /// A `Refresh` value (`DELAY; url=REFERENCE`, the reference perhaps quoted) with its
+    /// reference written for the client, or nil when it has none under the mapping.
+    func refreshValue(_ value: String) -> String? {
+        guard let semicolon = value.firstIndex(of: ";") else { return nil }
+        var rest = value[value.index(after: semicolon)...].drop { $0 == " " || $0 == "\t" }
+        guard rest.prefix(4).lowercased() == "url=" else { return nil }
+        let head = value[..<rest.index(rest.startIndex, offsetBy: 4)]
+        rest = rest.dropFirst(4)
+        var quote = ""
+        if let first = rest.first, first == "'" || first == "\"", rest.count >= 2, rest.last == first {
+            quote = String(first)
+            rest = rest.dropFirst().dropLast()
+        }
+        guard let rewritten = mapping.clientReference(for: String(rest), loaded: loaded, client: client) else { return nil }
+        return head + quote + rewritten + quote
     }
 
     /// The client's URL behind a reverse listener: the listener's scheme and the request's `Host`
