@@ -106,7 +106,8 @@ let package = Package(
         .target(
             name: "TollgateProxy",
             dependencies: [
-                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateLoop", "CMalloc", "CZlib",
+                "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateLoop", "TollgateStore",
+                "CMalloc", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

@@ -143,7 +143,8 @@ struct ServeCommand: AsyncParsableCommand {
                 interceptor: try Self.prepareInterception(configuration),
                 ownListeners: ownListeners,
                 offline: offlineMode,
-                inherited: inherited
+                inherited: inherited,
+                stapleArchive: Self.openStapleArchive(configuration)
             )
         } catch {
             runtime.shutdown()

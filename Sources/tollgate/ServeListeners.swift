@@ -24,7 +24,8 @@ struct ServeListeners {
         interceptor: Interceptor? = nil,
         ownListeners: OwnListeners = OwnListeners(),
         offline: OfflineMode = OfflineMode(),
-        inherited: InheritedListeners = InheritedListeners()
+        inherited: InheritedListeners = InheritedListeners(),
+        stapleArchive: OCSPStapleArchive? = nil
     ) async throws -> ServeListeners {
         func take(_ address: PolicyConfiguration.Address) -> CInt? {
             inherited.take(ListenAddress(host: address.host, port: address.port))
@@ -67,7 +68,8 @@ struct ServeListeners {
                         throttle: listener.throttle,
                         maxConnections: listener.maxConnections,
                         connectionCounter: connectionCounter,
-                        inheritedSocket: socket
+                        inheritedSocket: socket,
+                        stapleArchive: stapleArchive
                     ),
                     policy: runtime,
                     ownListeners: ownListeners

@@ -602,6 +602,63 @@ struct TLSListenerTests {
         #expect(still.status == 91, "\(still.stderr)")
     }
 
+    @Test("A fetched OCSP response is kept in the data directory: after a restart with the responder failing, and offline, it is stapled from the first handshake")
+    func ocspKeptAcrossRestarts() async throws {
+        let setup = try TLSListenerSetup()
+        defer { setup.remove() }
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
+        defer { origin.stop() }
+        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
+        let answer = NIOLockedValueBox<[UInt8]>([])
+        let responder = try await LoopbackOrigin.start { _, respond in
+            let bytes = answer.withLockedValue { $0 }
+            if bytes.isEmpty { return respond.send(status: 503, body: "responder down") }
+            respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: bytes)
+        }
+        defer { responder.stop() }
+        let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate, ocspResponder: "http://127.0.0.1:\(responder.port)/")
+        answer.withLockedValue { $0 = [] }
+        let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
+        answer.withLockedValue { $0 = good }
+        let configuration = try setup.write(
+            """
+            mode: reverse
+            upstream: "http://127.0.0.1:\(origin.port)"
+            tls: { certificate: gw.pem, key: gw.key, ocsp-stapling: true }
+            """,
+            more: "access:\n  destinations:\n    - { allow: all }"
+        )
+        let data = ["XDG_DATA_HOME": setup.path("data")]
+        do {
+            let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2, environment: data)
+            defer { served.child.kill() }
+            let url = "https://127.0.0.1:\(try served.port("reverse"))/"
+            try await eventuallyAsync("the response fetched and stapled") {
+                (try? await curl(["--cacert", setup.pki.caFile, "--cert-status", url]))?.status == 0
+            }
+            served.child.send(SIGTERM)
+            _ = try await served.child.waitForExit(timeout: .seconds(20))
+        }
+        #expect(FileManager.default.fileExists(atPath: setup.path("data/tollgate/ocsp/data.mdb")))
+
+        // The responder now fails: the restarted listener staples the kept response at once.
+        answer.withLockedValue { $0 = [] }
+        let before = responder.requestCount
+        for arguments in [[], ["--offline"]] {
+            let served = try await Served.start(["--config", configuration] + arguments, directory: setup.directory, lines: 2, environment: data)
+            defer { served.child.kill() }
+            let first = try await curl(["--cacert", setup.pki.caFile, "--cert-status", "https://127.0.0.1:\(try served.port("reverse"))/"])
+            #expect(first.status == 0, "\(arguments): \(first.stderr)")
+            // (Offline the page itself is a miss: what matters is the handshake.)
+            if arguments.isEmpty { #expect(first.stdout == "checked\n") }
+            try await eventually("the kept response's log line") {
+                served.child.standardError.contains("stapling the OCSP response kept from an earlier run")
+            }
+        }
+        // Online it still asked the responder (which failed); offline it asked nothing.
+        try await eventually("the online run's fetch") { responder.requestCount == before + 1 }
+    }
+
     @Test("Plain HTTP sent to a TLS listener closes that connection; the listener serves TLS clients after it")
     func garbageIsRefused() async throws {
         let setup = try TLSListenerSetup()

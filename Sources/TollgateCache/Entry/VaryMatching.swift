@@ -52,18 +52,20 @@ public enum VaryMatching {
         guard let original = recorded.first(where: { $0.name == alwaysVaried }), !vary.fieldNames.contains(alwaysVaried) else {
             return true
         }
-        // Asked at every hit behind a reverse listener: one line of one host (no list to
-        // normalize) is compared as it is, without the array and joined string of the general case.
-        var current: String?
+        // Asked (three times) at every hit behind a reverse listener: one line with the recorded
+        // bytes matches as it is, compared in place — no string, array or joined list made.
         var lines = 0
-        request.forEachValue(named: .xForwardedHost) { value in
-            current = value
+        var same = false
+        request.forEachValueBytes(named: .xForwardedHost) { bytes in
             lines += 1
+            same =
+                original.value?.utf8.withContiguousStorageIfAvailable { stored in
+                    UnsafeRawBufferPointer(stored).elementsEqual(bytes)
+                } ?? false
         }
-        if lines > 1 || current?.utf8.contains(UInt8(ascii: ",")) == true {
-            current = normalizedValue(request.values(for: .xForwardedHost))
-        }
-        return sameValue(name: alwaysVaried, current, original.value)
+        if lines == 1, same { return true }
+        let values = request.values(for: .xForwardedHost)
+        return sameValue(name: alwaysVaried, values.isEmpty ? nil : normalizedValue(values), original.value)
     }
 
     /// Whether `request`'s value of `name` selects a response whose original request carried `recorded`.

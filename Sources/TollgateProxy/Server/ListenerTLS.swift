@@ -63,11 +63,14 @@ final class ListenerTLS: Sendable {
         protocols: [String] = ClientProtocolSelection.offeredProtocols,
         policy: (any ProxyPolicy)? = nil,
         offline: OfflineMode = OfflineMode(),
-        metrics: ProxyMetrics? = nil
+        metrics: ProxyMetrics? = nil,
+        stapleArchive: OCSPStapleArchive? = nil
     ) throws {
         self.configuredAddress = configuredAddress
         self.protocols = protocols
-        let fetcher = policy.map { OCSPStapleFetcher(listener: configuredAddress.description, policy: $0, offline: offline) }
+        let fetcher = policy.map {
+            OCSPStapleFetcher(listener: configuredAddress.description, policy: $0, offline: offline, archive: stapleArchive)
+        }
         if let fetcher { metrics?.noteStapleFetcher(fetcher, listener: configuredAddress.description) }
         let made = try Self.makeContext(settings, protocols: protocols, staples: fetcher?.staples)
         self.stapleFetcher = fetcher

@@ -20,7 +20,9 @@ import TollgateTLS
 /// (HAProxy's `ocsp-update.mindelay`/`maxdelay`); a failed fetch is tried again 5 minutes later,
 /// the last response stapled meanwhile while it is current. The listener's context is made again
 /// for the first connection after a reload, and the responses are fetched again then. An offline
-/// proxy fetches nothing.
+/// proxy fetches nothing. With an ``OCSPStapleArchive`` each response fetched is kept on disk, and
+/// a certificate with none stapled yet staples the one kept (checked again, and current) before
+/// its first fetch — a restart, even offline or with the responder down, staples at once.
 final class OCSPStapleFetcher: Sendable {
     /// What the listener's handshakes staple from.
     let staples = OCSPStaples()
@@ -31,16 +33,19 @@ final class OCSPStapleFetcher: Sendable {
     private let running = NIOLockedValueBox<[Task<Void, Never>]>([])
     /// The certificate files fetched for, with their chains' leaves (for ``stapled(forCertificateFile:)``).
     private let leaves = NIOLockedValueBox<[String: Certificate]>([:])
+    /// Where fetched responses are kept across restarts; nil: in memory only.
+    private let archive: OCSPStapleArchive?
 
     static let logger = Logger(label: "tollgate.listener")
     /// The shortest and longest time between two fetches for one certificate.
     static let shortestRefresh: Duration = .seconds(300)
     static let longestRefresh: Duration = .seconds(3600)
 
-    init(listener: String, policy: any ProxyPolicy, offline: OfflineMode) {
+    init(listener: String, policy: any ProxyPolicy, offline: OfflineMode, archive: OCSPStapleArchive? = nil) {
         self.listener = listener
         self.policy = policy
         self.offline = offline
+        self.archive = archive
     }
 
     /// Fetches for each certificate file's chain (a certificate and its issuer) now and keeps
@@ -49,6 +54,7 @@ final class OCSPStapleFetcher: Sendable {
         leaves.withLockedValue { leaves in
             leaves = Dictionary(chains.map { ($0.file, $0.chain[0]) }, uniquingKeysWith: { first, _ in first })
         }
+        for (_, chain) in chains { stapleKept(chain) }
         let tasks = chains.map { file, chain in
             Task { [self] in
                 while !Task.isCancelled {
@@ -72,6 +78,21 @@ final class OCSPStapleFetcher: Sendable {
         return .some(response)
     }
 
+    /// Staples the response kept for `chain`'s leaf in the archive, when none is stapled yet (or
+    /// the one stapled is out of date) and the one kept is good: before the first fetch of a run.
+    private func stapleKept(_ chain: [Certificate]) {
+        let leaf = chain[0]
+        guard let archive, staples.response(for: leaf)?.isCurrent() != true, let kept = archive.response(for: chain) else { return }
+        staples.set(kept, for: leaf)
+        Self.logger.info(
+            "stapling the OCSP response kept from an earlier run until a fetch replaces it",
+            metadata: [
+                "listener": "\(listener)", "subject": "\(leaf.subject)", "status": "\(kept.status.rawValue)",
+                "next_update": "\(kept.nextUpdate.map { "\($0)" } ?? "-")", "archive": "\(archive.directory)",
+            ]
+        )
+    }
+
     /// Stops fetching.
     func stop() {
         for task in running.withLockedValue({ running in defer { running = [] }; return running }) { task.cancel() }
@@ -85,6 +106,14 @@ final class OCSPStapleFetcher: Sendable {
             let response = try await Self.fetch(chain, policy: policy)
             if Task.isCancelled { return .zero }
             staples.set(response, for: leaf)
+            do {
+                try archive?.keep(response, for: leaf)
+            } catch {
+                Self.logger.warning(
+                    "cannot keep the fetched OCSP response on disk; a restart staples nothing until it fetches again",
+                    metadata: ["listener": "\(listener)", "subject": "\(leaf.subject)", "error": "\(error)"]
+                )
+            }
             Self.logger.info(
                 "fetched the OCSP response stapled for a listener's certificate",
                 metadata: [

@@ -113,7 +113,8 @@ public final class ProxyServer: Sendable {
                     protocols: ClientProtocolSelection.offeredProtocols(for: configuration.mode),
                     policy: policy,
                     offline: configuration.offline,
-                    metrics: configuration.metrics
+                    metrics: configuration.metrics,
+                    stapleArchive: configuration.stapleArchive
                 )
             }
         } catch {

@@ -47,6 +47,10 @@ extension ProxyServer {
         /// A socket already bound to ``listen`` and listening, passed by a service manager
         /// (``InheritedListeners``): served instead of binding one. Default: nil.
         public var inheritedSocket: CInt?
+        /// Where the OCSP responses a TLS listener fetches (`ocsp-stapling`) are kept across
+        /// restarts (share one among the listeners of a process). Nil: kept in memory only.
+        /// Default: nil.
+        public var stapleArchive: OCSPStapleArchive?
 
         /// Creates a configuration; every argument has the embedded default's value.
         public init(
@@ -63,8 +67,10 @@ extension ProxyServer {
             throttle: PolicyConfiguration.Listener.Throttle? = nil,
             maxConnections: Int? = nil,
             connectionCounter: ClientConnectionCounter = ClientConnectionCounter(),
-            inheritedSocket: CInt? = nil
+            inheritedSocket: CInt? = nil,
+            stapleArchive: OCSPStapleArchive? = nil
         ) {
+            self.stapleArchive = stapleArchive
             self.inheritedSocket = inheritedSocket
             self.maxConnections = maxConnections
             self.connectionCounter = connectionCounter
