@@ -1,3 +1,4 @@
+import Foundation
 public import TollgateHTTP
 
 /// Secondary keys (RFC 9111 §4.1): a stored response whose Vary names request fields may be
@@ -60,7 +61,7 @@ public enum VaryMatching {
             lines += 1
             same =
                 original.value?.utf8.withContiguousStorageIfAvailable { stored in
-                    UnsafeRawBufferPointer(stored).elementsEqual(bytes)
+                    stored.count == bytes.count && (bytes.isEmpty || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
                 } ?? false
         }
         if lines == 1, same { return true }
