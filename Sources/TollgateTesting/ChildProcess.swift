@@ -1,12 +1,28 @@
 import Foundation
 import NIOConcurrencyHelpers
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// A process run for a test, its standard output and error collected as they arrive.
+///
+/// Started with `posix_spawn` and reaped by a thread of its own blocked in `waitpid` on its
+/// identifier, not with Foundation's `Process`: that learns of an exit when a socket it gave the
+/// child closes, so a child that replaced its descriptors (`systemd-socket-activate`), or another
+/// process that inherited the socket (spawned by a test running alongside, before the exec),
+/// made it wait for an exit that had happened — a curl seen running 20 s after it ended. Here the
+/// child inherits nothing but its three standard descriptors (`posix_spawn_file_actions_addclosefrom_np`),
+/// the pipes are close-on-exec on this side (no other child holds their write ends), and
+/// signals are at their defaults in the child.
 public final class ChildProcess: Sendable {
-    private let process: Process
+    /// The process's identifier.
+    public let processIdentifier: Int32
     private let output = NIOLockedValueBox(Output())
-    private let stdoutPipe: Pipe
-    private let stderrPipe: Pipe
+    /// The exit status once `waitpid` reported it: the exit code, or -signal.
+    private let status = NIOLockedValueBox<Int32?>(nil)
+    private let stdoutDescriptor: Int32
+    private let stderrDescriptor: Int32
 
     /// What the process wrote on its two pipes.
     private struct Output {
@@ -16,7 +32,7 @@ public final class ChildProcess: Sendable {
         var reading = 0
     }
 
-    /// One pipe's bytes so far, and whether it reached its end.
+    /// One pipe's bytes so far, and whether it reached its end (its descriptor is then closed).
     private struct Stream {
         var bytes: [UInt8] = []
         var ended = false
@@ -24,10 +40,8 @@ public final class ChildProcess: Sendable {
 
     /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
     /// `environment` is added to it.
+    /// - Throws: ``ChildProcessSpawnError`` when it cannot be started.
     public init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
         var environment = ProcessInfo.processInfo.environment
         for name in [
             "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
@@ -35,31 +49,124 @@ public final class ChildProcess: Sendable {
             environment[name] = nil
         }
         environment.merge(extra) { $1 }
-        process.environment = environment
-        let stdout = Pipe()
-        let stderr = Pipe()
-        process.standardOutput = stdout
-        process.standardError = stderr
-        process.standardInput = FileHandle.nullDevice
-        self.process = process
-        self.stdoutPipe = stdout
-        self.stderrPipe = stderr
-        Self.collect(stdout, into: \.stdout, of: output)
-        Self.collect(stderr, into: \.stderr, of: output)
-        try process.run()
+        var stdoutPipe: [Int32] = [-1, -1]
+        var stderrPipe: [Int32] = [-1, -1]
+        guard Self.closeOnExecPipe(&stdoutPipe) == 0 else { throw ChildProcessSpawnError(executable: executable, code: errno) }
+        guard Self.closeOnExecPipe(&stderrPipe) == 0 else {
+            let code = errno
+            for descriptor in stdoutPipe { close(descriptor) }
+            throw ChildProcessSpawnError(executable: executable, code: code)
+        }
+        let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        defer {
+            // The child's ends are the child's now (or nobody's, when it did not start).
+            close(stdoutPipe[1])
+            close(stderrPipe[1])
+            if devNull >= 0 { close(devNull) }
+        }
+        let spawned = Self.spawn(
+            executable, arguments: arguments, environment: environment,
+            descriptors: (devNull, stdoutPipe[1], stderrPipe[1])
+        )
+        guard case .success(let pid) = spawned else {
+            close(stdoutPipe[0])
+            close(stderrPipe[0])
+            if case .failure(let error) = spawned { throw error }
+            fatalError("unreachable")
+        }
+        processIdentifier = pid
+        stdoutDescriptor = stdoutPipe[0]
+        stderrDescriptor = stderrPipe[0]
+        Self.collect(stdoutDescriptor, into: \.stdout, of: output)
+        Self.collect(stderrDescriptor, into: \.stderr, of: output)
+        Self.reap(pid, into: status)
     }
 
-    /// Appends what arrives on `pipe` to one of `output`'s streams, and marks its end, from a
-    /// thread of its own that waits in `poll` and reads: Foundation's `readabilityHandler` runs on
-    /// a dispatch source, and libdispatch on Linux crashed the test process in
-    /// `_dispatch_event_loop_drain` (swiftlang/swift-subprocess#47), missed ends and stopped after
-    /// 64 KiB at times.
+    /// `posix_spawn` of `executable`, its standard input, output and error the three descriptors
+    /// given, nothing else inherited, every signal at its default and none blocked.
+    private static func spawn(
+        _ executable: String, arguments: [String], environment: [String: String],
+        descriptors: (input: Int32, output: Int32, error: Int32)
+    ) -> Result<pid_t, ChildProcessSpawnError> {
+        var actions = posix_spawn_file_actions_t()
+        posix_spawn_file_actions_init(&actions)
+        defer { posix_spawn_file_actions_destroy(&actions) }
+        posix_spawn_file_actions_adddup2(&actions, descriptors.input, 0)
+        posix_spawn_file_actions_adddup2(&actions, descriptors.output, 1)
+        posix_spawn_file_actions_adddup2(&actions, descriptors.error, 2)
+        _ = closeFrom?(&actions, 3)
+        var attributes = posix_spawnattr_t()
+        posix_spawnattr_init(&attributes)
+        defer { posix_spawnattr_destroy(&attributes) }
+        var none = sigset_t()
+        sigemptyset(&none)
+        var all = sigset_t()
+        sigfillset(&all)
+        posix_spawnattr_setsigmask(&attributes, &none)
+        posix_spawnattr_setsigdefault(&attributes, &all)
+        posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer {
+            for pointer in argv { free(pointer) }
+            for pointer in envp { free(pointer) }
+        }
+        var pid: pid_t = 0
+        let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
+        guard code == 0 else { return .failure(ChildProcessSpawnError(executable: executable, code: code)) }
+        return .success(pid)
+    }
+
+    /// `pipe2(fds, O_CLOEXEC)`: both ends close-on-exec from the start, so no child another
+    /// thread spawns meanwhile inherits them (`pipe` and then `fcntl` leave a window). Found by
+    /// name, as Swift's Glibc module does not import it here.
+    private static func closeOnExecPipe(_ descriptors: inout [Int32]) -> Int32 {
+        guard let pipe2 else {
+            guard pipe(&descriptors) == 0 else { return -1 }
+            for descriptor in descriptors { _ = fcntl(descriptor, F_SETFD, FD_CLOEXEC) }
+            return 0
+        }
+        return descriptors.withUnsafeMutableBufferPointer { pipe2($0.baseAddress, O_CLOEXEC) }
+    }
+
+    private typealias Pipe2 = @convention(c) (UnsafeMutablePointer<Int32>?, Int32) -> Int32
+    private static let pipe2: Pipe2? = dlsym(nil, "pipe2").map { unsafeBitCast($0, to: Pipe2.self) }
+
+    /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc module does
+    /// not import: found by name.
+    private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
+    private static let closeFrom: CloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
+        unsafeBitCast($0, to: CloseFrom.self)
+    }
+
+    /// Waits for `pid` to exit on a thread of its own, and records its status.
+    private static func reap(_ pid: pid_t, into status: NIOLockedValueBox<Int32?>) {
+        let waiter = Thread {
+            var raw: Int32 = 0
+            while waitpid(pid, &raw, 0) < 0 {
+                guard errno == EINTR else {
+                    status.withLockedValue { $0 = -1 }
+                    return
+                }
+            }
+            // WIFEXITED and WEXITSTATUS are macros: the low seven bits are the signal (0: exited).
+            let signal = raw & 0x7F
+            status.withLockedValue { $0 = signal == 0 ? (raw >> 8) & 0xFF : -signal }
+        }
+        waiter.name = "ChildProcess waitpid"
+        waiter.start()
+    }
+
+    /// Appends what arrives on `descriptor` to one of `output`'s streams, and marks its end
+    /// (closing the descriptor), from a thread of its own that waits in `poll` and reads:
+    /// Foundation's `readabilityHandler` runs on a dispatch source, and libdispatch on Linux
+    /// crashed the test process in `_dispatch_event_loop_drain` (swiftlang/swift-subprocess#47),
+    /// missed ends and stopped after 64 KiB at times.
     private static func collect(
-        _ pipe: Pipe,
+        _ descriptor: Int32,
         into stream: any WritableKeyPath<Output, Stream> & Sendable,
         of output: NIOLockedValueBox<Output>
     ) {
-        let descriptor = pipe.fileHandleForReading.fileDescriptor
         let reader = Thread {
             var buffer = [UInt8](repeating: 0, count: 64 << 10)
             while true {
@@ -78,21 +185,22 @@ public final class ChildProcess: Sendable {
                     if count > 0 { $0[keyPath: stream].bytes += buffer[0..<count] } else { $0[keyPath: stream].ended = true }
                     $0.reading -= 1
                 }
-                if count <= 0 { return }
+                if count <= 0 {
+                    // Closed only once `ended` says so: nothing looks at it after that.
+                    close(descriptor)
+                    return
+                }
             }
         }
         reader.name = "ChildProcess pipe"
         reader.start()
     }
 
-    /// Bytes waiting in `pipe` to be read (FIONREAD).
-    private static func unreadBytes(_ pipe: Pipe) -> Int {
+    /// Bytes waiting in the pipe on `descriptor` to be read (FIONREAD).
+    private static func unreadBytes(_ descriptor: Int32) -> Int {
         var count: Int32 = 0
-        return ioctl(pipe.fileHandleForReading.fileDescriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : 1
+        return ioctl(descriptor, UInt(FIONREAD), &count) == 0 ? Int(count) : 1
     }
-
-    /// The process's identifier.
-    public var processIdentifier: Int32 { process.processIdentifier }
 
     public var standardOutput: String { String(decoding: output.withLockedValue { $0.stdout.bytes }, as: UTF8.self) }
     public var standardError: String { String(decoding: output.withLockedValue { $0.stderr.bytes }, as: UTF8.self) }
@@ -109,45 +217,48 @@ public final class ChildProcess: Sendable {
     public func outputLine(startingWith prefix: String) -> String? {
         completeOutputLines.first { $0.hasPrefix(prefix) }
     }
-    public var isRunning: Bool { process.isRunning }
+
+    /// Whether the process has not exited yet (not reaped).
+    public var isRunning: Bool { status.withLockedValue { $0 == nil } }
 
     /// The process id.
-    public var pid: Int32 { process.processIdentifier }
+    public var pid: Int32 { processIdentifier }
 
     /// Sends SIGTERM.
-    public func terminate() { process.terminate() }
+    public func terminate() { send(SIGTERM) }
 
-    /// Sends a signal.
-    public func send(_ signal: Int32) { Foundation.kill(process.processIdentifier, signal) }
+    /// Sends a signal, unless the process was reaped (its identifier may be another's by then).
+    public func send(_ signal: Int32) {
+        status.withLockedValue { if $0 == nil { _ = Foundation.kill(processIdentifier, signal) } }
+    }
 
     /// Sends SIGKILL if the process still runs (cleanup after a failed test).
-    public func kill() {
-        if process.isRunning { Foundation.kill(process.processIdentifier, SIGKILL) }
-    }
+    public func kill() { send(SIGKILL) }
 
     /// Waits for the process to exit and returns its exit status (a signal counts as a failure: -signal).
     public func waitForExit(timeout: Duration = .seconds(20)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
-        while process.isRunning {
+        while isRunning {
             guard ContinuousClock.now < deadline else { throw ChildProcessTimeout(timeout: timeout) }
             try await Task.sleep(for: .milliseconds(20))
         }
         // The last output arrives through the readers after the exit: wait for both pipes' ends —
-        // or, since a process spawned meanwhile may hold a pipe's write end, until nothing is
-        // left in either pipe and no reader holds bytes it took out of one. The process has
-        // exited, so no more bytes come: checked under the lock the readers count themselves in
-        // by, that is all of it. A grandchild still writing (a daemon a script started) is given
-        // up on after five seconds.
+        // or, since a process the child started may still hold a pipe's write end, until nothing
+        // is left in either pipe and no reader holds bytes it took out of one. The process has
+        // exited, so no more bytes come from it: checked under the lock the readers count
+        // themselves in by, that is all of it. A grandchild still writing (a daemon a script
+        // started) is given up on after five seconds.
         let drained = ContinuousClock.now + .seconds(5)
         while ContinuousClock.now < drained {
             let complete = output.withLockedValue {
-                ($0.stdout.ended && $0.stderr.ended)
-                    || ($0.reading == 0 && Self.unreadBytes(stdoutPipe) == 0 && Self.unreadBytes(stderrPipe) == 0)
+                $0.reading == 0
+                    && ($0.stdout.ended || Self.unreadBytes(stdoutDescriptor) == 0)
+                    && ($0.stderr.ended || Self.unreadBytes(stderrDescriptor) == 0)
             }
             if complete { break }
             try await Task.sleep(for: .milliseconds(10))
         }
-        return process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
+        return status.withLockedValue { $0 } ?? -1
     }
 
     /// Runs a process to its end and returns its status and output.
@@ -166,4 +277,13 @@ public final class ChildProcess: Sendable {
 public struct ChildProcessTimeout: Error, CustomStringConvertible {
     public let timeout: Duration
     public var description: String { "the process did not exit within \(timeout)" }
+}
+
+/// A child process could not be started.
+public struct ChildProcessSpawnError: Error, CustomStringConvertible {
+    /// The program.
+    public let executable: String
+    /// `posix_spawn`'s (or `pipe2`'s) error number.
+    public let code: Int32
+    public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
 }

@@ -92,7 +92,7 @@ struct SocketActivationTests {
           path: "\(directory.appendingPathComponent("cache").path)"
         """.write(to: config, atomically: true, encoding: .utf8)
         let binary = try #require(tollgateBinary)
-        let activator = try Activator(["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(adminPort)", binary, "serve", "--config", config.path])
+        let activator = try startActivator(["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(adminPort)", binary, "serve", "--config", config.path])
         defer { activator.kill() }
         try await eventually("the sockets listen") { activator.standardError.contains("as 4") || !activator.isRunning }
         #expect(!activator.standardError.contains("tollgate"), "nothing runs before the first connection: \(activator.standardError)")
@@ -123,7 +123,7 @@ struct SocketActivationTests {
           path: "\(directory.appendingPathComponent("cache").path)"
         """.write(to: config, atomically: true, encoding: .utf8)
         let binary = try #require(tollgateBinary)
-        let activator = try Activator(["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(strayPort)", binary, "serve", "--config", config.path])
+        let activator = try startActivator(["-l", "127.0.0.1:\(proxyPort)", "-l", "127.0.0.1:\(strayPort)", binary, "serve", "--config", config.path])
         defer { activator.kill() }
         try await eventually("the sockets listen") { activator.standardError.contains("as 4") || !activator.isRunning }
         let poke = try await RawClient.connect(port: strayPort)
@@ -137,40 +137,10 @@ struct SocketActivationTests {
     }
 }
 
-/// `systemd-socket-activate ARGUMENTS`, run by a Python process that waits for it (`waitpid`)
-/// and exits with its status. Not a child of the test itself: Foundation's `Process` learns that a
-/// child exited when a socket it passed to the child closes, and systemd-socket-activate replaces
-/// descriptors with the sockets it passes before it execs the program — after which Foundation
-/// waited for an exit that had not happened, and reaped no other child meanwhile (a curl run
-/// then stayed a zombie, its wait timed out). The wrapper keeps that socket open while it waits.
-/// Not a shell: a shell's `wait` waits for SIGCHLD, which the test process's threads block and
-/// its children inherit blocked; the wrapper unblocks every signal for the activator as well.
-private final class Activator: Sendable {
-    private let wrapper: ChildProcess
-    private static let script = """
-        import signal, subprocess, sys
-        signal.pthread_sigmask(signal.SIG_SETMASK, [])
-        child = subprocess.Popen(["systemd-socket-activate"] + sys.argv[1:])
-        print("activator", child.pid, flush=True)
-        sys.exit(child.wait())
-        """
-
-    init(_ arguments: [String]) throws {
-        wrapper = try ChildProcess("/usr/bin/python3", ["-c", Self.script] + arguments)
-    }
-
-    var standardError: String { wrapper.standardError }
-    /// The program's output, after the wrapper's first line.
-    var standardOutput: String { wrapper.standardOutput.split(separator: "\n", omittingEmptySubsequences: false).dropFirst().joined(separator: "\n") }
-    var isRunning: Bool { wrapper.isRunning }
-
-    func waitForExit() async throws -> Int32 { try await wrapper.waitForExit() }
-
-    /// Kills the activator (by then the program it became) and the wrapper.
-    func kill() {
-        if let line = wrapper.outputLine(startingWith: "activator "), let pid = Int32(line.dropFirst("activator ".count)) {
-            Foundation.kill(pid, SIGKILL)
-        }
-        wrapper.kill()
-    }
+/// `systemd-socket-activate ARGUMENTS`, a child of the test like any other: ``ChildProcess``
+/// reaps it by its own `waitpid`, so the activator replacing its descriptors with the sockets it
+/// passes before it execs the program changes nothing (Foundation's `Process`, which learns of an
+/// exit when a socket it gave the child closes, waited here for an exit that had not happened).
+private func startActivator(_ arguments: [String]) throws -> ChildProcess {
+    try ChildProcess("/usr/bin/systemd-socket-activate", arguments)
 }
