@@ -534,31 +534,10 @@ struct TLSListenerTests {
 
     @Test("With ocsp-stapling the listener fetches its certificate's response from the responder the certificate names (a POST of the request, through its session) and staples it: curl --cert-status accepts it; once the CA revokes the certificate, a reload fetches the revoked answer and curl refuses it; a forged answer is not stapled")
     func ocspFetched() async throws {
-        let setup = try TLSListenerSetup()
-        defer { setup.remove() }
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
-        defer { origin.stop() }
-        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
-        // The responder's address is known once it listens; the certificate names it.
-        let answer = NIOLockedValueBox<[UInt8]>([])
-        let responder = try await LoopbackOrigin.start { request, respond in
-            guard request.method == "POST", request.headerFields["Content-Type"] == "application/ocsp-request" else {
-                return respond.send(status: 400, body: "")
-            }
-            respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: answer.withLockedValue { $0 })
-        }
-        defer { responder.stop() }
-        let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate, ocspResponder: "http://127.0.0.1:\(responder.port)/")
-        answer.withLockedValue { $0 = [] }
-        let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
-        answer.withLockedValue { $0 = good }
-        let configuration = try setup.write(
-            """
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls: { certificate: gw.pem, key: gw.key, ocsp-stapling: true }
-            """,
-            more: "access:\n  destinations:\n    - { allow: all }"
+        let fixture = try await StaplingFixture.make()
+        defer { fixture.stop() }
+        let (setup, responder, answer, intermediate, leaf, good, configuration) = (
+            fixture.setup, fixture.responder, fixture.answer, fixture.intermediate, fixture.leaf, fixture.good, fixture.configuration
         )
         let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2)
         defer { served.child.kill() }
@@ -604,30 +583,9 @@ struct TLSListenerTests {
 
     @Test("A fetched OCSP response is kept in the data directory: after a restart with the responder failing, and offline, it is stapled from the first handshake")
     func ocspKeptAcrossRestarts() async throws {
-        let setup = try TLSListenerSetup()
-        defer { setup.remove() }
-        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
-        defer { origin.stop() }
-        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
-        let answer = NIOLockedValueBox<[UInt8]>([])
-        let responder = try await LoopbackOrigin.start { _, respond in
-            let bytes = answer.withLockedValue { $0 }
-            if bytes.isEmpty { return respond.send(status: 503, body: "responder down") }
-            respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: bytes)
-        }
-        defer { responder.stop() }
-        let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate, ocspResponder: "http://127.0.0.1:\(responder.port)/")
-        answer.withLockedValue { $0 = [] }
-        let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
-        answer.withLockedValue { $0 = good }
-        let configuration = try setup.write(
-            """
-            mode: reverse
-            upstream: "http://127.0.0.1:\(origin.port)"
-            tls: { certificate: gw.pem, key: gw.key, ocsp-stapling: true }
-            """,
-            more: "access:\n  destinations:\n    - { allow: all }"
-        )
+        let fixture = try await StaplingFixture.make()
+        defer { fixture.stop() }
+        let (setup, responder, answer, configuration) = (fixture.setup, fixture.responder, fixture.answer, fixture.configuration)
         let data = ["XDG_DATA_HOME": setup.path("data")]
         do {
             let served = try await Served.start(["--config", configuration], directory: setup.directory, lines: 2, environment: data)
@@ -751,5 +709,64 @@ struct TLSListenerTests {
         #expect(chmod(setup.path("srv.key"), 0o600) == 0)
         let fine = try await ChildProcess.run(binary, ["check-config", configuration])
         #expect(fine.status == 0, "\(fine.stdout)")
+    }
+}
+
+/// A reverse TLS listener with `ocsp-stapling` in front of an origin answering `checked`: its
+/// leaf issued by an intermediate and naming a responder that answers an OCSP POST with
+/// ``answer`` (503 while it is empty, 400 to anything else), a good response made, and the
+/// configuration written.
+private struct StaplingFixture {
+    let setup: TLSListenerSetup
+    let origin: LoopbackOrigin
+    let responder: LoopbackOrigin
+    let answer: NIOLockedValueBox<[UInt8]>
+    let intermediate: CertificateAuthority
+    let leaf: Identity
+    let good: [UInt8]
+    let configuration: String
+
+    static func make() async throws -> StaplingFixture {
+        let setup = try TLSListenerSetup()
+        let origin = try await LoopbackOrigin.start { _, respond in respond.send(status: 200, body: "checked\n") }
+        let intermediate = try setup.pki.authority.issueIntermediate(commonName: "Listener Intermediate")
+        // The responder's address is known once it listens; the certificate names it.
+        let answer = NIOLockedValueBox<[UInt8]>([])
+        let responder = try await LoopbackOrigin.start { request, respond in
+            guard request.method == "POST", request.headerFields["Content-Type"] == "application/ocsp-request" else {
+                return respond.send(status: 400, body: "")
+            }
+            let bytes = answer.withLockedValue { $0 }
+            if bytes.isEmpty { return respond.send(status: 503, body: "responder down") }
+            respond.send(status: 200, headers: ["Content-Type": "application/ocsp-response"], bytes: bytes)
+        }
+        do {
+            let leaf = try setup.writeGatewayIdentity(issuedBy: intermediate, ocspResponder: "http://127.0.0.1:\(responder.port)/")
+            let good = try await TestOCSPResponder.response(by: intermediate, for: leaf)
+            answer.withLockedValue { $0 = good }
+            let configuration = try setup.write(
+                """
+                mode: reverse
+                upstream: "http://127.0.0.1:\(origin.port)"
+                tls: { certificate: gw.pem, key: gw.key, ocsp-stapling: true }
+                """,
+                more: "access:\n  destinations:\n    - { allow: all }"
+            )
+            return StaplingFixture(
+                setup: setup, origin: origin, responder: responder, answer: answer, intermediate: intermediate, leaf: leaf,
+                good: good, configuration: configuration
+            )
+        } catch {
+            responder.stop()
+            origin.stop()
+            setup.remove()
+            throw error
+        }
+    }
+
+    func stop() {
+        responder.stop()
+        origin.stop()
+        setup.remove()
     }
 }

@@ -31,11 +31,16 @@ extension CacheRules {
     ///   - policy: the request's cache policy.
     ///   - stored: the variant the lookup selected for the request, if any.
     ///   - now: the current time (injected so that decisions are reproducible).
+    ///   - selected: `stored` is what ``CacheStore/lookup(_:requestHeaders:negotiating:)`` chose
+    ///     for this very request — its Vary'd fields matched, or (negotiating offline) the request
+    ///     accepts it — so it is not matched again (a walk of the request's fields per Vary'd
+    ///     field, on every hit). False: matched here.
     public func decide(
         request: HTTPRequestHead,
         policy: RequestCachePolicy,
         stored: StoredResponse?,
-        now: Date
+        now: Date,
+        selected: Bool = false
     ) -> CacheLookupDecision {
         let requestControl = CacheControl(request: request.headerFields)
         let unavailable: CacheLookupDecision.UnavailableReason? =
@@ -46,7 +51,7 @@ extension CacheRules {
         guard let stored else { return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.notStored) }
         // Offline, a variant the request accepts by Accept and Accept-Encoding stands in for the
         // one it would select (``ContentNegotiation``).
-        guard VaryMatching.matches(stored, request: request.headerFields)
+        guard selected || VaryMatching.matches(stored, request: request.headerFields)
             || policy == .returnCacheDontLoad && ContentNegotiation.accepts(stored, request: request.headerFields)
         else {
             return unavailable.map(CacheLookupDecision.unavailable) ?? .miss(.varyMismatch)

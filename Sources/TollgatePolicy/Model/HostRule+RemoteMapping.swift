@@ -31,16 +31,21 @@ extension HostRule {
             } else {
                 return nil
             }
-            var target = to.path
-            // One `/` where the two meet: `/api/` + `/users` or `/api` + `users`.
-            if target.hasSuffix("/") && rest.hasPrefix("/") {
-                target.removeLast()
-            } else if !target.hasSuffix("/") && !rest.isEmpty && !rest.hasPrefix("/") {
-                target += "/"
-            }
-            target += rest
+            var target = Self.joined(to.path, rest)
             if let query = url.query { target += "?" + query }
             return HTTPURL(scheme: to.scheme, host: to.host, port: to.port, pathAndQuery: target)
+        }
+
+        /// `prefix` and `rest` with one `/` where the two meet: `/api/` + `/users` or `/api` +
+        /// `users` are `/api/users`.
+        static func joined(_ prefix: String, _ rest: Substring) -> String {
+            var path = prefix
+            if path.hasSuffix("/") && rest.hasPrefix("/") {
+                path.removeLast()
+            } else if !path.hasSuffix("/") && !rest.isEmpty && !rest.hasPrefix("/") {
+                path += "/"
+            }
+            return path + rest
         }
     }
 }

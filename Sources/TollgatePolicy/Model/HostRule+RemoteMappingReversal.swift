@@ -66,13 +66,7 @@ extension HostRule.RemoteMapping {
         } else {
             return nil
         }
-        var result = path
-        if result.hasSuffix("/") && rest.hasPrefix("/") {
-            result.removeLast()
-        } else if !result.hasSuffix("/") && !rest.isEmpty && !rest.hasPrefix("/") {
-            result += "/"
-        }
-        return result + rest
+        return Self.joined(path, rest)
     }
 
     /// Whether a cookie's `Domain` (RFC 6265 §5.2.3: a leading dot ignored) domain-matches

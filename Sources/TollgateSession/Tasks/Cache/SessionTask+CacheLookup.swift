@@ -27,7 +27,8 @@ extension SessionTask {
         let offline = policy == .returnCacheDontLoad
         var entry = policy == .reload ? nil : (try? cache.store.lookup(key, requestHeaders: request.headerFields, negotiating: offline))
         if let found = entry, cache.isInvalidated(key, storedAt: found.response.storedAt) { entry = nil }
-        let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now)
+        // The lookup chose the variant for these very fields (negotiating only offline, as decide would).
+        let decision = cache.rules.decide(request: request.head, policy: policy, stored: entry?.response, now: now, selected: true)
         switch engine.cache.lookedUp(decision, stored: entry != nil, singleRange: ranges?.single, policy: policy) {
         case .network:
             return false
