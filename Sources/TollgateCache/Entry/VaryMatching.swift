@@ -53,8 +53,8 @@ public enum VaryMatching {
         guard let original = recorded.first(where: { $0.name == alwaysVaried }), !vary.fieldNames.contains(alwaysVaried) else {
             return true
         }
-        // Asked (three times) at every hit behind a reverse listener: one line with the recorded
-        // bytes matches as it is, compared in place — no string, array or joined list made.
+        // Asked at every hit behind a reverse listener: one line with the recorded bytes matches
+        // as it is, compared in place — no string, array or joined list made.
         var lines = 0
         var same = false
         request.forEachValueBytes(named: .xForwardedHost) { bytes in

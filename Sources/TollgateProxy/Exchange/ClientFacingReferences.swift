@@ -1,8 +1,8 @@
 import TollgateHTTP
 import TollgatePolicy
 
-/// A response's `Location`, `Content-Location` and `Set-Cookie` written for the URL the client
-/// asked for, when the request went elsewhere — nginx's `proxy_redirect default` (and, for a
+/// A response's `Location`, `Content-Location`, `Refresh` and `Set-Cookie` written for the URL
+/// the client asked for, when the request went elsewhere — nginx's `proxy_redirect default` (and, for a
 /// cookie's `Domain` and `Path`, what `proxy_cookie_domain` and `proxy_cookie_path` are set to).
 ///
 /// Two places send a request to a URL the client did not name: a host rule's `map-remote`, and a
