@@ -144,7 +144,9 @@ struct ConnectionTargetProbeTests {
         let origin = try await Self.origin()
         defer { origin.stop() }
         let path = CheckedPath("/fail")
-        let (session, target) = checkedSession(origin, asking: path, fall: 3, rise: 2)
+        // A check that times out fails without reaching the origin, and the count below goes by
+        // the origin's requests: under TSan a 100 ms check did (2 requests when it was out).
+        let (session, target) = checkedSession(origin, asking: path, fall: 3, rise: 2, timeout: .seconds(10))
         defer { session.invalidateAndCancel() }
         let checks = { (asked: String) in origin.requests.filter { $0.target == asked }.count }
         try await eventually("the target is down by its checks") {

@@ -22,18 +22,18 @@ extension HostRule {
 
         /// The URL `url` goes to instead, or nil when this mapping is not for its path.
         public func map(_ url: HTTPURL) -> HTTPURL? {
-            let requestPath = url.path
-            let rest: Substring
-            if requestPath == path {
-                rest = ""
-            } else if path.hasSuffix("/") ? requestPath.hasPrefix(path) : requestPath.hasPrefix(path + "/") {
-                rest = requestPath.dropFirst(path.count)
-            } else {
-                return nil
-            }
+            guard let rest = Self.rest(of: url.path, under: path) else { return nil }
             var target = Self.joined(to.path, rest)
             if let query = url.query { target += "?" + query }
             return HTTPURL(scheme: to.scheme, host: to.host, port: to.port, pathAndQuery: target)
+        }
+
+        /// What follows `prefix` in `path` when `path` is `prefix` or under it at a `/` (`/api/x`
+        /// under `/api` or `/api/`, not `/apiary`), or nil.
+        static func rest(of path: String, under prefix: String) -> Substring? {
+            if path == prefix { return "" }
+            guard prefix.hasSuffix("/") ? path.hasPrefix(prefix) : path.hasPrefix(prefix + "/") else { return nil }
+            return path.dropFirst(prefix.count)
         }
 
         /// `prefix` and `rest` with one `/` where the two meet: `/api/` + `/users` or `/api` +

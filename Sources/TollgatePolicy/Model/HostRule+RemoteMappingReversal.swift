@@ -57,16 +57,7 @@ extension HostRule.RemoteMapping {
     /// ``path`` with the rest of `mappedPath` past ``to``'s path, or nil when `mappedPath` is not
     /// under it (at a `/`) — the inverse of ``map(_:)``.
     func clientPath(for mappedPath: String) -> String? {
-        let prefix = to.path
-        let rest: Substring
-        if mappedPath == prefix {
-            rest = ""
-        } else if prefix.hasSuffix("/") ? mappedPath.hasPrefix(prefix) : mappedPath.hasPrefix(prefix + "/") {
-            rest = mappedPath.dropFirst(prefix.count)
-        } else {
-            return nil
-        }
-        return Self.joined(path, rest)
+        Self.rest(of: mappedPath, under: to.path).map { Self.joined(path, $0) }
     }
 
     /// Whether a cookie's `Domain` (RFC 6265 §5.2.3: a leading dot ignored) domain-matches
