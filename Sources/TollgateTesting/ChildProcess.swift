@@ -64,15 +64,16 @@ public final class ChildProcess: Sendable {
             close(stderrPipe[1])
             if devNull >= 0 { close(devNull) }
         }
-        let spawned = Self.spawn(
-            executable, arguments: arguments, environment: environment,
-            descriptors: (devNull, stdoutPipe[1], stderrPipe[1])
-        )
-        guard case .success(let pid) = spawned else {
+        let pid: pid_t
+        do {
+            pid = try Self.spawn(
+                executable, arguments: arguments, environment: environment,
+                descriptors: (devNull, stdoutPipe[1], stderrPipe[1])
+            )
+        } catch {
             close(stdoutPipe[0])
             close(stderrPipe[0])
-            if case .failure(let error) = spawned { throw error }
-            fatalError("unreachable")
+            throw error
         }
         processIdentifier = pid
         stdoutDescriptor = stdoutPipe[0]
@@ -87,7 +88,7 @@ public final class ChildProcess: Sendable {
     private static func spawn(
         _ executable: String, arguments: [String], environment: [String: String],
         descriptors: (input: Int32, output: Int32, error: Int32)
-    ) -> Result<pid_t, ChildProcessSpawnError> {
+    ) throws(ChildProcessSpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
@@ -113,8 +114,8 @@ public final class ChildProcess: Sendable {
         }
         var pid: pid_t = 0
         let code = posix_spawn(&pid, executable, &actions, &attributes, argv, envp)
-        guard code == 0 else { return .failure(ChildProcessSpawnError(executable: executable, code: code)) }
-        return .success(pid)
+        guard code == 0 else { throw ChildProcessSpawnError(executable: executable, code: code) }
+        return pid
     }
 
     /// `pipe2(fds, O_CLOEXEC)`: both ends close-on-exec from the start, so no child another

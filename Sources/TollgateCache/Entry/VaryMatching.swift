@@ -64,9 +64,7 @@ public enum VaryMatching {
                     stored.count == bytes.count && (bytes.isEmpty || memcmp(stored.baseAddress!, bytes.baseAddress!, bytes.count) == 0)
                 } ?? false
         }
-        if lines == 1, same { return true }
-        let values = request.values(for: .xForwardedHost)
-        return sameValue(name: alwaysVaried, values.isEmpty ? nil : normalizedValue(values), original.value)
+        return (lines == 1 && same) || fieldMatches(alwaysVaried, recorded: recorded, request: request)
     }
 
     /// Whether `request`'s value of `name` selects a response whose original request carried `recorded`.

@@ -38,8 +38,8 @@ extension HostRule.RemoteMapping {
         while index < parts.count {
             let part = parts[index]
             let equals = part.firstIndex(of: "=") ?? part.endIndex
-            let name = part[..<equals].trimmingCharacters(inSet: " \t").lowercased()
-            let attribute = equals < part.endIndex ? part[part.index(after: equals)...].trimmingCharacters(inSet: " \t") : ""
+            let name = String(part[..<equals]).trimmingASCIIWhitespace().lowercased()
+            let attribute = equals < part.endIndex ? String(part[part.index(after: equals)...]).trimmingASCIIWhitespace() : ""
             if name == "domain", client.host != to.host, coversMappedHost(domain: attribute) {
                 parts.remove(at: index)
                 changed = true
@@ -68,15 +68,5 @@ extension HostRule.RemoteMapping {
         guard !domain.isEmpty else { return false }
         let host = to.host.lowercased()
         return host == domain || host.hasSuffix("." + domain)
-    }
-}
-
-extension StringProtocol {
-    /// The text without the given characters at either end.
-    fileprivate func trimmingCharacters(inSet set: String) -> String {
-        var s = Substring(self)
-        while let f = s.first, set.contains(f) { s.removeFirst() }
-        while let l = s.last, set.contains(l) { s.removeLast() }
-        return String(s)
     }
 }

@@ -46,9 +46,6 @@ public final class OCSPStapleArchive: Sendable {
         try environment.write { txn in try txn.put(key, response.der, in: database) }
     }
 
-    /// Closes the environment.
-    public func close() { environment.close() }
-
     /// The key of `certificate`'s response: its place (issuer and serial) hashed, so a long
     /// issuer name stays within LMDB's key size.
     private static func key(for certificate: Certificate) -> String {
