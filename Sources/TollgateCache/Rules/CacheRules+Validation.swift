@@ -122,16 +122,23 @@ extension CacheRules {
     /// If-Modified-Since is compared with the stored Last-Modified (or, lacking it, Date):
     /// not modified when that is not later than the given date. Only GET and HEAD.
     public func answersConditional(clientRequest: HTTPRequestHead, stored: StoredResponse) -> Bool {
-        guard clientRequest.method == .get || clientRequest.method == .head else { return false }
-        let noneMatch = clientRequest.headerFields.values(for: .ifNoneMatch)
+        Self.isNotModified(clientRequest, responseFields: stored.headerFields, responseTime: stored.responseTime)
+    }
+
+    /// Whether `request`'s If-None-Match or If-Modified-Since says the client has the
+    /// representation these response fields describe (their ETag, else their Last-Modified or
+    /// Date; `responseTime` reads a date in the future as now): the rule of
+    /// ``answersConditional(clientRequest:stored:)``, for any response, stored or not.
+    public static func isNotModified(_ request: HTTPRequestHead, responseFields: HeaderFields, responseTime: Date) -> Bool {
+        guard request.method == .get || request.method == .head else { return false }
+        let noneMatch = request.headerFields.values(for: .ifNoneMatch)
         if !noneMatch.isEmpty {
             guard let list = EntityTagList(fieldValues: noneMatch) else { return false }
             if case .any = list { return true }
-            return list.matches(stored.headerFields[.eTag].flatMap(EntityTag.init), using: .weak)
+            return list.matches(responseFields[.eTag].flatMap(EntityTag.init), using: .weak)
         }
-        guard let since = clientRequest.headerFields.date(.ifModifiedSince),
-            let modified = stored.headerFields.date(.lastModified, now: stored.responseTime)
-                ?? stored.headerFields.date(.date, now: stored.responseTime)
+        guard let since = request.headerFields.date(.ifModifiedSince),
+            let modified = responseFields.date(.lastModified, now: responseTime) ?? responseFields.date(.date, now: responseTime)
         else { return false }
         return modified <= since
     }

@@ -4,14 +4,12 @@ import NIOPosix
 import TollgateHTTP
 import TollgatePolicy
 
-/// `map-local`: a request answered with a local file instead of the origin.
+/// `map-local`: a request answered with a local file instead of the origin, as a static file
+/// server answers it (``LocalFileAnswer``: validators, conditional requests, ranges).
 extension ForwardExchange {
-    /// The largest file answered (read whole, on NIO's thread pool).
-    static let mappedFileLimit = 64 << 20
-
-    /// Answers with the file `match` names: `200` with its bytes and a `Content-Type` from its
-    /// extension (the rule's `response-headers` apply); `404 map-local-missing` when it is not
-    /// there; `400` for a path that leaves its directory.
+    /// Answers with the file `match` names (``LocalFileAnswer``; the rule's `response-headers`
+    /// and `compress` apply); `404 map-local-missing` when it is not there; `400` for a path that
+    /// leaves its directory. The file is opened on NIO's thread pool and sent as it is read.
     func serveMapped(_ match: HostRule.LocalMapping.Match) {
         let path: String
         switch match {
@@ -22,44 +20,121 @@ extension ForwardExchange {
             path = file
         }
         let requestPath = url.path
-        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { () -> MappedRead in
-            var isDirectory: ObjCBool = false
-            var file = path
-            if FileManager.default.fileExists(atPath: file, isDirectory: &isDirectory), isDirectory.boolValue {
-                file += "/index.html"
+        NIOThreadPool.singleton.runIfActive(eventLoop: eventLoop) { MappedFile.open(path, for: requestPath) }
+            .assumeIsolated().whenComplete { [self] result in
+                switch result {
+                case .success(.file(let file)):
+                    guard !isFinished else {
+                        file.close()
+                        return
+                    }
+                    answer(from: file)
+                case .success(.missing(let why)):
+                    respond(OwnResponse(.mapLocalMissing, why))
+                case .failure(let error):
+                    respond(OwnResponse(.internalError, "map-local: \(error)"))
+                }
             }
-            guard let attributes = try? FileManager.default.attributesOfItem(atPath: file),
-                (attributes[.type] as? FileAttributeType) == .typeRegular
-            else {
-                return .answer(OwnResponse(.mapLocalMissing, "map-local: no file \(file) for \(requestPath)"))
-            }
-            guard ((attributes[.size] as? NSNumber)?.intValue ?? 0) <= Self.mappedFileLimit else {
-                return .answer(OwnResponse(.internalError, "map-local: \(file) is larger than 64 MiB"))
-            }
-            guard let data = FileManager.default.contents(atPath: file) else {
-                return .answer(OwnResponse(.mapLocalMissing, "map-local: cannot read \(file)"))
-            }
-            return .body(ByteBuffer(bytes: data), file)
-        }.assumeIsolated().whenComplete { [self] result in
-            guard !isFinished else { return }
-            switch result {
-            case .success(.body(let body, let file)):
-                sendLocalAnswer(status: 200, body: body, contentType: Self.mediaType(of: file))
-            case .success(.answer(let answer)):
-                respond(answer)
-            case .failure(let error):
-                respond(OwnResponse(.internalError, "map-local: \(error)"))
-            }
+    }
+
+    /// Sends the head `file` answers the request with, then its bytes: as one file region where
+    /// the client connection takes one (``StoredBodyTransfer``), else read piece by piece.
+    private func answer(from file: MappedFile) {
+        let request = HTTPRequestHead(method: HTTPMethod(head.method), url: url, headerFields: head.headerFields)
+        let answer = LocalFileAnswer(request: request, length: file.length, modified: file.modified, contentType: Self.mediaType(of: file.path))
+        startResponse(HTTPResponseHead(status: answer.status, headerFields: answer.fields))
+        guard let bytes = answer.bytes, !bytes.isEmpty, !head.isHead, let connection, connection.isActive else {
+            file.close()
+            endMappedAnswer()
+            return
         }
+        file.next = bytes.lowerBound
+        file.end = bytes.upperBound
+        mappedFile = file
+        if gzip == nil, connection.acceptsFileRegion,
+            StoredBodyTransfer.usesSendfile(length: Int64(bytes.count), clientIsLoopback: memo.clientIsLoopback),
+            let written = connection.sendFile(FileRegion(fileHandle: file.handle, readerIndex: Int(bytes.lowerBound), endIndex: Int(bytes.upperBound)))
+        {
+            file.reading = true
+            written.assumeIsolated().whenComplete { [self] result in
+                file.reading = false
+                file.close()
+                mappedFile = nil
+                guard !isFinished else { return }
+                if case .failure = result {
+                    finish()?.abort()
+                    return
+                }
+                record.bodyBytes += Int64(bytes.count)
+                endMappedAnswer()
+            }
+            return
+        }
+        pumpMappedFile()
     }
 
-    /// What reading a mapped file gave: its bytes (and the file read), or the answer instead.
-    private enum MappedRead: Sendable {
-        case body(ByteBuffer, String)
-        case answer(OwnResponse)
+    /// Reads the next piece of the mapped file and writes it, unless a read is under way or the
+    /// client's socket is full (``clientWritabilityChanged(_:)`` calls again when it drains).
+    func pumpMappedFile() {
+        guard let file = mappedFile, !file.reading, !isFinished, let connection else { return }
+        if file.next == file.end {
+            file.close()
+            mappedFile = nil
+            endMappedAnswer()
+            return
+        }
+        guard connection.isWritable else {
+            file.waitingForClient = true
+            return
+        }
+        file.reading = true
+        let count = Int(min(file.end - file.next, Int64(MappedFile.pieceSize)))
+        Self.fileIO.read(fileHandle: file.handle, fromOffset: file.next, byteCount: count, allocator: Self.allocator, eventLoop: eventLoop)
+            .assumeIsolated().whenComplete { [self] result in
+                file.reading = false
+                guard !isFinished, let client = self.connection else {
+                    file.close()
+                    return
+                }
+                switch result {
+                case .success(let piece) where piece.readableBytes > 0:
+                    file.next += Int64(piece.readableBytes)
+                    if let gzip {
+                        let compressed = gzip.compress(piece, allocator: Self.allocator)
+                        record.bodyBytes += Int64(compressed.readableBytes)
+                        if compressed.readableBytes > 0 { client.sendBody(compressed) }
+                    } else {
+                        record.bodyBytes += Int64(piece.readableBytes)
+                        client.sendBody(piece)
+                    }
+                    pumpMappedFile()
+                case .success, .failure:
+                    // The file shrank or failed under the read: the client must not take what
+                    // it got for the whole file.
+                    file.close()
+                    mappedFile = nil
+                    finish()?.abort()
+                }
+            }
     }
 
-    /// Answers with `body` made here (a mapped file, a purge's count): no task, no cache.
+    /// The client's socket drained: a mapped file waiting for it goes on.
+    func mappedFileClientDrained() {
+        guard let file = mappedFile, file.waitingForClient else { return }
+        file.waitingForClient = false
+        pumpMappedFile()
+    }
+
+    /// The end of a mapped file's answer (after its body, if any).
+    private func endMappedAnswer() {
+        if let connection { sendCompressedEnd(to: connection) }
+        finish()?.sendEnd()
+    }
+
+    /// Reads of mapped files, on NIO's thread pool.
+    private static let fileIO = NonBlockingFileIO(threadPool: .singleton)
+
+    /// Answers with `body` made here (a purge's count): no task, no cache.
     func sendLocalAnswer(status: Int, body: ByteBuffer, contentType: String) {
         var fields = HeaderFields()
         fields.add(name: .contentType, value: contentType)
@@ -87,5 +162,6 @@ extension ForwardExchange {
         "jpg": "image/jpeg", "jpeg": "image/jpeg", "gif": "image/gif", "webp": "image/webp", "ico": "image/x-icon",
         "wasm": "application/wasm", "pdf": "application/pdf", "map": "application/json", "csv": "text/csv; charset=utf-8",
         "zip": "application/zip", "gz": "application/gzip", "tar": "application/x-tar", "woff2": "font/woff2",
+        "mp4": "video/mp4", "webm": "video/webm", "mp3": "audio/mpeg", "woff": "font/woff", "avif": "image/avif",
     ]
 }

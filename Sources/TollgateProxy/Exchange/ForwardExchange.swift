@@ -90,6 +90,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// A rule's `map-remote` sent the request elsewhere: the response's references are written
     /// back for the client's URL (``ClientFacingReferences``).
     var mappedReferences: ClientFacingReferences?
+    /// A `map-local` file being sent (``pumpMappedFile()``).
+    var mappedFile: MappedFile?
 
     init(head: ClientRequestHead, url: HTTPURL, route: ProxyRoute, responder: any ClientResponder, context: ExchangeContext) {
         self.head = head
@@ -432,6 +434,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// Back-pressure: a client that does not read suspends the task (nothing more is read from
     /// the upstream); when it reads again the task resumes.
     func clientWritabilityChanged(_ writable: Bool) {
+        if writable, mappedFile != nil { mappedFileClientDrained() }
         guard let task, !isFinished else { return }
         if !writable, !suspendedForClient {
             suspendedForClient = true
@@ -537,6 +540,11 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         guard !isFinished else { return nil }
         isFinished = true
         keptBody?.close()
+        if let mappedFile, !mappedFile.reading {
+            // (A read or region under way closes it when it returns.)
+            mappedFile.close()
+            self.mappedFile = nil
+        }
         if deadlineSlot.isWatched { LoopDeadlines.of(eventLoop).unwatch(self) }
         if holdingReads {
             holdingReads = false
