@@ -102,6 +102,17 @@ struct CacheSafetyTests {
         #expect(again.bodyText.contains("X-Forwarded-Host=shop.example"), "\(again.bodyText)")
         #expect(try await get(host: "evil.example").header("Cache-Status") == "tollgate; hit")
         #expect(origin.requestCount == 2)
+        // The same site spelled otherwise (case, the default port) is told to the origin as one
+        // name, and so shares its variant.
+        for spelling in ["Shop.Example", "shop.example:80", "SHOP.EXAMPLE:80"] {
+            let same = try await get(host: spelling)
+            #expect(same.header("Cache-Status") == "tollgate; hit", "\(spelling)")
+            #expect(same.bodyText.contains("X-Forwarded-Host=shop.example "), "\(same.bodyText)")
+        }
+        let otherPort = try await get(host: "shop.example:8080")
+        #expect(otherPort.header("Cache-Status") == "tollgate; fwd=uri-miss; stored")
+        #expect(otherPort.bodyText.contains("X-Forwarded-Host=shop.example:8080"), "\(otherPort.bodyText)")
+        #expect(origin.requestCount == 3)
     }
 
     @Test("A GET with a body is refused with 400 and a closed connection; nothing reaches the origin or the cache")

@@ -307,7 +307,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {
             let client = memo.clientAddress
             let via = Self.via(head)
-            let host = reverse ? originalHost : nil
+            let host = reverse ? originalHost.map { Self.forwardedHost($0, secure: memo.clientTLS != nil) } : nil
             // The connection's TLS is fixed for its life, so the remembered lines stay right.
             let scheme = memo.clientTLS == nil ? "http" : "https"
             let loop = environment.ownListeners.loopIdentifier
@@ -327,7 +327,7 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
             fields.add(name: .xForwardedFor, value: client)
         }
         if let originalHost, !fields.contains(.xForwardedHost) {
-            fields.add(name: .xForwardedHost, value: originalHost)
+            fields.add(name: .xForwardedHost, value: Self.forwardedHost(originalHost, secure: memo.clientTLS != nil))
         }
         if !fields.contains(.xForwardedProto) { fields.add(name: .xForwardedProto, value: memo.clientTLS == nil ? "http" : "https") }
         if let certificate { Self.add(certificate, to: &fields) }
@@ -338,6 +338,16 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     private static func add(_ certificate: ClientCertificate, to fields: inout HeaderFields) {
         fields.add(name: .clientCert, value: certificate.field)
         if let chain = certificate.chainField { fields.add(name: .clientCertChain, value: chain) }
+    }
+
+    /// The client's `Host` as a reverse listener tells the origin (`X-Forwarded-Host`): in lower
+    /// case, without the listener scheme's default port (`secure`: 443, else 80). Stored answers
+    /// vary on the field (``VaryMatching/alwaysVaried``), so `Shop.example`, `shop.example:80` and
+    /// `shop.example` — one site — share one variant instead of filling three.
+    static func forwardedHost(_ host: String, secure: Bool) -> String {
+        let lowered = host.utf8.contains(where: { $0 >= 0x41 && $0 <= 0x5A }) ? host.lowercased() : host
+        let defaultPort = secure ? ":443" : ":80"
+        return lowered.hasSuffix(defaultPort) ? String(lowered.dropLast(defaultPort.count)) : lowered
     }
 
     /// Via's value for `head`: the protocol it was received with (RFC 9110 §7.6.3), `2` for an
