@@ -5,13 +5,14 @@ import TollgatePolicy
 
 @testable import TollgateProxy
 
-/// The client connection's three timeouts, through its injected clock: no sleeps.
+/// The client connection's four timeouts, through its injected clock: no sleeps.
 @Suite("The client connection's timeouts, on an EmbeddedChannel with a manual clock")
 struct ClientConnectionTimeoutTests {
     private static func limits() -> PolicyConfiguration.Limits {
         var limits = PolicyConfiguration.Limits()
         limits.headerReadTimeout = .seconds(10)
         limits.clientIdleTimeout = .seconds(15)
+        limits.clientSendTimeout = .seconds(60)
         return limits
     }
 
@@ -73,5 +74,34 @@ struct ClientConnectionTimeoutTests {
         connection.advance(by: .seconds(60))
         #expect(connection.exchanges[0].failure == nil)
         #expect(connection.isOpen)
+    }
+
+    @Test("A client whose socket stays full for client-send-timeout is closed, the exchange told why; one that drains in time starts the count again")
+    func stalledClientIsClosed() throws {
+        let connection = try EmbeddedClientConnection(limits: Self.limits())
+        try connection.send("GET http://a.test/large HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        connection.setClientWritable(false)
+        connection.advance(by: .seconds(59))
+        #expect(connection.isOpen)
+        connection.setClientWritable(true)  // it took some: the count stops
+        connection.advance(by: .seconds(30))
+        connection.setClientWritable(false)
+        connection.advance(by: .seconds(59))
+        #expect(connection.isOpen, "60 s from when it filled again, not from the first time")
+        #expect(!connection.exchanges[0].sawSendTimeout)
+        connection.advance(by: .seconds(1))
+        #expect(!connection.isOpen)
+        #expect(connection.exchanges[0].sawSendTimeout && connection.exchanges[0].sawClientClose)
+    }
+
+    @Test("A client that stops reading while it is idle between requests is left to the idle timeout")
+    func stalledIdleClientFollowsIdleTimeout() throws {
+        let connection = try EmbeddedClientConnection(limits: Self.limits())
+        try connection.send("GET http://a.test/ HTTP/1.1\r\nHost: a.test\r\n\r\n")
+        connection.exchanges[0].answer("ok")
+        connection.setClientWritable(false)
+        connection.advance(by: .seconds(15))
+        #expect(!connection.isOpen)
+        #expect(!connection.exchanges[0].sawSendTimeout)
     }
 }

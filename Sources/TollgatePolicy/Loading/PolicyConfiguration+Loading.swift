@@ -224,6 +224,7 @@ extension PolicyConfiguration.Limits {
     /// | `max-headers` | integer 1…10000 | `100` |
     /// | `header-read-timeout` | duration | `10s` |
     /// | `client-idle-timeout` | duration | `15s` |
+    /// | `client-send-timeout` | duration | `60s` |
     /// | `upstream-timeout` | duration | `10s` |
     /// | `websocket-max-message` | size, 1 byte…1GiB | `16MiB` |
     /// | `websocket-idle-timeout` | duration | `10m` |
@@ -235,7 +236,7 @@ extension PolicyConfiguration.Limits {
     init(node: ConfigNode) {
         self.init()
         let keys = [
-            "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "upstream-timeout",
+            "max-header-bytes", "max-headers", "header-read-timeout", "client-idle-timeout", "client-send-timeout", "upstream-timeout",
             "websocket-max-message", "websocket-idle-timeout", "tunnel-idle-timeout", "http2-max-concurrent-streams",
             "http2-max-header-list-size", "http2-max-resets", "resendable-body",
         ]
@@ -250,6 +251,7 @@ extension PolicyConfiguration.Limits {
         if let count = entry["max-headers"]?.int(in: 1...10_000) { maxHeaders = count }
         if let value = entry["header-read-timeout"]?.duration() { headerReadTimeout = value }
         if let value = entry["client-idle-timeout"]?.duration() { clientIdleTimeout = value }
+        if let value = entry["client-send-timeout"]?.duration() { clientSendTimeout = value }
         if let value = entry["upstream-timeout"]?.duration() { upstreamTimeout = value }
         if let sizeNode = entry["websocket-max-message"], let size = sizeNode.size() {
             if size < 1 || size > 1 << 30 {

@@ -12,6 +12,10 @@ extension PolicyConfiguration {
         /// A keep-alive client connection with no request for this long is closed
         /// (`client-idle-timeout`). Default: 15 s.
         public var clientIdleTimeout: Duration = .seconds(15)
+        /// A client whose socket stays full — taking too little of a response for the proxy to
+        /// write more — for this long is closed (`client-send-timeout`, nginx's `send_timeout`).
+        /// Default: 60 s.
+        public var clientSendTimeout: Duration = .seconds(60)
         /// The longest wait for an upstream connect, first byte, or next byte (`upstream-timeout`).
         /// Default: 10 s.
         public var upstreamTimeout: Duration = .seconds(10)

@@ -2,7 +2,7 @@ import NIOCore
 import TollgateLoop
 import TollgatePolicy
 
-/// The three timeouts (``ClientTimeouts``) as deadlines watched through the loop's
+/// The four timeouts (``ClientTimeouts``) as deadlines watched through the loop's
 /// `LoopDeadlines` (no NIO timer per connection or request): told when the earliest registered
 /// one passes, the handler acts on those that really passed and registers the rest.
 extension ClientConnectionHandler {
@@ -34,7 +34,8 @@ extension ClientConnectionHandler {
             now: clock.now,
             waitingForRequest: !machine.isServing,
             requestBodyOpen: machine.isServing && !machine.requestEnded,
-            insideHead: decoder.isInsideHead
+            insideHead: decoder.isInsideHead,
+            clientStalled: !context.channel.isWritable
         )
         switch expiry {
         case .headTimedOut:
@@ -44,9 +45,21 @@ extension ClientConnectionHandler {
             handle(.failure(.timedOut("no request body bytes for \(limits.clientIdleTimeout)")))
         case .idleTimedOut:
             closeNow()
+        case .sendTimedOut:
+            exchange?.clientSendTimedOut()
+            closeNow()
         case .watch(let earliest):
             if let earliest { LoopDeadlines.of(context.eventLoop).watch(self, until: earliest) }
         }
+    }
+
+    /// The client's socket filled or drained: the send timeout starts or stops (not in a relay,
+    /// whose idle timeouts count bytes either way).
+    func noteClientWritability(_ writable: Bool) {
+        guard let context, !machine.isClosing, relay == nil, machine.channelIsActive else { return }
+        let clock = self.clock
+        timeouts.clientWritabilityChanged(writable, now: { clock.now })
+        if !writable { watchDeadlines(on: context.eventLoop) }
     }
 
     /// Stops every deadline and leaves the loop's list at once: a closed connection is not kept

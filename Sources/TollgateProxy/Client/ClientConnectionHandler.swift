@@ -88,7 +88,8 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
         self.decoder = Self.makeDecoder(limits)
         self.timeouts = ClientTimeouts(
             headerReadTimeout: TimeAmount(limits.headerReadTimeout),
-            clientIdleTimeout: TimeAmount(limits.clientIdleTimeout)
+            clientIdleTimeout: TimeAmount(limits.clientIdleTimeout),
+            clientSendTimeout: TimeAmount(limits.clientSendTimeout)
         )
     }
 
@@ -211,6 +212,7 @@ final class ClientConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        noteClientWritability(context.channel.isWritable)
         exchange?.clientWritabilityChanged(context.channel.isWritable)
         context.fireChannelWritabilityChanged()
     }

@@ -70,6 +70,9 @@ public struct ProxyErrorCode: Hashable, Sendable, CustomStringConvertible {
     public static let cancelled = ProxyErrorCode("cancelled", 502)
     /// Something that should not happen (500).
     public static let internalError = ProxyErrorCode("internal-error", 500)
+    /// Never sent: the access log's error for a response cut off because the client took none
+    /// of it for `limits.client-send-timeout` (the connection is closed; 408 would be its status).
+    public static let clientSendTimeout = ProxyErrorCode("client-send-timeout", 408)
 
     /// The code for a task that failed with `error`.
     public init(for error: SessionError) {

@@ -20,4 +20,11 @@ protocol ClientExchange: AnyObject {
     func clientClosed()
     /// The client's socket stopped or started taking bytes.
     func clientWritabilityChanged(_ writable: Bool)
+    /// The client took no bytes for `limits.client-send-timeout`: the connection
+    /// closes next (``clientClosed()`` follows).
+    func clientSendTimedOut()
+}
+
+extension ClientExchange {
+    func clientSendTimedOut() {}
 }

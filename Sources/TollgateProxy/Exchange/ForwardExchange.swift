@@ -441,6 +441,11 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         }
     }
 
+    func clientSendTimedOut() {
+        guard !isFinished else { return }
+        record.errorCode = ProxyErrorCode.clientSendTimeout.rawValue
+    }
+
     /// Back-pressure: a client that does not read suspends the task (nothing more is read from
     /// the upstream); when it reads again the task resumes.
     func clientWritabilityChanged(_ writable: Bool) {

@@ -47,6 +47,8 @@ final class ScriptedExchange: ClientExchange {
     }
     func clientClosed() { sawClientClose = true }
     func clientWritabilityChanged(_ writable: Bool) {}
+    private(set) var sawSendTimeout = false
+    func clientSendTimedOut() { sawSendTimeout = true }
 
     /// Answers 200 with `body` (length-framed).
     func answer(_ body: String, close: Bool = false) {
@@ -124,6 +126,12 @@ final class EmbeddedClientConnection {
     /// The responses the connection wrote so far.
     func responses() throws -> [RawResponse] {
         RawResponse.parseAll(Array(try written().utf8)).responses
+    }
+
+    /// The client's socket fills (`false`) or drains, as the channel reports it.
+    func setClientWritable(_ writable: Bool) {
+        channel.isWritable = writable
+        channel.pipeline.fireChannelWritabilityChanged()
     }
 
     /// Moves the clock (and the loop's timers) on by `amount`.
