@@ -193,4 +193,28 @@ struct HTTP2StreamHandlerTests {
         #expect(frames.first?.hasPrefix("HEADERS :status=408") == true, "\(frames)")
         #expect(frames.last == "RST_STREAM \(HTTP2ErrorCode.noError)")
     }
+
+    @Test("A stream that cannot be written to for client-send-timeout is reset with CANCEL, its exchange told it timed out and that the client left; one that drains in time starts the count again")
+    func sendTimeout() throws {
+        var limits = PolicyConfiguration.Limits()
+        limits.clientSendTimeout = .seconds(60)
+        let stream = try EmbeddedStream(limits: limits)
+        try stream.headers([(":method", "GET"), (":scheme", "http"), (":authority", "gw"), (":path", "/large")], endStream: true)
+        let exchange = try #require(stream.exchanges.first)
+        func writable(_ writable: Bool) {
+            stream.channel.isWritable = writable
+            stream.channel.pipeline.fireChannelWritabilityChanged()
+        }
+        writable(false)
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        writable(true)
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(30))
+        writable(false)
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(59))
+        #expect(!exchange.sawSendTimeout && !exchange.sawClientClose)
+        stream.channel.embeddedEventLoop.advanceTime(by: .seconds(1))
+        #expect(exchange.sawSendTimeout && exchange.sawClientClose)
+        #expect(try stream.written().last == "RST_STREAM \(HTTP2ErrorCode.cancel)")
+        #expect(!stream.channel.isActive)
+    }
 }

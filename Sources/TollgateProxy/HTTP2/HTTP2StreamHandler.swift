@@ -48,6 +48,8 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
     /// The request body's idle timeout (`limits.client-idle-timeout`), while the proxy waits for
     /// the client's bytes (``HTTP2StreamMachine/waitsForClientBody``).
     private var bodyTimer: Scheduled<Void>?
+    /// `limits.client-send-timeout`, while the stream cannot be written to (``watchSend(writable:)``).
+    private var sendTimer: Scheduled<Void>?
 
     /// Makes the exchange for a request the stream does not refuse itself, in place of the
     /// proxy's ``ForwardExchange``.
@@ -76,6 +78,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
 
     func channelInactive(context: ChannelHandlerContext) {
         bodyTimer?.cancel()
+        sendTimer?.cancel()
         if machine.closed() { exchange?.clientClosed() }
         exchange = nil
         relay?.clientClosed()
@@ -84,6 +87,7 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
     }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
+        watchSend(writable: context.channel.isWritable)
         exchange?.clientWritabilityChanged(context.channel.isWritable)
         context.fireChannelWritabilityChanged()
     }
@@ -264,6 +268,29 @@ final class HTTP2StreamHandler: ChannelDuplexHandler, RemovableChannelHandler, @
             let stream = handler.value
             guard stream.machine.waitsForClientBody else { return }
             stream.exchange?.clientRequestFailed(.timedOut("no request body bytes for \(limit)"))
+        }
+    }
+
+    /// Starts `limits.client-send-timeout` when the stream stops taking bytes — its client's
+    /// window stays shut, or the connection's socket is full — and stops it when it takes them
+    /// again. Run out, the exchange is told (the access log's `client-send-timeout`) and that
+    /// its client left (a response being stored is still stored), and the stream is reset
+    /// with CANCEL, as an HTTP/1.1 connection is closed.
+    private func watchSend(writable: Bool) {
+        sendTimer?.cancel()
+        sendTimer = nil
+        guard !writable, relay == nil, exchange != nil, let context else { return }
+        let limit = environment.policy.limits.clientSendTimeout
+        let handler = NIOLoopBound(self, eventLoop: context.eventLoop)
+        sendTimer = context.eventLoop.scheduleTask(in: TimeAmount(limit)) {
+            let stream = handler.value
+            guard let context = stream.context, !context.channel.isWritable, stream.relay == nil, let exchange = stream.exchange
+            else { return }
+            exchange.clientSendTimedOut()
+            if stream.machine.closed() { exchange.clientClosed() }
+            stream.exchange = nil
+            context.writeAndFlush(stream.wrapOutboundOut(.rstStream(.cancel)), promise: nil)
+            context.close(promise: nil)
         }
     }
 
