@@ -93,8 +93,8 @@ struct ConnectToGatewayTests {
         #expect(!metrics.contains("tollgate_upstream_certificate_expiry_timestamp_seconds{host=\"other-name.test\"}"), "refused: not recorded")
 
         let upstreams = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
-        #expect(upstreams.contains("{\"down\":true,\"failures\":1,\"target\":\"127.0.0.1:\(first.port)\"}"), "\(upstreams)")
-        #expect(upstreams.contains("{\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(second.port)\"}"), "\(upstreams)")
+        #expect(upstreams.contains("{\"backup\":false,\"down\":true,\"failures\":1,\"target\":\"127.0.0.1:\(first.port)\",\"weight\":1}"), "\(upstreams)")
+        #expect(upstreams.contains("{\"backup\":false,\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(second.port)\",\"weight\":1}"), "\(upstreams)")
 
         // The certificate is checked against the rule's name, not the target's address: a backend
         // whose certificate is for api.test does not pass for other-name.test.
@@ -131,13 +131,15 @@ struct ConnectToHTTP2BackendsTests {
 
     /// `DIRECTORY/tollgate.yaml`: a reverse gateway for `https://api.test` over the backends on
     /// 127.0.0.1 at `targets` (each `PORT`, or `PORT weight=N`, `PORT backup`; h2 unless `http2`
-    /// is false, trusted by `roots`, nothing stored).
+    /// is false, trusted by `roots`, nothing stored), and an admin listener.
     private func writeGateway(_ config: URL, in directory: URL, targets: [String], roots: String, http2: Bool = true) throws {
         try """
             listen:
               - address: "127.0.0.1:0"
                 mode: reverse
                 upstream: "https://api.test"
+            admin:
+              address: "127.0.0.1:0"
             cache:
               path: "\(directory.appendingPathComponent("cache").path)"
             hosts:
@@ -165,7 +167,7 @@ struct ConnectToHTTP2BackendsTests {
         try writeGateway(
             config, in: directory, targets: ["\(spare.port) backup", "\(heavy.port) weight=3", "\(light.port)"], roots: pki.caFile, http2: false
         )
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
         defer { served.child.kill() }
         let gateway = served.listeners[0].port
 
@@ -176,6 +178,10 @@ struct ConnectToHTTP2BackendsTests {
         #expect(heavy.accessLog.count == 6, "\(heavy.accessLog)")
         #expect(light.accessLog.count == 2, "\(light.accessLog)")
         #expect(spare.accessLog.isEmpty, "\(spare.accessLog)")
+        // `/upstreams` says how each target is listed.
+        let listing = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        #expect(listing.contains("\"backup\":false,\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(heavy.port)\",\"weight\":3"), "\(listing)")
+        #expect(listing.contains("\"backup\":false,\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(light.port)\",\"weight\":1"), "\(listing)")
 
         heavy.stop()
         light.stop()
@@ -184,6 +190,8 @@ struct ConnectToHTTP2BackendsTests {
             #expect(response.status == 200, "\(response.bodyText)")
         }
         #expect(spare.accessLog.count == 3, "\(spare.accessLog)")
+        let after = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: try served.port("admin")).bodyText
+        #expect(after.contains("{\"backup\":true,\"down\":false,\"failures\":0,\"target\":\"127.0.0.1:\(spare.port)\",\"weight\":1}"), "\(after)")
     }
 
     @Test("Requests one at a time and twenty at once both reach each backend, over one h2 connection to each")
@@ -195,7 +203,7 @@ struct ConnectToHTTP2BackendsTests {
         defer { try? FileManager.default.removeItem(at: directory) }
         let config = directory.appendingPathComponent("tollgate.yaml")
         try writeGateway(config, in: directory, targets: [first.port, second.port].map(String.init), roots: pki.caFile)
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
         defer { served.child.kill() }
         let gateway = try served.port("reverse")
 
@@ -240,7 +248,7 @@ struct ConnectToHTTP2BackendsTests {
         let config = directory.appendingPathComponent("tollgate.yaml")
         func write(_ targets: [Int]) throws { try writeGateway(config, in: directory, targets: targets.map(String.init), roots: pki.caFile) }
         try write([first.port])
-        let served = try await Served.start(["--config", config.path], directory: directory, lines: 1)
+        let served = try await Served.start(["--config", config.path], directory: directory, lines: 2)
         defer { served.child.kill() }
         let gateway = try served.port("reverse")
         func get(_ prefix: String, _ count: Int) async throws {
@@ -298,9 +306,9 @@ struct ConnectToCheckTests {
         var listing = ""
         for _ in 0..<100 {
             listing = try await request("GET /upstreams HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", port: admin).bodyText
-            if listing.contains("{\"down\":\(down),") && listing.contains("\"target\":\"\(target)\"") {
+            if listing.contains("\"down\":\(down),") && listing.contains("\"target\":\"\(target)\"") {
                 let entry = listing.components(separatedBy: "{").first { $0.contains("\"target\":\"\(target)\"") } ?? ""
-                if entry.hasPrefix("\"down\":\(down),") { return listing }
+                if entry.contains("\"down\":\(down),") { return listing }
             }
             try await Task.sleep(for: .milliseconds(50))
         }

@@ -133,7 +133,7 @@ enum LiveViewPage {
         }
         function showUpstreams(upstreams) {
           $("backends").hidden = !upstreams.length;
-          const rows = upstreams.map((u) => row([cell(u.target, "url"),
+          const rows = upstreams.map((u) => row([cell(u.target + (u.weight !== 1 ? " weight=" + u.weight : "") + (u.backup ? " backup" : ""), "url"),
             cell(u.down ? "passed over" : "in turn", u.down ? "down" : ""), cell(u.failures),
             cell(u.last_check || "not checked", u.last_check && u.last_check !== "ok" ? "down" : "")]));
           replace($("upstreams"), rows, 4, "no backends");
