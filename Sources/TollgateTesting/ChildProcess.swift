@@ -23,6 +23,8 @@ public final class ChildProcess: Sendable {
     private let status = NIOLockedValueBox<Int32?>(nil)
     private let stdoutDescriptor: Int32
     private let stderrDescriptor: Int32
+    /// This side of the child's standard input, when it was asked for (-1 once closed).
+    private let inputDescriptor: NIOLockedValueBox<Int32>
 
     /// What the process wrote on its two pipes.
     private struct Output {
@@ -38,10 +40,14 @@ public final class ChildProcess: Sendable {
         var ended = false
     }
 
-    /// Starts `executable` with `arguments`; proxy variables are removed from its environment and
-    /// `environment` is added to it.
+    /// Starts `executable` with `arguments` in `directory` (nil: this process's); proxy variables
+    /// are removed from its environment and `environment` is added to it. With `input`, its
+    /// standard input is a pipe written with ``writeInput(_:)`` (else `/dev/null`).
     /// - Throws: ``ChildProcessSpawnError`` when it cannot be started.
-    public init(_ executable: String, _ arguments: [String], environment extra: [String: String] = [:]) throws {
+    public init(
+        _ executable: String, _ arguments: [String], environment extra: [String: String] = [:], directory: String? = nil,
+        input: Bool = false
+    ) throws {
         var environment = ProcessInfo.processInfo.environment
         for name in [
             "http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY",
@@ -57,24 +63,37 @@ public final class ChildProcess: Sendable {
             for descriptor in stdoutPipe { close(descriptor) }
             throw ChildProcessSpawnError(executable: executable, code: code)
         }
-        let devNull = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        var inputPipe: [Int32] = [-1, -1]
+        if input {
+            // A write to a child that has exited is EPIPE to report, not a signal that ends the tests.
+            _ = Self.ignoreBrokenPipes
+            guard Self.closeOnExecPipe(&inputPipe) == 0 else {
+                let code = errno
+                for descriptor in stdoutPipe + stderrPipe { close(descriptor) }
+                throw ChildProcessSpawnError(executable: executable, code: code)
+            }
+        } else {
+            inputPipe[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)
+        }
         defer {
             // The child's ends are the child's now (or nobody's, when it did not start).
             close(stdoutPipe[1])
             close(stderrPipe[1])
-            if devNull >= 0 { close(devNull) }
+            if inputPipe[0] >= 0 { close(inputPipe[0]) }
         }
         let pid: pid_t
         do {
             pid = try Self.spawn(
-                executable, arguments: arguments, environment: environment,
-                descriptors: (devNull, stdoutPipe[1], stderrPipe[1])
+                executable, arguments: arguments, environment: environment, directory: directory,
+                descriptors: (inputPipe[0], stdoutPipe[1], stderrPipe[1])
             )
         } catch {
             close(stdoutPipe[0])
             close(stderrPipe[0])
+            if inputPipe[1] >= 0 { close(inputPipe[1]) }
             throw error
         }
+        inputDescriptor = NIOLockedValueBox(inputPipe[1])
         processIdentifier = pid
         stdoutDescriptor = stdoutPipe[0]
         stderrDescriptor = stderrPipe[0]
@@ -86,12 +105,16 @@ public final class ChildProcess: Sendable {
     /// `posix_spawn` of `executable`, its standard input, output and error the three descriptors
     /// given, nothing else inherited, every signal at its default and none blocked.
     private static func spawn(
-        _ executable: String, arguments: [String], environment: [String: String],
+        _ executable: String, arguments: [String], environment: [String: String], directory: String?,
         descriptors: (input: Int32, output: Int32, error: Int32)
     ) throws(ChildProcessSpawnError) -> pid_t {
         var actions = posix_spawn_file_actions_t()
         posix_spawn_file_actions_init(&actions)
         defer { posix_spawn_file_actions_destroy(&actions) }
+        if let directory {
+            guard let changeDirectory else { throw ChildProcessSpawnError(executable: executable, code: ENOSYS) }
+            _ = changeDirectory(&actions, directory)
+        }
         posix_spawn_file_actions_adddup2(&actions, descriptors.input, 0)
         posix_spawn_file_actions_adddup2(&actions, descriptors.output, 1)
         posix_spawn_file_actions_adddup2(&actions, descriptors.error, 2)
@@ -135,6 +158,15 @@ public final class ChildProcess: Sendable {
 
     /// glibc's `posix_spawn_file_actions_addclosefrom_np` (2.34), which Swift's Glibc module does
     /// not import: found by name.
+    /// `posix_spawn_file_actions_addchdir_np` (glibc 2.29), found by name as `closeFrom` is.
+    private typealias ChangeDirectory = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, UnsafePointer<CChar>?) -> Int32
+    private static let changeDirectory: ChangeDirectory? = dlsym(nil, "posix_spawn_file_actions_addchdir_np").map {
+        unsafeBitCast($0, to: ChangeDirectory.self)
+    }
+
+    /// SIGPIPE ignored in this process, once: writes to a child's closed input fail with EPIPE.
+    private static let ignoreBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
     private typealias CloseFrom = @convention(c) (UnsafeMutablePointer<posix_spawn_file_actions_t>?, Int32) -> Int32
     private static let closeFrom: CloseFrom? = dlsym(nil, "posix_spawn_file_actions_addclosefrom_np").map {
         unsafeBitCast($0, to: CloseFrom.self)
@@ -236,6 +268,37 @@ public final class ChildProcess: Sendable {
     /// Sends SIGKILL if the process still runs (cleanup after a failed test).
     public func kill() { send(SIGKILL) }
 
+    /// Writes `text` to the process's standard input (started with `input`); false when it could
+    /// not (the process closed its end, or the input was closed).
+    @discardableResult
+    public func writeInput(_ text: String) -> Bool {
+        inputDescriptor.withLockedValue { descriptor in
+            guard descriptor >= 0 else { return false }
+            var bytes = Array(text.utf8)[...]
+            while !bytes.isEmpty {
+                let written = bytes.withUnsafeBytes { write(descriptor, $0.baseAddress, $0.count) }
+                if written < 0 {
+                    if errno == EINTR { continue }
+                    return false
+                }
+                bytes = bytes.dropFirst(written)
+            }
+            return true
+        }
+    }
+
+    /// Closes the process's standard input (it reads its end).
+    public func closeInput() {
+        inputDescriptor.withLockedValue { descriptor in
+            if descriptor >= 0 { close(descriptor) }
+            descriptor = -1
+        }
+    }
+
+    deinit {
+        closeInput()
+    }
+
     /// Waits for the process to exit and returns its exit status (a signal counts as a failure: -signal).
     public func waitForExit(timeout: Duration = .seconds(20)) async throws -> Int32 {
         let deadline = ContinuousClock.now + timeout
@@ -250,16 +313,47 @@ public final class ChildProcess: Sendable {
         // themselves in by, that is all of it. A grandchild still writing (a daemon a script
         // started) is given up on after five seconds.
         let drained = ContinuousClock.now + .seconds(5)
-        while ContinuousClock.now < drained {
-            let complete = output.withLockedValue {
-                $0.reading == 0
-                    && ($0.stdout.ended || Self.unreadBytes(stdoutDescriptor) == 0)
-                    && ($0.stderr.ended || Self.unreadBytes(stderrDescriptor) == 0)
-            }
-            if complete { break }
+        while ContinuousClock.now < drained, !outputComplete {
             try await Task.sleep(for: .milliseconds(10))
         }
         return status.withLockedValue { $0 } ?? -1
+    }
+
+    /// ``waitForExit(timeout:)`` for synchronous callers (a probe in a static initializer, a
+    /// test helper that is not async): blocks the calling thread.
+    public func waitForExitBlocking(timeout: Duration = .seconds(20)) throws -> Int32 {
+        let deadline = ContinuousClock.now + timeout
+        while isRunning {
+            guard ContinuousClock.now < deadline else { throw ChildProcessTimeout(timeout: timeout) }
+            usleep(5_000)
+        }
+        let drained = ContinuousClock.now + .seconds(5)
+        while ContinuousClock.now < drained, !outputComplete { usleep(2_000) }
+        return status.withLockedValue { $0 } ?? -1
+    }
+
+    /// Both pipes read to their ends, or empty with no reader holding bytes taken from one.
+    private var outputComplete: Bool {
+        output.withLockedValue {
+            $0.reading == 0
+                && ($0.stdout.ended || Self.unreadBytes(stdoutDescriptor) == 0)
+                && ($0.stderr.ended || Self.unreadBytes(stderrDescriptor) == 0)
+        }
+    }
+
+    /// Runs a process to its end, blocking the calling thread, and returns its status and output.
+    public static func runBlocking(
+        _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: String? = nil,
+        timeout: Duration = .seconds(60)
+    ) throws -> (status: Int32, stdout: String, stderr: String) {
+        let child = try ChildProcess(executable, arguments, environment: environment, directory: directory)
+        do {
+            let status = try child.waitForExitBlocking(timeout: timeout)
+            return (status, child.standardOutput, child.standardError)
+        } catch {
+            child.kill()
+            throw error
+        }
     }
 
     /// Runs a process to its end and returns its status and output.

@@ -18,14 +18,7 @@ public final class PythonH2Origin: Sendable {
     /// python3, when it can import `h2` (`make deps` installs it).
     public static let python: String? = {
         guard let python = pythonOnPath else { return nil }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import h2"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return nil }
-        process.waitUntilExit()
-        return process.terminationStatus == 0 ? python : nil
+        return (try? ChildProcess.runBlocking(python, ["-c", "import h2"]))?.status == 0 ? python : nil
     }()
 
     /// The first python3 on the PATH (where `make deps` installs its modules).

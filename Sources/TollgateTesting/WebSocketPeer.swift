@@ -10,14 +10,8 @@ public enum WebSocketPeer {
         for directory in path.split(separator: ":") {
             let candidate = "\(directory)/python3"
             guard FileManager.default.isExecutableFile(atPath: candidate) else { continue }
-            let probe = Process()
-            probe.executableURL = URL(fileURLWithPath: candidate)
-            probe.arguments = ["-c", "import websockets.asyncio.server"]
-            probe.standardOutput = FileHandle.nullDevice
-            probe.standardError = FileHandle.nullDevice
-            guard (try? probe.run()) != nil else { continue }
-            probe.waitUntilExit()
-            return probe.terminationStatus == 0 ? candidate : nil
+            guard let probe = try? ChildProcess.runBlocking(candidate, ["-c", "import websockets.asyncio.server"]) else { continue }
+            return probe.status == 0 ? candidate : nil
         }
         return nil
     }()

@@ -7,15 +7,7 @@ import TollgateTesting
 /// cargo on PATH when it is 1.70 or later (crates.io through the sparse index by default), else nil.
 private let sparseCargo: String? = {
     guard let cargo = executableOnPath("cargo") else { return nil }
-    let process = Process()
-    let output = Pipe()
-    process.executableURL = URL(fileURLWithPath: cargo)
-    process.arguments = ["--version"]
-    process.standardOutput = output
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    process.waitUntilExit()
-    let text = String(decoding: output.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+    guard let text = (try? ChildProcess.runBlocking(cargo, ["--version"]))?.stdout else { return nil }
     // "cargo 1.95.0 (…)"
     let parts = text.split(separator: " ").dropFirst().first?.split(separator: ".").compactMap { Int($0) } ?? []
     guard parts.count >= 2, parts[0] > 1 || parts[1] >= 70 else { return nil }

@@ -12,14 +12,7 @@ func executableOnPath(_ name: String) -> String? {
 /// python3 on PATH when it can import `module`, else nil.
 func python3(importing module: String) -> String? {
     guard let python = executableOnPath("python3") else { return nil }
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: python)
-    process.arguments = ["-c", "import \(module)"]
-    process.standardOutput = FileHandle.nullDevice
-    process.standardError = FileHandle.nullDevice
-    guard (try? process.run()) != nil else { return nil }
-    process.waitUntilExit()
-    return process.terminationStatus == 0 ? python : nil
+    return (try? ChildProcess.runBlocking(python, ["-c", "import \(module)"]))?.status == 0 ? python : nil
 }
 
 /// python3 when it can import prometheus_client (`make test` installs it).

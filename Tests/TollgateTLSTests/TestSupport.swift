@@ -1,4 +1,5 @@
 import Foundation
+import TollgateTesting
 
 /// A fresh directory under the system temporary directory, removed when `body` returns.
 func withTemporaryDirectory<T>(_ body: (URL) throws -> T) throws -> T {
@@ -19,24 +20,8 @@ struct CommandResult {
 /// Runs a shell command line (for `openssl` cross-checks) and waits for it.
 @discardableResult
 func shell(_ command: String, in directory: URL? = nil) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/bin/sh")
-    process.arguments = ["-c", command]
-    if let directory { process.currentDirectoryURL = directory }
-    let output = Pipe()
-    let error = Pipe()
-    process.standardOutput = output
-    process.standardError = error
-    try process.run()
-    // Read before waiting so a full pipe cannot block the child.
-    let outputData = output.fileHandleForReading.readDataToEndOfFile()
-    let errorData = error.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(
-        status: process.terminationStatus,
-        output: String(decoding: outputData, as: UTF8.self),
-        error: String(decoding: errorData, as: UTF8.self)
-    )
+    let result = try ChildProcess.runBlocking("/bin/sh", ["-c", command], directory: directory?.path)
+    return CommandResult(status: result.status, output: result.stdout, error: result.stderr)
 }
 
 extension String {

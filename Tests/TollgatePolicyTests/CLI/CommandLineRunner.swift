@@ -29,48 +29,16 @@ enum CommandLineRunner {
         timeout: TimeInterval = 30
     ) async throws -> Result {
         guard let binary else { throw RunnerError(message: notFound) }
-        let outputDirectory = NSTemporaryDirectory() + "tollgate-cli-\(UUID().uuidString)"
-        try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
-        defer { try? FileManager.default.removeItem(atPath: outputDirectory) }
-        let stdoutPath = outputDirectory + "/stdout"
-        let stderrPath = outputDirectory + "/stderr"
-        _ = FileManager.default.createFile(atPath: stdoutPath, contents: nil)
-        _ = FileManager.default.createFile(atPath: stderrPath, contents: nil)
-        guard let stdout = FileHandle(forWritingAtPath: stdoutPath),
-            let stderr = FileHandle(forWritingAtPath: stderrPath)
-        else { throw RunnerError(message: "cannot create output files in \(outputDirectory)") }
-        defer {
-            try? stdout.close()
-            try? stderr.close()
+        let process = try ChildProcess(binary, arguments, environment: changes, directory: directory)
+        // Waits without holding a thread: the suite runs tests in parallel on a pool as wide as
+        // the machine's cores, and a test blocking one of them starves the others' timers.
+        do {
+            let status = try await process.waitForExit(timeout: .seconds(timeout))
+            return Result(status: status, stdout: process.standardOutput, stderr: process.standardError)
+        } catch {
+            process.terminate()
+            throw RunnerError(message: "tollgate \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
         }
-
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = URL(fileURLWithPath: directory) }
-        var environment = ProcessInfo.processInfo.environment
-        for (name, value) in changes { environment[name] = value }
-        process.environment = environment
-        process.standardInput = FileHandle.nullDevice
-        process.standardOutput = stdout
-        process.standardError = stderr
-        try process.run()
-        let deadline = Date().addingTimeInterval(timeout)
-        while process.isRunning {
-            if Date() > deadline {
-                process.terminate()
-                throw RunnerError(message: "tollgate \(arguments.joined(separator: " ")) ran longer than \(timeout) s")
-            }
-            // Waits without holding a thread: the suite runs tests in parallel on a pool as wide as
-            // the machine's cores, and a test blocking one of them starves the others' timers.
-            try await Task.sleep(for: .milliseconds(10))
-        }
-        let status = process.terminationReason == .exit ? process.terminationStatus : -process.terminationStatus
-        return Result(
-            status: status,
-            stdout: String(decoding: FileManager.default.contents(atPath: stdoutPath) ?? Data(), as: UTF8.self),
-            stderr: String(decoding: FileManager.default.contents(atPath: stderrPath) ?? Data(), as: UTF8.self)
-        )
     }
 
     struct RunnerError: Error, CustomStringConvertible {

@@ -6,35 +6,15 @@ import TollgateTesting
 
 /// `tollgate serve` run as a child process, its output collected.
 private final class ServeProcess: Sendable {
-    private let process: Process
-    private let output = NIOLockedValueBox<[UInt8]>([])
+    private let process: ChildProcess
 
     init(_ arguments: [String], environment extra: [String: String]) throws {
         guard let binary = CommandLineRunner.binary else { throw CommandLineRunner.RunnerError(message: CommandLineRunner.notFound) }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: binary)
-        process.arguments = arguments
-        var environment = ProcessInfo.processInfo.environment
-        for name in ["http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY", "all_proxy", "ALL_PROXY", "no_proxy", "NO_PROXY"] {
-            environment[name] = nil
-        }
-        environment.merge(extra) { $1 }
-        process.environment = environment
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.standardError = pipe
-        process.standardInput = FileHandle.nullDevice
-        let output = self.output
-        pipe.fileHandleForReading.readabilityHandler = { handle in
-            let data = handle.availableData
-            if data.isEmpty { handle.readabilityHandler = nil }
-            output.withLockedValue { $0 += data }
-        }
-        self.process = process
-        try process.run()
+        process = try ChildProcess(binary, arguments, environment: extra)
     }
 
-    var text: String { String(decoding: output.withLockedValue { $0 }, as: UTF8.self) }
+    /// What it printed: standard output, then standard error.
+    var text: String { process.standardOutput + process.standardError }
     var isRunning: Bool { process.isRunning }
 
     /// The port of the `listening on 127.0.0.1:PORT (forward)` line.
@@ -52,11 +32,13 @@ private final class ServeProcess: Sendable {
     }
 
     func stop() async throws -> Int32 {
-        if process.isRunning { process.terminate() }
-        let deadline = ContinuousClock.now + .seconds(20)
-        while process.isRunning, ContinuousClock.now < deadline { try await Task.sleep(for: .milliseconds(20)) }
-        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
-        return process.terminationStatus
+        process.terminate()
+        do {
+            return try await process.waitForExit(timeout: .seconds(20))
+        } catch {
+            process.kill()
+            throw error
+        }
     }
 }
 
@@ -67,17 +49,9 @@ struct ServeEndToEndTests {
     /// curl through the proxy: (status line's code, body).
     static func fetch(_ url: String, proxy: Int, headers: [String] = []) throws -> (Int, String) {
         guard let curl else { throw CommandLineRunner.RunnerError(message: "no curl") }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: curl)
-        process.arguments = ["-s", "--max-time", "10", "-x", "http://127.0.0.1:\(proxy)", "-w", "\n%{http_code}", url]
-            + headers.flatMap { ["-H", $0] }
-        let pipe = Pipe()
-        process.standardOutput = pipe
-        process.environment = [:]
-        try process.run()
-        let data = pipe.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        let text = String(decoding: data, as: UTF8.self)
+        let text = try ChildProcess.runBlocking(
+            curl, ["-s", "--max-time", "10", "-x", "http://127.0.0.1:\(proxy)", "-w", "\n%{http_code}", url] + headers.flatMap { ["-H", $0] }
+        ).stdout
         let newline = text.lastIndex(of: "\n") ?? text.endIndex
         return (Int(text[newline...].dropFirst()) ?? 0, String(text[..<newline]))
     }

@@ -16,14 +16,7 @@ enum HTTP2Peers {
     /// Whether python3 has the `h2` module (`make deps` installs it).
     static let hasPythonH2: Bool = {
         guard let python else { return false }
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: python)
-        process.arguments = ["-c", "import h2"]
-        process.standardOutput = FileHandle.nullDevice
-        process.standardError = FileHandle.nullDevice
-        guard (try? process.run()) != nil else { return false }
-        process.waitUntilExit()
-        return process.terminationStatus == 0
+        return (try? ChildProcess.runBlocking(python, ["-c", "import h2"]))?.status == 0
     }()
 
     /// Runs a Python script with arguments; its output and status.

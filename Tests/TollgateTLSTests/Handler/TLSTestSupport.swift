@@ -4,6 +4,7 @@ import NIOCore
 import NIOPosix
 import Testing
 import TollgateTLS
+import TollgateTesting
 
 /// What one side of a test connection saw, shared between its event loop and the test.
 final class ConnectionLog: Sendable {
@@ -242,27 +243,13 @@ struct TestPKI {
     }
 }
 
-/// An `openssl` command running in the background (`s_server`, `s_client`), its output in files.
+/// An `openssl` command running in the background (`s_server`, `s_client`), its output collected.
 final class OpenSSLProcess {
-    private let process = Process()
-    private let input = Pipe()
-    private let outputURL: URL
-    private let errorURL: URL
+    private let process: ChildProcess
 
-    /// Starts `openssl` with `arguments` in `directory`.
+    /// Starts `openssl` with `arguments` in `directory`, its standard input a pipe (``send(_:)``).
     init(_ arguments: [String], in directory: URL) throws {
-        let name = UUID().uuidString
-        self.outputURL = directory.appendingPathComponent("\(name).out")
-        self.errorURL = directory.appendingPathComponent("\(name).err")
-        _ = FileManager.default.createFile(atPath: self.outputURL.path, contents: nil)
-        _ = FileManager.default.createFile(atPath: self.errorURL.path, contents: nil)
-        self.process.executableURL = URL(fileURLWithPath: "/usr/bin/openssl")
-        self.process.arguments = arguments
-        self.process.currentDirectoryURL = directory
-        self.process.standardInput = self.input
-        self.process.standardOutput = try FileHandle(forWritingTo: self.outputURL)
-        self.process.standardError = try FileHandle(forWritingTo: self.errorURL)
-        try self.process.run()
+        self.process = try ChildProcess("/usr/bin/openssl", arguments, directory: directory.path, input: true)
     }
 
     /// Starts `openssl s_server` on a free loopback port and waits until it accepts connections.
@@ -281,21 +268,19 @@ final class OpenSSLProcess {
         return (server, port)
     }
 
-    var output: String { (try? String(contentsOf: self.outputURL, encoding: .utf8)) ?? "" }
-    var errorOutput: String { (try? String(contentsOf: self.errorURL, encoding: .utf8)) ?? "" }
+    var output: String { self.process.standardOutput }
+    var errorOutput: String { self.process.standardError }
     var isRunning: Bool { self.process.isRunning }
 
-    /// Writes `text` to the process's standard input.
+    /// Writes `text` to the process's standard input (a child that has exited already is the
+    /// test's failure to report: the write just fails).
     func send(_ text: String) {
-        // The throwing write: a child that has already exited (its pipe closed) is the test's
-        // failure to report, not a crash of the whole test process (the legacy `write(_:)` traps
-        // on EPIPE).
-        try? self.input.fileHandleForWriting.write(contentsOf: Data(text.utf8))
+        self.process.writeInput(text)
     }
 
     /// Closes its standard input.
     func closeInput() {
-        try? self.input.fileHandleForWriting.close()
+        self.process.closeInput()
     }
 
     /// Waits for it to exit by itself.
@@ -303,12 +288,11 @@ final class OpenSSLProcess {
         try await waitUntil("openssl exits") { !self.process.isRunning }
     }
 
-    /// Kills it with SIGKILL: no TLS shutdown at all. (SIGTERM is not enough: a child started from a Swift
-    /// concurrency thread inherits that thread's signal mask, in which SIGTERM is blocked.)
+    /// Kills it with SIGKILL: no TLS shutdown at all.
     func stop() {
         guard self.process.isRunning else { return }
-        kill(self.process.processIdentifier, SIGKILL)
-        self.process.waitUntilExit()
+        self.process.kill()
+        _ = try? self.process.waitForExitBlocking(timeout: .seconds(10))
     }
 
     deinit {
