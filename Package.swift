@@ -86,7 +86,7 @@ let package = Package(
         .target(
             name: "TollgateSession",
             dependencies: [
-                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "TollgateLoop",
+                "TollgateHTTP", "TollgateCache", "TollgateStore", "TollgateTLS", "TollgateLoop", "CZlib",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "NIOWebSocket", package: "swift-nio"),
                 .product(name: "NIOHTTP2", package: "swift-nio-http2"),

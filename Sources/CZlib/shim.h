@@ -15,4 +15,10 @@ static inline int tollgate_deflate_init_gzip(z_stream *stream, int level) {
     return deflateInit2(stream, level, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY);
 }
 
+/// deflateInit2 for raw deflate (no wrapper) with a window of 2^`windowBits` bytes (9–15): a
+/// WebSocket message's permessage-deflate (RFC 7692).
+static inline int tollgate_deflate_init_raw(z_stream *stream, int level, int windowBits) {
+    return deflateInit2(stream, level, Z_DEFLATED, -windowBits, 8, Z_DEFAULT_STRATEGY);
+}
+
 #endif

@@ -30,10 +30,21 @@ public enum WebSocketPeer {
         public func stop() { process.kill() }
     }
 
+    /// How the server answers a permessage-deflate offer (RFC 7692).
+    public enum Compression: String, Sendable {
+        /// It accepts no extension.
+        case off = ""
+        /// It accepts permessage-deflate as `websockets` does by default.
+        case deflate
+        /// It accepts it with every parameter that constrains the client: `server_no_context_takeover`,
+        /// `client_no_context_takeover`, `server_max_window_bits=10`, `client_max_window_bits=9`.
+        case strict
+    }
+
     /// Starts the server (``serverScript``); with `certificate` and `key` (PEM files) it speaks TLS.
-    public static func startServer(certificate: String? = nil, key: String? = nil) async throws -> Server {
+    public static func startServer(certificate: String? = nil, key: String? = nil, compression: Compression = .off) async throws -> Server {
         guard let python else { throw PeerUnavailable() }
-        let process = try ChildProcess(python, ["-u", "-c", serverScript, certificate ?? "", key ?? ""])
+        let process = try ChildProcess(python, ["-u", "-c", serverScript, certificate ?? "", key ?? "", compression.rawValue])
         let deadline = ContinuousClock.now + .seconds(20)
         while ContinuousClock.now < deadline {
             if let line = process.standardOutput.split(separator: "\n").first(where: { $0.hasPrefix("port ") }),
@@ -71,11 +82,13 @@ public enum WebSocketPeer {
     /// The server: echoes text and binary messages, and obeys a few text commands:
     /// `close:CODE:REASON` closes with that code and reason; `fragments` sends the text message
     /// "fragmented" in three frames; `big:N` sends N bytes; `cookie?` answers the handshake's
-    /// Cookie field; `drop` aborts the TCP connection without a close frame. `/redirect` answers
+    /// Cookie field; `extensions?` answers the extensions agreed (`-`: none), with their parameters;
+    /// `drop` aborts the TCP connection without a close frame. `/redirect` answers
     /// the handshake with a 302 to `/echo` that sets a cookie; `/refuse` with a 403.
     public static let serverScript = #"""
         import asyncio, http, ssl, sys
         from websockets.asyncio.server import serve
+        from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
 
         def process_request(connection, request):
             if request.path == "/redirect":
@@ -101,6 +114,8 @@ public enum WebSocketPeer {
                         await ws.send(b"x" * int(message[4:]))
                     elif message == "cookie?":
                         await ws.send(ws.request.headers.get("Cookie", "-"))
+                    elif message == "extensions?":
+                        await ws.send(ws.response.headers.get("Sec-WebSocket-Extensions", "-"))
                     elif message == "drop":
                         ws.transport.abort()
                         return
@@ -118,8 +133,14 @@ public enum WebSocketPeer {
             if len(sys.argv) > 2 and sys.argv[1]:
                 context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
                 context.load_cert_chain(sys.argv[1], sys.argv[2])
+            mode = sys.argv[3] if len(sys.argv) > 3 else ""
+            compression = {"compression": "deflate"} if mode == "deflate" else {"compression": None}
+            if mode == "strict":
+                compression["extensions"] = [ServerPerMessageDeflateFactory(
+                    server_no_context_takeover=True, client_no_context_takeover=True,
+                    server_max_window_bits=10, client_max_window_bits=9)]
             async with serve(handler, "127.0.0.1", 0, ssl=context, process_request=process_request,
-                             max_size=None, compression=None, ping_interval=None) as server:
+                             max_size=None, ping_interval=None, **compression) as server:
                 print(f"port {server.sockets[0].getsockname()[1]}", flush=True)
                 await asyncio.Future()
 

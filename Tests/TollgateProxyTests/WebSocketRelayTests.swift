@@ -4,6 +4,7 @@ import Testing
 import TollgateHTTP
 import TollgatePolicy
 import TollgateProxy
+import TollgateSession
 import TollgateTesting
 
 /// Limits with a small WebSocket message size (and idle timeout, when given).
@@ -60,6 +61,33 @@ struct WebSocketRelayTests {
             #expect(logged["bytes_to_client"] as? Int == 505)
             #expect(logged["close_code"] as? Int == 4001)
             #expect(logged["closed_by"] as? String == "client")
+        }
+    }
+
+    @Test("permessage-deflate passes through: agreed end to end, its messages relayed compressed and counted as they travel")
+    func compressedRelay() async throws {
+        let server = try await WebSocketPeer.startServer(compression: .deflate)
+        defer { server.stop() }
+        let upstream = HTTPURL(string: "http://127.0.0.1:\(server.port)")!
+        // 180 000 characters that compress to a few hundred bytes: under the relay's 1000-byte limit.
+        try await withProxy(configuration: limited(), mode: .reverse(upstream: upstream), logFormat: .json) { proxy in
+            let session = Session(configuration: .ephemeral)
+            defer { session.invalidateAndCancel() }
+            let task = try session.webSocketTask(with: HTTPURL(string: "ws://127.0.0.1:\(proxy.port)/echo")!)
+            task.maximumMessageSize = 1 << 20
+            task.resume()
+            try await task.send(.string("extensions?"))
+            #expect(try await task.receive() == .string("permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"))
+            #expect(task.usesCompression)
+            let text = String(repeating: "through the relay ", count: 10_000)
+            try await task.send(.string(text))
+            #expect(try await task.receive() == .string(text))
+            task.cancel(with: .normalClosure, reason: nil)
+            try await eventually("the access log line") { !proxy.accessLog.isEmpty }
+            let logged = try webSocketLogged(proxy)
+            #expect(logged["messages_to_upstream"] as? Int == 2)
+            #expect((logged["bytes_to_upstream"] as? Int ?? .max) < 1000, "\(logged)")
+            #expect(logged["close_code"] as? Int == 1000)
         }
     }
 

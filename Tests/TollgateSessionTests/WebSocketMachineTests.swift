@@ -206,6 +206,18 @@ struct WebSocketMachineTests {
         let later = machine.send(.string("b"))
         #expect(later == [.failSend(SessionError(.badServerResponse))])
     }
+
+    @Test("A compressed message that does not decompress fails the connection with 1007; one too big with 1009")
+    func inflationFailures() {
+        var corrupt = openMachine()
+        _ = corrupt.receive()
+        let actions = corrupt.inflationFailed(.corrupt("invalid block type"))
+        #expect(actions.contains(.write(WebSocketMachine.closeFrame(.init(code: .invalidFramePayloadData, reason: nil)), completesSend: false)))
+        #expect(corrupt.closure?.code == .invalidFramePayloadData)
+        var big = openMachine()
+        _ = big.inflationFailed(.tooBig)
+        #expect(big.closure?.code == .messageTooBig)
+    }
 }
 
 extension WebSocketFrame {

@@ -201,6 +201,96 @@ struct WebSocketTaskTests {
         try await eventually("the server saw 1009") { connected.server.closes == ["closed 1009 "] }
     }
 
+    @Test("permessage-deflate is offered and agreed: large and fragmented messages travel compressed both ways and arrive whole")
+    func compressedMessages() async throws {
+        let server = try await WebSocketPeer.startServer(compression: .deflate)
+        defer { server.stop() }
+        let recorder = WebSocketRecorder()
+        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
+        task.maximumMessageSize = 4 << 20
+        task.resume()
+        try await task.send(.string("extensions?"))
+        // websockets' default answer: 12-bit windows both ways. A client compressing with a larger
+        // window than agreed would send what the server's 4 KiB window cannot decompress.
+        let agreed = try await task.receive()
+        #expect(agreed == .string("permessage-deflate; server_max_window_bits=12; client_max_window_bits=12"), "\(agreed)")
+        #expect(task.usesCompression)
+        let text = String(repeating: "all work and no play makes a dull proxy. ", count: 50_000)
+        try await task.send(.string(text))
+        #expect(try await task.receive() == .string(text))
+        // 10 000 bytes that do not repeat, sent twice: the second message could be one match 10 000
+        // bytes back into the first, which the server's 4 KiB window no longer holds — a client
+        // honouring the window never refers that far.
+        let noise = ByteBuffer(bytes: scrambled(10_000))
+        for _ in 0..<2 {
+            try await task.send(.data(noise))
+            #expect(try await task.receive() == .data(noise))
+        }
+        try await task.send(.string("fragments"))
+        #expect(try await task.receive() == .string("fragmented"))
+        // 2 MiB of one byte: a few KiB on the wire, made whole on arrival.
+        try await task.send(.string("big:2097152"))
+        #expect(try await task.receive() == .data(ByteBuffer(repeating: UInt8(ascii: "x"), count: 2 << 20)))
+        for round in 0..<3 { try await roundTrip(task, "again \(round)") }
+        task.cancel(with: .normalClosure, reason: nil)
+        try await eventually("the server saw 1000") { server.closes == ["closed 1000 "] }
+    }
+
+    @Test("A server that asks for no context takeover both ways and small windows is followed: every message still arrives")
+    func strictCompression() async throws {
+        let server = try await WebSocketPeer.startServer(compression: .strict)
+        defer { server.stop() }
+        let task = try makeSession(WebSocketRecorder()).webSocketTask(with: url(server.port))
+        task.resume()
+        try await task.send(.string("extensions?"))
+        let answer = try await task.receive()
+        guard case .string(let agreed) = answer else {
+            Issue.record("\(answer)")
+            return
+        }
+        for parameter in ["server_no_context_takeover", "client_no_context_takeover", "server_max_window_bits=10", "client_max_window_bits=9"] {
+            #expect(agreed.contains(parameter), "\(agreed)")
+        }
+        for round in 0..<5 { try await roundTrip(task, String(repeating: "round \(round) ", count: 2_000)) }
+        // The same 300 bytes twice: kept from the first message, the window would let the second be
+        // a match the server (told client_no_context_takeover, so it starts afresh) cannot resolve.
+        let short = ByteBuffer(bytes: scrambled(300))
+        for _ in 0..<2 {
+            try await task.send(.data(short))
+            #expect(try await task.receive() == .data(short))
+        }
+    }
+
+    @Test("A compressed message over maximumMessageSize is refused as it is decompressed: dataLengthExceedsMaximum and 1009")
+    func compressedBomb() async throws {
+        let server = try await WebSocketPeer.startServer(compression: .deflate)
+        defer { server.stop() }
+        let recorder = WebSocketRecorder()
+        let task = try makeSession(recorder).webSocketTask(with: url(server.port))
+        task.maximumMessageSize = 64 << 10
+        task.resume()
+        // 64 MiB of one byte: about 64 KiB compressed — a frame the decoder takes.
+        try await task.send(.string("big:67108864"))
+        await #expect(throws: SessionError(.dataLengthExceedsMaximum)) { try await task.receive() }
+        try await eventually("complete") { recorder.list.contains("complete dataLengthExceedsMaximum") }
+        #expect(task.closeCode == .messageTooBig)
+        try await eventually("the server saw 1009") { server.closes == ["closed 1009 "] }
+    }
+
+    @Test("With the session's webSocketCompression off nothing is offered, and messages travel as they are")
+    func compressionOff() async throws {
+        let server = try await WebSocketPeer.startServer(compression: .deflate)
+        defer { server.stop() }
+        var configuration = SessionConfiguration.ephemeral
+        configuration.webSocketCompression = false
+        let task = try Session(configuration: configuration).webSocketTask(with: url(server.port))
+        task.resume()
+        try await task.send(.string("extensions?"))
+        #expect(try await task.receive() == .string("-"))
+        #expect(!task.usesCompression)
+        try await roundTrip(task, "plain")
+    }
+
     @Test("The handshake follows a redirect, stores the cookie it sets and sends it on the redirected handshake")
     func redirectAndCookie() async throws {
         let server = try await WebSocketPeer.startServer()
@@ -253,5 +343,20 @@ struct WebSocketTaskTests {
         let untrusted = try makeSession(WebSocketRecorder()).webSocketTask(with: url(server.port, scheme: "wss"))
         untrusted.resume()
         await #expect(throws: SessionError(.serverCertificateUntrusted)) { try await untrusted.receive() }
+    }
+}
+
+/// Sends `text` on `task` and expects it back.
+private func roundTrip(_ task: WebSocketTask, _ text: String) async throws {
+    try await task.send(.string(text))
+    #expect(try await task.receive() == .string(text))
+}
+
+/// `count` bytes with no repeats a compressor could use nearby (a linear congruential sequence).
+private func scrambled(_ count: Int) -> [UInt8] {
+    var state: UInt32 = 0x9E37_79B9
+    return (0..<count).map { _ in
+        state = state &* 1_664_525 &+ 1_013_904_223
+        return UInt8(truncatingIfNeeded: state >> 24)
     }
 }

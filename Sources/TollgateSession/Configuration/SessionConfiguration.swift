@@ -143,6 +143,9 @@ public struct SessionConfiguration: Sendable {
     /// `didReceive` response for each part, then its bytes), as URLSession does. A proxy, which
     /// relays the body as it is for its client to split, turns it off. Default: true.
     public var deliversMultipartReplaceParts: Bool = true
+    /// Whether WebSocket tasks offer permessage-deflate (RFC 7692), as browsers do: messages then
+    /// travel compressed both ways when the server agrees. Default: true.
+    public var webSocketCompression: Bool = true
     /// The `User-Agent` sent when the request has none. Default: `tollgate`.
     public var userAgent: String? = "tollgate"
     /// Whether a redirect from the first URL to the second may be followed at all, asked before

@@ -53,7 +53,7 @@ final class HTTP2StreamExchange: OriginExchangeHandler, @unchecked Sendable {
         throw SessionError(.badServerResponse, nil, "an HTTP/2 stream cannot become a byte stream")
     }
 
-    func convertToWebSocket(maxFrameSize: Int) throws -> WebSocketFrameHandler {
+    func convertToWebSocket(maxFrameSize: Int, compression: PerMessageDeflate?) throws -> WebSocketFrameHandler {
         throw SessionError(.badServerResponse, nil, "an HTTP/2 stream cannot become a WebSocket")
     }
 }

@@ -129,12 +129,17 @@ final class OriginConnectionHandler: ChannelDuplexHandler, RemovableChannelHandl
     /// After a 101 to a WebSocket handshake: NIOWebSocket's frame decoder and encoder and a
     /// ``WebSocketFrameHandler`` replace this handler; the bytes the server sent right after the
     /// 101 go through the decoder (the frame handler holds their frames until its task attaches).
-    func convertToWebSocket(maxFrameSize: Int) throws -> WebSocketFrameHandler {
+    func convertToWebSocket(maxFrameSize: Int, compression: PerMessageDeflate?) throws -> WebSocketFrameHandler {
         guard let context else { throw SessionError(.networkConnectionLost, nil, "the connection is gone") }
         let frames = WebSocketFrameHandler()
-        let handlers: [any ChannelHandler] = [
-            ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)), WebSocketFrameEncoder(), frames,
-        ]
+        var handlers: [any ChannelHandler] = [ByteToMessageHandler(WebSocketFrameDecoder(maxFrameSize: maxFrameSize)), WebSocketFrameEncoder()]
+        if let compression {
+            guard let deflate = PerMessageDeflateHandler(compression, maximumMessageSize: maxFrameSize) else {
+                throw SessionError(.badServerResponse, nil, "zlib could not make the permessage-deflate streams")
+            }
+            handlers.append(deflate)
+        }
+        handlers.append(frames)
         try leavePipeline(context: context, for: handlers, halfClosure: false) { leftover in
             if leftover.readableBytes > 0 { context.fireChannelRead(NIOAny(leftover)) }
         }

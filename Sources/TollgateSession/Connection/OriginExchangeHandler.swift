@@ -15,7 +15,7 @@ protocol OriginExchangeHandler: AnyObject, Sendable {
     /// Hands the connection over as a byte stream (HTTP/1.1 only).
     func convertToStream(midResponse: Bool, first: ByteBuffer) throws -> StreamConnectionHandler
     /// Hands the connection over to a WebSocket (HTTP/1.1 only).
-    func convertToWebSocket(maxFrameSize: Int) throws -> WebSocketFrameHandler
+    func convertToWebSocket(maxFrameSize: Int, compression: PerMessageDeflate?) throws -> WebSocketFrameHandler
 }
 
 extension OriginConnectionHandler: OriginExchangeHandler {}

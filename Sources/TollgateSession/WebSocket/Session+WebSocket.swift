@@ -22,7 +22,7 @@ extension Session {
     }
 
     private func makeWebSocketTask(_ request: Request, protocols: [String], on eventLoop: (any EventLoop)?) throws(SessionError) -> WebSocketTask {
-        let handshake = WebSocketHandshake(protocols: protocols)
+        let handshake = WebSocketHandshake(protocols: protocols, offersCompression: configuration.webSocketCompression)
         var request = request
         // The handshake is an HTTP request: ws is loaded as http, wss as https (same port).
         let url = request.url

@@ -15,6 +15,8 @@ final class WebSocketFrameHandler: ChannelInboundHandler, @unchecked Sendable {
     enum Event: Sendable {
         case frame(WebSocketFrame)
         case decodingFailed(NIOWebSocketError)
+        /// A compressed message would not decompress, or would be too big (permessage-deflate).
+        case inflationFailed(MessageInflater.Failure)
         case closed
     }
 
@@ -74,7 +76,13 @@ final class WebSocketFrameHandler: ChannelInboundHandler, @unchecked Sendable {
 
     func errorCaught(context: ChannelHandlerContext, error: any Error) {
         // The decoder stops after an error; anything else (a reset, TLS) ends the connection too.
-        if let error = error as? NIOWebSocketError { deliver(.decodingFailed(error)) } else { context.close(promise: nil) }
+        if let error = error as? NIOWebSocketError {
+            deliver(.decodingFailed(error))
+        } else if let failure = error as? MessageInflater.Failure {
+            deliver(.inflationFailed(failure))
+        } else {
+            context.close(promise: nil)
+        }
     }
 
     func channelInactive(context: ChannelHandlerContext) {

@@ -13,10 +13,21 @@ struct WebSocketHandshake: Sendable {
     let key: String
     /// The subprotocols offered (`Sec-WebSocket-Protocol`), in order of preference.
     let protocols: [String]
+    /// Whether permessage-deflate is offered (``PerMessageDeflate/offer``).
+    let offersCompression: Bool
 
-    init(key: String = NIOWebSocketClientUpgrader.randomRequestKey(), protocols: [String]) {
+    init(key: String = NIOWebSocketClientUpgrader.randomRequestKey(), protocols: [String], offersCompression: Bool = false) {
         self.key = key
         self.protocols = protocols
+        self.offersCompression = offersCompression
+    }
+
+    /// What a 101 that checks out agreed to.
+    struct Agreement: Equatable {
+        /// The subprotocol chosen (nil: none).
+        var chosenProtocol: String?
+        /// permessage-deflate's parameters, when the server accepted it.
+        var compression: PerMessageDeflate?
     }
 
     /// The `Sec-WebSocket-Accept` a server must answer `key` with: base64 of the SHA-1 of the key
@@ -25,9 +36,10 @@ struct WebSocketHandshake: Sendable {
         Data(MessageDigest.hash(.sha1, Array((key + guid).utf8))).base64EncodedString()
     }
 
-    /// Adds the handshake's fields to a request's (replacing any the caller set for these names).
+    /// Adds the handshake's fields to a request's (replacing any the caller set for these names:
+    /// an extension the task does not implement cannot be offered).
     func addFields(to fields: inout HeaderFields) {
-        for name in ["Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Protocol"] {
+        for name in ["Upgrade", "Connection", "Sec-WebSocket-Key", "Sec-WebSocket-Version", "Sec-WebSocket-Protocol", "Sec-WebSocket-Extensions"] {
             fields.remove(name)
         }
         fields.add(name: .upgrade, value: "websocket")
@@ -35,12 +47,14 @@ struct WebSocketHandshake: Sendable {
         fields.add(name: "Sec-WebSocket-Key", value: key)
         fields.add(name: "Sec-WebSocket-Version", value: "13")
         if !protocols.isEmpty { fields.add(name: "Sec-WebSocket-Protocol", value: protocols.joined(separator: ", ")) }
+        if offersCompression { fields.add(name: "Sec-WebSocket-Extensions", value: PerMessageDeflate.offer) }
     }
 
     /// Checks a 101 (RFC 6455 §4.1, the client's checks): `Upgrade: websocket`, `Connection:
-    /// Upgrade`, the accept value, no extension (none was offered), and a subprotocol only from
-    /// those offered. Returns the subprotocol chosen (nil: none), or what is wrong.
-    func check(_ head: HTTPResponseHead) -> Result<String?, WebSocketHandshakeError> {
+    /// Upgrade`, the accept value, an extension only as offered (permessage-deflate with
+    /// parameters RFC 7692 allows), and a subprotocol only from those offered. Returns what was
+    /// agreed, or what is wrong.
+    func check(_ head: HTTPResponseHead) -> Result<Agreement, WebSocketHandshakeError> {
         let upgrade = FieldList.elements(head.headerFields.values(for: .upgrade))
         guard upgrade.contains(where: { $0.lowercased() == "websocket" }) else {
             return .failure(.init("the 101 does not upgrade to websocket (Upgrade: \(upgrade.joined(separator: ", ")))"))
@@ -53,13 +67,22 @@ struct WebSocketHandshake: Sendable {
         guard accept == Self.acceptValue(for: key) else {
             return .failure(.init("Sec-WebSocket-Accept \(accept.map { "\"\($0)\"" } ?? "missing") does not match the key sent"))
         }
-        if let extensions = head.headerFields["Sec-WebSocket-Extensions"], !extensions.isEmpty {
-            return .failure(.init("the server chose an extension that was not offered: \(extensions)"))
+        let extensions = head.headerFields.values(for: "Sec-WebSocket-Extensions")
+        var compression: PerMessageDeflate?
+        if !offersCompression {
+            if !FieldList.elements(extensions).isEmpty {
+                return .failure(.init("the server chose an extension that was not offered: \(extensions.joined(separator: ", "))"))
+            }
+        } else {
+            switch PerMessageDeflate.accepted(extensions) {
+            case .success(let agreed): compression = agreed
+            case .failure(let problem): return .failure(problem)
+            }
         }
         let chosen = FieldList.elements(head.headerFields.values(for: "Sec-WebSocket-Protocol")).map(String.init)
         switch chosen.count {
-        case 0: return .success(nil)
-        case 1 where protocols.contains(chosen[0]): return .success(chosen[0])
+        case 0: return .success(Agreement(chosenProtocol: nil, compression: compression))
+        case 1 where protocols.contains(chosen[0]): return .success(Agreement(chosenProtocol: chosen[0], compression: compression))
         default: return .failure(.init("the server chose a subprotocol that was not offered: \(chosen.joined(separator: ", "))"))
         }
     }

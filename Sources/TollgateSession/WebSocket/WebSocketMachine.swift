@@ -213,6 +213,15 @@ struct WebSocketMachine {
         }
     }
 
+    /// A compressed message (permessage-deflate) would not decompress (1007), or would be larger
+    /// than ``maximumMessageSize`` (1009).
+    mutating func inflationFailed(_ failure: MessageInflater.Failure) -> [Action] {
+        switch failure {
+        case .tooBig: tooBig()
+        case .corrupt(let why): failConnection(.invalidFramePayloadData, "a compressed message that does not decompress (\(why))")
+        }
+    }
+
     /// The TCP connection is gone.
     mutating func connectionClosed() -> [Action] {
         switch state {
@@ -242,7 +251,7 @@ struct WebSocketMachine {
     private mutating func openFrameReceived(_ frame: WebSocketFrame, partial: Partial?) -> [Action] {
         if frame.maskKey != nil { return failConnection(.protocolError, "the server sent a masked frame") }
         if frame.rsv1 || frame.rsv2 || frame.rsv3 {
-            return failConnection(.protocolError, "a frame with reserved bits set (no extension was negotiated)")
+            return failConnection(.protocolError, "a frame with reserved bits set that no extension gives a meaning")
         }
         switch frame.opcode {
         case .text, .binary:

@@ -18,8 +18,11 @@ extension WebSocketTask {
         switch handshake.check(head) {
         case .failure(let problem):
             fail(SessionError(.badServerResponse, url, "WebSocket handshake: \(problem.reason)"))
-        case .success(let chosen):
-            shared.withLock { $0.chosenProtocol = chosen }
+        case .success(let agreed):
+            shared.withLock {
+                $0.chosenProtocol = agreed.chosenProtocol
+                $0.compression = agreed.compression
+            }
             // The HTTP handlers can only leave the pipeline once the 101 has fully ended.
             if engine.upgradeEnded { takeUpgradedConnection() } else { engine.becomeStreamPending = true }
         }
@@ -39,8 +42,9 @@ extension WebSocketTask {
         stopIdleTimer()
         stopResourceTimer()
         let maxFrameSize = min(maximumMessageSize, Int(UInt32.max))
+        let compression = shared.withLock { $0.compression }
         connection.onLoop { [self] in
-            let frames = try? connection.handler.convertToWebSocket(maxFrameSize: maxFrameSize)
+            let frames = try? connection.handler.convertToWebSocket(maxFrameSize: maxFrameSize, compression: compression)
             onLoop { [self] in
                 guard let frames, !isDone else {
                     connection.channel.close(promise: nil)
@@ -67,6 +71,7 @@ extension WebSocketTask {
         switch event {
         case .frame(let frame): run(machine.frameReceived(frame))
         case .decodingFailed(let error): run(machine.decodingFailed(error))
+        case .inflationFailed(let failure): run(machine.inflationFailed(failure))
         case .closed: run(machine.connectionClosed())
         }
     }

@@ -28,6 +28,8 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
         var closeCode = WebSocketCloseCode.invalid
         var closeReason: ByteBuffer?
         var chosenProtocol: String?
+        /// permessage-deflate as the server agreed to it (nil: messages travel uncompressed).
+        var compression: PerMessageDeflate?
     }
 
     /// What may be read from any thread.
@@ -76,6 +78,11 @@ public final class WebSocketTask: SessionTask, @unchecked Sendable {
 
     /// The subprotocol the server chose (nil: none, or not open yet).
     public var chosenProtocol: String? { shared.withLock { $0.chosenProtocol } }
+
+    /// Whether the server agreed to permessage-deflate (RFC 7692; offered unless the session's
+    /// `webSocketCompression` is off): messages then travel compressed both ways. False until
+    /// the handshake completes.
+    public var usesCompression: Bool { shared.withLock { $0.compression != nil } }
 
     // MARK: messages
 
