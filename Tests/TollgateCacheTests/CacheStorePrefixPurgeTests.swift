@@ -42,6 +42,24 @@ struct CacheStorePrefixPurgeTests {
         }
     }
 
+    @Test("A URL* purge reads the keys under its prefix, and the few hashed ones, not every record")
+    func readsOnlyUnderThePrefix() throws {
+        try withStore { store, _ in
+            for index in 0..<100 { try put(store, "https://repo.example/a/\(index).jar", body: pattern(10)) }
+            for index in 0..<3 { try put(store, "https://repo.example/b/\(index).jar", body: pattern(10)) }
+            try put(store, "https://repo.example/b/" + String(repeating: "y", count: 600), body: pattern(10))
+            try put(store, "https://repo.example/a/" + String(repeating: "z", count: 600), body: pattern(10))
+            try put(store, "https://repo.example/c/1.jar", body: pattern(10))
+            let matches = try store.prefixMatches("https://repo.example/b/")
+            #expect(matches.ids.count == 4)
+            #expect(matches.examined == 5, "the three text keys under b/ and the two hashed keys, of 106")
+            #expect(try store.remove(urlPrefix: "https://repo.example/b/") == 4)
+            #expect(try store.statistics().entries == 102)
+            #expect(try store.prefixMatches("https://repo.example/").ids.count == 102)
+            #expect(try store.verify().isClean)
+        }
+    }
+
     @Test("A prefix is an absolute http(s) URL with a path; what follows the host is kept as written")
     func prefixForms() {
         #expect(CacheStore.urlPrefix("http://Host.Example:80/a%2Fb?q=") == "http://host.example/a%2Fb?q=")

@@ -9,7 +9,7 @@ extension CacheStore {
     /// responses held in pieces included, in one transaction; returns how many variants. The
     /// prefix is matched against the stored keys' URLs, which are normalized (scheme and host
     /// lowercased, a default port dropped): ``urlPrefix(_:)`` brings a written prefix to that
-    /// form. Blocking; reads every record.
+    /// form. Blocking; reads only the keys under the prefix (``prefixMatches(_:)``).
     @discardableResult
     public func remove(urlPrefix prefix: String) throws -> Int {
         try purge(.prefix(prefix))
@@ -55,7 +55,8 @@ extension CacheStore {
             found = (try environment.read { txn in try variantIDs(key, txn) }, [key])
         case .prefix(let prefix):
             guard !prefix.isEmpty else { return 0 }
-            found = try matching { $0.key.url.hasPrefix(prefix) }
+            let matches = try prefixMatches(prefix)
+            found = (matches.ids, matches.partialKeys)
         case .tags(let tags, let field):
             guard !tags.isEmpty else { return 0 }
             found = try matching { CacheTags.field(field, in: $0.headerFields, namesAnyOf: tags) }
@@ -89,6 +90,71 @@ extension CacheStore {
         }
         for name in freed { files.remove(name) }
         return count
+    }
+
+    /// The variants and the responses held in pieces of every URL starting with `prefix`, from
+    /// one read, found by their place in key order rather than by reading every record: both
+    /// tables are keyed by ``CacheKey/storageKey`` (`METHOD URL`), so for each method present the
+    /// keys under `METHOD prefix` are one range. Keys too long to be stored as text (`#` and a
+    /// digest) are few, and read and matched by the URL their records hold. `examined`: the
+    /// entries looked at (what a purge of a few URLs in a large cache costs).
+    func prefixMatches(_ prefix: String) throws -> (ids: [UInt64], partialKeys: [CacheKey], examined: Int) {
+        let db = self.db
+        return try environment.read { txn in
+            var examined = 0
+            var ids: [UInt64] = []
+            examined += try Self.visitKeys(under: prefix, in: db.entries, txn) { entry, hashed in
+                let variants = Self.decodeIDs(entry.value)
+                guard hashed else {
+                    ids += variants
+                    return
+                }
+                for id in variants {
+                    if try self.variant(id, txn)?.response.key.url.hasPrefix(prefix) == true { ids.append(id) }
+                }
+            }
+            var partialKeys: [CacheKey] = []
+            examined += try Self.visitKeys(under: prefix, in: db.partials, txn) { entry, hashed in
+                guard let key = PartialRecord.decode(entry.value)?.storedResponse?.key else { return }
+                if !hashed || key.url.hasPrefix(prefix) { partialKeys.append(key) }
+            }
+            return (ids, partialKeys, examined)
+        }
+    }
+
+    /// Calls `visit` with every entry of `table` (keyed by ``CacheKey/storageKey``) whose text key
+    /// is `METHOD prefix…`, and with every hashed key (`hashed`: the caller matches those by their
+    /// record); returns how many entries it visited.
+    private static func visitKeys(
+        under prefix: String, in table: Database, _ txn: ReadTransaction, _ visit: (CursorEntry, _ hashed: Bool) throws -> Void
+    ) throws -> Int {
+        var visited = 0
+        try txn.withCursor(in: table) { cursor in
+            try cursor.forEach(prefix: [UInt8(ascii: "#")]) { entry in
+                visited += 1
+                try visit(entry, true)
+                return true
+            }
+            // Text keys start with their method: after the hashed ones ('#' sorts before letters).
+            var methodStart = try cursor.seek(atLeast: [UInt8(ascii: "$")])
+            while let first = methodStart {
+                guard let space = first.key.firstIndex(of: 0x20) else {
+                    methodStart = try cursor.next()  // not a key of this form: passed over
+                    continue
+                }
+                let method = Array(first.key[..<space])
+                let start = method + [0x20] + Array(prefix.utf8)
+                var entry = try cursor.seek(atLeast: start)
+                while let current = entry, current.key.starts(with: start) {
+                    visited += 1
+                    try visit(current, false)
+                    entry = try cursor.next()
+                }
+                // The next method's first key: past every `METHOD ` key (0x21 follows the space).
+                methodStart = try cursor.seek(atLeast: method + [0x21])
+            }
+        }
+        return visited
     }
 
     /// The variants and the responses held in pieces whose stored response `matches`, from one
