@@ -26,7 +26,7 @@ endif
 # What the build (C libraries, pkg-config) and the tests (curl, the openssl CLI, CA roots; HAProxy
 # for the cluster of deploy/cluster; strace, which watches an offline proxy's connects; Chromium,
 # which renders the admin API's live view; nghttp2's nghttp, nghttpd and h2load, HTTP/2 peers) need.
-DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev pkg-config curl openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
+DEB_PACKAGES := liblmdb-dev libssl-dev zlib1g-dev libbrotli-dev pkg-config curl brotli openssl ca-certificates procps publicsuffix haproxy strace chromium nghttp2-client nghttp2-server nginx-light
 # Installed when missing, but a machine where they cannot be is not refused (the tests that need
 # them say they are skipped): systemd's systemd-socket-activate, which passes serve its sockets,
 # and systemd-analyze, which checks the units (programs only: systemd is not started as init).

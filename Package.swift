@@ -60,6 +60,7 @@ let package = Package(
         .systemLibrary(name: "CMalloc"),
         // zlib inflates the deflated files of a Go module zip, to check go.sum's hashes (warm).
         .systemLibrary(name: "CZlib", pkgConfig: "zlib", providers: [.apt(["zlib1g-dev"])]),
+        .systemLibrary(name: "CBrotli", pkgConfig: "libbrotlienc", providers: [.apt(["libbrotli-dev"])]),
 
         .target(name: "TollgateStore", dependencies: ["CLMDB"], swiftSettings: swiftSettings),
         // OpenSSL initialized at program load without its atexit cleanup (see the C file).
@@ -107,7 +108,7 @@ let package = Package(
             name: "TollgateProxy",
             dependencies: [
                 "TollgatePolicy", "TollgateSession", "TollgateHTTP", "TollgateCache", "TollgateTLS", "TollgateLoop", "TollgateStore",
-                "CMalloc", "CZlib",
+                "CMalloc", "CZlib", "CBrotli",
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "CoreMetrics", package: "swift-metrics"),
                 .product(name: "Prometheus", package: "swift-prometheus"),

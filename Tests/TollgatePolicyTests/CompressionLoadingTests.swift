@@ -21,7 +21,11 @@ struct CompressionLoadingTests {
         #expect(try rule("{ min-size: 4KiB }")?.minimumSize == 4_096)
         let configuration = try Fixture.load("hosts:\n  - match: site.example\n    compress: { types: [text/html], level: 1 }\n")
         let lines = PolicyDecisions(configuration: configuration).explain(HTTPURL(string: "https://site.example/")!).split(separator: "\n").map(String.init)
-        #expect(lines.contains("compress: gzip level 1 from 1024 bytes for text/html"), "\(lines)")
+        #expect(lines.contains("compress: br level 5, gzip level 1 from 1024 bytes for text/html"), "\(lines)")
+        let gzipOnly = try #require(try rule("{ encodings: [GZIP], br-level: 11 }"))
+        #expect(gzipOnly.encodings == ["gzip"] && gzipOnly.brotliLevel == 11)
+        #expect(try rule("{ encodings: [gzip, br, gzip] }")?.encodings == ["gzip", "br"])
+        #expect(try rule("true")?.encodings == ["br", "gzip"])
     }
 
     @Test("A type with a wildcard or parameters, a level out of range, or another key names its line")
@@ -30,6 +34,9 @@ struct CompressionLoadingTests {
         #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { types: [\"text/html; charset=utf-8\"] }\n").count == 1)
         #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { level: 10 }\n").first?.contains("must be from 1 to 9") == true)
         #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { brotli: true }\n").count == 1)
+        #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { encodings: [zstd] }\n").first?.contains("br or gzip") == true)
+        #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { encodings: [] }\n").count == 1)
+        #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: { br-level: 12 }\n").count == 1)
         #expect(Fixture.problems("hosts:\n  - match: a.example\n    compress: yes please\n").count == 1)
     }
 }

@@ -72,6 +72,21 @@ public enum ContentNegotiation {
         return (weights["gzip"] ?? weights["*"] ?? 0) > 0
     }
 
+    /// Of `offered` content codings (in the server's order of preference), the one `Accept-Encoding`
+    /// lines weigh highest above zero (`*` standing for those not named; ties go to the earlier
+    /// offered); nil when none is acceptable or the client sent no `Accept-Encoding` (RFC 9110
+    /// §12.5.3: it may not decode any).
+    public static func preferredCoding(_ acceptEncoding: [String], among offered: [String]) -> String? {
+        guard !acceptEncoding.isEmpty else { return nil }
+        let weights = codingWeights(FieldList.elements(acceptEncoding)).weights
+        var best: (coding: String, weight: Int)?
+        for coding in offered {
+            let weight = weights[coding] ?? weights["*"] ?? 0
+            if weight > 0, weight > best?.weight ?? 0 { best = (coding, weight) }
+        }
+        return best?.coding
+    }
+
     /// The weight of each coding an `Accept-Encoding` list names (`x-gzip` as `gzip`), and whether
     /// every element parsed (those that do not are left out).
     private static func codingWeights(_ elements: [Substring]) -> (weights: [String: Int], parsed: Bool) {

@@ -128,7 +128,8 @@ extension PolicyDecisions {
         }
         if let compress = decision.compress {
             lines.append(
-                "compress: gzip level \(compress.level) from \(compress.minimumSize) bytes for \(compress.types.joined(separator: ", "))"
+                "compress: \(compress.encodings.map { $0 == "br" ? "br level \(compress.brotliLevel)" : "gzip level \(compress.level)" }.joined(separator: ", ")) "
+                    + "from \(compress.minimumSize) bytes for \(compress.types.joined(separator: ", "))"
             )
         }
         if decision.credentials.isEmpty {

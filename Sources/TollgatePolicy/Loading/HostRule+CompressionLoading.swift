@@ -14,7 +14,7 @@ extension HostRule.Compression {
         if case Node.scalar = node.node {
             return node.bool() == true ? HostRule.Compression() : nil
         }
-        guard let entry = node.mapping(keys: ["types", "min-size", "level"]) else { return nil }
+        guard let entry = node.mapping(keys: ["types", "min-size", "level", "br-level", "encodings"]) else { return nil }
         var compression = HostRule.Compression()
         if let items = entry["types"]?.scalarOrList("a list of media types such as text/html") {
             compression.types = items.compactMap { item -> String? in
@@ -36,6 +36,20 @@ extension HostRule.Compression {
             }
         }
         if let level = entry["level"]?.int(in: 1...9) { compression.level = level }
+        if let level = entry["br-level"]?.int(in: 0...11) { compression.brotliLevel = level }
+        if let items = entry["encodings"]?.scalarOrList("a list of content codings: br, gzip") {
+            var encodings: [String] = []
+            for item in items {
+                guard let name = item.nonEmptyString("br or gzip")?.lowercased() else { continue }
+                guard ["br", "gzip"].contains(name) else {
+                    item.report("\"\(name)\" is not a coding the proxy makes: br or gzip")
+                    continue
+                }
+                if !encodings.contains(name) { encodings.append(name) }
+            }
+            if items.isEmpty { entry["encodings"]?.report("list br, gzip or both (or set compress: false)") }
+            if !encodings.isEmpty { compression.encodings = encodings }
+        }
         return compression
     }
 }

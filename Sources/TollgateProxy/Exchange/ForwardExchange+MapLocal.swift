@@ -51,7 +51,7 @@ extension ForwardExchange {
         file.next = bytes.lowerBound
         file.end = bytes.upperBound
         mappedFile = file
-        if gzip == nil, connection.acceptsFileRegion,
+        if bodyEncoder == nil, connection.acceptsFileRegion,
             StoredBodyTransfer.usesSendfile(length: Int64(bytes.count), clientIsLoopback: memo.clientIsLoopback),
             let written = connection.sendFile(FileRegion(fileHandle: file.handle, readerIndex: Int(bytes.lowerBound), endIndex: Int(bytes.upperBound)))
         {
@@ -99,8 +99,8 @@ extension ForwardExchange {
                 switch result {
                 case .success(let piece) where piece.readableBytes > 0:
                     file.next += Int64(piece.readableBytes)
-                    if let gzip {
-                        let compressed = gzip.compress(piece, allocator: Self.allocator)
+                    if let bodyEncoder {
+                        let compressed = bodyEncoder.compress(piece, allocator: Self.allocator)
                         record.bodyBytes += Int64(compressed.readableBytes)
                         if compressed.readableBytes > 0 { client.sendBody(compressed) }
                     } else {

@@ -83,7 +83,11 @@ extension ForwardExchange {
         var compression = ResponseCompression.Verdict.none
         if let rule = record.route?.compress, manifestCheck == nil, !head.isUpgrade {
             compression = ResponseCompression.verdict(rule: rule, requestFields: head.headerFields, status: response.status, responseFields: fields)
-            if compression == .gzip, !head.isHead { gzip = GzipEncoder(level: rule.level) }
+            if !head.isHead, case .compressed = compression {
+                bodyEncoder = ResponseCompression.encoder(for: compression, rule: rule)
+                // No encoder (out of memory): the body goes as it is, and its head must say so.
+                if bodyEncoder == nil { compression = .varyOnly }
+            }
         }
         let edits = record.route?.responseHeaders
         let references = clientFacingReferences(for: fields)
@@ -165,8 +169,8 @@ extension ForwardExchange {
         if manifestCheck != nil {
             record.bodyBytes += Int64(data.readableBytes)
             passChecked(data, to: connection)
-        } else if let gzip {
-            let compressed = gzip.compress(data, allocator: Self.allocator)
+        } else if let bodyEncoder {
+            let compressed = bodyEncoder.compress(data, allocator: Self.allocator)
             record.bodyBytes += Int64(compressed.readableBytes)
             if compressed.readableBytes > 0 { connection.sendBody(compressed) }
         } else {
@@ -182,7 +186,7 @@ extension ForwardExchange {
     /// large body for a loopback client (``StoredBodyTransfer``).
     func dataTask(_ task: DataTask, acceptsFileRegionOf length: Int64) -> Bool {
         // A body checked against the manifest is hashed as it goes: it is read, not sent by sendfile.
-        guard !isFinished, responseStarted, manifestCheck == nil, gzip == nil, let connection else { return false }
+        guard !isFinished, responseStarted, manifestCheck == nil, bodyEncoder == nil, let connection else { return false }
         return connection.acceptsFileRegion
             && StoredBodyTransfer.usesSendfile(length: length, clientIsLoopback: memo.clientIsLoopback)
     }
@@ -263,9 +267,9 @@ extension ForwardExchange {
 
     /// The end of a compressed body (its last block and the gzip trailer), before the response's end.
     func sendCompressedEnd(to connection: any ClientResponder) {
-        guard let gzip else { return }
-        self.gzip = nil
-        let last = gzip.finish(allocator: Self.allocator)
+        guard let bodyEncoder else { return }
+        self.bodyEncoder = nil
+        let last = bodyEncoder.finish(allocator: Self.allocator)
         record.bodyBytes += Int64(last.readableBytes)
         if last.readableBytes > 0 { connection.sendBody(last) }
     }

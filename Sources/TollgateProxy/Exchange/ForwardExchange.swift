@@ -85,8 +85,8 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
     /// lookup goes by the entry's (``selectManifestVariant(in:)``).
     var manifestNegotiated = false
     var manifestCheck: ManifestBodyCheck?
-    /// The response goes out compressed (`hosts[].compress`): its body passes through this.
-    var gzip: GzipEncoder?
+    /// The response goes out compressed (`hosts[].compress`, Brotli or gzip): its body passes through this.
+    var bodyEncoder: (any ResponseBodyEncoder)?
     /// A rule's `map-remote` sent the request elsewhere: the response's references are written
     /// back for the client's URL (``ClientFacingReferences``).
     var mappedReferences: ClientFacingReferences?

@@ -6,7 +6,7 @@ import NIOCore
 /// sent so far without waiting for the rest — a page's head before its slow end, an event stream.
 ///
 /// A class: zlib keeps pointers into its `z_stream`, which must not move. Used on one event loop.
-final class GzipEncoder {
+final class GzipEncoder: ResponseBodyEncoder {
     private var stream = z_stream()
     private var isOpen = false
 

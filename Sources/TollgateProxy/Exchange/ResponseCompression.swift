@@ -2,19 +2,20 @@ import TollgateCache
 import TollgateHTTP
 import TollgatePolicy
 
-/// Whether a response goes to the client compressed with gzip (`hosts[].compress`), and what its
-/// header fields become: nginx's `gzip` filter with `gzip_vary on`. Pure.
+/// Whether a response goes to the client compressed, with Brotli or gzip (`hosts[].compress`), and
+/// what its header fields become: nginx's `gzip` filter with `gzip_vary on`, and its `brotli`
+/// module's. Pure.
 enum ResponseCompression {
     /// What is done to one response.
     enum Verdict: Equatable {
         /// Nothing: the rule does not compress it.
         case none
         /// Sent as it is, but its representation depends on `Accept-Encoding` (a client that
-        /// accepts gzip would get it compressed): `Vary: Accept-Encoding` is added for caches
+        /// accepts a coding would get it compressed): `Vary: Accept-Encoding` is added for caches
         /// downstream.
         case varyOnly
-        /// Compressed.
-        case gzip
+        /// Compressed with this coding (`br` or `gzip`).
+        case compressed(String)
     }
 
     /// The statuses compressed: nginx's (a page, and the pages of errors people see).
@@ -33,11 +34,12 @@ enum ResponseCompression {
         else { return .none }
         guard let type = responseFields[.contentType], rule.compresses(contentType: type) else { return .none }
         if let length = responseFields[.contentLength].flatMap({ Int64($0) }), length < rule.minimumSize { return .none }
-        return ContentNegotiation.namesGzip(requestFields.values(for: "Accept-Encoding")) ? .gzip : .varyOnly
+        return ContentNegotiation.preferredCoding(requestFields.values(for: "Accept-Encoding"), among: rule.encodings)
+            .map(Verdict.compressed) ?? .varyOnly
     }
 
     /// The fields a response is sent with under `verdict`: compressed, it is `Content-Encoding:
-    /// gzip` without `Content-Length` (the connection frames it), its strong `ETag` made weak (the
+    /// br` or `gzip` without `Content-Length` (the connection frames it), its strong `ETag` made weak (the
     /// bytes are not the origin's, though they mean the same), and without the fields about its
     /// bytes (`Accept-Ranges`, `Content-MD5`, the digests of RFC 9530).
     static func apply(_ verdict: Verdict, to fields: inout HeaderFields) {
@@ -46,14 +48,21 @@ enum ResponseCompression {
         if !varied.contains("accept-encoding"), !varied.contains("*") {
             fields.add(name: .vary, value: "Accept-Encoding")
         }
-        guard verdict == .gzip else { return }
+        guard case .compressed(let coding) = verdict else { return }
         fields.remove(.contentEncoding)
-        fields.add(name: .contentEncoding, value: "gzip")
+        fields.add(name: .contentEncoding, value: coding)
         fields.remove(.contentLength)
         for name in ["Accept-Ranges", "Content-MD5", "Content-Digest", "Repr-Digest"] { fields.remove(name) }
         if let etag = fields[.eTag], etag.hasPrefix("\"") {
             fields.remove(.eTag)
             fields.add(name: .eTag, value: "W/" + etag)
         }
+    }
+
+    /// The encoder for a response compressed under `verdict` by `rule`; nil when it is not (or
+    /// the library cannot make one: the response then goes as it is... see the caller).
+    static func encoder(for verdict: Verdict, rule: HostRule.Compression) -> (any ResponseBodyEncoder)? {
+        guard case .compressed(let coding) = verdict else { return nil }
+        return coding == "br" ? BrotliEncoder(quality: rule.brotliLevel) : GzipEncoder(level: rule.level)
     }
 }
