@@ -17,7 +17,7 @@ extension PolicyConfiguration.Access {
     init(node: ConfigNode) {
         self.init()
         let keys = [
-            "clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit", "purge-clients", "connection-limit",
+            "clients", "connect-ports", "destinations", "users", "trusted-forwarders", "rate-limit", "purge-clients", "connection-limit", "ipv6-client-prefix",
         ]
         guard let entry = node.mapping(keys: keys) else { return }
         if let cidrs = entry["clients"].flatMap(Self.readCIDRs) { clients = cidrs }
@@ -31,6 +31,7 @@ extension PolicyConfiguration.Access {
         }
         if let limitNode = entry["rate-limit"] { rateLimit = RateLimit(node: limitNode) }
         if let value = entry["connection-limit"]?.int(in: 1...1_000_000) { connectionLimit = value }
+        if let value = entry["ipv6-client-prefix"]?.int(in: 1...128) { ipv6ClientPrefix = value }
         if let items = entry["users"]?.list("a list of users") {
             var names: [String: Int] = [:]
             users = items.compactMap { item -> User? in

@@ -43,6 +43,10 @@ extension PolicyConfiguration {
         /// `src_conn_cur`). A connection past it has its requests answered
         /// `429 too-many-connections`. Default: nil, no limit.
         public var connectionLimit: Int?
+        /// How many leading bits of an IPv6 client address make one client for `rate-limit` and
+        /// `connection-limit` (`ipv6-client-prefix`, 1–128): a host holding a /64 could otherwise
+        /// take a fresh address, and a fresh limit, for each connection. Default: 64.
+        public var ipv6ClientPrefix = 64
 
         /// `access.rate-limit`: a sustained rate and the burst above it each client address may
         /// make (nginx's `limit_req zone=… rate=R burst=B nodelay`, per `$binary_remote_addr`).

@@ -13,12 +13,15 @@ extension ConnectionMemo {
         clientTLS: ClientTLS?
     ) -> (memo: ConnectionMemo, allowed: Bool) {
         let addressBytes = remote?.networkBytes
+        let clientAddress = remote?.addressText ?? "-"
         let memo = ConnectionMemo(
-            clientAddress: remote?.addressText ?? "-",
+            clientAddress: clientAddress,
             clientIsLoopback: addressBytes.map(CIDR.isLoopback) ?? false,
             clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false,
             clientMayPurge: access.purgeClients.isEmpty ? nil : addressBytes.flatMap(access.allowsPurge) ?? false,
-            overConnectionLimit: ConnectionOverLimit.limit(in: pipeline, access: access)
+            overConnectionLimit: ConnectionOverLimit.limit(in: pipeline, access: access),
+            clientLimitKey: addressBytes?.count == 16 && access.ipv6ClientPrefix < 128
+                ? ClientLimitKey.of(text: clientAddress, bytes: addressBytes, ipv6Prefix: access.ipv6ClientPrefix) : nil
         )
         memo.clientTLS = clientTLS
         return (memo, addressBytes.map { access.allowsClient(address: $0) } ?? false)

@@ -12,6 +12,9 @@ import TollgateSession
 final class ConnectionMemo {
     /// The client's address as text ("-" when unknown).
     let clientAddress: String
+    /// What `access.rate-limit` counts this client as (``ClientLimitKey``): its address, or its
+    /// IPv6 network.
+    let clientLimitKey: String
     /// The client connects over loopback (``StoredBodyTransfer``).
     let clientIsLoopback: Bool
     /// Whether the client is one of `access.trusted-forwarders`, whose forwarding fields are kept.
@@ -45,10 +48,11 @@ final class ConnectionMemo {
 
     init(
         clientAddress: String, clientIsLoopback: Bool, clientTrustedForwarder: Bool, clientMayPurge: Bool? = nil,
-        overConnectionLimit: Int? = nil
+        overConnectionLimit: Int? = nil, clientLimitKey: String? = nil
     ) {
         self.overConnectionLimit = overConnectionLimit
         self.clientAddress = clientAddress
+        self.clientLimitKey = clientLimitKey ?? clientAddress
         self.clientIsLoopback = clientIsLoopback
         self.clientTrustedForwarder = clientTrustedForwarder
         self.clientMayPurge = clientMayPurge

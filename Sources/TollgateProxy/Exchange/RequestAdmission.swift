@@ -34,15 +34,15 @@ enum RequestAdmission {
             return .answer(
                 OwnResponse(
                     .tooManyConnections,
-                    "client \(memo.clientAddress) has \(limit) connections open already, as many as access.connection-limit allows"
+                    "client \(memo.clientLimitKey) has \(limit) connections open already, as many as access.connection-limit allows"
                 ),
                 closeConnection: true
             )
         }
         if let limit = rules.rateLimit,
-            let wait = environment.rateLimiter.admit(memo.clientAddress, under: limit)
+            let wait = environment.rateLimiter.admit(memo.clientLimitKey, under: limit)
         {
-            return .answer(rateLimited(memo.clientAddress, wait: wait, limit: limit), closeConnection: false)
+            return .answer(rateLimited(memo.clientLimitKey, wait: wait, limit: limit), closeConnection: false)
         }
         let target = RequestTarget.classify(head, mode: environment.mode) { host throws(CanonicalHost.Invalid) in
             try memo.canonicalHost(host)

@@ -164,8 +164,8 @@ public final class ProxyServer: Sendable {
                         // access.connection-limit: counted once the client's address is known
                         // (after a PROXY header), marked when over it (its requests get 429).
                         if let limit = policy.connectionLimit,
-                            let client = environment.clientAddress(of: channel)?.addressText,
-                            !connectionCounter.admit(channel, of: client, limit: limit)
+                            let address = environment.clientAddress(of: channel),
+                            !connectionCounter.admit(channel, of: ClientLimitKey.of(address, ipv6Prefix: policy.access.ipv6ClientPrefix), limit: limit)
                         {
                             try pipeline.addHandler(ConnectionOverLimit(limit: limit))
                         }
