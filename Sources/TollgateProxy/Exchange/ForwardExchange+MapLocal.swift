@@ -99,14 +99,7 @@ extension ForwardExchange {
                 switch result {
                 case .success(let piece) where piece.readableBytes > 0:
                     file.next += Int64(piece.readableBytes)
-                    if let bodyEncoder {
-                        let compressed = bodyEncoder.compress(piece, allocator: Self.allocator)
-                        record.bodyBytes += Int64(compressed.readableBytes)
-                        if compressed.readableBytes > 0 { client.sendBody(compressed) }
-                    } else {
-                        record.bodyBytes += Int64(piece.readableBytes)
-                        client.sendBody(piece)
-                    }
+                    sendBodyPiece(piece, to: client)
                     pumpMappedFile()
                 case .success, .failure:
                     // The file shrank or failed under the read: the client must not take what

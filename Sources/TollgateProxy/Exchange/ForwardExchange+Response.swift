@@ -169,13 +169,21 @@ extension ForwardExchange {
         if manifestCheck != nil {
             record.bodyBytes += Int64(data.readableBytes)
             passChecked(data, to: connection)
-        } else if let bodyEncoder {
-            let compressed = bodyEncoder.compress(data, allocator: Self.allocator)
+        } else {
+            sendBodyPiece(data, to: connection)
+        }
+    }
+
+    /// Writes a piece of the response body, compressed first when the response is
+    /// (``bodyEncoder``), and counts what went out.
+    func sendBodyPiece(_ piece: ByteBuffer, to connection: any ClientResponder) {
+        if let bodyEncoder {
+            let compressed = bodyEncoder.compress(piece, allocator: Self.allocator)
             record.bodyBytes += Int64(compressed.readableBytes)
             if compressed.readableBytes > 0 { connection.sendBody(compressed) }
         } else {
-            record.bodyBytes += Int64(data.readableBytes)
-            connection.sendBody(data)
+            record.bodyBytes += Int64(piece.readableBytes)
+            connection.sendBody(piece)
         }
     }
 
