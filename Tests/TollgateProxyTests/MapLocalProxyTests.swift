@@ -133,6 +133,10 @@ struct MapLocalProxyTests {
         #expect(part.body == Self.pattern(300_000)[1000..<2000])
         let past = try await fetch("http://static.test/app.js", port: port, into: directory, ["-r", "400000-"])
         #expect(past.status == "416" && past.fields["content-range"] == "bytes */300000")
+        // A FIFO is not a file to answer with (and opening it must not wait for a writer).
+        #expect(mkfifo(site.appendingPathComponent("pipe.txt").path, 0o600) == 0)
+        let fifo = try await fetch("http://static.test/pipe.txt", port: port, into: directory, ["-m", "5"])
+        #expect(fifo.status == "404", "\(fifo)")
 
         // Files are read at each request: an edit is seen, with validators of its own.
         try Self.pattern(300_001, seed: 3).write(to: script)

@@ -47,9 +47,12 @@ final class MappedFile: @unchecked Sendable {
         if stat(file, &status) == 0, status.st_mode & S_IFMT == S_IFDIR {
             file += "/index.html"
         }
-        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC)
+        // O_NONBLOCK: a FIFO in a mapped directory must not hold a pool thread in open() until
+        // something writes to it (it is refused below, as anything not a regular file is).
+        let descriptor = Glibc.open(file, O_RDONLY | O_CLOEXEC | O_NONBLOCK)
         guard descriptor >= 0 else {
-            let why = errno == ENOENT || errno == ENOTDIR ? "no file" : "cannot read (\(String(cString: strerror(errno))))"
+            let code = errno
+            let why = code == ENOENT || code == ENOTDIR ? "no file" : "cannot read (\(String(cString: strerror(code))))"
             return .missing("map-local: \(why) \(file) for \(requestPath)")
         }
         guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
