@@ -307,12 +307,18 @@ final class ForwardExchange: StoredFileReceiving, BodyEndReceiving, ImmediateRes
         if !reverse || !fields.containsAny(of: Self.forwardedFields) {
             let client = memo.clientAddress
             let via = Self.via(head)
-            let host = reverse ? originalHost.map { Self.forwardedHost($0, secure: memo.clientTLS != nil) } : nil
+            let host = reverse ? originalHost : nil
             // The connection's TLS is fixed for its life, so the remembered lines stay right.
-            let scheme = memo.clientTLS == nil ? "http" : "https"
+            let secure = memo.clientTLS != nil
+            let scheme = secure ? "https" : "http"
             let loop = environment.ownListeners.loopIdentifier
+            // The host is made canonical only when the lines are made: the memo's key is the
+            // client's own spelling, which is the same from request to request.
             let make = {
-                Self.addedLines(via: via, loop: loop, client: client, originalHost: host, reverse: reverse, scheme: scheme, certificate: certificate)
+                Self.addedLines(
+                    via: via, loop: loop, client: client, originalHost: host.map { Self.forwardedHost($0, secure: secure) }, reverse: reverse,
+                    scheme: scheme, certificate: certificate
+                )
             }
             // (A connection's requests are all HTTP/2 or all HTTP/1.x: the memo's key needs no more.)
             fields.append(contentsOf: memo.forwardingLines(minorVersion: head.minorVersion, originalHost: host, make: make))
