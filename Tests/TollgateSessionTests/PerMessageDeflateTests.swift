@@ -119,6 +119,9 @@ struct PerMessageDeflateTests {
         #expect(try channel.readInbound(as: WebSocketFrame.self).map { String(buffer: $0.data) } == "plain")
         try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .ping, data: ByteBuffer()))
         #expect(try channel.readInbound(as: WebSocketFrame.self)?.rsv1 == true, "a control frame's RSV1 is the machine's to refuse")
+        let masked = WebSocketFrame(fin: true, rsv1: true, opcode: .text, maskKey: .random(), data: ByteBuffer(bytes: [1, 2, 3]))
+        try channel.writeInbound(masked)
+        #expect(try channel.readInbound(as: WebSocketFrame.self) == masked, "a masked text frame passes as it came, for the machine to refuse")
 
         #expect(throws: MessageInflater.Failure.self) {
             try channel.writeInbound(WebSocketFrame(fin: true, rsv1: true, opcode: .text, data: ByteBuffer(bytes: [0xff, 0xff, 0xff])))

@@ -38,11 +38,16 @@ final class PerMessageDeflateHandler: ChannelDuplexHandler, @unchecked Sendable 
     func channelRead(context: ChannelHandlerContext, data: NIOAny) {
         guard !failed else { return }
         var frame = unwrapInboundIn(data)
+        // A masked frame is the machine's to refuse (a server must not mask), not this one's to read.
+        guard frame.maskKey == nil else {
+            context.fireChannelRead(data)
+            return
+        }
         switch frame.opcode {
-        case .text, .binary where frame.maskKey == nil:
+        case .text, .binary:
             messageCompressed = frame.rsv1
             inMessage = !frame.fin
-        case .continuation where !frame.rsv1 && frame.maskKey == nil && inMessage:
+        case .continuation where !frame.rsv1 && inMessage:
             inMessage = !frame.fin
         default:
             context.fireChannelRead(data)
