@@ -64,14 +64,6 @@ public enum ContentNegotiation {
         }
     }
 
-    /// Whether `Accept-Encoding` lines name gzip (or `*`) with a weight above zero: what a proxy
-    /// compressing a response asks (§12.5.3: a client that sends no `Accept-Encoding` may not decode it).
-    public static func namesGzip(_ acceptEncoding: [String]) -> Bool {
-        guard !acceptEncoding.isEmpty else { return false }
-        let weights = codingWeights(FieldList.elements(acceptEncoding)).weights
-        return (weights["gzip"] ?? weights["*"] ?? 0) > 0
-    }
-
     /// Of `offered` content codings (in the server's order of preference), the one `Accept-Encoding`
     /// lines weigh highest above zero (`*` standing for those not named; ties go to the earlier
     /// offered); nil when none is acceptable or the client sent no `Accept-Encoding` (RFC 9110

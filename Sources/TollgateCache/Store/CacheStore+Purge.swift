@@ -143,12 +143,10 @@ extension CacheStore {
                     continue
                 }
                 let method = Array(first.key[..<space])
-                let start = method + [0x20] + Array(prefix.utf8)
-                var entry = try cursor.seek(atLeast: start)
-                while let current = entry, current.key.starts(with: start) {
+                try cursor.forEach(prefix: method + [0x20] + Array(prefix.utf8)) { entry in
                     visited += 1
-                    try visit(current, false)
-                    entry = try cursor.next()
+                    try visit(entry, false)
+                    return true
                 }
                 // The next method's first key: past every `METHOD ` key (0x21 follows the space).
                 methodStart = try cursor.seek(atLeast: method + [0x21])

@@ -20,8 +20,7 @@ extension ConnectionMemo {
             clientTrustedForwarder: addressBytes.map { access.trustsForwarding(address: $0) } ?? false,
             clientMayPurge: access.purgeClients.isEmpty ? nil : addressBytes.flatMap(access.allowsPurge) ?? false,
             overConnectionLimit: ConnectionOverLimit.limit(in: pipeline, access: access),
-            clientLimitKey: addressBytes?.count == 16 && access.ipv6ClientPrefix < 128
-                ? ClientLimitKey.of(text: clientAddress, bytes: addressBytes, ipv6Prefix: access.ipv6ClientPrefix) : nil
+            clientLimitKey: ClientLimitKey.of(text: clientAddress, bytes: addressBytes, ipv6Prefix: access.ipv6ClientPrefix)
         )
         memo.clientTLS = clientTLS
         return (memo, addressBytes.map { access.allowsClient(address: $0) } ?? false)

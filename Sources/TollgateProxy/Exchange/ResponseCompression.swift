@@ -59,8 +59,8 @@ enum ResponseCompression {
         }
     }
 
-    /// The encoder for a response compressed under `verdict` by `rule`; nil when it is not (or
-    /// the library cannot make one: the response then goes as it is... see the caller).
+    /// The encoder for a response compressed under `verdict` by `rule`; nil when it is not
+    /// compressed, or the library cannot make an encoder (out of memory).
     static func encoder(for verdict: Verdict, rule: HostRule.Compression) -> (any ResponseBodyEncoder)? {
         guard case .compressed(let coding) = verdict else { return nil }
         return coding == "br" ? BrotliEncoder(quality: rule.brotliLevel) : GzipEncoder(level: rule.level)
